@@ -1,0 +1,2 @@
+//! limen-benches: shared helpers for the benches in `benches/benches/`.
+#![warn(missing_docs)]

@@ -1,0 +1,1 @@
+//! The Flow host boundary (`flow-host-boundary.txt`).

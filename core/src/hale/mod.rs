@@ -1,0 +1,1 @@
+//! The Hale API surface (`hale-api-surface.txt`).

@@ -1,0 +1,1 @@
+//! The strict JSON tokenizer every parser in limen shares.

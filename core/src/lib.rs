@@ -1,0 +1,21 @@
+//! limen-core: the pure half of limen.
+//!
+//! Everything here is computation over bytes and events: no sockets, files,
+//! threads, processes, clocks or entropy. Time and randomness come in as
+//! arguments, so every machine can be fuzzed, embedded through the C ABI and
+//! replayed deterministically from a recording. `scripts/check-core-purity`
+//! enforces this in CI.
+//!
+//! - [`json`]: the strict JSON tokenizer every parser here shares.
+//! - [`flow`]: the Flow host boundary — values, canonical text, decoding,
+//!   schemas, fingerprints and the Tool protocol machines.
+//! - [`hale`]: the Hale API surface — declarations, rows, digests, laws,
+//!   documents and the exposure runtime.
+//! - [`wire`]: one module per wire protocol machine.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod flow;
+pub mod hale;
+pub mod json;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! Wire protocol machines, one module per protocol.

@@ -1,0 +1,9 @@
+//! limen-drivers: the I/O half of limen.
+//!
+//! Event loops, listeners, connections, child processes, timers and handler
+//! threads that feed the pure machines of `limen-core`, and the code behind
+//! the `flow` and `hale` command-line tools.
+#![warn(missing_docs)]
+
+pub mod flow_cli;
+pub mod hale_cli;

@@ -1,0 +1,2 @@
+//! limen-ffi: the C ABI of limen's machines (`include/limen.h`).
+#![warn(missing_docs)]

@@ -1,4 +1,6 @@
 //! `flow`: the Flow host boundary from the command line.
 fn main() {
-    std::process::exit(limen_drivers::flow_cli::main(std::env::args().skip(1).collect()));
+    std::process::exit(limen_drivers::flow_cli::main(
+        std::env::args().skip(1).collect(),
+    ));
 }

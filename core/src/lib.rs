@@ -19,3 +19,10 @@ pub mod flow;
 pub mod hale;
 pub mod json;
 pub mod wire;
+
+/// A point in time as the machines see it: nanoseconds on the driver's
+/// monotonic clock (or a virtual clock in replay), passed in, never read.
+pub type Timestamp = u64;
+
+/// One second, in [`Timestamp`] units.
+pub const SECOND: Timestamp = 1_000_000_000;

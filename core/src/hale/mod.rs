@@ -1,1 +1,3 @@
 //! The Hale API surface (`hale-api-surface.txt`).
+
+pub mod runtime;

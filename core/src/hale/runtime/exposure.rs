@@ -1,0 +1,917 @@
+//! The exposure: admission, dispatch, completion, shutdown and generations,
+//! as one pure state machine every transport drives the same way.
+//!
+//! A transport frames bytes into a [`Request`] and hands it to
+//! [`Exposure::handle_request`]. The exposure runs the eight checks of
+//! § Serving in the spec's order; a refusal is delivered at once, an
+//! accepted request takes a request id and a unit of the bound and waits in
+//! its receiver's queue. A receiver is an actor: at most one call is handed
+//! to it ([`Event::Dispatch`]) at a time, in the order accepted. The driver
+//! runs the handler and reports back with [`Exposure::handle_completion`];
+//! the pending table, the one owner of completion, delivers exactly one
+//! terminal outcome per accepted request and releases its unit exactly once,
+//! whatever order completions, losses, receiver failures and `stop()` come
+//! in.
+//!
+//! Time is passed in as nanoseconds since the Unix epoch (the clock a bearer
+//! source's expiry is stated on); the machine reads no clock.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::outcome::{reasons, Outcome, Refusal, RefusalKind};
+use super::sources::{
+    is_expired, BearerSource, Credential, HeldRoles, PeerCredentials, Principal, RoleHierarchy,
+    RoleSource,
+};
+use crate::{Timestamp, SECOND};
+
+/// The exposure's number for a request, unique and increasing for its
+/// lifetime (0 is never assigned: it is a line that is not a request).
+pub type RequestId = u64;
+
+/// The transport's correlation: a connection, or a connection and stream.
+pub type Correlation = u64;
+
+/// A receiver, by its place in [`ExposureSpec::receivers`].
+pub type ReceiverId = usize;
+
+/// One row of the served surface, as admission and dispatch read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberSpec {
+    /// The member as a caller names it: `Orders::cancel`.
+    pub name: String,
+    /// The receiver instance the serve site binds the row's locus to.
+    pub receiver: ReceiverId,
+    /// The roles a caller must hold, as written.
+    pub requires: Vec<String>,
+}
+
+/// What an exposure serves and how: everything admission and dispatch read
+/// besides the sources and the codec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExposureSpec {
+    /// The exposure's name (`as:`).
+    pub name: String,
+    /// The surface's name.
+    pub surface: String,
+    /// The surface's digest, `fnv1a64:…`.
+    pub digest: String,
+    /// The transport's name for `Context.via`: `unix`, `http`, `mcp`, `test`…
+    pub via: String,
+    /// The surface's rows.
+    pub members: Vec<MemberSpec>,
+    /// The bound receiver instances, named for messages (`self.orders`).
+    pub receivers: Vec<String>,
+    /// The requests accepted and not yet answered the exposure holds.
+    pub bound: usize,
+    /// Which roles include which.
+    pub hierarchy: RoleHierarchy,
+    /// How long `stop()` waits for executing calls.
+    pub stop_wait: Timestamp,
+    /// How long a teardown waits for executing calls.
+    pub teardown_wait: Timestamp,
+}
+
+impl ExposureSpec {
+    /// The spec's waits: ten seconds for `stop()`, one for a teardown.
+    pub const STOP_WAIT: Timestamp = 10 * SECOND;
+    /// See [`ExposureSpec::STOP_WAIT`].
+    pub const TEARDOWN_WAIT: Timestamp = SECOND;
+
+    /// The exposure's identity, `<surface>@<digest>/<name>`.
+    pub fn identity(&self) -> String {
+        format!("{}@{}/{}", self.surface, self.digest, self.name)
+    }
+
+    /// The member named `name`, also accepting the `%3A%3A` spelling of `::`.
+    pub fn member_index(&self, name: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    /// Every role a row of the surface requires, sorted, each once.
+    pub fn required_roles(&self) -> Vec<String> {
+        let mut roles: Vec<String> = self
+            .members
+            .iter()
+            .flat_map(|m| m.requires.iter().cloned())
+            .collect();
+        roles.sort();
+        roles.dedup();
+        roles
+    }
+}
+
+/// Decodes a member's payload by its request shape under the exposure's
+/// codec (strict: no coercion, no default).
+pub trait PayloadCodec {
+    /// The decoded payload of `member`, or the malformed reason
+    /// (`missing_field: qty`, `wrong_type: order`).
+    fn decode(&self, member: usize, payload: &[u8]) -> Result<serde_json::Value, String>;
+}
+
+/// Builds the description document for a caller (§ The description).
+pub trait Describer {
+    /// The compact JSON document for `caller`, who holds `roles` (among those
+    /// the rows require) and may call `members` (indices into the spec's
+    /// members), as admission would decide.
+    fn describe(&self, caller: &Principal, roles: &[String], members: &[usize]) -> Vec<u8>;
+}
+
+/// What a handler is called with (`std::api::ServedContext`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServedContext {
+    /// The caller the exposure established.
+    pub caller: Principal,
+    /// The exposure's request id.
+    pub request_id: RequestId,
+    /// The transport the request came through.
+    pub via: String,
+    /// The first role of the row's requires as written, or empty.
+    pub role: String,
+    /// The exposure's name.
+    pub exposure: String,
+    /// The receiver's execution generation the call was admitted under.
+    pub generation: u64,
+}
+
+/// A request as a transport framed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The transport's correlation for the reply.
+    pub correlation: Correlation,
+    /// What the request asks.
+    pub kind: RequestKind,
+    /// The digest the client sent, if any.
+    pub digest: Option<String>,
+    /// Who sent it, as the transport read it.
+    pub credential: Credential,
+    /// The client's own id as raw JSON text, echoed in the reply (Unix).
+    pub client_id: Option<String>,
+}
+
+/// What a framed request asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// Call `member` with the payload's bytes.
+    Call {
+        /// The member as the request names it.
+        member: String,
+        /// The payload, undecoded.
+        payload: Vec<u8>,
+    },
+    /// Describe the exposure for the caller.
+    Describe,
+    /// The transport could not frame a request: the reason.
+    Malformed {
+        /// Why the message is not a request.
+        reason: String,
+    },
+}
+
+/// An outcome (or a refusal) for the transport to deliver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Where the reply goes.
+    pub correlation: Correlation,
+    /// The exposure's request id.
+    pub request_id: RequestId,
+    /// The client's id, echoed.
+    pub client_id: Option<String>,
+    /// The caller the exposure established (or would have).
+    pub caller: Principal,
+    /// The outcome.
+    pub outcome: Outcome,
+}
+
+/// A call handed to its receiver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The receiver instance.
+    pub receiver: ReceiverId,
+    /// The exposure's request id; the completion names it.
+    pub request_id: RequestId,
+    /// The member, by index.
+    pub member: usize,
+    /// The decoded payload.
+    pub payload: serde_json::Value,
+    /// The handler's context.
+    pub context: ServedContext,
+    /// The generation the call was admitted under.
+    pub generation: u64,
+    /// The incarnation stamp the call is handed to: the receiver runs it
+    /// only if this is its own incarnation's, and otherwise reports
+    /// [`Exposure::dispatch_not_taken`].
+    pub stamp: u64,
+}
+
+/// What the exposure asks of its transport and driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Encode and write an outcome.
+    Deliver(Delivery),
+    /// Run a call on its receiver.
+    Dispatch(Dispatch),
+    /// Ask a receiver whose incarnation is not known to announce itself
+    /// ([`Exposure::receiver_born`]) or be found absent
+    /// ([`Exposure::receiver_absent`]).
+    Ask(ReceiverId),
+    /// The runtime has finished with this connection: a reply for it was
+    /// dropped after it was lost (or its call abandoned at shutdown).
+    CloseConnection(Correlation),
+    /// Shutdown is done: release the listener.
+    StopListening,
+}
+
+/// How a handler ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// It returned its response, encoded by the codec.
+    Returned(Vec<u8>),
+    /// It failed with its declared error, encoded by the codec.
+    Failed(Vec<u8>),
+    /// It violated (`ClosureViolation`); the owner's on_failure has run and
+    /// supervision let execution return: the server error.
+    Violated,
+    /// It violated and supervision exits the process: the caller sees a
+    /// transport failure, never a swallowed structural failure.
+    ProcessExits,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReceiverState {
+    /// Not known yet: calls wait queued for the answer, which will be
+    /// `generation`.
+    Unknown { generation: u64, asked: bool },
+    /// The incarnation `stamp`, at `generation`.
+    Known { stamp: u64, generation: u64 },
+    /// Draining, dissolved or restarting, last known at `generation`.
+    Unavailable { generation: u64 },
+}
+
+#[derive(Debug)]
+struct Slot {
+    state: ReceiverState,
+    /// The call handed over and not yet completed, and the incarnation
+    /// stamp it was handed to.
+    executing: Option<(RequestId, u64)>,
+    queue: VecDeque<RequestId>,
+}
+
+#[derive(Debug)]
+enum Place {
+    Queued(serde_json::Value),
+    Executing,
+}
+
+#[derive(Debug)]
+struct Pending {
+    correlation: Correlation,
+    client_id: Option<String>,
+    caller: Principal,
+    member: usize,
+    generation: u64,
+    place: Place,
+}
+
+#[derive(Debug, Default)]
+struct Connection {
+    /// Accepted requests of this connection not yet terminal.
+    pending: usize,
+    /// The connection is gone (or its call abandoned): replies are dropped.
+    lost: bool,
+    /// The transport was told `CloseConnection` already.
+    told: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lifecycle {
+    Serving,
+    Stopping { deadline: Timestamp },
+    Stopped,
+}
+
+/// The exposure machine. See the module documentation.
+pub struct Exposure {
+    spec: ExposureSpec,
+    bearer: Option<Box<dyn BearerSource + Send>>,
+    roles: Box<dyn RoleSource + Send>,
+    codec: Box<dyn PayloadCodec + Send>,
+    describer: Box<dyn Describer + Send>,
+    next_id: RequestId,
+    pending: BTreeMap<RequestId, Pending>,
+    connections: BTreeMap<Correlation, Connection>,
+    slots: Vec<Slot>,
+    lifecycle: Lifecycle,
+    events: VecDeque<Event>,
+}
+
+impl std::fmt::Debug for Exposure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exposure")
+            .field("identity", &self.spec.identity())
+            .field("pending", &self.pending.len())
+            .field("lifecycle", &self.lifecycle)
+            .finish()
+    }
+}
+
+impl Exposure {
+    /// An exposure serving `spec` under its sources: `bearer` names callers
+    /// by token (`None`: the transport's peer credentials name them), `roles`
+    /// answers what they hold.
+    pub fn new(
+        spec: ExposureSpec,
+        bearer: Option<Box<dyn BearerSource + Send>>,
+        roles: Box<dyn RoleSource + Send>,
+        codec: Box<dyn PayloadCodec + Send>,
+        describer: Box<dyn Describer + Send>,
+    ) -> Exposure {
+        let slots = spec
+            .receivers
+            .iter()
+            .map(|_| Slot {
+                state: ReceiverState::Unknown {
+                    generation: 1,
+                    asked: false,
+                },
+                executing: None,
+                queue: VecDeque::new(),
+            })
+            .collect();
+        Exposure {
+            spec,
+            bearer,
+            roles,
+            codec,
+            describer,
+            next_id: 1,
+            pending: BTreeMap::new(),
+            connections: BTreeMap::new(),
+            slots,
+            lifecycle: Lifecycle::Serving,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// What the exposure serves.
+    pub fn spec(&self) -> &ExposureSpec {
+        &self.spec
+    }
+
+    /// The next event, if any. Poll until `None` after every input.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Exposure::handle_timeout) next has work: the
+    /// end of shutdown's wait.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.lifecycle {
+            Lifecycle::Stopping { deadline } => Some(deadline),
+            _ => None,
+        }
+    }
+
+    /// How many requests are accepted and not yet answered.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether shutdown has finished.
+    pub fn is_stopped(&self) -> bool {
+        self.lifecycle == Lifecycle::Stopped
+    }
+
+    /// The generation the exposure knows for `receiver`.
+    pub fn generation(&self, receiver: ReceiverId) -> u64 {
+        match self.slots[receiver].state {
+            ReceiverState::Unknown { generation, .. }
+            | ReceiverState::Known { generation, .. }
+            | ReceiverState::Unavailable { generation } => generation,
+        }
+    }
+
+    /// A framed request arrives at `now`. Every request takes a request id,
+    /// which is returned; a refused one is delivered at once, an accepted
+    /// one is queued.
+    pub fn handle_request(&mut self, now: Timestamp, request: Request) -> RequestId {
+        let id = self.next_id;
+        self.admit(now, request);
+        id
+    }
+
+    /// Whether `request_id` is accepted and not yet terminal.
+    pub fn is_pending(&self, request_id: RequestId) -> bool {
+        self.pending.contains_key(&request_id)
+    }
+
+    fn admit(&mut self, now: Timestamp, request: Request) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let Request {
+            correlation,
+            kind,
+            digest,
+            credential,
+            client_id,
+        } = request;
+        let refuse = |this: &mut Exposure, caller: Principal, refusal: Refusal| {
+            this.events.push_back(Event::Deliver(Delivery {
+                correlation,
+                request_id: id,
+                client_id: client_id.clone(),
+                caller,
+                outcome: Outcome::Refusal(refusal),
+            }));
+        };
+
+        // 1. The request is a request.
+        let (member_name, payload) = match kind {
+            RequestKind::Malformed { reason } => {
+                let caller = anonymous(&credential);
+                return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason));
+            }
+            RequestKind::Describe => (None, Vec::new()),
+            RequestKind::Call { member, payload } => (Some(member), payload),
+        };
+
+        // 2. The caller is established from the exposure's sources.
+        let caller = match self.authenticate(now, &credential) {
+            Ok(caller) => caller,
+            Err((caller, reason)) => {
+                return refuse(
+                    self,
+                    caller,
+                    Refusal::new(RefusalKind::Unauthenticated, reason),
+                );
+            }
+        };
+        let held = HeldRoles::read(self.roles.as_ref(), &caller);
+
+        let Some(member_name) = member_name else {
+            let (roles, members) = self.visible_to(&held, &caller);
+            let document = self.describer.describe(&caller, &roles, &members);
+            self.events.push_back(Event::Deliver(Delivery {
+                correlation,
+                request_id: id,
+                client_id,
+                caller,
+                outcome: Outcome::Description(document),
+            }));
+            return;
+        };
+
+        // 3. A digest the request carries is the served one.
+        if let Some(sent) = digest.as_deref() {
+            if sent != self.spec.digest {
+                let refusal = Refusal {
+                    served: Some(self.spec.digest.clone()),
+                    ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch(sent))
+                };
+                return refuse(self, caller, refusal);
+            }
+        }
+
+        // 4. The surface has the member.
+        let Some(member) = self.spec.member_index(&member_name) else {
+            let reason = reasons::unknown_member(&member_name);
+            return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason));
+        };
+
+        // 5. The caller holds every role of the row's requires.
+        let row = &self.spec.members[member];
+        if !self.authorized(&held, &caller, &row.requires) {
+            let refusal = Refusal {
+                requires: Some(row.requires.clone()),
+                ..Refusal::new(
+                    RefusalKind::Unauthorized,
+                    reasons::unauthorized(&row.name, &row.requires),
+                )
+            };
+            return refuse(self, caller, refusal);
+        }
+
+        // 6. The payload decodes by the request's shape.
+        let decoded = match self.codec.decode(member, &payload) {
+            Ok(v) => v,
+            Err(reason) => {
+                return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason))
+            }
+        };
+
+        // 7. The exposure is accepting and below its bound.
+        if self.lifecycle != Lifecycle::Serving {
+            let refusal = Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN);
+            return refuse(self, caller, refusal);
+        }
+        if self.pending.len() >= self.spec.bound {
+            return refuse(self, caller, Refusal::new(RefusalKind::Full, reasons::FULL));
+        }
+
+        // 8. The member's receiver is not known to be unavailable.
+        let receiver = row.receiver;
+        let generation = match self.slots[receiver].state {
+            ReceiverState::Unavailable { generation } => {
+                // It may be back: ask again, for the next request.
+                self.slots[receiver].state = ReceiverState::Unknown {
+                    generation: generation + 1,
+                    asked: true,
+                };
+                self.events.push_back(Event::Ask(receiver));
+                let reason = reasons::unavailable(&row.name);
+                return refuse(self, caller, Refusal::new(RefusalKind::Unavailable, reason));
+            }
+            ReceiverState::Unknown { generation, asked } => {
+                if !asked {
+                    self.slots[receiver].state = ReceiverState::Unknown {
+                        generation,
+                        asked: true,
+                    };
+                    self.events.push_back(Event::Ask(receiver));
+                }
+                generation
+            }
+            ReceiverState::Known { generation, .. } => generation,
+        };
+
+        // Accepted.
+        self.connections.entry(correlation).or_default().pending += 1;
+        self.pending.insert(
+            id,
+            Pending {
+                correlation,
+                client_id,
+                caller,
+                member,
+                generation,
+                place: Place::Queued(decoded),
+            },
+        );
+        self.slots[receiver].queue.push_back(id);
+        self.pump(receiver);
+    }
+
+    /// The handler of `request_id` ended. A completion for a request the
+    /// table no longer holds (already settled or abandoned) changes nothing.
+    pub fn handle_completion(&mut self, request_id: RequestId, completion: Completion) {
+        let Some(pending) = self.pending.get(&request_id) else {
+            return;
+        };
+        if !matches!(pending.place, Place::Executing) {
+            // A completion for a call never handed over is a driver bug;
+            // refusing to act keeps the table's accounting whole.
+            return;
+        }
+        let receiver = self.spec.members[pending.member].receiver;
+        let outcome = match completion {
+            Completion::Returned(v) => Some(Outcome::Result(v)),
+            Completion::Failed(e) => Some(Outcome::HandlerError(e)),
+            Completion::Violated => Some(Outcome::ServerError),
+            Completion::ProcessExits => None,
+        };
+        if self.slots[receiver].executing.map(|e| e.0) == Some(request_id) {
+            self.slots[receiver].executing = None;
+        }
+        match outcome {
+            Some(outcome) => self.finish(request_id, outcome),
+            None => self.abandon(request_id),
+        }
+        self.pump(receiver);
+        self.maybe_stopped();
+    }
+
+    /// The connection `correlation` is gone. Its requests still run, once;
+    /// their replies will be dropped. Never a refusal, never a cancel.
+    pub fn connection_lost(&mut self, correlation: Correlation) {
+        if let Some(conn) = self.connections.get_mut(&correlation) {
+            conn.lost = true;
+        }
+    }
+
+    /// `receiver` announced the incarnation `stamp` at its birth. A stamp the
+    /// exposure already knows changes nothing; a new one is a new
+    /// generation, which calls queued under an earlier one do not enter.
+    pub fn receiver_born(&mut self, receiver: ReceiverId, stamp: u64) {
+        let slot = &mut self.slots[receiver];
+        let generation = match slot.state {
+            ReceiverState::Known { stamp: known, .. } if known == stamp => return,
+            ReceiverState::Known { generation, .. } | ReceiverState::Unavailable { generation } => {
+                generation + 1
+            }
+            ReceiverState::Unknown { generation, .. } => generation,
+        };
+        slot.state = ReceiverState::Known { stamp, generation };
+        // A call handed to an earlier incarnation completes under its own
+        // generation; it does not hold the new incarnation's slot. One
+        // handed to this very incarnation (announced again) still does.
+        if slot.executing.is_some_and(|(_, s)| s != stamp) {
+            slot.executing = None;
+        }
+        self.settle_queue(receiver, |g| g < generation);
+        self.pump(receiver);
+    }
+
+    /// `receiver`'s incarnation `stamp` dissolved. The departure of an
+    /// incarnation a successor already replaced is news to nobody.
+    pub fn receiver_dissolved(&mut self, receiver: ReceiverId, stamp: u64) {
+        self.receiver_gone(receiver, Some(stamp));
+    }
+
+    /// `receiver`'s incarnation `stamp` is draining: its queued calls settle
+    /// unavailable, its executing call completes.
+    pub fn receiver_draining(&mut self, receiver: ReceiverId, stamp: u64) {
+        self.receiver_gone(receiver, Some(stamp));
+    }
+
+    /// Asked, `receiver` has no subscriber to answer: it is unavailable.
+    pub fn receiver_absent(&mut self, receiver: ReceiverId) {
+        self.receiver_gone(receiver, None);
+    }
+
+    /// The call `request_id` was handed to an incarnation that did not take
+    /// it (draining, or its stamp not the receiver's own): it did not run,
+    /// so it and every call queued behind it settle unavailable.
+    pub fn dispatch_not_taken(&mut self, request_id: RequestId) {
+        let Some(pending) = self.pending.get(&request_id) else {
+            return;
+        };
+        if !matches!(pending.place, Place::Executing) {
+            return;
+        }
+        let receiver = self.spec.members[pending.member].receiver;
+        if self.slots[receiver].executing.map(|e| e.0) == Some(request_id) {
+            self.slots[receiver].executing = None;
+        }
+        let member = &self.spec.members[pending.member].name;
+        let refusal = Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member));
+        self.finish(request_id, Outcome::Refusal(refusal));
+        self.receiver_gone(receiver, None);
+        self.maybe_stopped();
+    }
+
+    /// `stop()`: admission closes, queued calls are refused `shutting_down`,
+    /// executing calls finish and are delivered for up to ten seconds, then
+    /// the listener is released. Idempotent.
+    pub fn stop(&mut self, now: Timestamp) {
+        self.shut_down(now, self.spec.stop_wait);
+    }
+
+    /// The serving locus's teardown: the same shutdown with a one-second
+    /// wait (a shorter one than a `stop()` already running, never longer).
+    pub fn teardown(&mut self, now: Timestamp) {
+        self.shut_down(now, self.spec.teardown_wait);
+    }
+
+    /// Time passes. At the end of shutdown's wait, calls still executing
+    /// are abandoned: their replies dropped, their connections finished
+    /// with (a transport failure for their callers), their units released.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let Lifecycle::Stopping { deadline } = self.lifecycle else {
+            return;
+        };
+        if now < deadline {
+            return;
+        }
+        let executing: Vec<RequestId> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p.place, Place::Executing))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in executing {
+            self.abandon(id);
+        }
+        for slot in &mut self.slots {
+            slot.executing = None;
+        }
+        self.maybe_stopped();
+    }
+
+    fn shut_down(&mut self, now: Timestamp, wait: Timestamp) {
+        let deadline = now.saturating_add(wait);
+        match self.lifecycle {
+            Lifecycle::Stopped => return,
+            Lifecycle::Stopping { deadline: d } if d <= deadline => return,
+            _ => {}
+        }
+        self.lifecycle = Lifecycle::Stopping { deadline };
+        for receiver in 0..self.slots.len() {
+            let queued: Vec<RequestId> = self.slots[receiver].queue.drain(..).collect();
+            for id in queued {
+                let refusal = Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN);
+                self.finish(id, Outcome::Refusal(refusal));
+            }
+        }
+        self.maybe_stopped();
+    }
+
+    fn maybe_stopped(&mut self) {
+        if matches!(self.lifecycle, Lifecycle::Stopping { .. }) && self.pending.is_empty() {
+            self.lifecycle = Lifecycle::Stopped;
+            self.events.push_back(Event::StopListening);
+        }
+    }
+
+    fn receiver_gone(&mut self, receiver: ReceiverId, stamp: Option<u64>) {
+        let slot = &mut self.slots[receiver];
+        let generation = match slot.state {
+            ReceiverState::Known { stamp: known, .. } if stamp.is_some_and(|s| s != known) => {
+                return;
+            }
+            ReceiverState::Known { generation, .. }
+            | ReceiverState::Unknown { generation, .. }
+            | ReceiverState::Unavailable { generation } => generation,
+        };
+        slot.state = ReceiverState::Unavailable { generation };
+        self.settle_queue(receiver, |_| true);
+    }
+
+    /// Refuses `unavailable` every call queued for `receiver` whose
+    /// generation `stale` names.
+    fn settle_queue(&mut self, receiver: ReceiverId, stale: impl Fn(u64) -> bool) {
+        let queue = std::mem::take(&mut self.slots[receiver].queue);
+        let mut keep = VecDeque::with_capacity(queue.len());
+        for id in queue {
+            let Some(p) = self.pending.get(&id) else {
+                continue;
+            };
+            if stale(p.generation) {
+                let member = &self.spec.members[p.member].name;
+                let refusal = Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member));
+                self.finish(id, Outcome::Refusal(refusal));
+            } else {
+                keep.push_back(id);
+            }
+        }
+        self.slots[receiver].queue = keep;
+    }
+
+    /// Hands the receiver its next call when it is free and known.
+    fn pump(&mut self, receiver: ReceiverId) {
+        let slot = &mut self.slots[receiver];
+        let ReceiverState::Known { stamp, .. } = slot.state else {
+            return;
+        };
+        if slot.executing.is_some() {
+            return;
+        }
+        let Some(id) = slot.queue.pop_front() else {
+            return;
+        };
+        slot.executing = Some((id, stamp));
+        let pending = self
+            .pending
+            .get_mut(&id)
+            .expect("a queued id has its record");
+        let Place::Queued(payload) = std::mem::replace(&mut pending.place, Place::Executing) else {
+            unreachable!("a queued id is queued");
+        };
+        let row = &self.spec.members[pending.member];
+        let context = ServedContext {
+            caller: pending.caller.clone(),
+            request_id: id,
+            via: self.spec.via.clone(),
+            role: row.requires.first().cloned().unwrap_or_default(),
+            exposure: self.spec.name.clone(),
+            generation: pending.generation,
+        };
+        self.events.push_back(Event::Dispatch(Dispatch {
+            receiver,
+            request_id: id,
+            member: pending.member,
+            payload,
+            context,
+            generation: pending.generation,
+            stamp,
+        }));
+    }
+
+    /// The one terminal step of an accepted request: the record is removed,
+    /// its unit released, its outcome delivered or, on a lost connection,
+    /// dropped.
+    fn finish(&mut self, id: RequestId, outcome: Outcome) {
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        if self.release_connection(p.correlation, false) {
+            return;
+        }
+        self.events.push_back(Event::Deliver(Delivery {
+            correlation: p.correlation,
+            request_id: id,
+            client_id: p.client_id,
+            caller: p.caller,
+            outcome,
+        }));
+    }
+
+    /// Like [`finish`](Exposure::finish) with the reply dropped: the caller
+    /// observes a transport failure, so the connection is finished with now.
+    fn abandon(&mut self, id: RequestId) {
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        self.release_connection(p.correlation, true);
+    }
+
+    /// Releases one pending request of `correlation`; `drop_reply` abandons
+    /// it. Returns whether its reply is dropped: the connection was lost, or
+    /// the call abandoned, in which case the transport is told once that the
+    /// runtime is finished with the connection.
+    fn release_connection(&mut self, correlation: Correlation, drop_reply: bool) -> bool {
+        let Some(conn) = self.connections.get_mut(&correlation) else {
+            return false;
+        };
+        conn.pending -= 1;
+        if drop_reply && !conn.lost {
+            // The caller must see the connection end; any other reply still
+            // owed on it is dropped with it.
+            conn.lost = true;
+            conn.told = true;
+            self.events.push_back(Event::CloseConnection(correlation));
+        }
+        let lost = conn.lost;
+        if conn.pending == 0 {
+            let told = conn.told;
+            self.connections.remove(&correlation);
+            if lost && !told {
+                self.events.push_back(Event::CloseConnection(correlation));
+            }
+        }
+        lost
+    }
+
+    fn authenticate(
+        &self,
+        now: Timestamp,
+        credential: &Credential,
+    ) -> Result<Principal, (Principal, String)> {
+        match credential {
+            Credential::Peer(peer) => {
+                let principal = Principal::unix(*peer);
+                if peer.uid < 0 {
+                    Err((principal, reasons::UNNAMED_PEER.to_owned()))
+                } else {
+                    Ok(principal)
+                }
+            }
+            Credential::Bearer(token) => {
+                let nobody = || (Principal::bearer(""), reasons::NOBODY.to_owned());
+                let (Some(source), Some(token)) = (&self.bearer, token) else {
+                    return Err(nobody());
+                };
+                match source.principal(token) {
+                    Some(p) if !p.name.is_empty() => {
+                        if is_expired(source.expiry(token), now) {
+                            Err((p, reasons::EXPIRED.to_owned()))
+                        } else {
+                            Ok(p)
+                        }
+                    }
+                    _ => Err((
+                        Principal::bearer(""),
+                        source
+                            .refused()
+                            .unwrap_or_else(|| reasons::NOBODY.to_owned()),
+                    )),
+                }
+            }
+        }
+    }
+
+    fn authorized(&self, held: &HeldRoles, caller: &Principal, requires: &[String]) -> bool {
+        requires
+            .iter()
+            .all(|role| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, role))
+    }
+
+    /// The roles `caller` holds among those the rows require, and the
+    /// members it may call: the same test admission's fifth check makes.
+    fn visible_to(&self, held: &HeldRoles, caller: &Principal) -> (Vec<String>, Vec<usize>) {
+        let roles = self
+            .spec
+            .required_roles()
+            .into_iter()
+            .filter(|r| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, r))
+            .collect();
+        let members = (0..self.spec.members.len())
+            .filter(|&m| self.authorized(held, caller, &self.spec.members[m].requires))
+            .collect();
+        (roles, members)
+    }
+}
+
+/// The caller a request that was not a request is answered as: the peer the
+/// kernel named, or a bearer nobody.
+fn anonymous(credential: &Credential) -> Principal {
+    match credential {
+        Credential::Peer(peer) => Principal::unix(*peer),
+        Credential::Bearer(_) => Principal::bearer(""),
+    }
+}
+
+impl Default for PeerCredentials {
+    fn default() -> Self {
+        PeerCredentials::UNNAMED
+    }
+}

@@ -1,0 +1,30 @@
+//! The exposure runtime (§ Serving, § The runtime boundaries, § Identity
+//! sources, § Outcomes, § The request lifecycle, § Receiver failure and
+//! generations): one pure machine every transport drives the same way.
+//!
+//! - [`exposure`]: the [`Exposure`] machine — admission's eight checks,
+//!   dispatch one call per receiver at a time, the pending table that owns
+//!   completion, shutdown and generations.
+//! - [`sources`]: principals, credentials, the bearer and role source
+//!   traits and static tables.
+//! - [`outcome`]: the five outcomes, the refusal kinds and their fixed
+//!   encodings.
+//! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
+
+pub mod exposure;
+pub mod fixture;
+pub mod outcome;
+#[cfg(any(test, feature = "arbitrary"))]
+pub mod sim;
+pub mod sources;
+
+pub use exposure::{
+    Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureSpec,
+    MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind, ServedContext,
+};
+pub use fixture::{FixtureRpc, Receiver, Supervision};
+pub use outcome::{Outcome, Refusal, RefusalKind};
+pub use sources::{
+    BearerSource, Credential, Grants, HeldRoles, PeerCredentials, Principal, RoleHierarchy,
+    RoleSource, RoleTable, TokenTable,
+};

@@ -1,0 +1,269 @@
+//! The five outcomes a caller sees (§ Outcomes) and their refusal kinds.
+//!
+//! The runtime decides the outcome; each transport encodes it by the fixed
+//! mapping of § Outcomes. The encodings of the Unix JSON line (which the
+//! fixture transport shares) and of HTTP are here, since they are the
+//! table's columns, not transport policy.
+
+use std::fmt;
+
+/// Why a request was not accepted, or was accepted and did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RefusalKind {
+    /// Not a request; no such member; a payload that does not decode.
+    Malformed,
+    /// The request's digest is not the served one.
+    DigestMismatch,
+    /// The sources name nobody.
+    Unauthenticated,
+    /// The caller does not hold the row's `requires`.
+    Unauthorized,
+    /// The exposure holds its bound of requests accepted and not answered.
+    Full,
+    /// The exposure is stopping; the request did not run.
+    ShuttingDown,
+    /// The member's receiver is draining, dissolved or restarting; the
+    /// request did not run.
+    Unavailable,
+}
+
+impl RefusalKind {
+    /// Every kind, in the order of § Outcomes' table.
+    pub const ALL: [RefusalKind; 7] = [
+        RefusalKind::Malformed,
+        RefusalKind::DigestMismatch,
+        RefusalKind::Unauthenticated,
+        RefusalKind::Unauthorized,
+        RefusalKind::Full,
+        RefusalKind::ShuttingDown,
+        RefusalKind::Unavailable,
+    ];
+
+    /// The kind as the wire names it (`"digest_mismatch"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalKind::Malformed => "malformed",
+            RefusalKind::DigestMismatch => "digest_mismatch",
+            RefusalKind::Unauthenticated => "unauthenticated",
+            RefusalKind::Unauthorized => "unauthorized",
+            RefusalKind::Full => "full",
+            RefusalKind::ShuttingDown => "shutting_down",
+            RefusalKind::Unavailable => "unavailable",
+        }
+    }
+
+    /// The kind named `name` on the wire.
+    pub fn parse(name: &str) -> Option<RefusalKind> {
+        RefusalKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// The HTTP status of § Outcomes' refusal table.
+    pub fn http_status(self) -> u16 {
+        match self {
+            RefusalKind::Malformed => 400,
+            RefusalKind::DigestMismatch => 409,
+            RefusalKind::Unauthenticated => 401,
+            RefusalKind::Unauthorized => 403,
+            RefusalKind::Full => 429,
+            RefusalKind::ShuttingDown | RefusalKind::Unavailable => 503,
+        }
+    }
+}
+
+impl fmt::Display for RefusalKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: its kind, its reason, and what the kind carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Refusal {
+    /// The kind.
+    pub kind: RefusalKind,
+    /// The reason, in the exposure's words.
+    pub reason: String,
+    /// On `digest_mismatch`: the digest the exposure serves.
+    pub served: Option<String>,
+    /// On `unauthorized`: the roles the row requires, as written.
+    pub requires: Option<Vec<String>>,
+}
+
+impl Refusal {
+    /// A refusal of `kind` with `reason` and nothing else.
+    pub fn new(kind: RefusalKind, reason: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            reason: reason.into(),
+            served: None,
+            requires: None,
+        }
+    }
+
+    /// The refusal object `{"kind", "reason", ["served" | "requires"]}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut object = serde_json::Map::new();
+        object.insert("kind".into(), self.kind.as_str().into());
+        object.insert("reason".into(), self.reason.clone().into());
+        if let Some(served) = &self.served {
+            object.insert("served".into(), served.clone().into());
+        }
+        if let Some(requires) = &self.requires {
+            object.insert("requires".into(), requires.clone().into());
+        }
+        serde_json::Value::Object(object)
+    }
+}
+
+/// What the exposure answers a request with.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The handler returned: the response, encoded by the codec.
+    Result(Vec<u8>),
+    /// The handler failed with its declared `E`, encoded by the codec.
+    HandlerError(Vec<u8>),
+    /// The request was refused, or accepted and did not run.
+    Refusal(Refusal),
+    /// The handler failed with `ClosureViolation`.
+    ServerError,
+    /// A describe's answer: the description document, as compact JSON.
+    Description(Vec<u8>),
+}
+
+impl Outcome {
+    /// The outcome's name in the witness records: `result`,
+    /// `handler_error`, `refusal`, `server_error` (a description is a
+    /// `result`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Result(_) | Outcome::Description(_) => "result",
+            Outcome::HandlerError(_) => "handler_error",
+            Outcome::Refusal(_) => "refusal",
+            Outcome::ServerError => "server_error",
+        }
+    }
+
+    /// The HTTP status and body of § Outcomes' HTTP column.
+    pub fn http(&self) -> (u16, Vec<u8>) {
+        match self {
+            Outcome::Result(body) | Outcome::Description(body) => (200, body.clone()),
+            Outcome::HandlerError(body) => (422, body.clone()),
+            Outcome::Refusal(r) => (
+                r.kind.http_status(),
+                serde_json::json!({ "refusal": r.to_json() })
+                    .to_string()
+                    .into_bytes(),
+            ),
+            Outcome::ServerError => (500, SERVER_ERROR_BODY.to_vec()),
+        }
+    }
+
+    /// The Unix JSON reply line (without its newline):
+    /// `{"request_id", "id", "ok", "value" | "error" | "refusal", "caller"}`.
+    /// `id` is the client's id as raw JSON text (`None` writes `null`).
+    pub fn unix_line(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        caller: &super::Principal,
+    ) -> Vec<u8> {
+        let mut line = Vec::with_capacity(128);
+        line.extend_from_slice(b"{\"request_id\":");
+        line.extend_from_slice(request_id.to_string().as_bytes());
+        line.extend_from_slice(b",\"id\":");
+        line.extend_from_slice(id.unwrap_or("null").as_bytes());
+        match self {
+            Outcome::Result(v) | Outcome::Description(v) => {
+                line.extend_from_slice(b",\"ok\":true,\"value\":");
+                line.extend_from_slice(v);
+            }
+            Outcome::HandlerError(e) => {
+                line.extend_from_slice(b",\"ok\":false,\"error\":");
+                line.extend_from_slice(e);
+            }
+            Outcome::Refusal(r) => {
+                line.extend_from_slice(b",\"ok\":false,\"refusal\":");
+                line.extend_from_slice(r.to_json().to_string().as_bytes());
+            }
+            Outcome::ServerError => {
+                line.extend_from_slice(b",\"ok\":false,\"refusal\":{\"kind\":\"server\"}");
+            }
+        }
+        line.extend_from_slice(b",\"caller\":");
+        line.extend_from_slice(caller.to_json().to_string().as_bytes());
+        line.push(b'}');
+        line
+    }
+}
+
+/// The body of the server error over HTTP.
+pub const SERVER_ERROR_BODY: &[u8] = br#"{"refusal":{"kind":"server"}}"#;
+
+/// The reasons the exposure gives, in one place so every transport says the
+/// same words.
+pub mod reasons {
+    /// A bearer source that states no reason of its own.
+    pub const NOBODY: &str = "the sources name nobody";
+    /// A Unix peer the kernel would not name.
+    pub const UNNAMED_PEER: &str = "the kernel did not name the peer";
+    /// A credential past its expiry.
+    pub const EXPIRED: &str = "expired";
+    /// A request while the exposure stops.
+    pub const SHUTTING_DOWN: &str = "the exposure is stopping";
+    /// A request past the bound.
+    pub const FULL: &str = "the exposure holds its bound of requests accepted and not yet answered";
+
+    /// A digest that is not the served one.
+    pub fn digest_mismatch(sent: &str) -> String {
+        format!("the request was generated against {sent}")
+    }
+
+    /// A member the surface does not have.
+    pub fn unknown_member(member: &str) -> String {
+        format!("unknown_member: {member}")
+    }
+
+    /// A caller without the row's roles.
+    pub fn unauthorized(member: &str, requires: &[String]) -> String {
+        format!("{member} requires {}", requires.join(", "))
+    }
+
+    /// A member whose receiver is unavailable.
+    pub fn unavailable(member: &str) -> String {
+        format!("the receiver of {member} is unavailable; the call did not run")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hale::runtime::Principal;
+
+    #[test]
+    fn http_statuses_follow_the_table() {
+        let statuses: Vec<u16> = RefusalKind::ALL.iter().map(|k| k.http_status()).collect();
+        assert_eq!(statuses, [400, 409, 401, 403, 429, 503, 503]);
+        assert_eq!(Outcome::ServerError.http().0, 500);
+        assert_eq!(Outcome::HandlerError(b"{}".to_vec()).http().0, 422);
+    }
+
+    #[test]
+    fn the_unix_line_carries_id_answer_and_caller() {
+        let caller = Principal::bearer("alice");
+        let line =
+            Outcome::Result(br#"{"order":41}"#.to_vec()).unix_line(1, Some("\"c-1\""), &caller);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"request_id":1,"id":"c-1","ok":true,"value":{"order":41},"caller":{"mode":"bearer","name":"alice"}}"#
+        );
+        let refusal = Refusal {
+            served: Some("fnv1a64:40381db6685c9f75".into()),
+            ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch("x"))
+        };
+        let line = Outcome::Refusal(refusal).unix_line(4, None, &caller);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"request_id":4,"id":null,"ok":false,"refusal":{"kind":"digest_mismatch","reason":"the request was generated against x","served":"fnv1a64:40381db6685c9f75"},"caller":{"mode":"bearer","name":"alice"}}"#
+        );
+    }
+}

@@ -1,0 +1,408 @@
+//! Principals and the identity sources (§ Identity sources).
+//!
+//! A transport hands the runtime a [`Credential`]; the exposure's
+//! [`BearerSource`] (or the peer's kernel credentials) names the
+//! [`Principal`], and its [`RoleSource`] says which roles that principal
+//! holds. Both are traits so a deployment can plug in any provider; the
+//! static tables here ([`TokenTable`], [`RoleTable`]) are ready to use.
+
+use std::collections::BTreeMap;
+
+use crate::Timestamp;
+
+/// Who a request comes from, as the exposure established it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Principal {
+    /// `"bearer"` for a bearer source's principal, `"unix"` for a peer's
+    /// kernel credentials.
+    pub mode: String,
+    /// The principal's name: the bearer source's, or `uid:<n>`.
+    pub name: String,
+    /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
+    /// in the order they are written.
+    pub fields: Vec<(String, i64)>,
+}
+
+impl Principal {
+    /// A bearer principal of `name`.
+    pub fn bearer(name: &str) -> Principal {
+        Principal {
+            mode: "bearer".to_owned(),
+            name: name.to_owned(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// The principal a Unix peer's kernel credentials name: `uid:<n>`.
+    pub fn unix(peer: PeerCredentials) -> Principal {
+        Principal {
+            mode: "unix".to_owned(),
+            name: format!("uid:{}", peer.uid),
+            fields: vec![
+                ("uid".to_owned(), peer.uid),
+                ("gid".to_owned(), peer.gid),
+                ("pid".to_owned(), peer.pid),
+            ],
+        }
+    }
+
+    /// The principal as the JSON object a reply's `caller` carries.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut object = serde_json::Map::new();
+        object.insert("mode".into(), self.mode.clone().into());
+        object.insert("name".into(), self.name.clone().into());
+        for (k, v) in &self.fields {
+            object.insert(k.clone(), (*v).into());
+        }
+        serde_json::Value::Object(object)
+    }
+
+    /// Reads a principal from its JSON object (`{"mode": …, "name": …, …}`),
+    /// as `hale check --caller` takes one. Integer fields are kept in order.
+    pub fn from_json(value: &serde_json::Value) -> Result<Principal, String> {
+        let object = value
+            .as_object()
+            .ok_or("a principal is a JSON object with mode and name")?;
+        let text = |key: &str| {
+            object
+                .get(key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("a principal's `{key}` is a string"))
+        };
+        let mut fields = Vec::new();
+        for (k, v) in object {
+            if k == "mode" || k == "name" {
+                continue;
+            }
+            let n = v
+                .as_i64()
+                .ok_or_else(|| format!("a principal's `{k}` is an integer"))?;
+            fields.push((k.clone(), n));
+        }
+        Ok(Principal {
+            mode: text("mode")?,
+            name: text("name")?,
+            fields,
+        })
+    }
+}
+
+/// A Unix peer's kernel credentials (SO_PEERCRED). A peer the kernel will
+/// not name has uid, gid and pid -1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerCredentials {
+    /// The peer's user id, or -1.
+    pub uid: i64,
+    /// The peer's group id, or -1.
+    pub gid: i64,
+    /// The peer's process id, or -1.
+    pub pid: i64,
+}
+
+impl PeerCredentials {
+    /// The credentials of a peer the kernel did not name.
+    pub const UNNAMED: PeerCredentials = PeerCredentials {
+        uid: -1,
+        gid: -1,
+        pid: -1,
+    };
+}
+
+/// What a transport read about who sent a request.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// A bearer token (`Authorization: Bearer <token>`), or `None` when the
+    /// request carried none or carried another scheme.
+    Bearer(Option<String>),
+    /// The kernel credentials of a Unix socket peer.
+    Peer(PeerCredentials),
+}
+
+/// A bearer source names the principal a token stands for
+/// (`std::api::BearerSource`).
+pub trait BearerSource {
+    /// The principal `token` names, or `None` when it names nobody.
+    fn principal(&self, token: &str) -> Option<Principal>;
+
+    /// The source's own reason for refusing a token it names nobody for
+    /// (`refused()`); `None` when it states none.
+    fn refused(&self) -> Option<String> {
+        None
+    }
+
+    /// When `token` expires, as nanoseconds since the Unix epoch, `None` for
+    /// no expiry (`std::api::ExpiringBearerSource`). A source that states no
+    /// expiry keeps the default: its credentials never expire.
+    fn expiry(&self, token: &str) -> Option<u64> {
+        let _ = token;
+        None
+    }
+}
+
+/// A principal's grants and the role source's revision, read as one pair
+/// (`std::api::Grants`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grants {
+    /// The roles the principal holds directly.
+    pub roles: Vec<String>,
+    /// The source's revision these grants were read at (0: unstated).
+    pub revision: u64,
+}
+
+/// A role source says which roles a principal holds (`std::api::RoleSource`,
+/// with `grants` of `std::api::RevisedRoleSource`).
+pub trait RoleSource {
+    /// Whether `principal` holds `role` directly.
+    fn holds(&self, principal: &Principal, role: &str) -> bool;
+
+    /// The principal's direct grants and the source's revision as one pair,
+    /// when the source states them (a `RevisedRoleSource`); `None` makes the
+    /// exposure ask [`holds`](RoleSource::holds) once per role instead.
+    fn grants(&self, principal: &Principal) -> Option<Grants> {
+        let _ = principal;
+        None
+    }
+}
+
+/// Which roles include which: a principal holding a role holds every role
+/// it includes, transitively.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoleHierarchy {
+    includes: BTreeMap<String, Vec<String>>,
+}
+
+impl RoleHierarchy {
+    /// No role includes another.
+    pub fn flat() -> RoleHierarchy {
+        RoleHierarchy::default()
+    }
+
+    /// Declares that `role` includes `included`.
+    pub fn include(&mut self, role: &str, included: &str) {
+        self.includes
+            .entry(role.to_owned())
+            .or_default()
+            .push(included.to_owned());
+    }
+
+    /// The roles that hold `role`: itself and every role that includes it,
+    /// directly or through others. Cycles are harmless.
+    pub fn holders_of(&self, role: &str) -> Vec<String> {
+        let mut holders = vec![role.to_owned()];
+        let mut i = 0;
+        while i < holders.len() {
+            let target = holders[i].clone();
+            for (r, included) in &self.includes {
+                if included.contains(&target) && !holders.contains(r) {
+                    holders.push(r.clone());
+                }
+            }
+            i += 1;
+        }
+        holders
+    }
+}
+
+/// What the exposure concluded about one principal's roles for one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldRoles {
+    direct: Option<Vec<String>>,
+}
+
+impl HeldRoles {
+    /// Asks `source` once for the principal's grants (when it states them).
+    pub fn read(source: &dyn RoleSource, principal: &Principal) -> HeldRoles {
+        HeldRoles {
+            direct: source.grants(principal).map(|g| g.roles),
+        }
+    }
+
+    /// Whether the principal holds `role`, directly or through a role that
+    /// includes it.
+    pub fn holds(
+        &self,
+        source: &dyn RoleSource,
+        hierarchy: &RoleHierarchy,
+        principal: &Principal,
+        role: &str,
+    ) -> bool {
+        hierarchy
+            .holders_of(role)
+            .iter()
+            .any(|holder| match &self.direct {
+                Some(direct) => direct.iter().any(|r| r == holder),
+                None => source.holds(principal, holder),
+            })
+    }
+}
+
+/// A static token table: each token names one bearer principal.
+#[derive(Clone, Debug, Default)]
+pub struct TokenTable {
+    tokens: BTreeMap<String, (String, Option<u64>)>,
+    refused: Option<String>,
+}
+
+impl TokenTable {
+    /// An empty table, refusing unknown tokens with `refused` as its reason.
+    pub fn new(refused: Option<&str>) -> TokenTable {
+        TokenTable {
+            tokens: BTreeMap::new(),
+            refused: refused.map(str::to_owned),
+        }
+    }
+
+    /// `token` names the bearer principal `name`, without expiry.
+    pub fn with(mut self, token: &str, name: &str) -> TokenTable {
+        self.tokens
+            .insert(token.to_owned(), (name.to_owned(), None));
+        self
+    }
+
+    /// `token` names `name` until `expires` (nanoseconds since the epoch).
+    pub fn with_expiry(mut self, token: &str, name: &str, expires: u64) -> TokenTable {
+        self.tokens
+            .insert(token.to_owned(), (name.to_owned(), Some(expires)));
+        self
+    }
+}
+
+impl BearerSource for TokenTable {
+    fn principal(&self, token: &str) -> Option<Principal> {
+        self.tokens
+            .get(token)
+            .map(|(name, _)| Principal::bearer(name))
+    }
+    fn refused(&self) -> Option<String> {
+        self.refused.clone()
+    }
+    fn expiry(&self, token: &str) -> Option<u64> {
+        self.tokens.get(token).and_then(|(_, e)| *e)
+    }
+}
+
+/// A static role table: which principal names hold which roles, at a fixed
+/// revision (`std::api::RevisedStaticRoles`).
+#[derive(Clone, Debug, Default)]
+pub struct RoleTable {
+    grants: BTreeMap<String, Vec<String>>,
+    revision: u64,
+}
+
+impl RoleTable {
+    /// A table granting nothing, at revision 0.
+    pub fn new() -> RoleTable {
+        RoleTable::default()
+    }
+
+    /// Grants `role` to the principal named `name`.
+    pub fn grant(mut self, name: &str, role: &str) -> RoleTable {
+        self.grants
+            .entry(name.to_owned())
+            .or_default()
+            .push(role.to_owned());
+        self
+    }
+
+    /// Grants `role` to `name` in place, moving the revision on.
+    pub fn add_grant(&mut self, name: &str, role: &str) {
+        self.grants
+            .entry(name.to_owned())
+            .or_default()
+            .push(role.to_owned());
+        self.revision += 1;
+    }
+
+    /// Takes `role` from `name`, moving the revision on.
+    pub fn revoke(&mut self, name: &str, role: &str) {
+        if let Some(roles) = self.grants.get_mut(name) {
+            roles.retain(|r| r != role);
+        }
+        self.revision += 1;
+    }
+}
+
+impl RoleSource for RoleTable {
+    fn holds(&self, principal: &Principal, role: &str) -> bool {
+        self.grants
+            .get(&principal.name)
+            .is_some_and(|roles| roles.iter().any(|r| r == role))
+    }
+    fn grants(&self, principal: &Principal) -> Option<Grants> {
+        Some(Grants {
+            roles: self
+                .grants
+                .get(&principal.name)
+                .cloned()
+                .unwrap_or_default(),
+            revision: self.revision,
+        })
+    }
+}
+
+/// When a bearer credential is past its expiry at `now_unix_nanos`.
+pub(crate) fn is_expired(expiry: Option<u64>, now_unix_nanos: Timestamp) -> bool {
+    matches!(expiry, Some(e) if e != 0 && now_unix_nanos >= e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_role_is_held_through_a_role_that_includes_it() {
+        let mut h = RoleHierarchy::flat();
+        h.include("admin", "operator");
+        h.include("root", "admin");
+        let table = RoleTable::new()
+            .grant("ann", "root")
+            .grant("bo", "operator");
+        let ann = Principal::bearer("ann");
+        let held = HeldRoles::read(&table, &ann);
+        assert!(held.holds(&table, &h, &ann, "operator"));
+        assert!(held.holds(&table, &h, &ann, "admin"));
+        let bo = Principal::bearer("bo");
+        let held = HeldRoles::read(&table, &bo);
+        assert!(held.holds(&table, &h, &bo, "operator"));
+        assert!(!held.holds(&table, &h, &bo, "admin"));
+    }
+
+    #[test]
+    fn a_source_without_grants_is_asked_holds() {
+        struct Only(&'static str);
+        impl RoleSource for Only {
+            fn holds(&self, p: &Principal, role: &str) -> bool {
+                p.name == self.0 && role == "trader"
+            }
+        }
+        let src = Only("alice");
+        let alice = Principal::bearer("alice");
+        let held = HeldRoles::read(&src, &alice);
+        assert!(held.holds(&src, &RoleHierarchy::flat(), &alice, "trader"));
+        assert!(!held.holds(&src, &RoleHierarchy::flat(), &alice, "operator"));
+    }
+
+    #[test]
+    fn principals_round_trip_through_json() {
+        let p = Principal::unix(PeerCredentials {
+            uid: 1000,
+            gid: 1000,
+            pid: 4242,
+        });
+        let json = p.to_json();
+        assert_eq!(
+            json.to_string(),
+            r#"{"mode":"unix","name":"uid:1000","uid":1000,"gid":1000,"pid":4242}"#
+        );
+        assert_eq!(Principal::from_json(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn expiry_is_read_against_the_time_passed_in() {
+        assert!(!is_expired(None, 5));
+        assert!(!is_expired(Some(0), 5));
+        assert!(!is_expired(Some(10), 9));
+        assert!(is_expired(Some(10), 10));
+    }
+}

@@ -1,1 +1,8 @@
 //! Wire protocol machines, one module per protocol.
+//!
+//! - [`http1`]: HTTP/1.1, one request to a connection.
+//! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
+//!   `GET /.description`) and the HTTP column of § Outcomes.
+
+pub mod hale_http;
+pub mod http1;

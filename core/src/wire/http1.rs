@@ -1,0 +1,556 @@
+//! HTTP/1.1, one request to a connection, as a sans-I/O machine.
+//!
+//! [`Conn`] reads one request (a head parsed by `httparse`, then a body of
+//! `Content-Length` bytes) under the limits of § The HTTP transport — a head
+//! of at most 64 KiB, a body of at most 1 MiB, 5 seconds of silence and 10
+//! in all — and emits it as a [`ConnEvent::Request`], or as a
+//! [`ConnEvent::Malformed`] the transport answers 400. It then writes one
+//! response and closes (`Connection: close`: no keep-alive, no chunked
+//! bodies). A reader that takes nothing of the response for 5 seconds ends
+//! the connection. An EOF before the request is whole ends it with nothing
+//! written; an EOF after it is the client gone ([`ConnEvent::Lost`]).
+//!
+//! The machine knows HTTP, not Hale: [`crate::wire::hale_http`] frames its
+//! requests for an exposure and encodes outcomes back, and the MCP transport
+//! frames `POST /mcp` on the same machine.
+
+use std::collections::VecDeque;
+
+use crate::{Timestamp, SECOND};
+
+/// The limits of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request head, in bytes.
+    pub max_head: usize,
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+    /// The longest silence while a request is read.
+    pub silence: Timestamp,
+    /// The longest time a whole request may take to read.
+    pub request: Timestamp,
+    /// The longest a response may wait for the peer to read any of it.
+    pub stalled_write: Timestamp,
+    /// The most headers a request may carry.
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_head: 65_536,
+            max_body: 1_048_576,
+            silence: 5 * SECOND,
+            request: 10 * SECOND,
+            stalled_write: 5 * SECOND,
+            max_headers: 64,
+        }
+    }
+}
+
+/// A request read whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// The method, as sent (`POST`).
+    pub method: String,
+    /// The request target, as sent (`/call/Orders::place`).
+    pub target: String,
+    /// The headers in order, names as sent.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// The first header named `name` (compared without regard to case).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header, if that is
+    /// what it holds.
+    pub fn bearer(&self) -> Option<String> {
+        let value = std::str::from_utf8(self.header("authorization")?).ok()?;
+        let (scheme, token) = value.trim().split_once(' ')?;
+        let token = token.trim();
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_owned())
+    }
+}
+
+/// What the connection asks of its transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnEvent {
+    /// A whole request arrived.
+    Request(HttpRequest),
+    /// The bytes are not an HTTP/1.1 request the transport can take: answer
+    /// it 400 with the reason (the request's head, when it was read, rides
+    /// along so the transport can still read its credential).
+    Malformed {
+        /// Why.
+        reason: String,
+        /// The head, when it parsed.
+        head: Option<HttpRequest>,
+    },
+    /// The client went away after its request was whole: the runtime's lost
+    /// connection.
+    Lost,
+    /// The connection is done: close the socket. Nothing more is written.
+    Close,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Reading the head.
+    Head,
+    /// Reading `remaining` bytes of body.
+    Body { remaining: usize },
+    /// The request is out; waiting for the response.
+    Waiting,
+    /// Writing the response.
+    Writing,
+    /// Done.
+    Closed,
+}
+
+/// One HTTP/1.1 connection. See the module documentation.
+#[derive(Debug)]
+pub struct Conn {
+    limits: Limits,
+    state: State,
+    started: Timestamp,
+    last_read: Timestamp,
+    buf: Vec<u8>,
+    head: Option<HttpRequest>,
+    out: Vec<u8>,
+    out_pos: usize,
+    last_progress: Timestamp,
+    events: VecDeque<ConnEvent>,
+}
+
+impl Conn {
+    /// A connection accepted at `now`.
+    pub fn new(now: Timestamp, limits: Limits) -> Conn {
+        Conn {
+            limits,
+            state: State::Head,
+            started: now,
+            last_read: now,
+            buf: Vec::new(),
+            head: None,
+            out: Vec::new(),
+            out_pos: 0,
+            last_progress: now,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Bytes read from the socket at `now`.
+    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        match self.state {
+            State::Head | State::Body { .. } => {}
+            // One request to a connection: what follows it is not read.
+            _ => return,
+        }
+        if data.is_empty() {
+            return;
+        }
+        self.last_read = now;
+        match self.state {
+            State::Head => {
+                // Bound what is buffered before the head is known to end.
+                let room = self.limits.max_head + 1 - self.buf.len().min(self.limits.max_head + 1);
+                let take = data.len().min(room);
+                self.buf.extend_from_slice(&data[..take]);
+                let rest = &data[take..];
+                self.parse_head();
+                if let State::Body { .. } = self.state {
+                    self.take_body(rest);
+                }
+            }
+            State::Body { .. } => self.take_body(data),
+            _ => {}
+        }
+    }
+
+    /// The peer closed its end (EOF) at `now`.
+    pub fn handle_eof(&mut self, _now: Timestamp) {
+        match self.state {
+            // Cut off before it was whole: nothing is written.
+            State::Head | State::Body { .. } => self.close(),
+            // Gone after sending: the runtime's lost connection. The
+            // transport closes once the runtime is finished with it.
+            State::Waiting | State::Writing => self.events.push_back(ConnEvent::Lost),
+            State::Closed => {}
+        }
+    }
+
+    /// Time passes: the read timers while a request is read, the stalled
+    /// write timer while a response is written.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        match self.state {
+            State::Head | State::Body { .. } => {
+                if now >= self.read_deadline() {
+                    self.close();
+                }
+            }
+            State::Writing => {
+                if now >= self.last_progress.saturating_add(self.limits.stalled_write) {
+                    self.close();
+                }
+            }
+            State::Waiting | State::Closed => {}
+        }
+    }
+
+    /// When [`handle_timeout`](Conn::handle_timeout) next has work.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Head | State::Body { .. } => Some(self.read_deadline()),
+            State::Writing => Some(self.last_progress.saturating_add(self.limits.stalled_write)),
+            State::Waiting | State::Closed => None,
+        }
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<ConnEvent> {
+        self.events.pop_front()
+    }
+
+    /// Queues the response `status` with a JSON `body` and the headers of
+    /// § The HTTP transport, nothing else. The connection closes once it is
+    /// written. Ignored unless a request (or a malformed one) is waiting.
+    pub fn send_json(&mut self, now: Timestamp, status: u16, body: &[u8]) {
+        self.send(now, status, &[], body)
+    }
+
+    /// Like [`send_json`](Conn::send_json) with extra headers before the
+    /// fixed ones (`Allow: POST` on a 405).
+    pub fn send(&mut self, now: Timestamp, status: u16, extra: &[(&str, &str)], body: &[u8]) {
+        if self.state != State::Waiting {
+            return;
+        }
+        let mut out = Vec::with_capacity(160 + body.len());
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(status.to_string().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(reason_phrase(status).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in extra {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if !body.is_empty() || status != 202 {
+            out.extend_from_slice(b"Content-Type: application/json\r\n");
+        }
+        out.extend_from_slice(b"Cache-Control: no-store\r\nContent-Length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
+        out.extend_from_slice(body);
+        self.out = out;
+        self.out_pos = 0;
+        self.last_progress = now;
+        self.state = State::Writing;
+    }
+
+    /// Ends the connection without a response (a transport failure for the
+    /// client).
+    pub fn abort(&mut self) {
+        self.close();
+    }
+
+    /// The bytes still to write.
+    pub fn pending_output(&self) -> &[u8] {
+        &self.out[self.out_pos..]
+    }
+
+    /// `n` bytes of [`pending_output`](Conn::pending_output) were written at
+    /// `now`. Once the whole response is out the connection closes.
+    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
+        if self.state != State::Writing {
+            return;
+        }
+        let n = n.min(self.out.len() - self.out_pos);
+        if n > 0 {
+            self.out_pos += n;
+            self.last_progress = now;
+        }
+        if self.out_pos == self.out.len() {
+            self.close();
+        }
+    }
+
+    /// Whether the connection is done.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    fn read_deadline(&self) -> Timestamp {
+        let silence = self.last_read.saturating_add(self.limits.silence);
+        let total = self.started.saturating_add(self.limits.request);
+        silence.min(total)
+    }
+
+    fn close(&mut self) {
+        if self.state != State::Closed {
+            self.state = State::Closed;
+            self.buf = Vec::new();
+            self.events.push_back(ConnEvent::Close);
+        }
+    }
+
+    fn malformed(&mut self, reason: impl Into<String>) {
+        self.state = State::Waiting;
+        self.buf = Vec::new();
+        self.events.push_back(ConnEvent::Malformed {
+            reason: reason.into(),
+            head: self.head.take(),
+        });
+    }
+
+    fn parse_head(&mut self) {
+        let mut headers = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
+        let mut req = httparse::Request::new(&mut headers);
+        let parsed = req.parse(&self.buf);
+        let n = match parsed {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                if self.buf.len() > self.limits.max_head {
+                    self.malformed("the request head is over 65536 bytes");
+                }
+                return;
+            }
+            Err(httparse::Error::TooManyHeaders) => {
+                return self.malformed("the request has too many headers");
+            }
+            Err(e) => return self.malformed(format!("not an HTTP/1.1 request: {e}")),
+        };
+        if n > self.limits.max_head {
+            return self.malformed("the request head is over 65536 bytes");
+        }
+        let head = HttpRequest {
+            method: req.method.unwrap_or_default().to_owned(),
+            target: req.path.unwrap_or_default().to_owned(),
+            headers: req
+                .headers
+                .iter()
+                .map(|h| (h.name.to_owned(), h.value.to_vec()))
+                .collect(),
+            body: Vec::new(),
+        };
+        // HTTP/1.0 is read as well: every response closes the connection, so
+        // the two differ in nothing this machine does.
+        let rest = self.buf.split_off(n);
+        self.buf = rest;
+        self.head = Some(head);
+        let head = self.head.as_ref().expect("just set");
+        if head.header("transfer-encoding").is_some() {
+            return self.malformed("a chunked or encoded body is not taken; send Content-Length");
+        }
+        let length = match head.header("content-length") {
+            None => 0,
+            Some(v) => match std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+            {
+                Some(n) => n,
+                None => return self.malformed("the Content-Length is not a number"),
+            },
+        };
+        let duplicate_length = head
+            .headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+            .count()
+            > 1;
+        if duplicate_length {
+            return self.malformed("the request has two Content-Length headers");
+        }
+        if length > self.limits.max_body as u64 {
+            return self.malformed("the request body is over 1048576 bytes");
+        }
+        self.state = State::Body {
+            remaining: length as usize,
+        };
+        let already = std::mem::take(&mut self.buf);
+        self.take_body(&already);
+    }
+
+    fn take_body(&mut self, data: &[u8]) {
+        let State::Body { remaining } = self.state else {
+            return;
+        };
+        let take = data.len().min(remaining);
+        self.buf.extend_from_slice(&data[..take]);
+        let remaining = remaining - take;
+        if remaining > 0 {
+            self.state = State::Body { remaining };
+            return;
+        }
+        let mut request = self.head.take().expect("the head was read");
+        request.body = std::mem::take(&mut self.buf);
+        self.state = State::Waiting;
+        self.events.push_back(ConnEvent::Request(request));
+    }
+}
+
+/// The reason phrase of the statuses limen writes.
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        202 => "Accepted",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        413 => "Content Too Large",
+        422 => "Unprocessable Content",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(conn: &mut Conn) -> Vec<ConnEvent> {
+        std::iter::from_fn(|| conn.poll_event()).collect()
+    }
+
+    const CALL: &[u8] = b"POST /call/Orders::place HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t-alice\r\nContent-Length: 2\r\n\r\n{}";
+
+    #[test]
+    fn reads_one_request_whole_or_byte_by_byte() {
+        let mut whole = Conn::new(0, Limits::default());
+        whole.handle_data(0, CALL);
+        let a = events(&mut whole);
+        let mut split = Conn::new(0, Limits::default());
+        for b in CALL {
+            split.handle_data(0, std::slice::from_ref(b));
+        }
+        let b = events(&mut split);
+        assert_eq!(a, b);
+        let [ConnEvent::Request(req)] = &a[..] else {
+            panic!("{a:?}")
+        };
+        assert_eq!(req.method, "POST");
+        assert_eq!(req.target, "/call/Orders::place");
+        assert_eq!(req.body, b"{}");
+        assert_eq!(req.bearer().as_deref(), Some("t-alice"));
+    }
+
+    #[test]
+    fn writes_the_fixed_headers_and_closes_when_written() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, CALL);
+        events(&mut c);
+        c.send_json(0, 200, b"{\"order\":41}");
+        let out = String::from_utf8(c.pending_output().to_vec()).unwrap();
+        assert_eq!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{\"order\":41}"
+        );
+        c.consume_output(1, 10);
+        assert!(!c.is_closed());
+        c.consume_output(1, 1000);
+        assert!(c.is_closed());
+        assert_eq!(events(&mut c), [ConnEvent::Close]);
+    }
+
+    #[test]
+    fn a_head_over_64_kib_is_malformed() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, b"GET /");
+        c.handle_data(0, &vec![b'a'; 70_000]);
+        assert!(
+            matches!(&events(&mut c)[..], [ConnEvent::Malformed { reason, .. }] if reason.contains("65536"))
+        );
+    }
+
+    #[test]
+    fn a_body_over_1_mib_is_malformed_before_it_is_read() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(
+            0,
+            b"POST /call/X::y HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n",
+        );
+        let e = events(&mut c);
+        assert!(
+            matches!(&e[..], [ConnEvent::Malformed { reason, head: Some(_) }] if reason.contains("1048576")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn silence_and_the_whole_request_are_timed() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(SECOND, b"POST /call/X::y HTTP/1.1\r\n");
+        assert_eq!(c.poll_timeout(), Some(6 * SECOND));
+        c.handle_timeout(5 * SECOND);
+        assert!(!c.is_closed());
+        // A trickle keeps the silence timer away but not the total.
+        for t in 2..10 {
+            c.handle_data(t * SECOND, b"X");
+        }
+        assert_eq!(c.poll_timeout(), Some(10 * SECOND));
+        c.handle_timeout(10 * SECOND);
+        assert!(c.is_closed());
+        assert_eq!(events(&mut c), [ConnEvent::Close]);
+    }
+
+    #[test]
+    fn eof_before_the_request_closes_and_after_it_is_lost() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, &CALL[..20]);
+        c.handle_eof(0);
+        assert_eq!(events(&mut c), [ConnEvent::Close]);
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, CALL);
+        c.handle_eof(0);
+        let e = events(&mut c);
+        assert!(
+            matches!(&e[..], [ConnEvent::Request(_), ConnEvent::Lost]),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_reader_that_takes_nothing_for_5_seconds_ends_the_connection() {
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, CALL);
+        events(&mut c);
+        c.send_json(SECOND, 200, b"{}");
+        assert_eq!(c.poll_timeout(), Some(6 * SECOND));
+        c.consume_output(2 * SECOND, 3);
+        assert_eq!(c.poll_timeout(), Some(7 * SECOND));
+        c.handle_timeout(7 * SECOND);
+        assert!(c.is_closed());
+    }
+
+    #[test]
+    fn chunked_bodies_and_bad_lengths_are_malformed() {
+        for head in [
+            &b"POST /call/X::y HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+            b"POST /call/X::y HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+            b"POST /call/X::y HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+            b"NOT HTTP\r\n\r\n",
+            b"GET / HTTP/2.0\r\n\r\n",
+        ] {
+            let mut c = Conn::new(0, Limits::default());
+            c.handle_data(0, head);
+            assert!(
+                matches!(&events(&mut c)[..], [ConnEvent::Malformed { .. }]),
+                "{head:?}"
+            );
+        }
+    }
+}

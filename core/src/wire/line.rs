@@ -1,0 +1,496 @@
+//! Unix JSON lines (§ The Unix transport), as a sans-I/O machine.
+//!
+//! One JSON object per line, a line of at most 60000 bytes:
+//! `{"call": "Orders::cancel", "payload": {…}, "id": …, "digest": "…"}` or
+//! `{"describe": true}`. Many requests may be in flight on a connection;
+//! replies are written in the order the program produces them, and carry
+//! the client's `id` verbatim. A line that is not a JSON object is answered
+//! malformed with `request_id` 0 and the connection closed; an object that
+//! is neither a call nor a describe, or a call without a payload, is
+//! refused malformed and the connection stays open. An EOF ends the
+//! connection: what is already queued is still written, the requests still
+//! with the exposure are lost. A reader that takes nothing for 5 seconds
+//! ends it too.
+
+use std::collections::VecDeque;
+
+use crate::hale::runtime::{
+    Correlation, Credential, Outcome, PeerCredentials, Principal, Refusal, RefusalKind, Request,
+    RequestKind,
+};
+use crate::json::{DuplicateKeys, Event, Tokenizer};
+use crate::{Timestamp, SECOND};
+
+/// The limits of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest line, in bytes, without its newline.
+    pub max_line: usize,
+    /// How long queued output may wait for the peer to read any of it.
+    pub stalled_write: Timestamp,
+    /// Past this many bytes of unwritten replies, no more input is read
+    /// until the peer reads (backpressure on a client that never reads).
+    pub max_output: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_line: 60_000,
+            stalled_write: 5 * SECOND,
+            max_output: 1 << 20,
+        }
+    }
+}
+
+/// A line read off the connection, framed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LineRequest {
+    /// `{"call": …, "payload": …}`.
+    Call {
+        /// The member.
+        member: String,
+        /// The payload's JSON text, as sent.
+        payload: Vec<u8>,
+        /// The client's id as raw JSON text.
+        id: Option<String>,
+        /// The digest, if sent.
+        digest: Option<String>,
+    },
+    /// `{"describe": true}`.
+    Describe {
+        /// The client's id as raw JSON text.
+        id: Option<String>,
+    },
+    /// An object that is neither a call nor a describe: refused malformed,
+    /// the connection kept.
+    Malformed {
+        /// Why.
+        reason: String,
+        /// The client's id, when one could be read.
+        id: Option<String>,
+    },
+}
+
+/// What the connection asks of its transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LineEvent {
+    /// A request line.
+    Request(LineRequest),
+    /// The peer is gone: its requests with the exposure are lost.
+    Lost,
+    /// The connection is done: close the socket.
+    Close,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// No more input; close once the queued output is written.
+    Draining,
+    Closed,
+}
+
+/// One Unix JSON-lines connection. See the module documentation.
+#[derive(Debug)]
+pub struct LineConn {
+    limits: Limits,
+    state: State,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already searched for a newline.
+    scanned: usize,
+    out: Vec<u8>,
+    out_pos: usize,
+    last_progress: Timestamp,
+    caller: Principal,
+    events: VecDeque<LineEvent>,
+}
+
+impl LineConn {
+    /// A connection accepted at `now` from `peer` (whose principal a line
+    /// that is not a request is answered as).
+    pub fn new(now: Timestamp, limits: Limits, peer: PeerCredentials) -> LineConn {
+        LineConn {
+            limits,
+            state: State::Open,
+            buf: Vec::new(),
+            scanned: 0,
+            out: Vec::new(),
+            out_pos: 0,
+            last_progress: now,
+            caller: Principal::unix(peer),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Whether the machine takes more input now (false while the peer does
+    /// not read its replies, or once the connection is ending).
+    pub fn wants_read(&self) -> bool {
+        self.state == State::Open && self.pending_output().len() < self.limits.max_output
+    }
+
+    /// Bytes read from the socket at `now`.
+    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        if self.state != State::Open {
+            return;
+        }
+        let _ = now;
+        self.buf.extend_from_slice(data);
+        while self.state == State::Open {
+            let Some(nl) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+                self.scanned = self.buf.len();
+                if self.buf.len() > self.limits.max_line {
+                    self.refuse_line(now, "the line is over 60000 bytes");
+                }
+                return;
+            };
+            let end = self.scanned + nl;
+            let mut line = &self.buf[..end];
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if line.len() > self.limits.max_line {
+                return self.refuse_line(now, "the line is over 60000 bytes");
+            }
+            let blank = line.iter().all(|b| b.is_ascii_whitespace());
+            let parsed = if blank { None } else { Some(parse_line(line)) };
+            self.buf.drain(..=end);
+            self.scanned = 0;
+            match parsed {
+                None => {}
+                Some(Ok(request)) => self.events.push_back(LineEvent::Request(request)),
+                Some(Err(reason)) => return self.refuse_line(now, &reason),
+            }
+        }
+    }
+
+    /// The peer closed its end (or the read failed) at `now`.
+    pub fn handle_eof(&mut self, _now: Timestamp) {
+        if self.state != State::Open {
+            return;
+        }
+        self.buf = Vec::new();
+        self.events.push_back(LineEvent::Lost);
+        self.state = State::Draining;
+        self.maybe_close();
+    }
+
+    /// Queues one reply line (without its newline).
+    pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
+        if self.state == State::Closed {
+            return;
+        }
+        if self.pending_output().is_empty() {
+            self.last_progress = now;
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        self.out.extend_from_slice(line);
+        self.out.push(b'\n');
+    }
+
+    /// The bytes still to write.
+    pub fn pending_output(&self) -> &[u8] {
+        &self.out[self.out_pos..]
+    }
+
+    /// `n` bytes of output were written at `now`.
+    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
+        let n = n.min(self.out.len() - self.out_pos);
+        if n > 0 {
+            self.out_pos += n;
+            self.last_progress = now;
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        self.maybe_close();
+    }
+
+    /// Ends the connection now, whatever is queued.
+    pub fn abort(&mut self) {
+        if self.state == State::Open {
+            self.events.push_back(LineEvent::Lost);
+        }
+        self.close();
+    }
+
+    /// When [`handle_timeout`](LineConn::handle_timeout) next has work.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        (self.state != State::Closed && !self.pending_output().is_empty())
+            .then(|| self.last_progress.saturating_add(self.limits.stalled_write))
+    }
+
+    /// Time passes: a reader that took nothing of its replies for the
+    /// stalled-write limit ends its connection.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if self.poll_timeout().is_some_and(|t| now >= t) {
+            self.abort();
+        }
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<LineEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether the connection is done.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// A line that is not a request: answered malformed with request_id 0,
+    /// then the connection ends.
+    fn refuse_line(&mut self, now: Timestamp, reason: &str) {
+        let outcome = Outcome::Refusal(Refusal::new(RefusalKind::Malformed, reason));
+        let line = outcome.unix_line(0, None, &self.caller);
+        self.send_line(now, &line);
+        self.buf = Vec::new();
+        self.events.push_back(LineEvent::Lost);
+        self.state = State::Draining;
+        self.maybe_close();
+    }
+
+    fn maybe_close(&mut self) {
+        if self.state == State::Draining && self.pending_output().is_empty() {
+            self.close();
+        }
+    }
+
+    fn close(&mut self) {
+        if self.state != State::Closed {
+            self.state = State::Closed;
+            self.buf = Vec::new();
+            self.events.push_back(LineEvent::Close);
+        }
+    }
+}
+
+/// Frames a line request for the exposure; the peer's kernel credentials
+/// are its credential.
+pub fn to_request(
+    request: LineRequest,
+    correlation: Correlation,
+    peer: PeerCredentials,
+) -> Request {
+    let (kind, digest, id) = match request {
+        LineRequest::Call {
+            member,
+            payload,
+            id,
+            digest,
+        } => (RequestKind::Call { member, payload }, digest, id),
+        LineRequest::Describe { id } => (RequestKind::Describe, None, id),
+        LineRequest::Malformed { reason, id } => (RequestKind::Malformed { reason }, None, id),
+    };
+    Request {
+        correlation,
+        kind,
+        digest,
+        credential: Credential::Peer(peer),
+        client_id: id,
+    }
+}
+
+/// Reads one line. `Err` is a line that is not a JSON object (the
+/// connection ends); an object that is not a request is
+/// `Ok(LineRequest::Malformed)`.
+pub fn parse_line(line: &[u8]) -> Result<LineRequest, String> {
+    let mut t = Tokenizer::new(line);
+    let not_object = |e: &dyn std::fmt::Display| format!("not a JSON object: {e}");
+    match t.next_event() {
+        Ok(Some(Event::BeginObject)) => {}
+        Ok(_) => return Err("not a JSON object".into()),
+        Err(e) => return Err(not_object(&e)),
+    }
+    let mut keys = DuplicateKeys::new();
+    let mut call: Option<Result<String, ()>> = None;
+    let mut payload: Option<(usize, usize)> = None;
+    let mut id: Option<(usize, usize)> = None;
+    let mut digest: Option<Result<String, ()>> = None;
+    let mut describe: Option<bool> = None;
+    let mut duplicate: Option<String> = None;
+    loop {
+        let key = match t.next_event() {
+            Ok(Some(Event::Key(k))) => k,
+            Ok(Some(Event::EndObject)) => break,
+            Ok(_) => return Err("not a JSON object".into()),
+            Err(e) => return Err(not_object(&e)),
+        };
+        if !keys.insert(&key) && duplicate.is_none() {
+            duplicate = Some(key.to_string());
+        }
+        let first = match t.next_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => return Err("not a JSON object".into()),
+            Err(e) => return Err(not_object(&e)),
+        };
+        let start = t.event_offset();
+        let end = t.skip_value(&first).map_err(|e| not_object(&e))?;
+        match key.as_ref() {
+            "call" => {
+                call = Some(match first {
+                    Event::String(s) => Ok(s.into_owned()),
+                    _ => Err(()),
+                })
+            }
+            "payload" => payload = Some((start, end)),
+            "id" => id = Some((start, end)),
+            "digest" => {
+                digest = Some(match first {
+                    Event::String(s) => Ok(s.into_owned()),
+                    _ => Err(()),
+                })
+            }
+            "describe" => describe = Some(first == Event::Bool(true)),
+            // Other keys are passed over: a newer client may send more.
+            _ => {}
+        }
+    }
+    t.finish().map_err(|e| not_object(&e))?;
+    let text = |(s, e): (usize, usize)| String::from_utf8_lossy(&line[s..e]).into_owned();
+    let id = id.map(text);
+    let malformed = |reason: &str| LineRequest::Malformed {
+        reason: reason.to_owned(),
+        id: id.clone(),
+    };
+    if let Some(key) = duplicate {
+        return Ok(malformed(&format!("the key `{key}` is given twice")));
+    }
+    match (call, describe) {
+        (Some(_), Some(_)) => Ok(malformed("a request is a call or a describe, not both")),
+        (None, Some(true)) => Ok(LineRequest::Describe { id }),
+        (None, _) => Ok(malformed("the object is neither a call nor a describe")),
+        (Some(Err(())), None) => Ok(malformed("`call` names a member as a string")),
+        (Some(Ok(member)), None) => {
+            let Some(payload) = payload else {
+                return Ok(malformed("a call carries a payload"));
+            };
+            let digest = match digest {
+                None => None,
+                Some(Ok(d)) => Some(d),
+                Some(Err(())) => return Ok(malformed("`digest` is a string")),
+            };
+            Ok(LineRequest::Call {
+                member,
+                payload: line[payload.0..payload.1].to_vec(),
+                id,
+                digest,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PEER: PeerCredentials = PeerCredentials {
+        uid: 1000,
+        gid: 1000,
+        pid: 4242,
+    };
+
+    fn events(c: &mut LineConn) -> Vec<LineEvent> {
+        std::iter::from_fn(|| c.poll_event()).collect()
+    }
+
+    #[test]
+    fn a_call_keeps_its_payload_and_id_as_sent() {
+        let line = br#"{"call": "Orders::cancel", "payload": {"order": 41}, "id": "c-1", "digest": "fnv1a64:40381db6685c9f75"}"#;
+        assert_eq!(
+            parse_line(line).unwrap(),
+            LineRequest::Call {
+                member: "Orders::cancel".into(),
+                payload: br#"{"order": 41}"#.to_vec(),
+                id: Some("\"c-1\"".into()),
+                digest: Some("fnv1a64:40381db6685c9f75".into()),
+            }
+        );
+        assert_eq!(
+            parse_line(br#"{"describe": true}"#).unwrap(),
+            LineRequest::Describe { id: None }
+        );
+    }
+
+    #[test]
+    fn an_object_that_is_no_request_is_refused_and_a_non_object_ends_the_line() {
+        for line in [
+            &br#"{"hello": 1, "id": 7}"#[..],
+            br#"{"call": "X::y", "id": 7}"#,
+            br#"{"call": 3, "payload": {}}"#,
+            br#"{"describe": false}"#,
+            br#"{"call": "X::y", "payload": 1, "call": "X::z"}"#,
+        ] {
+            assert!(
+                matches!(parse_line(line), Ok(LineRequest::Malformed { .. })),
+                "{line:?}"
+            );
+        }
+        for line in [&b"[1]"[..], b"nope", b"{\"a\":", b"{} {}"] {
+            assert!(parse_line(line).is_err(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_same_events_whole_or_byte_by_byte() {
+        let input =
+            b"{\"describe\":true}\n{\"call\":\"A::b\",\"payload\":1,\"id\":[1]}\r\n\n{\"x\":1}\n";
+        let mut whole = LineConn::new(0, Limits::default(), PEER);
+        whole.handle_data(0, input);
+        let mut split = LineConn::new(0, Limits::default(), PEER);
+        for b in input {
+            split.handle_data(0, std::slice::from_ref(b));
+        }
+        let a = events(&mut whole);
+        assert_eq!(a, events(&mut split));
+        assert_eq!(a.len(), 3);
+    }
+
+    #[test]
+    fn a_line_that_is_not_an_object_is_answered_with_request_id_0_and_closed() {
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        c.handle_data(0, b"garbage\n{\"describe\":true}\n");
+        assert_eq!(events(&mut c), [LineEvent::Lost]);
+        let out = String::from_utf8(c.pending_output().to_vec()).unwrap();
+        assert!(
+            out.starts_with(
+                r#"{"request_id":0,"id":null,"ok":false,"refusal":{"kind":"malformed""#
+            ),
+            "{out}"
+        );
+        assert!(out.ends_with("\"caller\":{\"mode\":\"unix\",\"name\":\"uid:1000\",\"uid\":1000,\"gid\":1000,\"pid\":4242}}\n"));
+        let n = c.pending_output().len();
+        c.consume_output(0, n);
+        assert_eq!(events(&mut c), [LineEvent::Close]);
+    }
+
+    #[test]
+    fn an_over_long_line_is_refused_before_it_is_whole() {
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        c.handle_data(0, &vec![b' '; 60_001]);
+        assert_eq!(events(&mut c), [LineEvent::Lost]);
+        assert!(String::from_utf8_lossy(c.pending_output()).contains("over 60000"));
+    }
+
+    #[test]
+    fn eof_flushes_what_is_queued_then_closes() {
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        c.send_line(0, b"{}");
+        c.handle_eof(0);
+        assert_eq!(events(&mut c), [LineEvent::Lost]);
+        assert!(!c.is_closed());
+        c.consume_output(0, 3);
+        assert_eq!(events(&mut c), [LineEvent::Close]);
+    }
+
+    #[test]
+    fn a_reader_that_never_reads_is_ended_after_5_seconds() {
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        c.send_line(SECOND, b"{}");
+        assert_eq!(c.poll_timeout(), Some(6 * SECOND));
+        c.handle_timeout(6 * SECOND);
+        assert!(c.is_closed());
+    }
+}

@@ -1,0 +1,705 @@
+//! The serving driver: one mio event loop for every listener and connection
+//! of the process, and a serial worker thread per receiver instance.
+//!
+//! The loop owns the machines — each connection's [`http1::Conn`] or
+//! [`line::LineConn`], each [`Exposure`] — and does only I/O around them:
+//! it reads into the machines, writes what they emit, keeps their timers,
+//! hands dispatches to workers and feeds their completions back. A listener
+//! that cannot bind is an error the caller turns into the boot failure
+//! (the diagnostic and exit status 2).
+
+mod net;
+pub mod worker;
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use limen_core::hale::runtime::{
+    Correlation, Delivery, Event, Exposure, PeerCredentials, Supervision,
+};
+use limen_core::wire::{hale_http, http1, line};
+use limen_core::Timestamp;
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+
+pub use net::{BoundAddress, Listener};
+use worker::{Completed, Ended, OnFailure, Worker};
+
+const WAKER: Token = Token(usize::MAX);
+const LISTENER_BASE: usize = 1 << 40;
+
+/// Limits of the driver itself, beside each machine's own.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The most connections held open at once, over every listener; a
+    /// connection past it is closed at accept.
+    pub max_connections: usize,
+    /// The HTTP machine's limits.
+    pub http: http1::Limits,
+    /// The Unix line machine's limits.
+    pub line: line::Limits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            max_connections: 4096,
+            http: http1::Limits::default(),
+            line: line::Limits::default(),
+        }
+    }
+}
+
+/// A worker, by the order it was added.
+pub type WorkerId = usize;
+
+/// A listener, by the order it was bound.
+pub type ListenerId = usize;
+
+/// Stops a running [`Server`] from any thread.
+#[derive(Clone)]
+pub struct StopHandle {
+    flag: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+}
+
+impl std::fmt::Debug for StopHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StopHandle").finish_non_exhaustive()
+    }
+}
+
+impl StopHandle {
+    /// Runs `stop()` on every exposure: the server returns from
+    /// [`Server::run`] once each has shut down.
+    pub fn stop(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+enum Machine {
+    Http(http1::Conn),
+    Line(line::LineConn),
+}
+
+struct ConnEntry {
+    stream: net::Stream,
+    exposure: usize,
+    correlation: Correlation,
+    machine: Machine,
+    peer: PeerCredentials,
+    writable: bool,
+}
+
+struct ExposureEntry {
+    exposure: Exposure,
+    /// The worker of each of the exposure's receivers.
+    workers: Vec<WorkerId>,
+    listener: ListenerId,
+}
+
+struct ListenerEntry {
+    listener: Listener,
+    exposure: Option<usize>,
+    open: bool,
+}
+
+/// The serving driver. See the module documentation.
+pub struct Server {
+    config: ServerConfig,
+    poll: Poll,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+    listeners: Vec<ListenerEntry>,
+    conns: Slab<ConnEntry>,
+    by_correlation: HashMap<Correlation, usize>,
+    exposures: Vec<ExposureEntry>,
+    workers: Vec<Worker>,
+    /// Whether each worker's receiver drains: asked, it is absent.
+    draining: Vec<bool>,
+    /// Connections to read again once the loop's events are handled.
+    resume: Vec<usize>,
+    done_tx: mpsc::Sender<Completed>,
+    done_rx: mpsc::Receiver<Completed>,
+    next_correlation: Correlation,
+    started: Instant,
+    stopping: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("listeners", &self.listeners.len())
+            .field("conns", &self.conns.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server with no listener yet.
+    pub fn new(config: ServerConfig) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (done_tx, done_rx) = mpsc::channel();
+        Ok(Server {
+            config,
+            poll,
+            waker,
+            stop: Arc::new(AtomicBool::new(false)),
+            listeners: Vec::new(),
+            conns: Slab::new(),
+            by_correlation: HashMap::new(),
+            exposures: Vec::new(),
+            workers: Vec::new(),
+            draining: Vec::new(),
+            resume: Vec::new(),
+            done_tx,
+            done_rx,
+            next_correlation: 1,
+            started: Instant::now(),
+            stopping: false,
+        })
+    }
+
+    /// A handle that stops the server from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            flag: self.stop.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+
+    /// Binds an HTTP listener at `addr` (`host:port`; port 0 takes what the
+    /// kernel gives). Nothing is accepted until an exposure is served on it.
+    pub fn bind_http(&mut self, addr: &str) -> io::Result<(ListenerId, BoundAddress)> {
+        let listener = Listener::bind_tcp(addr)?;
+        self.add_listener(listener)
+    }
+
+    /// Binds a Unix socket listener at `path`: a stale socket file is
+    /// replaced, a live one refused. An empty path binds nothing (`None`).
+    pub fn bind_unix(&mut self, path: &Path) -> io::Result<Option<(ListenerId, BoundAddress)>> {
+        if path.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        let listener = Listener::bind_unix(path)?;
+        self.add_listener(listener).map(Some)
+    }
+
+    fn add_listener(&mut self, listener: Listener) -> io::Result<(ListenerId, BoundAddress)> {
+        let id = self.listeners.len();
+        let bound = listener.bound();
+        self.listeners.push(ListenerEntry {
+            listener,
+            exposure: None,
+            open: true,
+        });
+        Ok((id, bound))
+    }
+
+    /// Starts a worker for a receiver instance, announcing incarnation
+    /// `stamp`; `on_failure` is its owner's, run after a violation.
+    pub fn add_worker(
+        &mut self,
+        name: &str,
+        stamp: u64,
+        receiver: Box<dyn limen_core::hale::runtime::Receiver + Send>,
+        on_failure: OnFailure,
+    ) -> io::Result<WorkerId> {
+        let waker = self.waker.clone();
+        let worker = Worker::spawn(
+            self.workers.len(),
+            name,
+            stamp,
+            receiver,
+            on_failure,
+            self.done_tx.clone(),
+            Arc::new(move || {
+                let _ = waker.wake();
+            }),
+        )?;
+        self.workers.push(worker);
+        self.draining.push(false);
+        Ok(self.workers.len() - 1)
+    }
+
+    /// Serves `exposure` on `listener`, its receivers answered by `workers`
+    /// (one per entry of its spec's receivers). Accepting starts now.
+    pub fn serve(
+        &mut self,
+        listener: ListenerId,
+        mut exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        for (r, &w) in workers.iter().enumerate() {
+            exposure.receiver_born(r, self.workers[w].stamp());
+        }
+        let index = self.exposures.len();
+        self.exposures.push(ExposureEntry {
+            exposure,
+            workers,
+            listener,
+        });
+        let entry = &mut self.listeners[listener];
+        entry.exposure = Some(index);
+        entry.listener.register(
+            self.poll.registry(),
+            Token(LISTENER_BASE + listener),
+        )?;
+        self.drain_exposure(index);
+        Ok(())
+    }
+
+    /// Runs until every exposure has stopped (after a [`StopHandle::stop`]).
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = self.next_timeout();
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for event in events.iter() {
+                let token = event.token().0;
+                if event.token() == WAKER {
+                    continue;
+                }
+                if token >= LISTENER_BASE {
+                    self.accept(token - LISTENER_BASE);
+                } else {
+                    if event.is_readable() || event.is_read_closed() {
+                        self.read(token);
+                    }
+                    if event.is_writable() {
+                        self.write(token);
+                    }
+                }
+            }
+            self.take_completions();
+            while let Some(key) = self.resume.pop() {
+                self.read(key);
+            }
+            if self.stop.load(Ordering::SeqCst) && !self.stopping {
+                self.stopping = true;
+                let now = unix_now();
+                for i in 0..self.exposures.len() {
+                    self.exposures[i].exposure.stop(now);
+                    self.drain_exposure(i);
+                }
+            }
+            self.fire_timers();
+            if self.stopping
+                && self.exposures.iter().all(|e| e.exposure.is_stopped())
+                && self.conns.is_empty()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    fn mono_now(&self) -> Timestamp {
+        self.started.elapsed().as_nanos() as Timestamp
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        let now = self.mono_now();
+        let mut next: Option<Timestamp> = None;
+        for (_, c) in &self.conns {
+            let t = match &c.machine {
+                Machine::Http(m) => m.poll_timeout(),
+                Machine::Line(m) => m.poll_timeout(),
+            };
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(now)));
+        let unix = unix_now();
+        for e in &self.exposures {
+            if let Some(t) = e.exposure.poll_timeout() {
+                let d = Duration::from_nanos(t.saturating_sub(unix));
+                timeout = Some(timeout.map_or(d, |x| x.min(d)));
+            }
+        }
+        // Round up so a timer is never polled a hair early and spun on.
+        timeout.map(|d| d + Duration::from_millis(1))
+    }
+
+    fn fire_timers(&mut self) {
+        let now = self.mono_now();
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for key in keys {
+            let due = match &self.conns[key].machine {
+                Machine::Http(m) => m.poll_timeout(),
+                Machine::Line(m) => m.poll_timeout(),
+            }
+            .is_some_and(|t| t <= now);
+            if due {
+                match &mut self.conns[key].machine {
+                    Machine::Http(m) => m.handle_timeout(now),
+                    Machine::Line(m) => m.handle_timeout(now),
+                }
+                self.after_machine(key);
+            }
+        }
+        let unix = unix_now();
+        for i in 0..self.exposures.len() {
+            if self.exposures[i]
+                .exposure
+                .poll_timeout()
+                .is_some_and(|t| t <= unix)
+            {
+                self.exposures[i].exposure.handle_timeout(unix);
+                self.drain_exposure(i);
+            }
+        }
+    }
+
+    fn accept(&mut self, listener: ListenerId) {
+        loop {
+            let entry = &self.listeners[listener];
+            if !entry.open {
+                return;
+            }
+            let Some(exposure) = entry.exposure else {
+                return;
+            };
+            let (stream, peer) = match entry.listener.accept() {
+                Ok(Some(accepted)) => accepted,
+                Ok(None) => return,
+                Err(_) => continue,
+            };
+            if self.conns.len() >= self.config.max_connections {
+                // Past the cap: closed at once, harming nobody held.
+                drop(stream);
+                continue;
+            }
+            let now = self.mono_now();
+            let machine = if stream.is_unix() {
+                Machine::Line(line::LineConn::new(now, self.config.line, peer))
+            } else {
+                Machine::Http(http1::Conn::new(now, self.config.http))
+            };
+            let correlation = self.next_correlation;
+            self.next_correlation += 1;
+            let key = self.conns.insert(ConnEntry {
+                stream,
+                exposure,
+                correlation,
+                machine,
+                peer,
+                writable: false,
+            });
+            let conn = &mut self.conns[key];
+            if conn
+                .stream
+                .register(self.poll.registry(), Token(key), Interest::READABLE)
+                .is_err()
+            {
+                self.conns.remove(key);
+                continue;
+            }
+            self.by_correlation.insert(correlation, key);
+        }
+    }
+
+    fn read(&mut self, key: usize) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return;
+            };
+            if let Machine::Line(m) = &conn.machine {
+                // Backpressure: a peer that does not read its replies is not
+                // read from until it does (or the stalled write ends it).
+                if !m.wants_read() {
+                    return;
+                }
+            }
+            let now = self.started.elapsed().as_nanos() as Timestamp;
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    match &mut conn.machine {
+                        Machine::Http(m) => m.handle_eof(now),
+                        Machine::Line(m) => m.handle_eof(now),
+                    }
+                    self.after_machine(key);
+                    return;
+                }
+                Ok(n) => {
+                    match &mut conn.machine {
+                        Machine::Http(m) => m.handle_data(now, &buf[..n]),
+                        Machine::Line(m) => m.handle_data(now, &buf[..n]),
+                    }
+                    self.after_machine(key);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    match &mut conn.machine {
+                        Machine::Http(m) => m.handle_eof(now),
+                        Machine::Line(m) => m.handle_eof(now),
+                    }
+                    self.after_machine(key);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let now = self.started.elapsed().as_nanos() as Timestamp;
+        loop {
+            let pending = match &conn.machine {
+                Machine::Http(m) => m.pending_output(),
+                Machine::Line(m) => m.pending_output(),
+            };
+            if pending.is_empty() {
+                break;
+            }
+            match conn.stream.write(pending) {
+                Ok(n) => match &mut conn.machine {
+                    Machine::Http(m) => m.consume_output(now, n),
+                    Machine::Line(m) => m.consume_output(now, n),
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    match &mut conn.machine {
+                        Machine::Http(m) => m.abort(),
+                        Machine::Line(m) => m.abort(),
+                    }
+                    break;
+                }
+            }
+        }
+        let want_write = match &conn.machine {
+            Machine::Http(m) => !m.pending_output().is_empty(),
+            Machine::Line(m) => !m.pending_output().is_empty(),
+        };
+        // Output drained below the backpressure mark: input may be waiting
+        // that an edge-triggered poll will not announce again.
+        let resume_read = matches!(&conn.machine, Machine::Line(m) if m.wants_read());
+        if want_write != conn.writable {
+            conn.writable = want_write;
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let _ = conn
+                .stream
+                .reregister(self.poll.registry(), Token(key), interest);
+        }
+        self.after_machine(key);
+        if resume_read && !want_write {
+            // Read again from the loop, not from here: a reply written
+            // from a read would otherwise nest reads without bound.
+            self.resume.push(key);
+        }
+    }
+
+    /// Handles what a connection's machine emitted.
+    fn after_machine(&mut self, key: usize) {
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return;
+            };
+            let exposure = conn.exposure;
+            let correlation = conn.correlation;
+            let peer = conn.peer;
+            let framed = match &mut conn.machine {
+                Machine::Http(m) => match m.poll_event() {
+                    None => return,
+                    Some(http1::ConnEvent::Request(req)) => {
+                        Framed::Request(hale_http::frame(&req, correlation))
+                    }
+                    Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
+                        hale_http::frame_malformed(&reason, head.as_ref(), correlation),
+                    ),
+                    Some(http1::ConnEvent::Lost) => Framed::Lost,
+                    Some(http1::ConnEvent::Close) => Framed::Close,
+                },
+                Machine::Line(m) => match m.poll_event() {
+                    None => return,
+                    Some(line::LineEvent::Request(req)) => {
+                        Framed::Request(line::to_request(req, correlation, peer))
+                    }
+                    Some(line::LineEvent::Lost) => Framed::Lost,
+                    Some(line::LineEvent::Close) => Framed::Close,
+                },
+            };
+            match framed {
+                Framed::Request(request) => {
+                    let now = unix_now();
+                    self.exposures[exposure]
+                        .exposure
+                        .handle_request(now, request);
+                    self.drain_exposure(exposure);
+                }
+                Framed::Lost => {
+                    self.exposures[exposure]
+                        .exposure
+                        .connection_lost(correlation);
+                    self.drain_exposure(exposure);
+                }
+                Framed::Close => {
+                    self.close(key);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, key: usize) {
+        if let Some(mut conn) = self.conns.try_remove(key) {
+            let _ = conn.stream.deregister(self.poll.registry());
+            self.by_correlation.remove(&conn.correlation);
+            let correlation = conn.correlation;
+            let exposure = conn.exposure;
+            drop(conn);
+            // The runtime may still hold requests of this connection: they
+            // run, and their replies are dropped.
+            self.exposures[exposure]
+                .exposure
+                .connection_lost(correlation);
+            self.drain_exposure(exposure);
+        }
+    }
+
+    fn take_completions(&mut self) {
+        while let Ok(done) = self.done_rx.try_recv() {
+            let i = done.exposure;
+            match done.ended {
+                Ended::NotTaken => self.exposures[i].exposure.dispatch_not_taken(done.request_id),
+                Ended::Ran(completion, supervision) => {
+                    if supervision == Some(Supervision::ExitProcess) {
+                        // Supervision exits the process: every caller sees
+                        // its connection end, never a swallowed failure.
+                        eprintln!("hale: a receiver violated and its supervision exits the process");
+                        std::process::exit(70);
+                    }
+                    self.exposures[i]
+                        .exposure
+                        .handle_completion(done.request_id, completion);
+                    if supervision == Some(Supervision::Drain) {
+                        self.drain_worker(done.worker);
+                    }
+                }
+            }
+            self.drain_exposure(i);
+        }
+    }
+
+    /// Every exposure bound to `worker` learns that its receiver drains:
+    /// their queued calls for it settle unavailable.
+    pub fn drain_worker(&mut self, worker: WorkerId) {
+        self.draining[worker] = true;
+        let stamp = self.workers[worker].stamp();
+        for i in 0..self.exposures.len() {
+            let receivers: Vec<usize> = (0..self.exposures[i].workers.len())
+                .filter(|&r| self.exposures[i].workers[r] == worker)
+                .collect();
+            for r in receivers {
+                self.exposures[i].exposure.receiver_draining(r, stamp);
+            }
+            self.drain_exposure(i);
+        }
+    }
+
+    /// Acts on everything an exposure emitted.
+    fn drain_exposure(&mut self, index: usize) {
+        while let Some(event) = self.exposures[index].exposure.poll_event() {
+            match event {
+                Event::Deliver(d) => self.deliver(d),
+                Event::Dispatch(d) => {
+                    let entry = &self.exposures[index];
+                    let worker = entry.workers[d.receiver];
+                    let member = entry.exposure.spec().members[d.member].name.clone();
+                    let request_id = d.request_id;
+                    if !self.workers[worker].hand(index, member, d) {
+                        self.exposures[index].exposure.dispatch_not_taken(request_id);
+                    }
+                }
+                Event::Ask(r) => {
+                    let worker = self.exposures[index].workers[r];
+                    if self.draining[worker] {
+                        self.exposures[index].exposure.receiver_absent(r);
+                    } else {
+                        let stamp = self.workers[worker].stamp();
+                        self.exposures[index].exposure.receiver_born(r, stamp);
+                    }
+                }
+                Event::CloseConnection(c) => {
+                    if let Some(&key) = self.by_correlation.get(&c) {
+                        match &mut self.conns[key].machine {
+                            Machine::Http(m) => m.abort(),
+                            Machine::Line(m) => m.abort(),
+                        }
+                        self.after_machine(key);
+                    }
+                }
+                Event::StopListening => {
+                    let l = self.exposures[index].listener;
+                    let entry = &mut self.listeners[l];
+                    if entry.open {
+                        entry.open = false;
+                        entry.listener.close(self.poll.registry());
+                    }
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, d: Delivery) {
+        let Some(&key) = self.by_correlation.get(&d.correlation) else {
+            return;
+        };
+        let now = self.mono_now();
+        match &mut self.conns[key].machine {
+            Machine::Http(m) => {
+                let (status, body) = hale_http::encode(&d.outcome);
+                m.send_json(now, status, &body);
+            }
+            Machine::Line(m) => {
+                let reply = d
+                    .outcome
+                    .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
+                m.send_line(now, &reply);
+            }
+        }
+        self.write(key);
+    }
+}
+
+enum Framed {
+    Request(limen_core::hale::runtime::Request),
+    Lost,
+    Close,
+}
+
+/// Nanoseconds since the Unix epoch: the clock a bearer source's expiry is
+/// stated on.
+pub fn unix_now() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as Timestamp)
+        .unwrap_or(0)
+}
+
+/// Where a Unix listener's socket file is, for callers that print it.
+pub fn socket_path(bound: &BoundAddress) -> Option<PathBuf> {
+    match bound {
+        BoundAddress::Unix(p) => Some(p.clone()),
+        BoundAddress::Tcp(_) => None,
+    }
+}

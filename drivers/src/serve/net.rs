@@ -1,0 +1,264 @@
+//! Listeners and streams over TCP and Unix domain sockets, and the kernel's
+//! account of a Unix peer.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use limen_core::hale::runtime::PeerCredentials;
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use mio::{Interest, Registry, Token};
+
+/// Where a listener was bound: the address the kernel gave (port 0 made
+/// real), or the socket file's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BoundAddress {
+    /// A TCP listener's local address.
+    Tcp(SocketAddr),
+    /// A Unix listener's path.
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for BoundAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BoundAddress::Tcp(a) => write!(f, "{a}"),
+            BoundAddress::Unix(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// A bound listener.
+#[derive(Debug)]
+pub enum Listener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// A Unix socket, with the identity of the file it bound, so stopping
+    /// removes the file only while it is still ours.
+    Unix {
+        /// The listener.
+        listener: UnixListener,
+        /// The socket file.
+        path: PathBuf,
+        /// The file's (device, inode) when bound.
+        file: (u64, u64),
+    },
+    /// Closed.
+    Closed,
+}
+
+impl Listener {
+    /// Binds `addr`, `host:port`.
+    pub fn bind_tcp(addr: &str) -> io::Result<Listener> {
+        let parsed: SocketAddr = addr.parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{addr}` is not host:port"),
+            )
+        })?;
+        Ok(Listener::Tcp(TcpListener::bind(parsed)?))
+    }
+
+    /// Binds the Unix socket `path`. A stale socket file (nobody accepts on
+    /// it) is replaced; a live one, or a path that is not a socket, is
+    /// refused.
+    pub fn bind_unix(path: &Path) -> io::Result<Listener> {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a socket", path.display()),
+                ));
+            }
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{} is held by a live listener", path.display()),
+                ));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = UnixListener::bind(path)?;
+        let file = file_id(path)?;
+        Ok(Listener::Unix {
+            listener,
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    /// Where it is bound.
+    pub fn bound(&self) -> BoundAddress {
+        match self {
+            Listener::Tcp(l) => BoundAddress::Tcp(
+                l.local_addr()
+                    .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+            ),
+            Listener::Unix { path, .. } => BoundAddress::Unix(path.clone()),
+            Listener::Closed => BoundAddress::Unix(PathBuf::new()),
+        }
+    }
+
+    pub(super) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => registry.register(l, token, Interest::READABLE),
+            Listener::Unix { listener, .. } => {
+                registry.register(listener, token, Interest::READABLE)
+            }
+            Listener::Closed => Ok(()),
+        }
+    }
+
+    /// Accepts one connection, with the peer's kernel credentials for a
+    /// Unix socket (unnamed for TCP). `Ok(None)` when none waits.
+    pub(super) fn accept(&self) -> io::Result<Option<(Stream, PeerCredentials)>> {
+        let accepted = match self {
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                (Stream::Tcp(s), PeerCredentials::UNNAMED)
+            }),
+            Listener::Unix { listener, .. } => listener.accept().map(|(s, _)| {
+                let peer = peer_credentials(&s);
+                (Stream::Unix(s), peer)
+            }),
+            Listener::Closed => return Ok(None),
+        };
+        match accepted {
+            Ok(a) => Ok(Some(a)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases the listener; a Unix socket file is removed if the path
+    /// still names the file this listener bound (by the drop of the old
+    /// value).
+    pub(super) fn close(&mut self, registry: &Registry) {
+        match self {
+            Listener::Tcp(l) => {
+                let _ = registry.deregister(l);
+            }
+            Listener::Unix { listener, .. } => {
+                let _ = registry.deregister(listener);
+            }
+            Listener::Closed => {}
+        }
+        *self = Listener::Closed;
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix { path, file, .. } = self {
+            if file_id(path).is_ok_and(|f| f == *file) {
+                let _ = std::fs::remove_file(&*path);
+            }
+        }
+    }
+}
+
+fn file_id(path: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// A connection.
+#[derive(Debug)]
+pub enum Stream {
+    /// TCP.
+    Tcp(TcpStream),
+    /// A Unix socket.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Whether it is a Unix socket.
+    pub fn is_unix(&self) -> bool {
+        matches!(self, Stream::Unix(_))
+    }
+
+    pub(super) fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => registry.register(s, token, interest),
+            Stream::Unix(s) => registry.register(s, token, interest),
+        }
+    }
+
+    pub(super) fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => registry.reregister(s, token, interest),
+            Stream::Unix(s) => registry.reregister(s, token, interest),
+        }
+    }
+
+    pub(super) fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => registry.deregister(s),
+            Stream::Unix(s) => registry.deregister(s),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The kernel's account of a Unix socket peer (SO_PEERCRED); unnamed
+/// (-1s) when the kernel will not say.
+pub fn peer_credentials(stream: &impl AsRawFd) -> PeerCredentials {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a valid, writable ucred and `len` its size; the
+    // descriptor is owned by `stream` for the duration of the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 || len as usize != std::mem::size_of::<libc::ucred>() {
+        return PeerCredentials::UNNAMED;
+    }
+    PeerCredentials {
+        uid: i64::from(cred.uid),
+        gid: i64::from(cred.gid),
+        pid: i64::from(cred.pid),
+    }
+}

@@ -7,3 +7,4 @@
 
 pub mod flow_cli;
 pub mod hale_cli;
+pub mod serve;

@@ -247,10 +247,9 @@ impl Server {
         });
         let entry = &mut self.listeners[listener];
         entry.exposure = Some(index);
-        entry.listener.register(
-            self.poll.registry(),
-            Token(LISTENER_BASE + listener),
-        )?;
+        entry
+            .listener
+            .register(self.poll.registry(), Token(LISTENER_BASE + listener))?;
         self.drain_exposure(index);
         Ok(())
     }
@@ -580,12 +579,16 @@ impl Server {
         while let Ok(done) = self.done_rx.try_recv() {
             let i = done.exposure;
             match done.ended {
-                Ended::NotTaken => self.exposures[i].exposure.dispatch_not_taken(done.request_id),
+                Ended::NotTaken => self.exposures[i]
+                    .exposure
+                    .dispatch_not_taken(done.request_id),
                 Ended::Ran(completion, supervision) => {
                     if supervision == Some(Supervision::ExitProcess) {
                         // Supervision exits the process: every caller sees
                         // its connection end, never a swallowed failure.
-                        eprintln!("hale: a receiver violated and its supervision exits the process");
+                        eprintln!(
+                            "hale: a receiver violated and its supervision exits the process"
+                        );
                         std::process::exit(70);
                     }
                     self.exposures[i]
@@ -627,7 +630,9 @@ impl Server {
                     let member = entry.exposure.spec().members[d.member].name.clone();
                     let request_id = d.request_id;
                     if !self.workers[worker].hand(index, member, d) {
-                        self.exposures[index].exposure.dispatch_not_taken(request_id);
+                        self.exposures[index]
+                            .exposure
+                            .dispatch_not_taken(request_id);
                     }
                 }
                 Event::Ask(r) => {

@@ -1,0 +1,278 @@
+//! The JSON codec (§ Codecs): strict decoding of a payload by the request's
+//! shape.
+//!
+//! A [`Shape`] is what the codec sees of a type: `Int`, `Float`, `Bool`,
+//! `String` and structs of them, a `json:"key"` tag renaming a key, a range
+//! narrowing an integer. Decoding never coerces: a value of the wrong JSON
+//! kind is `wrong_type: <field>`, a field absent without a literal default
+//! is `missing_field: <field>` (a nested field by its path, `ship.city`),
+//! and a payload that is one scalar must be that scalar's complete JSON
+//! token. The result is a JSON value holding exactly what the shape names,
+//! defaults filled in, keys under their declared names' JSON keys.
+
+use crate::json::{DuplicateKeys, Event, Tokenizer};
+
+/// What the JSON codec carries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    /// An integer with no fraction or exponent that fits 64 bits, within
+    /// `min..=max` when the type is a range.
+    Int {
+        /// The smallest value, for a range.
+        min: Option<i64>,
+        /// The largest value, for a range.
+        max: Option<i64>,
+    },
+    /// Any JSON number.
+    Float,
+    /// `true` or `false`.
+    Bool,
+    /// A string.
+    String,
+    /// A struct: its fields in declaration order.
+    Struct(Vec<FieldShape>),
+}
+
+impl Shape {
+    /// An integer of the full 64-bit range.
+    pub const INT: Shape = Shape::Int {
+        min: None,
+        max: None,
+    };
+}
+
+/// A struct's field as the codec reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldShape {
+    /// The field's declared name.
+    pub name: String,
+    /// Its JSON key (the `json:"key"` tag, else the name).
+    pub key: String,
+    /// Its shape.
+    pub shape: Shape,
+    /// Its literal default, when it has one: an absent field takes it.
+    pub default: Option<serde_json::Value>,
+}
+
+impl FieldShape {
+    /// A field keyed by its name, without default.
+    pub fn new(name: &str, shape: Shape) -> FieldShape {
+        FieldShape {
+            name: name.to_owned(),
+            key: name.to_owned(),
+            shape,
+            default: None,
+        }
+    }
+}
+
+/// The deepest nesting a payload may have (structs within structs).
+pub const MAX_DEPTH: usize = 64;
+
+/// Decodes `payload` by `shape`; the error is the malformed reason.
+pub fn decode(shape: &Shape, payload: &[u8]) -> Result<serde_json::Value, String> {
+    let mut t = Tokenizer::with_max_depth(payload, MAX_DEPTH);
+    let first = match t.next_event() {
+        Ok(Some(e)) => e,
+        _ => return Err("wrong_type: payload".into()),
+    };
+    let value = read(&mut t, first, shape, "payload")?;
+    t.finish().map_err(|_| "wrong_type: payload".to_owned())?;
+    Ok(value)
+}
+
+fn wrong(path: &str) -> String {
+    format!("wrong_type: {path}")
+}
+
+fn read<'a>(
+    t: &mut Tokenizer<'a>,
+    first: Event<'a>,
+    shape: &Shape,
+    path: &str,
+) -> Result<serde_json::Value, String> {
+    match (shape, first) {
+        (Shape::Int { min, max }, Event::Number(n)) => {
+            if !n.is_plain_integer() {
+                return Err(wrong(path));
+            }
+            let v: i64 = n.raw().parse().map_err(|_| wrong(path))?;
+            if min.is_some_and(|m| v < m) || max.is_some_and(|m| v > m) {
+                return Err(wrong(path));
+            }
+            Ok(v.into())
+        }
+        (Shape::Float, Event::Number(n)) => {
+            let v: f64 = n.raw().parse().map_err(|_| wrong(path))?;
+            serde_json::Number::from_f64(v)
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| wrong(path))
+        }
+        (Shape::Bool, Event::Bool(b)) => Ok(b.into()),
+        (Shape::String, Event::String(s)) => Ok(s.into_owned().into()),
+        (Shape::Struct(fields), Event::BeginObject) => read_struct(t, fields, path),
+        (_, other) => {
+            // Pass over the rest of the value so the error is the type's,
+            // not a later syntax error's.
+            let _ = t.skip_value(&other);
+            Err(wrong(path))
+        }
+    }
+}
+
+fn read_struct<'a>(
+    t: &mut Tokenizer<'a>,
+    fields: &[FieldShape],
+    path: &str,
+) -> Result<serde_json::Value, String> {
+    let child = |f: &FieldShape| {
+        if path == "payload" {
+            f.name.clone()
+        } else {
+            format!("{path}.{}", f.name)
+        }
+    };
+    let mut values: Vec<Option<serde_json::Value>> = vec![None; fields.len()];
+    let mut seen = DuplicateKeys::new();
+    loop {
+        let key = match t.next_event() {
+            Ok(Some(Event::EndObject)) => break,
+            Ok(Some(Event::Key(k))) => k,
+            _ => return Err(wrong(path)),
+        };
+        let field = fields.iter().position(|f| f.key == *key);
+        if !seen.insert(&key) {
+            let name = field.map_or_else(|| format!("{path}.{key}"), |i| child(&fields[i]));
+            return Err(format!("duplicate_key: {name}"));
+        }
+        let first = match t.next_event() {
+            Ok(Some(e)) => e,
+            _ => return Err(wrong(path)),
+        };
+        match field {
+            Some(i) => values[i] = Some(read(t, first, &fields[i].shape, &child(&fields[i]))?),
+            // A key the shape does not name is passed over.
+            None => {
+                t.skip_value(&first).map_err(|_| wrong(path))?;
+            }
+        }
+    }
+    let mut object = serde_json::Map::new();
+    for (f, v) in fields.iter().zip(values) {
+        let v = match v.or_else(|| f.default.clone()) {
+            Some(v) => v,
+            None => return Err(format!("missing_field: {}", child(f))),
+        };
+        object.insert(f.key.clone(), v);
+    }
+    Ok(serde_json::Value::Object(object))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place() -> Shape {
+        Shape::Struct(vec![
+            FieldShape::new("symbol", Shape::String),
+            FieldShape::new("qty", Shape::INT),
+            FieldShape::new("limit", Shape::INT),
+        ])
+    }
+
+    #[test]
+    fn a_struct_decodes_in_declaration_order() {
+        let v = decode(
+            &place(),
+            br#"{"limit": 12500, "qty": 10, "symbol": "ACME"}"#,
+        )
+        .unwrap();
+        assert_eq!(v.to_string(), r#"{"symbol":"ACME","qty":10,"limit":12500}"#);
+    }
+
+    #[test]
+    fn the_witness_reasons() {
+        let cancel = Shape::Struct(vec![FieldShape::new("order", Shape::INT)]);
+        assert_eq!(
+            decode(&cancel, br#"{"order": "41"}"#).unwrap_err(),
+            "wrong_type: order"
+        );
+        assert_eq!(
+            decode(&place(), br#"{"symbol": "ACME", "limit": 12500}"#).unwrap_err(),
+            "missing_field: qty"
+        );
+    }
+
+    #[test]
+    fn no_coercion() {
+        let cancel = Shape::Struct(vec![FieldShape::new("order", Shape::INT)]);
+        for bad in [
+            &br#"{"order": 41.0}"#[..],
+            br#"{"order": 4.1e1}"#,
+            br#"{"order": 99999999999999999999}"#,
+            br#"{"order": true}"#,
+            br#"{"order": null}"#,
+            br#"[41]"#,
+            br#""41""#,
+        ] {
+            assert!(
+                decode(&cancel, bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert_eq!(
+            decode(&Shape::Bool, b"1").unwrap_err(),
+            "wrong_type: payload"
+        );
+        assert_eq!(decode(&Shape::INT, b"41").unwrap(), serde_json::json!(41));
+        assert!(decode(&Shape::String, b"\"a\" \"b\"").is_err());
+    }
+
+    #[test]
+    fn nested_fields_are_named_by_path_and_defaults_fill_in() {
+        let ship = Shape::Struct(vec![
+            FieldShape::new("city", Shape::String),
+            FieldShape {
+                default: Some(serde_json::json!(1)),
+                ..FieldShape::new("floor", Shape::INT)
+            },
+        ]);
+        let order = Shape::Struct(vec![FieldShape {
+            key: "to".into(),
+            ..FieldShape::new("ship", ship)
+        }]);
+        assert_eq!(
+            decode(&order, br#"{"to": {}}"#).unwrap_err(),
+            "missing_field: ship.city"
+        );
+        assert_eq!(
+            decode(&order, br#"{"to": {"city": 3}}"#).unwrap_err(),
+            "wrong_type: ship.city"
+        );
+        assert_eq!(
+            decode(&order, br#"{"to": {"city": "Oslo"}, "extra": [1]}"#).unwrap(),
+            serde_json::json!({"to": {"city": "Oslo", "floor": 1}})
+        );
+        assert_eq!(
+            decode(&order, br#"{"to": {"city": "a", "city": "b"}}"#).unwrap_err(),
+            "duplicate_key: ship.city"
+        );
+    }
+
+    #[test]
+    fn a_range_narrows() {
+        let pct = Shape::Int {
+            min: Some(0),
+            max: Some(100),
+        };
+        assert!(decode(&pct, b"100").is_ok());
+        assert_eq!(decode(&pct, b"101").unwrap_err(), "wrong_type: payload");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(decode(&Shape::INT, deep.as_bytes()).is_err());
+    }
+}

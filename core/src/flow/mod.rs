@@ -7,8 +7,12 @@
 //! - [`canonical`]: the one canonical text of every value.
 //! - [`schema`]: the JSON Schema of every data type, and the type it reads
 //!   back as.
+//! - [`fingerprint`]: @tool declarations, their described and canonical
+//!   signatures and their fingerprints; [`canonical_json_text`] is the
+//!   canonical text of any `serde_json` document.
 
 pub mod canonical;
+pub mod fingerprint;
 pub mod identity;
 pub mod number;
 pub mod schema;
@@ -16,6 +20,10 @@ pub mod time;
 pub mod types;
 pub mod value;
 
+pub use fingerprint::{
+    canonical_json_text, canonical_signature, fingerprint_of_signature, Declaration, Fingerprint,
+    Param,
+};
 pub use identity::{Identity, Origin};
 pub use number::{Decimal, Int};
 pub use schema::{schema_of, type_from_schema, GenerateError, SchemaError};

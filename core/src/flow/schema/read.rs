@@ -381,53 +381,53 @@ impl<'s> Root<'s> {
         let d: &[&str] = if allow_doc { &["description"] } else { &[] };
         let only = |allowed: &[&str], what: &str| only(obj, at, &[d, allowed].concat(), what);
         let get = |key: &str| obj.get(key);
-        let ty = if let Some(reference) = get("$ref") {
-            only(&["$ref", "$args"], "a named type's reference")?;
-            self.named(reference, get("$args"), at, scope, refs)?
-        } else if let Some(name) = get("$param") {
-            only(&["$param"], "a type parameter")?;
-            let Value::String(name) = name else {
-                return Err(SchemaError::at(
-                    &child(at, "$param"),
-                    "a type parameter's name is a string",
-                ));
-            };
-            if let Scope::Bound(names) = scope {
-                if !names.contains(name) {
+        let ty =
+            if let Some(reference) = get("$ref") {
+                only(&["$ref", "$args"], "a named type's reference")?;
+                self.named(reference, get("$args"), at, scope, refs)?
+            } else if let Some(name) = get("$param") {
+                only(&["$param"], "a type parameter")?;
+                let Value::String(name) = name else {
                     return Err(SchemaError::at(
                         &child(at, "$param"),
-                        format!(
+                        "a type parameter's name is a string",
+                    ));
+                };
+                if let Scope::Bound(names) = scope {
+                    if !names.contains(name) {
+                        return Err(SchemaError::at(
+                            &child(at, "$param"),
+                            format!(
                             "type parameter `{name}` is not declared here (declared: {names:?})"
                         ),
+                        ));
+                    }
+                }
+                Type::Param(name.clone())
+            } else if let Some(flag) = get("$hostToken") {
+                only(&["$hostToken"], "a host token")?;
+                if *flag != Value::Bool(true) {
+                    return Err(SchemaError::at(
+                        &child(at, "$hostToken"),
+                        "a host token is `\"$hostToken\": true`",
                     ));
                 }
-            }
-            Type::Param(name.clone())
-        } else if let Some(flag) = get("$hostToken") {
-            only(&["$hostToken"], "a host token")?;
-            if *flag != Value::Bool(true) {
-                return Err(SchemaError::at(
-                    &child(at, "$hostToken"),
-                    "a host token is `\"$hostToken\": true`",
-                ));
-            }
-            Type::HostToken
-        } else if let Some(not) = get("not") {
-            only(&["not"], "Never")?;
-            if !is_empty_object(not) {
-                return Err(SchemaError::at(
-                    &child(at, "not"),
-                    "Never is `{\"not\": {}}`",
-                ));
-            }
-            Type::Never
-        } else if let Some(branches) = get("oneOf") {
-            only(&["oneOf"], "an Option or a Result")?;
-            self.option_or_result(branches, &child(at, "oneOf"), scope, refs)?
-        } else if let Some(ty) = get("type") {
-            match ty {
-                Value::String(t) => {
-                    match t.as_str() {
+                Type::HostToken
+            } else if let Some(not) = get("not") {
+                only(&["not"], "Never")?;
+                if !is_empty_object(not) {
+                    return Err(SchemaError::at(
+                        &child(at, "not"),
+                        "Never is `{\"not\": {}}`",
+                    ));
+                }
+                Type::Never
+            } else if let Some(branches) = get("oneOf") {
+                only(&["oneOf"], "an Option or a Result")?;
+                self.option_or_result(branches, &child(at, "oneOf"), scope, refs)?
+            } else if let Some(ty) = get("type") {
+                match ty {
+                    Value::String(t) => match t.as_str() {
                         "integer" | "number" | "boolean" => {
                             only(&["type"], "a scalar")?;
                             match t.as_str() {
@@ -487,52 +487,49 @@ impl<'s> Root<'s> {
                                 format!("`{other}` is not a type we write"),
                             ))
                         }
-                    }
-                }
-                Value::Array(_) if *ty == serde_json::json!(["object", "array"]) => {
-                    only(
-                        &["type", "additionalProperties", "items", "$dict"],
-                        "a dict keyed by a type parameter",
-                    )?;
-                    let (key, value) = self.pairs(obj, at, scope, refs)?;
-                    if !matches!(key, Type::Param(_)) {
-                        return Err(SchemaError::at(
+                    },
+                    Value::Array(_) if *ty == serde_json::json!(["object", "array"]) => {
+                        only(
+                            &["type", "additionalProperties", "items", "$dict"],
+                            "a dict keyed by a type parameter",
+                        )?;
+                        let (key, value) = self.pairs(obj, at, scope, refs)?;
+                        if !matches!(key, Type::Param(_)) {
+                            return Err(SchemaError::at(
                             &child(at, "type"),
                             "only a dict keyed by a type parameter may be an object or an array",
                         ));
+                        }
+                        let Some(v) = get("additionalProperties") else {
+                            return Err(SchemaError::at(
+                                at,
+                                "a dict keyed by a type parameter has `additionalProperties`",
+                            ));
+                        };
+                        let (v, _) =
+                            self.ty(v, &child(at, "additionalProperties"), scope, false, refs)?;
+                        if v != value {
+                            return Err(SchemaError::at(
+                                &child(at, "additionalProperties"),
+                                "differs from the value type of the dict's pairs",
+                            ));
+                        }
+                        Type::dict(key, value)
                     }
-                    let Some(v) = get("additionalProperties") else {
-                        return Err(SchemaError::at(
-                            at,
-                            "a dict keyed by a type parameter has `additionalProperties`",
-                        ));
-                    };
-                    let (v, _) =
-                        self.ty(v, &child(at, "additionalProperties"), scope, false, refs)?;
-                    if v != value {
-                        return Err(SchemaError::at(
-                            &child(at, "additionalProperties"),
-                            "differs from the value type of the dict's pairs",
-                        ));
-                    }
-                    Type::dict(key, value)
-                }
-                _ => {
-                    return Err(SchemaError::at(
+                    _ => return Err(SchemaError::at(
                         &child(at, "type"),
                         "`type` is a string (or `[\"object\", \"array\"]` for a dict keyed by a \
                          type parameter)",
-                    ))
+                    )),
                 }
-            }
-        } else if let Some((key, _)) = obj.iter().find(|(k, _)| !d.contains(&k.as_str())) {
-            return Err(SchemaError::at(
-                &child(at, key),
-                format!("`{key}` is not a keyword of a schema we write"),
-            ));
-        } else {
-            Type::Json
-        };
+            } else if let Some((key, _)) = obj.iter().find(|(k, _)| !d.contains(&k.as_str())) {
+                return Err(SchemaError::at(
+                    &child(at, key),
+                    format!("`{key}` is not a keyword of a schema we write"),
+                ));
+            } else {
+                Type::Json
+            };
         Ok((ty, doc))
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Schemas and signatures are `serde_json` documents; their canonical text
 //! is the one § The canonical form gives every value, written by the one
-//! canonical writer ([`write_json`](crate::flow::canonical::write_json)):
+//! canonical writer ([`write_json`]):
 //! no whitespace, keys in code-point order, minimal escapes, plain numbers.
 
 use dashu_int::IBig;

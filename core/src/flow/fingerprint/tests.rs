@@ -500,3 +500,33 @@ fn a_fingerprint_is_sha256_and_lowercase_hex() {
     assert!(Fingerprint::parse(&text[..text.len() - 1]).is_err());
     assert!(Fingerprint::parse(&text.replace("sha256:", "sha1:")).is_err());
 }
+
+#[test]
+fn a_parameter_is_not_a_record_field_so_an_option_is_in_enum_form() {
+    let decl = Declaration::new(
+        id("f"),
+        vec![Param::new("limit", Type::option(Type::Int))],
+        Type::Bool,
+        Type::Never,
+    );
+    let listed = decl.signature(&TypeEnv::new()).unwrap();
+    assert_eq!(listed["params"][0][1]["oneOf"][0], json!({"const": "None"}));
+}
+
+#[test]
+fn two_schemas_declaring_one_type_differently_are_refused() {
+    let (decl, env) = fixture();
+    let decl = Declaration {
+        params: vec![Param::new("like", Type::named(id("Hit")))],
+        ..decl
+    };
+    let mut listed = decl.signature(&env).unwrap();
+    let hit = "github.com/acme/tools@1.4.0/search.flow.Hit";
+    listed["params"][0][1]["$defs"][hit]["description"] = json!("Another word.");
+    let e = Declaration::from_signature(decl.identity.clone(), &listed).unwrap_err();
+    assert_eq!(
+        e.pointer,
+        "/ok/$defs/github.com~1acme~1tools@1.4.0~1search.flow.Hit"
+    );
+    assert!(e.reason.contains("declared differently"), "{e}");
+}

@@ -117,8 +117,7 @@ impl<'e> Generator<'e> {
         }
         let mut root = Map::new();
         root.insert("$schema".into(), DIALECT.into());
-        let mut root = self.describe(doc, root);
-        root.extend(body);
+        root.extend(self.describe(doc, body));
         if !entries.is_empty() {
             root.insert("$defs".into(), Value::Object(entries));
         }

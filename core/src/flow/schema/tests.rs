@@ -656,3 +656,33 @@ fn a_reference_written_another_way_is_refused_saying_how_we_write_it() {
     assert_eq!(e.pointer, "/$ref");
     assert!(e.reason.contains(&reference("Hit")), "{e}");
 }
+
+#[test]
+fn keys_are_written_in_a_fixed_order() {
+    let env = env(vec![TypeDecl::record(
+        id("Pair"),
+        vec![
+            Field::new("b", Type::param("T")).doc("Second."),
+            Field::new("a", Type::Int),
+        ],
+    )
+    .generic(&["T"])
+    .doc("Two.")]);
+    let ty = Type::applied(id("Pair"), vec![Type::Text]);
+    let s = Generator::new(&env, Form::DESCRIBED)
+        .root(&ty, Some("A pair."), &Scope::Free, "root")
+        .unwrap();
+    let text = serde_json::to_string(&s).unwrap();
+    let expected = format!(
+        concat!(
+            r#"{{"$schema":"{}","description":"A pair.","$ref":"{}","$args":[{{"type":"string"}}],"#,
+            r#""$defs":{{"{}":{{"description":"Two.","$generic":["T"],"type":"object","#,
+            r#""properties":{{"b":{{"description":"Second.","$param":"T"}},"a":{{"type":"integer"}}}},"#,
+            r#""required":["a"],"$required":["b"]}}}}}}"#
+        ),
+        DIALECT,
+        reference("Pair"),
+        key("Pair")
+    );
+    assert_eq!(text, expected);
+}

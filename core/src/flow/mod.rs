@@ -5,16 +5,28 @@
 //! - [`value`]: values ([`Value`], [`JsonValue`]) over exact [`number`]s and
 //!   [`time`]s.
 //! - [`canonical`]: the one canonical text of every value.
+//! - [`schema`]: the JSON Schema of every data type, and the type it reads
+//!   back as.
+//! - [`fingerprint`]: @tool declarations, their described and canonical
+//!   signatures and their fingerprints; [`canonical_json_text`] is the
+//!   canonical text of any `serde_json` document.
 
 pub mod canonical;
+pub mod fingerprint;
 pub mod identity;
 pub mod number;
+pub mod schema;
 pub mod time;
 pub mod types;
 pub mod value;
 
+pub use fingerprint::{
+    canonical_json_text, canonical_signature, fingerprint_of_signature, Declaration, Fingerprint,
+    Param,
+};
 pub use identity::{Identity, Origin};
 pub use number::{Decimal, Int};
+pub use schema::{schema_of, type_from_schema, GenerateError, SchemaError};
 pub use time::{Duration, Instant};
 pub use types::{Constructor, Field, Payload, Type, TypeBody, TypeDecl, TypeEnv};
 pub use value::{EnumPayload, JsonValue, Value};

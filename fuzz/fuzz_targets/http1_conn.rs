@@ -1,0 +1,138 @@
+//! The HTTP/1.1 machine (`core/src/wire/http1.rs`) and Hale's framing of
+//! its requests (`core/src/wire/hale_http.rs`), fed the input as a peer's
+//! bytes, then its EOF.
+//!
+//! Checks, under the default limits and under small ones (a 256-byte head,
+//! a 64-byte body, four headers, so the limits' paths are reached by short
+//! inputs): the same events whether the bytes come whole, byte by byte or
+//! in arbitrary pieces; at most one request (or malformed one) a
+//! connection, its body exactly its `Content-Length`; the events in their
+//! only possible order; Hale's framing takes any request; a response is
+//! written whole, in any pieces, and then the connection closes; the read
+//! and write timers act at the deadline `poll_timeout` names, not before.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use limen_core::hale::runtime::RequestKind;
+use limen_core::wire::hale_http::{frame, frame_malformed, percent_decode};
+use limen_core::wire::http1::{Conn, ConnEvent, Limits};
+use limen_core::SECOND;
+use limen_fuzz::{feeds, hex, pieces};
+
+fn run(limits: Limits, feed: &[&[u8]]) -> (Vec<ConnEvent>, bool) {
+    let mut c = Conn::new(0, limits);
+    let mut events = Vec::new();
+    for piece in feed {
+        c.handle_data(0, piece);
+        events.extend(std::iter::from_fn(|| c.poll_event()));
+    }
+    c.handle_eof(0);
+    events.extend(std::iter::from_fn(|| c.poll_event()));
+    (events, c.is_closed())
+}
+
+fn check(limits: Limits, data: &[u8]) {
+    let all = feeds(data);
+    let first = run(limits, &all[0]);
+    for feed in &all[1..] {
+        assert_eq!(
+            first,
+            run(limits, feed),
+            "whole and split differ; pieces: {:?}",
+            feed.iter().map(|p| hex(p)).collect::<Vec<_>>()
+        );
+    }
+    let (events, closed) = first;
+    match &events[..] {
+        // Cut off, or refused by the peer's EOF before it was whole.
+        [ConnEvent::Close] => assert!(closed),
+        [ConnEvent::Request(r), ConnEvent::Lost] => {
+            assert!(!closed);
+            let length = r
+                .header("content-length")
+                .map(|v| {
+                    let s = std::str::from_utf8(v).expect("an accepted length is text");
+                    let s = s.trim_matches([' ', '\t']);
+                    assert!(
+                        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()),
+                        "Content-Length {s:?} is not 1*DIGIT (RFC 9112 § 6.3)"
+                    );
+                    s.parse::<usize>().unwrap()
+                })
+                .unwrap_or(0);
+            assert_eq!(r.body.len(), length);
+            assert!(r.body.len() <= limits.max_body);
+            assert!(r.headers.len() <= limits.max_headers);
+            let framed = frame(r, 7);
+            assert_eq!(framed.correlation, 7);
+            if let RequestKind::Call { member, payload } = &framed.kind {
+                assert!(!member.is_empty());
+                assert_eq!(payload, &r.body);
+            }
+            let _ = percent_decode(&r.target);
+        }
+        [ConnEvent::Malformed { reason, head }, ConnEvent::Lost] => {
+            assert!(!closed);
+            assert!(!reason.is_empty());
+            let framed = frame_malformed(reason, head.as_ref(), 7);
+            assert!(matches!(framed.kind, RequestKind::Malformed { .. }));
+        }
+        other => panic!("events out of order: {other:?}"),
+    }
+
+    // The read timer: silence after the last byte, 10 s in all.
+    let mut c = Conn::new(0, limits);
+    c.handle_data(SECOND, data);
+    let waiting = std::iter::from_fn(|| c.poll_event()).count() > 0;
+    match c.poll_timeout() {
+        Some(deadline) => {
+            assert!(!waiting);
+            let expect = if data.is_empty() { 0 } else { SECOND } + limits.silence;
+            assert_eq!(deadline, expect.min(limits.request));
+            c.handle_timeout(deadline - 1);
+            assert!(!c.is_closed(), "the read timer fired before its deadline");
+            c.handle_timeout(deadline);
+            assert!(c.is_closed(), "the read timer did not fire at its deadline");
+        }
+        None => {
+            assert!(waiting);
+            // A response written in pieces, with the stalled-write timer
+            // pushed back by each, and the connection closed once it is out.
+            c.send_json(2 * SECOND, 422, b"{\"refusal\":{\"kind\":\"malformed\"}}");
+            let out = c.pending_output().to_vec();
+            assert!(out.starts_with(b"HTTP/1.1 422 Unprocessable Content\r\n"));
+            let mut now = 2 * SECOND;
+            let cuts = pieces(&out, limen_fuzz::fnv1a(data));
+            for (i, piece) in cuts.iter().enumerate() {
+                assert!(!c.is_closed());
+                assert_eq!(c.poll_timeout(), Some(now + limits.stalled_write));
+                c.handle_timeout(now + limits.stalled_write - 1);
+                assert!(!c.is_closed(), "the write timer fired before its deadline");
+                if !piece.is_empty() {
+                    now += 1;
+                }
+                assert_eq!(c.pending_output(), &out[cuts[..i].concat().len()..]);
+                c.consume_output(now, piece.len());
+            }
+            assert!(c.is_closed());
+            assert_eq!(
+                std::iter::from_fn(|| c.poll_event()).last(),
+                Some(ConnEvent::Close)
+            );
+            assert_eq!(c.poll_timeout(), None);
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(Limits::default(), data);
+    check(
+        Limits {
+            max_head: 256,
+            max_body: 64,
+            max_headers: 4,
+            ..Limits::default()
+        },
+        data,
+    );
+});

@@ -1,0 +1,157 @@
+//! The Unix JSON-lines machine (`core/src/wire/line.rs`) fed the input as a
+//! peer's bytes, then its EOF.
+//!
+//! Checks, under the default limits and under a 64-byte line (so the
+//! limit's paths are reached by short inputs): the same events and the same
+//! output whether the bytes come whole, byte by byte or in arbitrary
+//! pieces; events in their only possible order (requests, then `Lost`
+//! once, then `Close` once); a framed payload and id are one JSON value
+//! each; every line written is a malformed refusal with `request_id` 0;
+//! once its output is written a draining connection closes; and the
+//! stalled-write timer fires at the deadline `poll_timeout` names, not a
+//! nanosecond before.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use limen_core::hale::runtime::PeerCredentials;
+use limen_core::json::Tokenizer;
+use limen_core::wire::line::{to_request, Limits, LineConn, LineEvent, LineRequest};
+use limen_core::SECOND;
+use limen_fuzz::{feeds, hex};
+
+const PEER: PeerCredentials = PeerCredentials {
+    uid: 1000,
+    gid: 1000,
+    pid: 4242,
+};
+
+fn one_json_value(text: &[u8]) -> bool {
+    let mut t = Tokenizer::new(text);
+    let mut n = 0usize;
+    loop {
+        match t.next_event() {
+            Ok(Some(_)) => n += 1,
+            Ok(None) => return n > 0,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct Run {
+    events: Vec<LineEvent>,
+    output: Vec<u8>,
+    closed: bool,
+}
+
+fn run(limits: Limits, feed: &[&[u8]]) -> Run {
+    let mut c = LineConn::new(0, limits, PEER);
+    let mut events = Vec::new();
+    for piece in feed {
+        c.handle_data(0, piece);
+        events.extend(std::iter::from_fn(|| c.poll_event()));
+    }
+    c.handle_eof(0);
+    events.extend(std::iter::from_fn(|| c.poll_event()));
+    Run {
+        output: c.pending_output().to_vec(),
+        closed: c.is_closed(),
+        events,
+    }
+}
+
+fn check(limits: Limits, data: &[u8]) {
+    let all = feeds(data);
+    let first = run(limits, &all[0]);
+    for feed in &all[1..] {
+        let other = run(limits, feed);
+        assert_eq!(
+            first,
+            other,
+            "whole and split differ; pieces: {:?}",
+            feed.iter().map(|p| hex(p)).collect::<Vec<_>>()
+        );
+    }
+
+    // Requests, then Lost once (the EOF, or the refused line), then Close.
+    let mut ev = first.events.iter().peekable();
+    while let Some(LineEvent::Request(r)) = ev.peek() {
+        match r {
+            LineRequest::Call {
+                payload,
+                id,
+                member,
+                ..
+            } => {
+                assert!(one_json_value(payload), "payload {}", hex(payload));
+                if let Some(id) = id {
+                    assert!(one_json_value(id.as_bytes()), "id {id}");
+                }
+                let _ = to_request((*r).clone(), 1, PEER);
+                assert!(!member.contains('\n'));
+            }
+            LineRequest::Describe { id } | LineRequest::Malformed { id, .. } => {
+                if let Some(id) = id {
+                    assert!(one_json_value(id.as_bytes()), "id {id}");
+                }
+            }
+        }
+        ev.next();
+    }
+    assert_eq!(ev.next(), Some(&LineEvent::Lost), "{:?}", first.events);
+    let rest: Vec<_> = ev.collect();
+    assert_eq!(rest.is_empty(), !first.closed, "{:?}", first.events);
+    if first.closed {
+        assert_eq!(rest, [&LineEvent::Close]);
+        assert!(first.output.is_empty());
+    }
+
+    // What the machine wrote by itself: one malformed refusal, request_id 0.
+    if !first.output.is_empty() {
+        assert_eq!(first.output.last(), Some(&b'\n'));
+        let lines: Vec<&[u8]> = first.output[..first.output.len() - 1]
+            .split(|&b| b == b'\n')
+            .collect();
+        assert_eq!(lines.len(), 1, "{}", String::from_utf8_lossy(&first.output));
+        let reply: serde_json::Value =
+            serde_json::from_slice(lines[0]).expect("the refusal is JSON");
+        assert_eq!(reply["request_id"], 0);
+        assert_eq!(reply["ok"], false);
+        assert_eq!(reply["refusal"]["kind"], "malformed");
+    }
+
+    // The stalled-write timer: no-op before its deadline, fires at it; and
+    // a draining connection closes once its output is written.
+    let mut c = LineConn::new(0, limits, PEER);
+    c.handle_data(0, data);
+    let queued = !c.pending_output().is_empty();
+    c.send_line(SECOND, b"{\"request_id\":1}");
+    let deadline = c.poll_timeout().expect("output is queued");
+    let since = if queued { 0 } else { SECOND };
+    assert_eq!(deadline, since + limits.stalled_write);
+    c.handle_timeout(deadline - 1);
+    assert!(!c.is_closed(), "the timer fired before its deadline");
+    c.handle_timeout(deadline);
+    assert!(c.is_closed(), "the timer did not fire at its deadline");
+    assert_eq!(c.poll_timeout(), None);
+
+    let mut c = LineConn::new(0, limits, PEER);
+    c.handle_data(0, data);
+    c.handle_eof(0);
+    let n = c.pending_output().len();
+    c.consume_output(0, n);
+    assert!(c.is_closed());
+    assert_eq!(c.poll_timeout(), None);
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(Limits::default(), data);
+    check(
+        Limits {
+            max_line: 64,
+            max_output: 256,
+            ..Limits::default()
+        },
+        data,
+    );
+});

@@ -139,7 +139,10 @@ impl LineConn {
         while self.state == State::Open {
             let Some(nl) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
                 self.scanned = self.buf.len();
-                if self.buf.len() > self.limits.max_line {
+                // A line may end in CRLF, and its CR may come in one read
+                // and its LF in the next: a trailing CR is not yet counted.
+                let unfinished = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+                if unfinished > self.limits.max_line {
                     self.refuse_line(now, "the line is over 60000 bytes");
                 }
                 return;
@@ -472,6 +475,34 @@ mod tests {
         c.handle_data(0, &vec![b' '; 60_001]);
         assert_eq!(events(&mut c), [LineEvent::Lost]);
         assert!(String::from_utf8_lossy(c.pending_output()).contains("over 60000"));
+    }
+
+    #[test]
+    fn a_longest_line_ending_in_crlf_split_between_cr_and_lf_is_read() {
+        // Found by fuzz/fuzz_targets/line_conn.rs: the CR of a line of
+        // exactly the longest length, arriving before its LF, was counted as
+        // line and the line refused as over-long; whole, it was read.
+        let limits = Limits {
+            max_line: 64,
+            ..Limits::default()
+        };
+        let line = format!("{{\"describe\":true,\"id\":\"{}\"}}", "x".repeat(39));
+        assert_eq!(line.len(), 64);
+        let mut whole = LineConn::new(0, limits, PEER);
+        whole.handle_data(0, format!("{line}\r\n").as_bytes());
+        let mut split = LineConn::new(0, limits, PEER);
+        split.handle_data(0, format!("{line}\r").as_bytes());
+        split.handle_data(0, b"\n");
+        let a = events(&mut whole);
+        assert!(
+            matches!(&a[..], [LineEvent::Request(LineRequest::Describe { .. })]),
+            "{a:?}"
+        );
+        assert_eq!(a, events(&mut split));
+        // One byte more is over-long however it comes.
+        let mut c = LineConn::new(0, limits, PEER);
+        c.handle_data(0, format!("{line} \r").as_bytes());
+        assert_eq!(events(&mut c), [LineEvent::Lost]);
     }
 
     #[test]

@@ -99,6 +99,10 @@ pub struct LineConn {
     buf: Vec<u8>,
     /// Bytes of `buf` already searched for a newline.
     scanned: usize,
+    /// Bytes moved to the front of `buf` so far, so a test can hold the
+    /// work of framing to a multiple of what was read.
+    #[cfg(test)]
+    moved: usize,
     out: Vec<u8>,
     out_pos: usize,
     last_progress: Timestamp,
@@ -115,6 +119,8 @@ impl LineConn {
             state: State::Open,
             buf: Vec::new(),
             scanned: 0,
+            #[cfg(test)]
+            moved: 0,
             out: Vec::new(),
             out_pos: 0,
             last_progress: now,
@@ -134,21 +140,26 @@ impl LineConn {
         if self.state != State::Open {
             return;
         }
-        let _ = now;
         self.buf.extend_from_slice(data);
+        // Lines are framed in place and the framed bytes dropped once at the
+        // end: dropping each line as it is framed would move the rest of
+        // the buffer once a line, quadratic in a read of many short lines.
+        let mut start = 0;
         while self.state == State::Open {
-            let Some(nl) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+            let from = self.scanned.max(start);
+            let Some(nl) = self.buf[from..].iter().position(|&b| b == b'\n') else {
                 self.scanned = self.buf.len();
                 // A line may end in CRLF, and its CR may come in one read
                 // and its LF in the next: a trailing CR is not yet counted.
-                let unfinished = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+                let unfinished =
+                    self.buf.len() - start - usize::from(self.buf.last() == Some(&b'\r'));
                 if unfinished > self.limits.max_line {
-                    self.refuse_line(now, "the line is over 60000 bytes");
+                    return self.refuse_line(now, "the line is over 60000 bytes");
                 }
-                return;
+                break;
             };
-            let end = self.scanned + nl;
-            let mut line = &self.buf[..end];
+            let end = from + nl;
+            let mut line = &self.buf[start..end];
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
             }
@@ -157,14 +168,19 @@ impl LineConn {
             }
             let blank = line.iter().all(|b| b.is_ascii_whitespace());
             let parsed = if blank { None } else { Some(parse_line(line)) };
-            self.buf.drain(..=end);
-            self.scanned = 0;
+            start = end + 1;
             match parsed {
                 None => {}
                 Some(Ok(request)) => self.events.push_back(LineEvent::Request(request)),
                 Some(Err(reason)) => return self.refuse_line(now, &reason),
             }
         }
+        #[cfg(test)]
+        {
+            self.moved += self.buf.len() - start;
+        }
+        self.buf.drain(..start);
+        self.scanned = self.scanned.max(start) - start;
     }
 
     /// The peer closed its end (or the read failed) at `now`.
@@ -503,6 +519,25 @@ mod tests {
         let mut c = LineConn::new(0, limits, PEER);
         c.handle_data(0, format!("{line} \r").as_bytes());
         assert_eq!(events(&mut c), [LineEvent::Lost]);
+    }
+
+    #[test]
+    fn a_read_of_many_short_lines_is_framed_in_one_pass() {
+        // Found by fuzz/fuzz_targets/line_conn.rs (a slow unit): each line
+        // framed was drained from the front of the buffer, moving the rest
+        // of the read once a line; a million empty lines moved 2^39 bytes.
+        // Now the framed bytes are dropped once a read.
+        let mut input = vec![b'\n'; 1 << 20];
+        input.extend_from_slice(b"{\"describe\":true}\n{\"des");
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        c.handle_data(0, &input);
+        c.handle_data(0, b"cribe\":true}\n");
+        let e = events(&mut c);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(c.moved <= input.len(), "{} bytes moved", c.moved);
+        assert!(e
+            .iter()
+            .all(|e| matches!(e, LineEvent::Request(LineRequest::Describe { .. }))));
     }
 
     #[test]

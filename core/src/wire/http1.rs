@@ -123,6 +123,13 @@ pub struct Conn {
     started: Timestamp,
     last_read: Timestamp,
     buf: Vec<u8>,
+    /// Bytes of empty lines passed over before the request line: part of
+    /// the head as sent, so counted against its limit, but not kept.
+    skipped: usize,
+    /// Bytes handed to `httparse` so far, so a test can hold the work of
+    /// reading a head to a multiple of its length.
+    #[cfg(test)]
+    parsed: usize,
     head: Option<HttpRequest>,
     out: Vec<u8>,
     out_pos: usize,
@@ -139,6 +146,9 @@ impl Conn {
             started: now,
             last_read: now,
             buf: Vec::new(),
+            skipped: 0,
+            #[cfg(test)]
+            parsed: 0,
             head: None,
             out: Vec::new(),
             out_pos: 0,
@@ -160,12 +170,14 @@ impl Conn {
         self.last_read = now;
         match self.state {
             State::Head => {
+                let data = self.skip_empty_lines(data);
                 // Bound what is buffered before the head is known to end.
-                let room = self.limits.max_head + 1 - self.buf.len().min(self.limits.max_head + 1);
+                let held = self.skipped + self.buf.len();
+                let room = (self.limits.max_head + 1).saturating_sub(held);
                 let take = data.len().min(room);
                 self.buf.extend_from_slice(&data[..take]);
                 let rest = &data[take..];
-                self.parse_head();
+                self.parse_head(take);
                 if let State::Body { .. } = self.state {
                     self.take_body(rest);
                 }
@@ -312,14 +324,63 @@ impl Conn {
         });
     }
 
-    fn parse_head(&mut self) {
+    /// Passes over the empty lines a client may send before its request
+    /// line (RFC 9112 § 2.2) without keeping them, so that however many
+    /// come none is parsed again; a CR that may begin one waits in `buf`.
+    fn skip_empty_lines<'d>(&mut self, mut data: &'d [u8]) -> &'d [u8] {
+        loop {
+            if self.buf == b"\r" {
+                match data.split_first() {
+                    Some((b'\n', rest)) => {
+                        self.buf.clear();
+                        self.skipped += 2;
+                        data = rest;
+                    }
+                    _ => return data,
+                }
+            } else if !self.buf.is_empty() {
+                return data;
+            }
+            match data {
+                [b'\n', rest @ ..] | [b'\r', b'\n', rest @ ..] => {
+                    self.skipped += data.len() - rest.len();
+                    data = rest;
+                }
+                [b'\r'] => {
+                    self.buf.push(b'\r');
+                    return &[];
+                }
+                _ => return data,
+            }
+        }
+    }
+
+    /// Reads the head once `fresh` more bytes are in `buf`. The head is
+    /// parsed through its last complete line, and only when a read brought
+    /// a line end: parsing the whole buffer on every read would be
+    /// quadratic in a head trickled a byte at a time, and what `httparse`
+    /// makes of a line is decided once the line is whole. A head that
+    /// stays partial past the limit is refused.
+    fn parse_head(&mut self, fresh: usize) {
+        let from = self.buf.len() - fresh.min(self.buf.len());
+        let Some(last) = self.buf[from..].iter().rposition(|&b| b == b'\n') else {
+            if self.skipped + self.buf.len() > self.limits.max_head {
+                self.malformed("the request head is over 65536 bytes");
+            }
+            return;
+        };
+        let lines = from + last + 1;
+        #[cfg(test)]
+        {
+            self.parsed += lines;
+        }
         let mut headers = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
         let mut req = httparse::Request::new(&mut headers);
-        let parsed = req.parse(&self.buf);
+        let parsed = req.parse(&self.buf[..lines]);
         let n = match parsed {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
-                if self.buf.len() > self.limits.max_head {
+                if self.skipped + self.buf.len() > self.limits.max_head {
                     self.malformed("the request head is over 65536 bytes");
                 }
                 return;
@@ -329,7 +390,7 @@ impl Conn {
             }
             Err(e) => return self.malformed(format!("not an HTTP/1.1 request: {e}")),
         };
-        if n > self.limits.max_head {
+        if self.skipped + n > self.limits.max_head {
             return self.malformed("the request head is over 65536 bytes");
         }
         let head = HttpRequest {
@@ -488,6 +549,66 @@ mod tests {
             matches!(&e[..], [ConnEvent::Malformed { reason, head: Some(_) }] if reason.contains("1048576")),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn a_head_trickled_a_byte_at_a_time_is_parsed_once_a_line() {
+        // Found by fuzz/fuzz_targets/http1_conn.rs (a slow unit): the whole
+        // buffer was parsed again on every read, so a 64 KiB head sent a
+        // byte at a time cost 2^31 bytes of parsing. Now a read without a
+        // line end parses nothing.
+        let mut head = b"POST /call/X::y HTTP/1.1\r\nX-Long: ".to_vec();
+        head.extend(std::iter::repeat_n(b'a', 65_000));
+        head.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
+        let mut c = Conn::new(0, Limits::default());
+        for b in &head {
+            c.handle_data(0, std::slice::from_ref(b));
+        }
+        let e = events(&mut c);
+        assert!(
+            matches!(&e[..], [ConnEvent::Request(r)] if r.body == b"{}"),
+            "{e:?}"
+        );
+        assert!(c.parsed <= 4 * head.len(), "{} bytes parsed", c.parsed);
+    }
+
+    #[test]
+    fn empty_lines_before_the_request_line_are_passed_over_and_counted() {
+        // Found with the trickled head above: a read of one empty line
+        // parsed every empty line before it again. They are now passed over
+        // as they come, still counted against the 64 KiB of a head.
+        let mut input = b"\r\n\n\r".to_vec();
+        input.extend_from_slice(b"\n");
+        input.extend_from_slice(CALL);
+        let mut whole = Conn::new(0, Limits::default());
+        whole.handle_data(0, &input);
+        let mut split = Conn::new(0, Limits::default());
+        for b in &input {
+            split.handle_data(0, std::slice::from_ref(b));
+        }
+        let a = events(&mut whole);
+        assert!(matches!(&a[..], [ConnEvent::Request(_)]), "{a:?}");
+        assert_eq!(a, events(&mut split));
+
+        let mut many = vec![b'\n'; 65_537];
+        many.extend_from_slice(CALL);
+        for feed in [many.chunks(many.len()), many.chunks(1)] {
+            let mut c = Conn::new(0, Limits::default());
+            for piece in feed {
+                c.handle_data(0, piece);
+            }
+            assert_eq!(c.parsed, 0);
+            let e = events(&mut c);
+            assert!(
+                matches!(&e[..], [ConnEvent::Malformed { reason, head: None }] if reason.contains("65536")),
+                "{e:?}"
+            );
+        }
+        // A CR that begins no empty line is the request's, and refused.
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(0, b"\r");
+        c.handle_data(0, b"GET / HTTP/1.1\r\n\r\n");
+        assert!(matches!(&events(&mut c)[..], [ConnEvent::Malformed { .. }]));
     }
 
     #[test]

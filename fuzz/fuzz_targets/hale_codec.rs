@@ -1,5 +1,6 @@
-//! The Hale JSON codec (`core/src/hale/codec.rs`), structure-aware: an
-//! arbitrary request shape, then the rest of the input as the payload.
+//! The Hale JSON codec (`core/src/hale/codec.rs`), structure-aware: a
+//! request shape built from the input's first bytes, or read off the
+//! payload and changed, then the payload.
 //!
 //! Checks: decoding ends without a panic; a decoded payload is JSON
 //! `serde_json` reads too (or refuses only for a number past `f64`) and
@@ -8,10 +9,11 @@
 //! the shape.
 #![no_main]
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::codec::{decode, FieldShape, Shape};
-use limen_fuzz::shape::{conforms, names_a_place, shape};
+use limen_fuzz::shape::{conforms, infer, names_a_place, shape};
+use limen_fuzz::{fnv1a, SplitMix};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -20,14 +22,26 @@ struct Input<'a> {
     payload: &'a [u8],
 }
 
-impl<'a> Arbitrary<'a> for Input<'a> {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        let shape = shape(u, 0)?;
-        let payload = u.bytes(u.len())?;
-        Ok(Input { shape, payload })
-    }
-    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        Self::arbitrary(&mut u)
+impl<'a> Input<'a> {
+    /// The first byte picks how the shape is made: even, built from the
+    /// bytes that follow (the payload is what remains); odd, read off the
+    /// rest (the payload, when it is JSON) and changed by its hash, so a
+    /// real payload as a seed reaches the codec's every path.
+    fn new(data: &'a [u8]) -> Option<Input<'a>> {
+        let (&mode, rest) = data.split_first()?;
+        if mode % 2 == 0 {
+            let mut u = Unstructured::new(rest);
+            let shape = shape(&mut u, 0).ok()?;
+            let payload = u.bytes(u.len()).ok()?;
+            Some(Input { shape, payload })
+        } else {
+            let v = serde_json::from_slice::<Value>(rest).unwrap_or(Value::Null);
+            let shape = infer(&v, &mut SplitMix::new(fnv1a(rest)), 0);
+            Some(Input {
+                shape,
+                payload: rest,
+            })
+        }
     }
 }
 
@@ -61,8 +75,10 @@ fn same_fields(ours: &Value, theirs: &Value, shape: &Shape) {
     }
 }
 
-fuzz_target!(|input: Input<'_>| {
-    let Input { shape, payload } = input;
+fuzz_target!(|data: &[u8]| {
+    let Some(Input { shape, payload }) = Input::new(data) else {
+        return;
+    };
     match decode(&shape, payload) {
         Ok(v) => {
             assert!(conforms(&v, &shape), "{v} does not conform to {shape:?}");

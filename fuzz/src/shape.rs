@@ -119,3 +119,66 @@ pub fn names_a_place(shape: &Shape, path: &str) -> bool {
     }
     true
 }
+
+/// The shape a payload would be decoded at, read off the payload itself
+/// and then changed here and there by `rng` (a field dropped, added with
+/// or without a default, renamed by a tag, an integer narrowed, a kind
+/// swapped): so a fuzzer's mutations of a real payload keep reaching the
+/// paths past the first wrong field.
+pub fn infer(v: &Value, rng: &mut crate::SplitMix, depth: u32) -> Shape {
+    let r = rng.next_u64();
+    let swap = r % 16 == 0;
+    let shape = match v {
+        Value::Number(n) if n.is_i64() || n.is_u64() => match r >> 8 & 3 {
+            0 => Shape::Int {
+                min: Some(0),
+                max: Some(100),
+            },
+            _ => Shape::INT,
+        },
+        Value::Number(_) => Shape::Float,
+        Value::Bool(_) => Shape::Bool,
+        Value::String(_) => Shape::String,
+        Value::Object(map) if depth < MAX_DEPTH => {
+            let mut fields: Vec<FieldShape> = Vec::new();
+            for (k, child) in map {
+                let r = rng.next_u64();
+                if r % 8 == 0 || fields.iter().any(|f| f.key == *k) {
+                    continue;
+                }
+                fields.push(FieldShape {
+                    name: if r >> 8 & 7 == 0 {
+                        format!("{k}_")
+                    } else {
+                        k.clone()
+                    },
+                    key: k.clone(),
+                    shape: infer(child, rng, depth + 1),
+                    default: (r >> 12 & 7 == 0).then(|| Value::from(7)),
+                });
+            }
+            if r >> 16 & 3 == 0 {
+                let name = NAMES[(r >> 20) as usize % NAMES.len()];
+                if fields.iter().all(|f| f.name != name && f.key != name) {
+                    fields.push(FieldShape {
+                        name: name.to_owned(),
+                        key: name.to_owned(),
+                        shape: Shape::String,
+                        default: (r >> 24 & 1 == 0).then(|| Value::from("d")),
+                    });
+                }
+            }
+            Shape::Struct(fields)
+        }
+        _ => Shape::Struct(Vec::new()),
+    };
+    if swap {
+        match shape {
+            Shape::String => Shape::INT,
+            Shape::Struct(_) => Shape::Bool,
+            _ => Shape::String,
+        }
+    } else {
+        shape
+    }
+}

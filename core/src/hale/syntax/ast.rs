@@ -508,7 +508,7 @@ impl Denomination {
 pub struct Clause {
     /// The clause's name.
     pub name: Ident,
-    /// The value's tokens, joined by single spaces.
+    /// The value as written (the source text up to the `;`).
     pub value: String,
     /// The whole clause.
     pub span: Span,

@@ -389,15 +389,22 @@ impl<'a> Parser<'a> {
             "=",
             &format!("and the value of the constant `{}`", name.name),
         )?;
-        let value = self.expr()?;
-        self.expect_punct(
-            ";",
-            &format!("after the value of the constant `{}`", name.name),
-        )?;
+        // A constant's value may be any compile-time expression; one that is
+        // no declaration expression is skipped to its `;`.
+        let (pos, depth) = (self.pos, self.depth);
+        let value = match self.expr() {
+            Ok(v) if self.at_punct(";") => Some(v),
+            _ => {
+                self.pos = pos;
+                self.depth = depth;
+                None
+            }
+        };
+        self.skip_to_semicolon(&format!("after the value of the constant `{}`", name.name))?;
         Ok(ConstDecl {
             name,
             ty,
-            value: Some(value),
+            value,
             span: self.since(start),
         })
     }

@@ -1,0 +1,621 @@
+//! Serve sites and the exposures they make (§ Serving): what R1 reads of an
+//! `api::serve(SURFACE, TRANSPORT, as: NAME, receivers: { T: I, … }, bound: N,
+//! on_full: P)` call, and nothing more — its surface, its transport
+//! instance's kind, address as written, codec and sources, `as:`, the
+//! receivers it binds or that are inferred, `bound:` and `on_full:`.
+
+use super::{Locus, Program, Row};
+use crate::hale::digest::Digest;
+use crate::hale::syntax::ast::{Arg, Body, Expr, FnKind, Ident, Path};
+use crate::hale::syntax::Span;
+
+use super::surface::DigestError;
+
+/// The kind of a transport instance, from its literal's namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    /// `std::api::test::Rpc`, the in-process fixture transport.
+    Test,
+    /// `unix::Rpc`
+    Unix,
+    /// `http::Rpc`
+    Http,
+    /// `mcp::Rpc`
+    Mcp,
+    /// `grpc::Rpc`
+    Grpc,
+    /// `ws::Hub`
+    Ws,
+    /// `udp::Hub` (`std::api::udp::Hub`)
+    Udp,
+    /// Any other type, by its path as written (a transport the program
+    /// declares, or one no compiler ships).
+    Other(String),
+}
+
+impl TransportKind {
+    /// The kind a transport literal's path names: the segment before the
+    /// type's name (`http::Rpc` → `http`, `std::api::udp::Hub` → `udp`).
+    pub fn of_path(path: &Path) -> TransportKind {
+        let n = path.segments.len();
+        let last = path.last();
+        if n >= 2 && (last == "Rpc" || last == "Hub") {
+            match (path.segments[n - 2].name.as_str(), last) {
+                ("test", "Rpc") => return TransportKind::Test,
+                ("unix", "Rpc") => return TransportKind::Unix,
+                ("http", "Rpc") => return TransportKind::Http,
+                ("mcp", "Rpc") => return TransportKind::Mcp,
+                ("grpc", "Rpc") => return TransportKind::Grpc,
+                ("ws", "Hub") => return TransportKind::Ws,
+                ("udp", "Hub") => return TransportKind::Udp,
+                _ => {}
+            }
+        }
+        TransportKind::Other(path.text())
+    }
+
+    /// The listener's transport as a document names it (`unix`, `http`,
+    /// `ws`, `udp`, `grpc`, `mcp`; `test` for the in-process transport).
+    pub fn as_str(&self) -> &str {
+        match self {
+            TransportKind::Test => "test",
+            TransportKind::Unix => "unix",
+            TransportKind::Http => "http",
+            TransportKind::Mcp => "mcp",
+            TransportKind::Grpc => "grpc",
+            TransportKind::Ws => "ws",
+            TransportKind::Udp => "udp",
+            TransportKind::Other(p) => p,
+        }
+    }
+
+    /// Whether this is a hub (`ws::Hub`, `udp::Hub`).
+    pub fn is_hub(&self) -> bool {
+        matches!(self, TransportKind::Ws | TransportKind::Udp)
+    }
+}
+
+/// A bearer source or a role source as a transport instance names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `self.<param>`, with the param's type when the holder declares it.
+    Param {
+        /// The param.
+        param: String,
+        /// Its type as written.
+        ty: Option<String>,
+    },
+    /// The Unix transport's peer credentials, when it names no bearer source.
+    Kernel,
+    /// A literal built in place (`StaticRoles { … }`), by its type.
+    Literal(String),
+    /// Any other expression, as written.
+    Other(String),
+    /// None is named.
+    None,
+}
+
+impl Source {
+    fn of(e: &Expr, holder: Option<&Locus>) -> Source {
+        if let Some(p) = e.self_field() {
+            return Source::Param {
+                param: p.name.clone(),
+                ty: holder
+                    .and_then(|l| l.param(&p.name))
+                    .and_then(|p| p.type_name()),
+            };
+        }
+        match e {
+            Expr::Struct { path, .. } => Source::Literal(path.text()),
+            other => Source::Other(other.text()),
+        }
+    }
+
+    /// The source as a document names it: `self.bearer`, `kernel`, the
+    /// literal's type, the expression; empty for none.
+    pub fn text(&self) -> String {
+        match self {
+            Source::Param { param, .. } => format!("self.{param}"),
+            Source::Kernel => "kernel".to_string(),
+            Source::Literal(t) | Source::Other(t) => t.clone(),
+            Source::None => String::new(),
+        }
+    }
+
+    /// The param's type, for a `self.<param>` source.
+    pub fn ty(&self) -> Option<&str> {
+        match self {
+            Source::Param { ty, .. } => ty.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A transport instance built by a literal (`http::Rpc { bind: …, … }`,
+/// `ws::Hub { … }`), read as R1 reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportLiteral {
+    /// The literal's type as written (`http::Rpc`).
+    pub path: String,
+    /// Its kind.
+    pub kind: TransportKind,
+    /// `bind:`, or `path:` for the Unix transport, as written: a string's
+    /// value, or the expression's text.
+    pub address: Option<String>,
+    /// `codec:`; `json` when it names none.
+    pub codec: String,
+    /// `principals:`; the Unix transport's peer credentials ([`Source::Kernel`])
+    /// when it names none.
+    pub principals: Source,
+    /// `roles:`.
+    pub roles: Source,
+    /// `as:`: a hub's name.
+    pub as_name: Option<String>,
+    /// The literal itself.
+    pub expr: Expr,
+}
+
+impl TransportLiteral {
+    /// The literal `e` (a struct literal), its `self.…` fields read against
+    /// the locus that holds it.
+    pub fn of(e: &Expr, holder: Option<&Locus>) -> Option<TransportLiteral> {
+        let Expr::Struct { path, .. } = e else {
+            return None;
+        };
+        let kind = TransportKind::of_path(path);
+        let text = |e: &Expr| e.str_value().map_or_else(|| e.text(), str::to_string);
+        let address = e
+            .struct_field("bind")
+            .or_else(|| e.struct_field("path"))
+            .map(text);
+        let codec = e.struct_field("codec").map_or_else(
+            || "json".to_string(),
+            |c| c.word().map_or_else(|| c.text(), |w| w.name.clone()),
+        );
+        let principals = match e.struct_field("principals") {
+            Some(s) => Source::of(s, holder),
+            None if kind == TransportKind::Unix => Source::Kernel,
+            None => Source::None,
+        };
+        let roles = e
+            .struct_field("roles")
+            .map_or(Source::None, |s| Source::of(s, holder));
+        let as_name = e
+            .struct_field("as")
+            .and_then(|a| a.str_value())
+            .map(str::to_string);
+        Some(TransportLiteral {
+            path: path.text(),
+            kind,
+            address,
+            codec,
+            principals,
+            roles,
+            as_name,
+            expr: e.clone(),
+        })
+    }
+}
+
+/// A serve site's transport argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportUse {
+    /// A literal in the call: a child of the exposure.
+    Literal(TransportLiteral),
+    /// `self.<param>`: a borrow of the instance the serving locus holds,
+    /// with the literal that builds it when the param is built by one.
+    Param {
+        /// The param.
+        param: Ident,
+        /// The literal that builds it.
+        literal: Option<TransportLiteral>,
+    },
+    /// Any other expression.
+    Other(Expr),
+}
+
+impl TransportUse {
+    /// The literal the transport is, or is built by.
+    pub fn literal(&self) -> Option<&TransportLiteral> {
+        match self {
+            TransportUse::Literal(l) => Some(l),
+            TransportUse::Param { literal, .. } => literal.as_ref(),
+            TransportUse::Other(_) => None,
+        }
+    }
+}
+
+/// The body a serve site stands in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Enclosing {
+    /// A function of a locus (the serving locus).
+    Locus {
+        /// The locus.
+        locus: String,
+        /// Whether it is the main locus.
+        is_main: bool,
+        /// The function.
+        function: String,
+        /// Its kind (`run()` is a lifecycle method).
+        kind: FnKind,
+    },
+    /// A free function (where the law refuses a serve site).
+    Free {
+        /// The function.
+        function: String,
+    },
+}
+
+/// One `api::serve(…)` call, its arguments sorted by role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeSite {
+    /// The body it stands in.
+    pub enclosing: Enclosing,
+    /// `let NAME = api::serve(…)`: the handle's name.
+    pub handle: Option<Ident>,
+    /// The first argument, when it is a name: the surface.
+    pub surface: Option<Path>,
+    /// The second argument: the transport instance.
+    pub transport: Option<TransportUse>,
+    /// `as:`, when it is a string.
+    pub as_name: Option<(String, Span)>,
+    /// `receivers: { T: I, … }` as written.
+    pub receivers: Option<Vec<(Path, Expr)>>,
+    /// `bound:` as written.
+    pub bound: Option<Expr>,
+    /// `on_full:` as written.
+    pub on_full: Option<Expr>,
+    /// Every other argument (a third positional one, an unknown name, an
+    /// `as:` that is no string).
+    pub other: Vec<Arg>,
+    /// The call.
+    pub span: Span,
+}
+
+/// How a receiver came to be bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// Named in `receivers:`.
+    Explicit,
+    /// Elided: the serving locus holds exactly one instance of the type.
+    Inferred,
+}
+
+impl Binding {
+    /// `explicit` or `inferred`, as a document names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::Explicit => "explicit",
+            Binding::Inferred => "inferred",
+        }
+    }
+}
+
+/// A receiver instance as a serve site names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Instance {
+    /// `self.<param>`.
+    Param(String),
+    /// A name a `let` of the serving body binds.
+    Let(String),
+    /// Any other expression, as written.
+    Other(String),
+}
+
+impl Instance {
+    /// The instance as written (`self.orders`, `ledger`).
+    pub fn text(&self) -> String {
+        match self {
+            Instance::Param(p) => format!("self.{p}"),
+            Instance::Let(n) | Instance::Other(n) => n.clone(),
+        }
+    }
+}
+
+/// One receiver of an exposure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receiver {
+    /// The locus type it answers for (as the binding or the rows write it).
+    pub ty: String,
+    /// The instance.
+    pub instance: Instance,
+    /// Explicit or inferred.
+    pub binding: Binding,
+    /// The pool it runs on, from the serving locus's placement table (see
+    /// [`Pool::name`](super::Pool::name)); none for an instance that is no
+    /// param of the main locus.
+    pub pool: Option<String>,
+}
+
+/// A locus type the surface's rows name that the serve site neither binds
+/// nor can infer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unbound {
+    /// The type.
+    pub ty: String,
+    /// The serving locus's instances of it (`self.orders`, …): none when it
+    /// holds none, two or more when the binding is ambiguous.
+    pub candidates: Vec<String>,
+}
+
+/// The listener of an exposure: its transport and its address as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// The transport's kind.
+    pub transport: TransportKind,
+    /// `bind:` or `path:` as written.
+    pub address: Option<String>,
+}
+
+/// The exposure a serve site makes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exposure {
+    /// Its serve site's index in [`Program::serve_sites`].
+    pub site: usize,
+    /// `as:`.
+    pub name: Option<String>,
+    /// The surface it serves.
+    pub surface: Option<String>,
+    /// The listener, when the transport is a literal or a param built by one.
+    pub listener: Option<Listener>,
+    /// The codec (`json` when none is named).
+    pub codec: String,
+    /// The bearer source.
+    pub principals: Source,
+    /// The role source.
+    pub roles: Source,
+    /// The receivers: the explicit bindings in the order written, then the
+    /// inferred ones in the order the rows first name their types.
+    pub receivers: Vec<Receiver>,
+    /// The types the rows name that are neither bound nor inferable.
+    pub unbound: Vec<Unbound>,
+    /// `bound:`, when it is an integer.
+    pub bound: Option<u64>,
+    /// `on_full:`, when it is a name.
+    pub on_full: Option<String>,
+}
+
+/// A row as one exposure serves it: with the receiver that answers it and
+/// that receiver's pool (the row's `pool` column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServedRow<'a> {
+    /// The row.
+    pub row: &'a Row,
+    /// The receiver bound for its locus type.
+    pub receiver: Option<&'a Receiver>,
+    /// The pool the handler runs on.
+    pub pool: Option<&'a str>,
+}
+
+impl Program {
+    /// The body a serve site stands in.
+    pub fn serve_body(&self, site: &ServeSite) -> Option<&Body> {
+        match &site.enclosing {
+            Enclosing::Locus {
+                locus,
+                function,
+                kind,
+                ..
+            } => self
+                .locus(locus)?
+                .fns
+                .iter()
+                .find(|f| {
+                    f.name.name == *function
+                        && f.kind == *kind
+                        && f.body.serves.iter().any(|s| s.span == site.span)
+                })
+                .map(|f| &f.body),
+            Enclosing::Free { function } => self
+                .free_fns
+                .iter()
+                .find(|f| {
+                    f.name.name == *function && f.body.serves.iter().any(|s| s.span == site.span)
+                })
+                .map(|f| &f.body),
+        }
+    }
+
+    /// An exposure's identity: `<surface>@<digest>/<name>`.
+    pub fn exposure_id(&self, e: &Exposure) -> Result<String, DigestError> {
+        let surface = e.surface.clone().unwrap_or_default();
+        let digest: Digest = self.surface_digest(&surface)?;
+        Ok(format!(
+            "{surface}@{digest}/{}",
+            e.name.as_deref().unwrap_or("")
+        ))
+    }
+
+    /// The rows of an exposure's surface, each with its receiver and pool.
+    pub fn served_rows<'a>(&'a self, e: &'a Exposure) -> Vec<ServedRow<'a>> {
+        let Some(s) = e.surface.as_deref().and_then(|s| self.surface(s)) else {
+            return Vec::new();
+        };
+        s.rows
+            .iter()
+            .map(|row| {
+                let receiver = e.receivers.iter().find(|r| r.ty == row.locus);
+                ServedRow {
+                    row,
+                    receiver,
+                    pool: receiver.and_then(|r| r.pool.as_deref()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Every serve site of the program, in the order the bodies are written.
+pub(super) fn serve_sites(p: &Program) -> Vec<ServeSite> {
+    let mut out = Vec::new();
+    for l in &p.loci {
+        for f in &l.fns {
+            let enclosing = Enclosing::Locus {
+                locus: l.name.name.clone(),
+                is_main: l.is_main,
+                function: f.name.name.clone(),
+                kind: f.kind,
+            };
+            for call in &f.body.serves {
+                out.push(site_of(call, enclosing.clone(), Some(l)));
+            }
+        }
+    }
+    for f in &p.free_fns {
+        for call in &f.body.serves {
+            out.push(site_of(
+                call,
+                Enclosing::Free {
+                    function: f.name.name.clone(),
+                },
+                None,
+            ));
+        }
+    }
+    out
+}
+
+fn site_of(
+    call: &crate::hale::syntax::ast::ServeCall,
+    enclosing: Enclosing,
+    holder: Option<&Locus>,
+) -> ServeSite {
+    let mut site = ServeSite {
+        enclosing,
+        handle: call.handle.clone(),
+        surface: None,
+        transport: None,
+        as_name: None,
+        receivers: None,
+        bound: None,
+        on_full: None,
+        other: Vec::new(),
+        span: call.span,
+    };
+    let mut positional = 0;
+    for arg in &call.args {
+        match (arg.name.as_ref().map(|n| n.name.as_str()), &arg.value) {
+            (None, Expr::Path(path)) if positional == 0 => {
+                site.surface = Some(path.clone());
+                positional += 1;
+            }
+            (None, value) if positional == 1 => {
+                site.transport = Some(transport_use(value, holder));
+                positional += 1;
+            }
+            (None, _) if positional == 0 => {
+                site.other.push(arg.clone());
+                positional += 1;
+            }
+            (Some("as"), Expr::Str(s, span)) if site.as_name.is_none() => {
+                site.as_name = Some((s.clone(), *span))
+            }
+            (Some("receivers"), Expr::Map(entries, _)) if site.receivers.is_none() => {
+                site.receivers = Some(entries.clone());
+            }
+            (Some("bound"), v) if site.bound.is_none() => site.bound = Some(v.clone()),
+            (Some("on_full"), v) if site.on_full.is_none() => site.on_full = Some(v.clone()),
+            _ => site.other.push(arg.clone()),
+        }
+    }
+    site
+}
+
+fn transport_use(e: &Expr, holder: Option<&Locus>) -> TransportUse {
+    if let Some(lit) = TransportLiteral::of(e, holder) {
+        return TransportUse::Literal(lit);
+    }
+    if let Some(param) = e.self_field() {
+        let literal = holder
+            .and_then(|l| l.param(&param.name))
+            .and_then(|p| p.literal())
+            .and_then(|lit| TransportLiteral::of(lit, holder));
+        return TransportUse::Param {
+            param: param.clone(),
+            literal,
+        };
+    }
+    TransportUse::Other(e.clone())
+}
+
+/// The exposure serve site `index` makes.
+pub(super) fn exposure(p: &Program, index: usize, site: &ServeSite) -> Exposure {
+    let serving = match &site.enclosing {
+        Enclosing::Locus { locus, .. } => p.locus(locus),
+        Enclosing::Free { .. } => None,
+    };
+    let lets: Vec<&str> = p
+        .serve_body(site)
+        .map(|b| b.lets.iter().map(|l| l.name.name.as_str()).collect())
+        .unwrap_or_default();
+    let pool = |param: &str| {
+        serving
+            .filter(|l| l.is_main || l.placement.iter().any(|(p, _, _)| p.name == param))
+            .filter(|l| l.param(param).is_some())
+            .map(|l| l.pool_of(param).name(param))
+    };
+    let literal = site.transport.as_ref().and_then(TransportUse::literal);
+    let mut receivers = Vec::new();
+    for (ty, inst) in site.receivers.iter().flatten() {
+        let instance = match (inst.self_field(), inst.word()) {
+            (Some(f), _) => Instance::Param(f.name.clone()),
+            (None, Some(w)) if lets.contains(&w.name.as_str()) => Instance::Let(w.name.clone()),
+            _ => Instance::Other(inst.text()),
+        };
+        let pool = match &instance {
+            Instance::Param(param) => pool(param),
+            _ => None,
+        };
+        receivers.push(Receiver {
+            ty: ty.text(),
+            instance,
+            binding: Binding::Explicit,
+            pool,
+        });
+    }
+    let mut unbound = Vec::new();
+    let surface = site.surface.as_ref().map(Path::text);
+    if let Some(s) = surface.as_deref().and_then(|s| p.surface(s)) {
+        for ty in s.loci() {
+            if receivers.iter().any(|r| r.ty == ty) {
+                continue;
+            }
+            let held: Vec<&super::Param> = serving.map(|l| l.instances_of(ty)).unwrap_or_default();
+            match held.as_slice() {
+                [one] => receivers.push(Receiver {
+                    ty: ty.to_string(),
+                    instance: Instance::Param(one.name.name.clone()),
+                    binding: Binding::Inferred,
+                    pool: pool(&one.name.name),
+                }),
+                _ => unbound.push(Unbound {
+                    ty: ty.to_string(),
+                    candidates: held
+                        .iter()
+                        .map(|p| format!("self.{}", p.name.name))
+                        .collect(),
+                }),
+            }
+        }
+    }
+    Exposure {
+        site: index,
+        name: site.as_name.as_ref().map(|(n, _)| n.clone()),
+        surface,
+        listener: literal.map(|l| Listener {
+            transport: l.kind.clone(),
+            address: l.address.clone(),
+        }),
+        codec: literal.map_or_else(|| "json".to_string(), |l| l.codec.clone()),
+        principals: literal.map_or(Source::None, |l| l.principals.clone()),
+        roles: literal.map_or(Source::None, |l| l.roles.clone()),
+        receivers,
+        unbound,
+        bound: site.bound.as_ref().and_then(Expr::int_value),
+        on_full: site
+            .on_full
+            .as_ref()
+            .and_then(Expr::word)
+            .map(|w| w.name.clone()),
+    }
+}

@@ -351,3 +351,12 @@ fn a_stream_s_direction_is_what_the_program_does_with_its_topic() {
         "a ws hub has no kernel credentials"
     );
 }
+
+#[test]
+fn a_role_may_include_others() {
+    let p = program("role operator; role admin includes [operator, auditor]; role auditor;");
+    let admin = p.role("admin").unwrap();
+    let includes: Vec<&str> = admin.includes.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(includes, ["operator", "auditor"]);
+    assert!(p.role("operator").unwrap().includes.is_empty());
+}

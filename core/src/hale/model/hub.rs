@@ -1,7 +1,7 @@
 //! Topics, hubs and stream rows (§ Streams), and each hub's stream digest
 //! (§ Streams, the hub exposure).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::serve::{TransportKind, TransportLiteral};
 use super::surface::DigestError;
@@ -20,8 +20,9 @@ pub struct Topic {
     /// parents joined by `.`, root first; a topic with no `subject:`
     /// contributes its name.
     pub wire_subject: String,
-    /// Whether the parent chain reaches an undeclared topic or itself (the
-    /// subject then joins the segments reached).
+    /// Whether the parent chain reaches an undeclared topic, comes back to
+    /// itself or runs deeper than [`MAX_TOPIC_DEPTH`] (the subject then
+    /// joins the segments reached).
     pub broken_chain: bool,
 }
 
@@ -152,19 +153,26 @@ impl Program {
     }
 }
 
+/// How many parents a topic's wire subject is read through; a deeper chain
+/// is read as broken (a wire subject a chain of every topic builds would
+/// otherwise grow with the square of the program).
+pub const MAX_TOPIC_DEPTH: usize = 64;
+
 /// The topics with their wire subjects; a second declaration of a name is a
 /// duplicate.
 pub(super) fn topics(decls: Vec<TopicDecl>, dups: &mut Vec<Duplicate>) -> Vec<Topic> {
     let mut unique: Vec<TopicDecl> = Vec::new();
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
     for d in decls {
-        if let Some(first) = unique.iter().find(|u| u.name.name == d.name.name) {
+        if let Some(&first) = by_name.get(&d.name.name) {
             dups.push(Duplicate {
                 kind: "topic",
                 name: d.name.name.clone(),
-                first: first.name.span,
+                first: unique[first].name.span,
                 second: d.name.span,
             });
         } else {
+            by_name.insert(d.name.name.clone(), unique.len());
             unique.push(d);
         }
     }
@@ -181,11 +189,11 @@ pub(super) fn topics(decls: Vec<TopicDecl>, dups: &mut Vec<Duplicate>) -> Vec<To
             let mut parent = t.parent.as_ref();
             let mut broken = false;
             while let Some(p) = parent {
-                if !seen.insert(&p.name) {
+                if !seen.insert(&p.name) || chain.len() > MAX_TOPIC_DEPTH {
                     broken = true;
                     break;
                 }
-                match unique.iter().find(|u| u.name.name == p.name) {
+                match by_name.get(&p.name).map(|&i| &unique[i]) {
                     Some(u) => {
                         chain.push(segment(u));
                         parent = u.parent.as_ref();
@@ -211,6 +219,13 @@ pub(super) fn topics(decls: Vec<TopicDecl>, dups: &mut Vec<Duplicate>) -> Vec<To
 pub(super) fn hubs(p: &Program) -> Vec<Hub> {
     let mut out = Vec::new();
     for l in &p.loci {
+        let mut bound: BTreeMap<&str, Vec<&crate::hale::syntax::ast::BindingEntry>> =
+            BTreeMap::new();
+        for b in &l.bindings {
+            if let Some(f) = b.transport.self_field() {
+                bound.entry(f.name.as_str()).or_default().push(b);
+            }
+        }
         for param in &l.params {
             let Some(literal) = param
                 .literal()
@@ -221,14 +236,10 @@ pub(super) fn hubs(p: &Program) -> Vec<Hub> {
             if !literal.kind.is_hub() {
                 continue;
             }
-            let streams = l
-                .bindings
-                .iter()
-                .filter(|b| {
-                    b.transport
-                        .self_field()
-                        .is_some_and(|f| f.name == param.name.name)
-                })
+            let streams = bound
+                .get(param.name.name.as_str())
+                .into_iter()
+                .flatten()
                 .map(|b| {
                     let topic = p.topic(&b.topic.name);
                     let name = &b.topic.name;

@@ -18,12 +18,12 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use hub::{Direction, Hub, StreamRow, Topic};
 pub use serve::{
-    Binding, Enclosing, Exposure, Instance, Listener, Receiver, ServeSite, ServedRow, Source,
-    TransportKind, TransportLiteral, TransportUse, Unbound,
+    Binding, BodyRef, Enclosing, Exposure, Instance, Listener, Receiver, ServeSite, ServedRow,
+    Source, TransportKind, TransportLiteral, TransportUse, Unbound,
 };
 pub use surface::{ContextKind, DigestError, Handler, Row, RowSource, Surface};
 pub use types::{Prim, Resolved, TypeTable};
@@ -144,36 +144,58 @@ pub struct Locus {
     pub fns: Vec<FnDecl>,
     /// The whole declaration.
     pub span: Span,
+    /// Functions, params and held types by name, built once.
+    index: LocusIndex,
+}
+
+/// The name indexes of a [`Locus`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct LocusIndex {
+    fns: BTreeMap<String, Vec<usize>>,
+    params: BTreeMap<String, usize>,
+    holders: BTreeMap<String, Vec<usize>>,
+    placement: BTreeMap<String, usize>,
 }
 
 impl Locus {
     /// The param `name`.
     pub fn param(&self, name: &str) -> Option<&Param> {
-        self.params.iter().find(|p| p.name.name == name)
+        self.index.params.get(name).map(|&i| &self.params[i])
     }
 
     /// The params holding an instance of `ty`, in order.
     pub fn instances_of(&self, ty: &str) -> Vec<&Param> {
-        self.params.iter().filter(|p| p.holds(ty)).collect()
+        self.index
+            .holders
+            .get(ty)
+            .map(|ps| ps.iter().map(|&i| &self.params[i]).collect())
+            .unwrap_or_default()
     }
 
     /// The function named `name` of the first kind found (a plain `fn`
     /// before a lifecycle method, a mode or a failure handler).
     pub fn function(&self, name: &str) -> Option<&FnDecl> {
-        let named = || self.fns.iter().filter(move |f| f.name.name == name);
-        named()
-            .find(|f| f.kind == FnKind::Plain)
-            .or_else(|| named().next())
+        let named = self.index.fns.get(name)?;
+        let plain = named
+            .iter()
+            .map(|&i| &self.fns[i])
+            .find(|f| f.kind == FnKind::Plain);
+        plain.or_else(|| named.first().map(|&i| &self.fns[i]))
     }
 
     /// Where the param `name` runs: its placement entry's pool, else `main`.
     pub fn pool_of(&self, name: &str) -> Pool {
-        self.placement
-            .iter()
-            .find(|(p, _, _)| p.name == name)
-            .map_or(Pool::Cooperative("main".to_string()), |(_, pool, _)| {
-                pool.clone()
+        self.index
+            .placement
+            .get(name)
+            .map_or(Pool::Cooperative("main".to_string()), |&i| {
+                self.placement[i].1.clone()
             })
+    }
+
+    /// Whether the placement block has an entry for the param `name`.
+    pub fn has_placement(&self, name: &str) -> bool {
+        self.index.placement.contains_key(name)
     }
 
     /// Whether the locus declares `publish TOPIC` in its bus block.
@@ -224,12 +246,28 @@ pub struct Program {
     /// Second declarations of a name, kept out of the tables above, in the
     /// order written.
     pub duplicates: Vec<Duplicate>,
+    /// Names to table positions, built once with the tables (so the lookups
+    /// below stay logarithmic however large the program).
+    index: Index,
+}
+
+/// The name indexes of a [`Program`]'s tables.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    roles: BTreeMap<String, usize>,
+    loci: BTreeMap<String, usize>,
+    topics: BTreeMap<String, usize>,
+    surfaces: BTreeMap<String, usize>,
+    published: BTreeSet<String>,
+    subscribed: BTreeSet<String>,
 }
 
 impl Program {
     /// The model of `file`, the seed `seed`.
     pub fn build(file: &ast::File, seed: &str) -> Program {
         let mut dups = Vec::new();
+        let mut index = Index::default();
+        let mut unit_names = BTreeMap::new();
         let mut roles: Vec<RoleDecl> = Vec::new();
         let mut units: Vec<UnitDecl> = Vec::new();
         let mut type_decls = Vec::new();
@@ -239,8 +277,22 @@ impl Program {
         let mut free_fns = Vec::new();
         for item in &file.items {
             match item {
-                Item::Role(r) => push_unique(&mut roles, r.clone(), |r| &r.name, "role", &mut dups),
-                Item::Unit(u) => push_unique(&mut units, u.clone(), |u| &u.name, "unit", &mut dups),
+                Item::Role(r) => push_unique(
+                    &mut roles,
+                    &mut index.roles,
+                    r.clone(),
+                    |r| &r.name,
+                    "role",
+                    &mut dups,
+                ),
+                Item::Unit(u) => push_unique(
+                    &mut units,
+                    &mut unit_names,
+                    u.clone(),
+                    |u| &u.name,
+                    "unit",
+                    &mut dups,
+                ),
                 Item::Type(t) => type_decls.push(t.clone()),
                 Item::Topic(t) => topic_decls.push(t.clone()),
                 Item::Api(a) => apis.push(a.clone()),
@@ -250,7 +302,14 @@ impl Program {
                             type_decls.push(t.clone());
                         }
                     }
-                    push_unique(&mut loci, locus_of(l), |l| &l.name, "locus", &mut dups);
+                    push_unique(
+                        &mut loci,
+                        &mut index.loci,
+                        locus_of(l),
+                        |l| &l.name,
+                        "locus",
+                        &mut dups,
+                    );
                 }
                 Item::Fn(f) => free_fns.push(f.clone()),
                 Item::Import(_) | Item::Const(_) | Item::Other { .. } => {}
@@ -268,6 +327,18 @@ impl Program {
             }
         }
         let topics = hub::topics(topic_decls, &mut dups);
+        for (i, t) in topics.iter().enumerate() {
+            index.topics.insert(t.decl.name.name.clone(), i);
+        }
+        for b in loci.iter().flat_map(|l| &l.bus) {
+            if let BusSubject::Topic(path) = &b.subject {
+                let set = match b.direction {
+                    BusDirection::Publish => &mut index.published,
+                    BusDirection::Subscribe => &mut index.subscribed,
+                };
+                set.insert(path.text());
+            }
+        }
         let mut program = Program {
             seed: seed.to_string(),
             roles,
@@ -281,8 +352,12 @@ impl Program {
             exposures: Vec::new(),
             hubs: Vec::new(),
             duplicates: dups,
+            index,
         };
         let (surfaces, api_dups) = surface::surfaces(&program, &apis);
+        for (i, s) in surfaces.iter().enumerate() {
+            program.index.surfaces.insert(s.name.clone(), i);
+        }
         program.surfaces = surfaces;
         program.duplicates.extend(api_dups);
         program.serve_sites = serve::serve_sites(&program);
@@ -299,12 +374,12 @@ impl Program {
 
     /// The role `name`.
     pub fn role(&self, name: &str) -> Option<&RoleDecl> {
-        self.roles.iter().find(|r| r.name.name == name)
+        self.index.roles.get(name).map(|&i| &self.roles[i])
     }
 
     /// The locus `name`.
     pub fn locus(&self, name: &str) -> Option<&Locus> {
-        self.loci.iter().find(|l| l.name.name == name)
+        self.index.loci.get(name).map(|&i| &self.loci[i])
     }
 
     /// The first `main` locus.
@@ -314,12 +389,12 @@ impl Program {
 
     /// The topic `name`.
     pub fn topic(&self, name: &str) -> Option<&Topic> {
-        self.topics.iter().find(|t| t.decl.name.name == name)
+        self.index.topics.get(name).map(|&i| &self.topics[i])
     }
 
     /// The surface `name`.
     pub fn surface(&self, name: &str) -> Option<&Surface> {
-        self.surfaces.iter().find(|s| s.name == name)
+        self.index.surfaces.get(name).map(|&i| &self.surfaces[i])
     }
 
     /// The exposure named `name` by its serve site's `as:` (the first, when
@@ -339,12 +414,12 @@ impl Program {
 
     /// Whether any locus publishes `topic` (`bus { publish T; }`).
     pub fn publishes(&self, topic: &str) -> bool {
-        self.loci.iter().any(|l| l.publishes(topic))
+        self.index.published.contains(topic)
     }
 
     /// Whether any locus subscribes to `topic`.
     pub fn subscribes(&self, topic: &str) -> bool {
-        self.loci.iter().any(|l| l.subscribes(topic))
+        self.index.subscribed.contains(topic)
     }
 
     /// Every role name a row or a stream requires that no `role` declares.
@@ -370,19 +445,22 @@ impl Program {
 /// duplicate.
 fn push_unique<T>(
     out: &mut Vec<T>,
+    seen: &mut BTreeMap<String, usize>,
     item: T,
     name: impl Fn(&T) -> &Ident,
     kind: &'static str,
     dups: &mut Vec<Duplicate>,
 ) {
-    if let Some(first) = out.iter().find(|o| name(o).name == name(&item).name) {
+    let n = name(&item);
+    if let Some(&first) = seen.get(&n.name) {
         dups.push(Duplicate {
             kind,
-            name: name(&item).name.clone(),
-            first: name(first).span,
-            second: name(&item).span,
+            name: n.name.clone(),
+            first: name(&out[first]).span,
+            second: n.span,
         });
     } else {
+        seen.insert(n.name.clone(), out.len());
         out.push(item);
     }
 }
@@ -399,6 +477,7 @@ fn locus_of(l: &ast::LocusDecl) -> Locus {
         bindings: Vec::new(),
         fns: Vec::new(),
         span: l.span,
+        index: LocusIndex::default(),
     };
     for m in &l.members {
         match m {
@@ -431,6 +510,23 @@ fn locus_of(l: &ast::LocusDecl) -> Locus {
             | ast::LocusMember::Const(_)
             | ast::LocusMember::Other(..) => {}
         }
+    }
+    for (i, f) in locus.fns.iter().enumerate() {
+        locus
+            .index
+            .fns
+            .entry(f.name.name.clone())
+            .or_default()
+            .push(i);
+    }
+    for (i, p) in locus.params.iter().enumerate() {
+        locus.index.params.entry(p.name.name.clone()).or_insert(i);
+        if let Some(ty) = p.type_name() {
+            locus.index.holders.entry(ty).or_default().push(i);
+        }
+    }
+    for (i, (p, _, _)) in locus.placement.iter().enumerate() {
+        locus.index.placement.entry(p.name.clone()).or_insert(i);
     }
     locus
 }

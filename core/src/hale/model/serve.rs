@@ -4,6 +4,8 @@
 //! instance's kind, address as written, codec and sources, `as:`, the
 //! receivers it binds or that are inferred, `bound:` and `on_full:`.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::{Locus, Program, Row};
 use crate::hale::digest::Digest;
 use crate::hale::syntax::ast::{Arg, Body, Expr, FnKind, Ident, Path};
@@ -246,6 +248,16 @@ pub enum Enclosing {
     },
 }
 
+/// Where a serve site's body is: a function of a locus, or a free one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyRef {
+    /// The locus's index in [`Program::loci`]; none for a free function.
+    pub locus: Option<usize>,
+    /// The function's index in that locus's `fns`, or in
+    /// [`Program::free_fns`].
+    pub function: usize,
+}
+
 /// One `api::serve(…)` call, its arguments sorted by role.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServeSite {
@@ -268,6 +280,8 @@ pub struct ServeSite {
     /// Every other argument (a third positional one, an unknown name, an
     /// `as:` that is no string).
     pub other: Vec<Arg>,
+    /// The function whose body holds the call.
+    pub body: BodyRef,
     /// The call.
     pub span: Span,
 }
@@ -390,30 +404,11 @@ pub struct ServedRow<'a> {
 impl Program {
     /// The body a serve site stands in.
     pub fn serve_body(&self, site: &ServeSite) -> Option<&Body> {
-        match &site.enclosing {
-            Enclosing::Locus {
-                locus,
-                function,
-                kind,
-                ..
-            } => self
-                .locus(locus)?
-                .fns
-                .iter()
-                .find(|f| {
-                    f.name.name == *function
-                        && f.kind == *kind
-                        && f.body.serves.iter().any(|s| s.span == site.span)
-                })
-                .map(|f| &f.body),
-            Enclosing::Free { function } => self
-                .free_fns
-                .iter()
-                .find(|f| {
-                    f.name.name == *function && f.body.serves.iter().any(|s| s.span == site.span)
-                })
-                .map(|f| &f.body),
-        }
+        let f = match site.body.locus {
+            Some(l) => self.loci.get(l)?.fns.get(site.body.function),
+            None => self.free_fns.get(site.body.function),
+        };
+        f.map(|f| &f.body)
     }
 
     /// An exposure's identity: `<surface>@<digest>/<name>`.
@@ -431,10 +426,14 @@ impl Program {
         let Some(s) = e.surface.as_deref().and_then(|s| self.surface(s)) else {
             return Vec::new();
         };
+        let mut by_type: BTreeMap<&str, &Receiver> = BTreeMap::new();
+        for r in &e.receivers {
+            by_type.entry(r.ty.as_str()).or_insert(r);
+        }
         s.rows
             .iter()
             .map(|row| {
-                let receiver = e.receivers.iter().find(|r| r.ty == row.locus);
+                let receiver = by_type.get(row.locus.as_str()).copied();
                 ServedRow {
                     row,
                     receiver,
@@ -448,8 +447,12 @@ impl Program {
 /// Every serve site of the program, in the order the bodies are written.
 pub(super) fn serve_sites(p: &Program) -> Vec<ServeSite> {
     let mut out = Vec::new();
-    for l in &p.loci {
-        for f in &l.fns {
+    for (li, l) in p.loci.iter().enumerate() {
+        for (fi, f) in l.fns.iter().enumerate() {
+            let body = BodyRef {
+                locus: Some(li),
+                function: fi,
+            };
             let enclosing = Enclosing::Locus {
                 locus: l.name.name.clone(),
                 is_main: l.is_main,
@@ -457,19 +460,20 @@ pub(super) fn serve_sites(p: &Program) -> Vec<ServeSite> {
                 kind: f.kind,
             };
             for call in &f.body.serves {
-                out.push(site_of(call, enclosing.clone(), Some(l)));
+                out.push(site_of(call, enclosing.clone(), body, Some(l)));
             }
         }
     }
-    for f in &p.free_fns {
+    for (fi, f) in p.free_fns.iter().enumerate() {
         for call in &f.body.serves {
-            out.push(site_of(
-                call,
-                Enclosing::Free {
-                    function: f.name.name.clone(),
-                },
-                None,
-            ));
+            let body = BodyRef {
+                locus: None,
+                function: fi,
+            };
+            let enclosing = Enclosing::Free {
+                function: f.name.name.clone(),
+            };
+            out.push(site_of(call, enclosing, body, None));
         }
     }
     out
@@ -478,10 +482,12 @@ pub(super) fn serve_sites(p: &Program) -> Vec<ServeSite> {
 fn site_of(
     call: &crate::hale::syntax::ast::ServeCall,
     enclosing: Enclosing,
+    body: BodyRef,
     holder: Option<&Locus>,
 ) -> ServeSite {
     let mut site = ServeSite {
         enclosing,
+        body,
         handle: call.handle.clone(),
         surface: None,
         transport: None,
@@ -544,13 +550,13 @@ pub(super) fn exposure(p: &Program, index: usize, site: &ServeSite) -> Exposure 
         Enclosing::Locus { locus, .. } => p.locus(locus),
         Enclosing::Free { .. } => None,
     };
-    let lets: Vec<&str> = p
+    let lets: BTreeSet<&str> = p
         .serve_body(site)
         .map(|b| b.lets.iter().map(|l| l.name.name.as_str()).collect())
         .unwrap_or_default();
     let pool = |param: &str| {
         serving
-            .filter(|l| l.is_main || l.placement.iter().any(|(p, _, _)| p.name == param))
+            .filter(|l| l.is_main || l.has_placement(param))
             .filter(|l| l.param(param).is_some())
             .map(|l| l.pool_of(param).name(param))
     };
@@ -576,8 +582,9 @@ pub(super) fn exposure(p: &Program, index: usize, site: &ServeSite) -> Exposure 
     let mut unbound = Vec::new();
     let surface = site.surface.as_ref().map(Path::text);
     if let Some(s) = surface.as_deref().and_then(|s| p.surface(s)) {
+        let explicit: BTreeSet<String> = receivers.iter().map(|r| r.ty.clone()).collect();
         for ty in s.loci() {
-            if receivers.iter().any(|r| r.ty == ty) {
+            if explicit.contains(ty) {
                 continue;
             }
             let held: Vec<&super::Param> = serving.map(|l| l.instances_of(ty)).unwrap_or_default();

@@ -104,13 +104,12 @@ impl Surface {
     /// The locus types the rows name, each once, in the order the rows
     /// first name them.
     pub fn loci(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
-        for r in &self.rows {
-            if !out.contains(&r.locus.as_str()) {
-                out.push(&r.locus);
-            }
-        }
-        out
+        let mut seen = std::collections::BTreeSet::new();
+        self.rows
+            .iter()
+            .map(|r| r.locus.as_str())
+            .filter(|l| seen.insert(*l))
+            .collect()
     }
 }
 
@@ -311,16 +310,18 @@ fn attribute_requires(args: Option<&[crate::hale::syntax::ast::Arg]>) -> Vec<Ide
 pub(super) fn surfaces(p: &Program, apis: &[ApiDecl]) -> (Vec<Surface>, Vec<Duplicate>) {
     let mut out: Vec<Surface> = Vec::new();
     let mut dups = Vec::new();
+    let mut declared: std::collections::BTreeMap<&str, Span> = std::collections::BTreeMap::new();
     for a in apis {
-        if let Some(first) = out.iter().find(|s| s.name == a.name.name) {
+        if let Some(first) = declared.get(a.name.name.as_str()) {
             dups.push(Duplicate {
                 kind: "api",
                 name: a.name.name.clone(),
-                first: first.declared.unwrap_or_default(),
+                first: *first,
                 second: a.name.span,
             });
             continue;
         }
+        declared.insert(&a.name.name, a.name.span);
         let rows = a
             .rows
             .iter()

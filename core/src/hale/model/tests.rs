@@ -360,3 +360,57 @@ fn a_role_may_include_others() {
     assert_eq!(includes, ["operator", "auditor"]);
     assert!(p.role("operator").unwrap().includes.is_empty());
 }
+
+#[test]
+fn a_large_program_builds_with_every_lookup_indexed() {
+    let n = 5_000;
+    let mut src = String::from("type A { n: Int; }\ntopic T0 { payload: A; }\n");
+    let mut rows = String::new();
+    let mut params = String::new();
+    let mut serves = String::new();
+    for i in 0..n {
+        src.push_str(&format!(
+            "role r{i};\nlocus L{i} {{ fn f(a: A) -> A {{ return a; }} }}\n"
+        ));
+        src.push_str(&format!("topic T{} : T{i} {{ payload: A; }}\n", i + 1));
+        rows.push_str(&format!("rpc L{i}::f requires: [r{i}];\n"));
+        params.push_str(&format!("p{i}: L{i} = L{i} {{ }};\n"));
+    }
+    for i in 0..2_000 {
+        serves.push_str(&format!(
+            "let s{i} = api::serve(Small, std::api::test::Rpc {{ }}, as: \"s{i}\", bound: 1, on_full: refuse);\n"
+        ));
+    }
+    serves.push_str("let big = api::serve(S, std::api::test::Rpc { }, as: \"big\", bound: 1, on_full: refuse);\n");
+    src.push_str(&format!("api Small {{ rpc L7::f; }}\napi S {{ {rows} }}\nmain locus M {{ params {{ {params} }} run() {{ {serves} }} }}\n"));
+    let p = program(&src);
+    assert_eq!(p.surface("S").unwrap().rows.len(), n);
+    assert!(p
+        .surface("S")
+        .unwrap()
+        .rows
+        .iter()
+        .all(|r| r.handler == Handler::Member));
+    assert_eq!(p.exposures.len(), 2_001);
+    assert_eq!(
+        p.exposures[1999].receivers[0].instance,
+        Instance::Param("p7".to_string())
+    );
+    let big = p.exposure("big").unwrap();
+    assert_eq!(
+        big.receivers.len(),
+        n,
+        "every row's type inferred from its one param"
+    );
+    assert!(p.undeclared_roles().is_empty());
+    assert!(p.surface_digest("S").is_ok());
+    // A parent chain is read 64 levels deep, and no deeper.
+    let deep = p.topic(&format!("T{n}")).unwrap();
+    assert!(deep.broken_chain);
+    assert_eq!(
+        deep.wire_subject.split('.').count(),
+        hub::MAX_TOPIC_DEPTH + 1
+    );
+    assert!(!p.topic("T10").unwrap().broken_chain);
+    assert_eq!(p.topic("T3").unwrap().wire_subject, "T0.T1.T2.T3");
+}

@@ -20,7 +20,7 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use hub::{Direction, Hub, StreamRow, Topic};
+pub use hub::{Direction, Hub, StreamRow, Topic, MAX_TOPIC_DEPTH};
 pub use serve::{
     Binding, BodyRef, Enclosing, Exposure, Instance, Listener, Receiver, ServeSite, ServedRow,
     Source, TransportKind, TransportLiteral, TransportUse, Unbound,

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::serve::{TransportKind, TransportLiteral};
 use super::surface::DigestError;
+use super::transport::{TransportKind, TransportLiteral};
 use super::{Duplicate, Program};
 use crate::hale::digest::{hub_input, Digest, HubLine};
 use crate::hale::shape::Shapes;

@@ -13,6 +13,7 @@
 mod hub;
 mod serve;
 mod surface;
+mod transport;
 pub mod types;
 
 #[cfg(test)]
@@ -23,9 +24,10 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use hub::{Direction, Hub, StreamRow, Topic, MAX_TOPIC_DEPTH};
 pub use serve::{
     Binding, BodyRef, Enclosing, Exposure, Instance, Listener, Receiver, ServeSite, ServedRow,
-    Source, TransportKind, TransportLiteral, TransportUse, Unbound,
+    Unbound,
 };
 pub use surface::{ContextKind, DigestError, Handler, Row, RowSource, Surface};
+pub use transport::{Source, TransportKind, TransportLiteral, TransportUse};
 pub use types::{Prim, Resolved, TypeTable};
 
 use super::syntax::ast::{

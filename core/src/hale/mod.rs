@@ -28,5 +28,6 @@ pub mod codec;
 pub mod digest;
 pub mod model;
 pub mod runtime;
+pub mod serving;
 pub mod shape;
 pub mod syntax;

@@ -1,7 +1,3 @@
-//! limen-conformance: the project's own corpus and the replay runner.
-//!
-//! - [`witness`]: the witness program's declarations (`programs/desk.hl`)
-//!   and its loci implemented in Rust, as `hale demo` serves them.
+//! limen-conformance: the project's own corpus (`programs/`, the witness
+//! declarations among them) and the replay runner.
 #![warn(missing_docs)]
-
-pub mod witness;

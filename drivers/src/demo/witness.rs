@@ -1,7 +1,7 @@
 //! The witness program's loci, implemented in Rust: what `hale demo`
 //! serves and what the conformance tests drive.
 //!
-//! The declarations are the project's own copy, `programs/desk.hl`; the
+//! The declarations are the project's own copy, `conformance/programs/desk.hl`; the
 //! behaviour follows the program's bodies: `Orders` numbers orders from its
 //! `next` (41 unless its literal says otherwise), violates its position
 //! limit above a quantity of 10000 and fails `unknown_order` on a cancel
@@ -18,7 +18,7 @@ use limen_core::hale::runtime::{Completion, Receiver, RoleTable, ServedContext, 
 use limen_core::hale::syntax::ast::Expr;
 
 /// The witness declarations, as limen ships them.
-pub const DESK: &str = include_str!("../programs/desk.hl");
+pub const DESK: &str = include_str!("../../../conformance/programs/desk.hl");
 
 /// The witness program's model.
 pub fn program() -> Program {
@@ -37,15 +37,23 @@ pub fn tokens() -> TokenTable {
 
 /// The role source a `Grants { role: "principal", … }` param builds.
 pub fn grants(program: &Program, param: &str) -> RoleTable {
-    let mut table = RoleTable::new();
-    for (role, holder) in literal_fields(program, param) {
-        if let Expr::Str(name, _) = holder {
-            if !name.is_empty() {
-                table = table.grant(&name, &role);
-            }
-        }
-    }
-    table
+    grant_pairs(program, param)
+        .into_iter()
+        .fold(RoleTable::new(), |t, (role, holder)| {
+            t.grant(&holder, &role)
+        })
+}
+
+/// The (role, principal name) pairs a `Grants` literal states, in order;
+/// an empty name grants nothing.
+pub fn grant_pairs(program: &Program, param: &str) -> Vec<(String, String)> {
+    literal_fields(program, param)
+        .into_iter()
+        .filter_map(|(role, holder)| match holder {
+            Expr::Str(name, _) if !name.is_empty() => Some((role, name)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The fields of the literal that builds the main locus's param `param`.

@@ -1,1 +1,57 @@
 //! The strict JSON tokenizer every parser in limen shares.
+//!
+//! [`Tokenizer`] is a pull tokenizer over a complete `&[u8]`: each call to
+//! [`Tokenizer::next_event`] yields one [`Event`] (begin or end of an object
+//! or array, a key, a string, a number as its raw [`Number`] token, a bool,
+//! null), or an [`Error`] naming the exact byte, line and column at fault.
+//!
+//! It holds the text to RFC 8259 and to the stricter rules every limen
+//! parser wants: UTF-8 only, checked everywhere (inside strings too), no
+//! byte order mark, no lone surrogate escapes, no unescaped control
+//! characters, nothing after the one value, and nesting bounded by a depth
+//! limit on an explicit stack (so a million `[` is a clean refusal, not a
+//! stack overflow). Strings without escapes are borrowed from the input.
+//!
+//! What a number means, and whether an object may repeat a key, is the
+//! consumer's to decide: numbers come as raw tokens with their parts
+//! ([`Number::scientific`]), and [`DuplicateKeys`] helps refuse repeats.
+
+mod error;
+mod number;
+mod tokenizer;
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+pub use error::{line_column, Error, ErrorKind};
+pub use number::{Number, Scientific};
+pub(crate) use tokenizer::scan_plain;
+pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
+
+/// The keys seen so far in one object, to refuse a key given twice.
+///
+/// Ordered (not hashed), so it needs no entropy and costs `O(log n)` per key
+/// however many keys an object holds.
+#[derive(Clone, Debug, Default)]
+pub struct DuplicateKeys<'a> {
+    seen: BTreeSet<Cow<'a, str>>,
+}
+
+impl<'a> DuplicateKeys<'a> {
+    /// No keys seen.
+    pub fn new() -> DuplicateKeys<'a> {
+        DuplicateKeys::default()
+    }
+
+    /// Records `key`; `false` if it was already seen in this object.
+    pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
+        if self.seen.contains(key.as_ref()) {
+            return false;
+        }
+        self.seen.insert(key.clone());
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

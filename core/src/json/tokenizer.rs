@@ -1,0 +1,587 @@
+//! The pull tokenizer.
+//!
+//! One pass over a complete text, one [`Event`] per call, no recursion: the
+//! open arrays and objects are an explicit stack, so nesting is bounded by a
+//! limit checked on every `[` and `{`, never by the thread's stack. Strings
+//! without escapes are borrowed from the input; only a string holding an
+//! escape is copied out.
+
+use std::borrow::Cow;
+
+use super::error::{Error, ErrorKind};
+use super::number::Number;
+
+/// One step of a JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// `{`.
+    BeginObject,
+    /// `}`.
+    EndObject,
+    /// `[`.
+    BeginArray,
+    /// `]`.
+    EndArray,
+    /// An object member's key (its `:` is consumed with it).
+    Key(Cow<'a, str>),
+    /// A string value.
+    String(Cow<'a, str>),
+    /// A number value, as its raw token.
+    Number(Number<'a>),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `null`.
+    Null,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Container {
+    Array,
+    Object,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// A value must come next: the start, after `:`, after `,` in an array.
+    Value,
+    /// Just after `[`: a value or `]`.
+    ArrayStart,
+    /// Just after `{`: a key or `}`.
+    ObjectStart,
+    /// After a value: `,` or the container's close, or the end.
+    AfterValue,
+    /// The one top-level value is complete and only whitespace followed.
+    Done,
+}
+
+/// The deepest nesting a [`Tokenizer::new`] allows, as serde_json does.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+
+/// A strict RFC 8259 pull tokenizer over a complete text.
+///
+/// Refuses invalid UTF-8 anywhere, a byte order mark, unescaped control
+/// characters, lone surrogate escapes, anything after the one top-level
+/// value, and nesting past its depth limit. Duplicate keys are the
+/// consumer's to refuse (see [`DuplicateKeys`](super::DuplicateKeys)).
+#[derive(Clone, Debug)]
+pub struct Tokenizer<'a> {
+    input: &'a [u8],
+    pos: usize,
+    event_start: usize,
+    stack: Vec<Container>,
+    state: State,
+    max_depth: usize,
+    failed: Option<Error>,
+}
+
+/// Bytes a string scan must stop at: `"`, `\` and the control characters.
+static STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+const LANES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any of eight bytes is `"`, `\` or below 0x20 (non-ASCII bytes
+/// never match, so UTF-8 passes through to validation).
+#[inline]
+fn any_stop(word: u64) -> bool {
+    let has_zero = |v: u64| v.wrapping_sub(LANES) & !v & HIGH;
+    let quote = has_zero(word ^ (LANES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (LANES * u64::from(b'\\')));
+    let control = word.wrapping_sub(LANES * 0x20) & !word & HIGH;
+    (quote | backslash | control) != 0
+}
+
+/// The offset of the first byte at or after `i` that a JSON string cannot
+/// hold as itself (`"`, `\\`, U+0000..U+001F), or `bytes.len()`. Reads eight
+/// bytes at a time; shared by the tokenizer and the canonical writer.
+#[inline]
+pub(crate) fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes([
+            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+        ]);
+        if any_stop(word) {
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !STOP[bytes[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
+impl<'a> Tokenizer<'a> {
+    /// A tokenizer over `input` nesting at most [`DEFAULT_MAX_DEPTH`] deep.
+    pub fn new(input: &'a [u8]) -> Tokenizer<'a> {
+        Tokenizer::with_max_depth(input, DEFAULT_MAX_DEPTH)
+    }
+
+    /// A tokenizer over `input` nesting arrays and objects at most
+    /// `max_depth` deep (0 admits only scalars).
+    pub fn with_max_depth(input: &'a [u8], max_depth: usize) -> Tokenizer<'a> {
+        Tokenizer {
+            input,
+            pos: 0,
+            event_start: 0,
+            stack: Vec::new(),
+            state: State::Value,
+            max_depth,
+            failed: None,
+        }
+    }
+
+    /// The text being read.
+    pub fn input(&self) -> &'a [u8] {
+        self.input
+    }
+
+    /// The byte offset where the last event's token starts.
+    pub fn event_offset(&self) -> usize {
+        self.event_start
+    }
+
+    /// The byte offset just past the last event's token.
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// How many arrays and objects are open.
+    pub fn depth(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// An error of `kind` at byte `offset`, with its line and column.
+    pub fn error_at(&self, offset: usize, kind: ErrorKind) -> Error {
+        Error::at(self.input, offset, kind)
+    }
+
+    fn fail<T>(&mut self, offset: usize, kind: ErrorKind) -> Result<T, Error> {
+        let e = self.error_at(offset, kind);
+        self.failed = Some(e.clone());
+        Err(e)
+    }
+
+    /// The next event, or `None` once the one value is complete and only
+    /// whitespace followed it. After an error, every call returns it again.
+    #[inline]
+    #[allow(clippy::should_implement_trait)]
+    pub fn next_event(&mut self) -> Result<Option<Event<'a>>, Error> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.skip_whitespace();
+        match self.state {
+            State::Value => {
+                if self.pos == 0 && self.input.starts_with(b"\xef\xbb\xbf") {
+                    return self.fail(0, ErrorKind::ByteOrderMark);
+                }
+                self.value().map(Some)
+            }
+            State::ArrayStart => {
+                if self.peek() == Some(b']') {
+                    self.close()
+                } else {
+                    self.value().map(Some)
+                }
+            }
+            State::ObjectStart => {
+                if self.peek() == Some(b'}') {
+                    self.close()
+                } else {
+                    self.key().map(Some)
+                }
+            }
+            State::AfterValue => self.after_value(),
+            State::Done => Ok(None),
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.input.get(self.pos).copied()
+    }
+
+    #[inline]
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.input.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The character at `offset`, for an error (U+FFFD if not UTF-8).
+    fn char_at(&self, offset: usize) -> char {
+        let rest = &self.input[offset..self.input.len().min(offset + 4)];
+        match std::str::from_utf8(rest) {
+            Ok(s) => s.chars().next().unwrap_or('\u{fffd}'),
+            Err(e) if e.valid_up_to() > 0 => std::str::from_utf8(&rest[..e.valid_up_to()])
+                .ok()
+                .and_then(|s| s.chars().next())
+                .unwrap_or('\u{fffd}'),
+            Err(_) => '\u{fffd}',
+        }
+    }
+
+    /// Refuses the byte at `pos` as not what `expected` names.
+    fn unexpected<T>(&mut self, expected: &'static str) -> Result<T, Error> {
+        let pos = self.pos;
+        match self.peek() {
+            None => self.fail(pos, ErrorKind::UnexpectedEnd),
+            Some(b) if b >= 0x80 && self.char_at(pos) == '\u{fffd}' => {
+                self.fail(pos, ErrorKind::InvalidUtf8)
+            }
+            Some(_) => {
+                let found = self.char_at(pos);
+                self.fail(pos, ErrorKind::Unexpected { found, expected })
+            }
+        }
+    }
+
+    fn after_value(&mut self) -> Result<Option<Event<'a>>, Error> {
+        match self.stack.last() {
+            None => {
+                if self.pos == self.input.len() {
+                    self.state = State::Done;
+                    Ok(None)
+                } else {
+                    let pos = self.pos;
+                    self.fail(pos, ErrorKind::TrailingContent)
+                }
+            }
+            Some(Container::Array) => match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                    self.value().map(Some)
+                }
+                Some(b']') => self.close(),
+                _ => self.unexpected("`,` or `]`"),
+            },
+            Some(Container::Object) => match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                    self.key().map(Some)
+                }
+                Some(b'}') => self.close(),
+                _ => self.unexpected("`,` or `}`"),
+            },
+        }
+    }
+
+    /// Consumes the `]` or `}` at `pos` closing the innermost container.
+    fn close(&mut self) -> Result<Option<Event<'a>>, Error> {
+        self.event_start = self.pos;
+        self.pos += 1;
+        let event = match self.stack.pop() {
+            Some(Container::Array) => Event::EndArray,
+            _ => Event::EndObject,
+        };
+        self.state = State::AfterValue;
+        Ok(Some(event))
+    }
+
+    fn open(&mut self, container: Container) -> Result<Event<'a>, Error> {
+        if self.stack.len() >= self.max_depth {
+            let (pos, limit) = (self.pos, self.max_depth);
+            return self.fail(pos, ErrorKind::TooDeep { limit });
+        }
+        self.stack.push(container);
+        self.pos += 1;
+        Ok(match container {
+            Container::Array => {
+                self.state = State::ArrayStart;
+                Event::BeginArray
+            }
+            Container::Object => {
+                self.state = State::ObjectStart;
+                Event::BeginObject
+            }
+        })
+    }
+
+    #[inline]
+    fn value(&mut self) -> Result<Event<'a>, Error> {
+        self.event_start = self.pos;
+        let Some(b) = self.peek() else {
+            let pos = self.pos;
+            return self.fail(pos, ErrorKind::UnexpectedEnd);
+        };
+        let event = match b {
+            b'"' => Event::String(self.string()?),
+            b'-' | b'0'..=b'9' => Event::Number(self.number()?),
+            b'{' => return self.open(Container::Object),
+            b'[' => return self.open(Container::Array),
+            b't' => self.literal(b"true", Event::Bool(true))?,
+            b'f' => self.literal(b"false", Event::Bool(false))?,
+            b'n' => self.literal(b"null", Event::Null)?,
+            _ => return self.unexpected("a value"),
+        };
+        self.state = State::AfterValue;
+        Ok(event)
+    }
+
+    fn literal(&mut self, word: &'static [u8], event: Event<'a>) -> Result<Event<'a>, Error> {
+        if self.input[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(event)
+        } else {
+            // Point at the first byte that differs.
+            let matched = self.input[self.pos..]
+                .iter()
+                .zip(word)
+                .take_while(|(a, b)| a == b)
+                .count();
+            self.pos += matched;
+            self.unexpected(match word {
+                b"true" => "`true`",
+                b"false" => "`false`",
+                _ => "`null`",
+            })
+        }
+    }
+
+    fn key(&mut self) -> Result<Event<'a>, Error> {
+        self.event_start = self.pos;
+        if self.peek() != Some(b'"') {
+            return self.unexpected("a string key");
+        }
+        let key = self.string()?;
+        self.skip_whitespace();
+        if self.peek() != Some(b':') {
+            return self.unexpected("`:`");
+        }
+        self.pos += 1;
+        self.state = State::Value;
+        Ok(Event::Key(key))
+    }
+
+    /// Reads the string whose `"` is at `pos`.
+    #[inline]
+    fn string(&mut self) -> Result<Cow<'a, str>, Error> {
+        let start = self.pos + 1;
+        let end = self.scan(start);
+        match self.input.get(end) {
+            Some(b'"') => {
+                let s = self.utf8(start, end)?;
+                self.pos = end + 1;
+                Ok(Cow::Borrowed(s))
+            }
+            Some(b'\\') => self.escaped_string(start, end).map(Cow::Owned),
+            Some(&b) => self.fail(end, ErrorKind::ControlCharacter(b)),
+            None => {
+                let pos = self.pos;
+                self.fail(pos, ErrorKind::UnterminatedString)
+            }
+        }
+    }
+
+    /// The offset of the first `"`, `\` or control byte at or after `i`.
+    #[inline]
+    fn scan(&self, i: usize) -> usize {
+        scan_plain(self.input, i)
+    }
+
+    fn utf8(&mut self, start: usize, end: usize) -> Result<&'a str, Error> {
+        let input = self.input;
+        match std::str::from_utf8(&input[start..end]) {
+            Ok(s) => Ok(s),
+            Err(e) => self.fail(start + e.valid_up_to(), ErrorKind::InvalidUtf8),
+        }
+    }
+
+    /// Finishes a string whose first escape is at `i`.
+    fn escaped_string(&mut self, start: usize, mut i: usize) -> Result<String, Error> {
+        let mut out = String::with_capacity(i - start + 16);
+        out.push_str(self.utf8(start, i)?);
+        loop {
+            // `i` is at a backslash.
+            i = self.escape(i, &mut out)?;
+            let end = self.scan(i);
+            out.push_str(self.utf8(i, end)?);
+            match self.input.get(end) {
+                Some(b'"') => {
+                    self.pos = end + 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => i = end,
+                Some(&b) => return self.fail(end, ErrorKind::ControlCharacter(b)),
+                None => {
+                    let pos = self.pos;
+                    return self.fail(pos, ErrorKind::UnterminatedString);
+                }
+            }
+        }
+    }
+
+    /// Decodes the escape whose backslash is at `i`; returns the offset
+    /// after it.
+    fn escape(&mut self, i: usize, out: &mut String) -> Result<usize, Error> {
+        let Some(&c) = self.input.get(i + 1) else {
+            let pos = self.pos;
+            return self.fail(pos, ErrorKind::UnterminatedString);
+        };
+        let decoded = match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => return self.unicode_escape(i, out),
+            _ => {
+                let found = self.char_at(i + 1);
+                return self.fail(i, ErrorKind::InvalidEscape(found));
+            }
+        };
+        out.push(decoded);
+        Ok(i + 2)
+    }
+
+    fn hex4(&mut self, at: usize) -> Result<u16, Error> {
+        let digits = self.input.get(at..at + 4);
+        let value = digits.and_then(|d| {
+            d.iter().try_fold(0u16, |acc, &b| {
+                let v = (b as char).to_digit(16)?;
+                Some(acc << 4 | v as u16)
+            })
+        });
+        match value {
+            Some(v) => Ok(v),
+            None => self.fail(at - 2, ErrorKind::InvalidUnicodeEscape),
+        }
+    }
+
+    fn unicode_escape(&mut self, i: usize, out: &mut String) -> Result<usize, Error> {
+        let unit = self.hex4(i + 2)?;
+        let scalar = match unit {
+            0xd800..=0xdbff => {
+                let follows = self.input.get(i + 6..i + 8) == Some(b"\\u");
+                let low = if follows {
+                    Some(self.hex4(i + 8)?)
+                } else {
+                    None
+                };
+                match low {
+                    Some(low @ 0xdc00..=0xdfff) => {
+                        let c = 0x10000
+                            + ((u32::from(unit) - 0xd800) << 10)
+                            + (u32::from(low) - 0xdc00);
+                        out.push(char::from_u32(c).unwrap_or('\u{fffd}'));
+                        return Ok(i + 12);
+                    }
+                    _ => return self.fail(i, ErrorKind::LoneSurrogate(unit)),
+                }
+            }
+            0xdc00..=0xdfff => return self.fail(i, ErrorKind::LoneSurrogate(unit)),
+            _ => u32::from(unit),
+        };
+        out.push(char::from_u32(scalar).unwrap_or('\u{fffd}'));
+        Ok(i + 6)
+    }
+
+    /// Reads the number starting at `pos`.
+    #[inline]
+    fn number(&mut self) -> Result<Number<'a>, Error> {
+        let bytes = self.input;
+        let start = self.pos;
+        let mut i = start;
+        let digit = |i: usize| matches!(bytes.get(i), Some(b'0'..=b'9'));
+        if bytes[i] == b'-' {
+            i += 1;
+        }
+        match bytes.get(i) {
+            Some(b'0') => {
+                i += 1;
+                if digit(i) {
+                    return self.fail(
+                        i - 1,
+                        ErrorKind::InvalidNumber("leading zeros are not allowed"),
+                    );
+                }
+            }
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while digit(i) {
+                    i += 1;
+                }
+            }
+            _ => {
+                return self.fail(i, ErrorKind::InvalidNumber("a digit must follow `-`"));
+            }
+        }
+        let int_end = i;
+        if bytes.get(i) == Some(&b'.') {
+            i += 1;
+            if !digit(i) {
+                return self.fail(i, ErrorKind::InvalidNumber("a digit must follow `.`"));
+            }
+            while digit(i) {
+                i += 1;
+            }
+        }
+        let frac_end = i;
+        if let Some(b'e' | b'E') = bytes.get(i) {
+            i += 1;
+            if let Some(b'+' | b'-') = bytes.get(i) {
+                i += 1;
+            }
+            if !digit(i) {
+                return self.fail(
+                    i,
+                    ErrorKind::InvalidNumber("a digit must follow the exponent's `e`"),
+                );
+            }
+            while digit(i) {
+                i += 1;
+            }
+        }
+        self.pos = i;
+        // The token is ASCII by construction, so this cannot fail.
+        let raw = match std::str::from_utf8(&bytes[start..i]) {
+            Ok(s) => s,
+            Err(_) => return self.fail(start, ErrorKind::InvalidUtf8),
+        };
+        Ok(Number::new(raw, int_end - start, frac_end - start))
+    }
+
+    /// Consumes the rest of a value whose first event was `first`, so a
+    /// consumer can pass over what it ignores. Returns the offset just past
+    /// the value.
+    pub fn skip_value(&mut self, first: &Event<'a>) -> Result<usize, Error> {
+        if matches!(first, Event::BeginArray | Event::BeginObject) {
+            let target = self.stack.len() - 1;
+            while self.stack.len() > target {
+                if self.next_event()?.is_none() {
+                    let pos = self.pos;
+                    return self.fail(pos, ErrorKind::UnexpectedEnd);
+                }
+            }
+        }
+        Ok(self.pos)
+    }
+
+    /// Checks that nothing but whitespace follows the one value; call it
+    /// once the top-level value's last event has been read.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        match self.next_event()? {
+            None => Ok(()),
+            Some(_) => {
+                let pos = self.event_start;
+                self.fail(pos, ErrorKind::TrailingContent)
+            }
+        }
+    }
+}

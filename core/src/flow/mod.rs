@@ -5,14 +5,18 @@
 //! - [`value`]: values ([`Value`], [`JsonValue`]) over exact [`number`]s and
 //!   [`time`]s.
 //! - [`canonical`]: the one canonical text of every value.
+//! - [`decode`]: type-directed strict decoding of that text, under
+//!   [`Limits`].
 
 pub mod canonical;
+pub mod decode;
 pub mod identity;
 pub mod number;
 pub mod time;
 pub mod types;
 pub mod value;
 
+pub use decode::{decode, decode_with_params, parse_json_value, DecodeError, Limits};
 pub use identity::{Identity, Origin};
 pub use number::{Decimal, Int};
 pub use time::{Duration, Instant};

@@ -44,6 +44,8 @@ impl<'a> DuplicateKeys<'a> {
     }
 
     /// Records `key`; `false` if it was already seen in this object.
+    // A `&Cow` rather than `&str`: a borrowed key is kept borrowed, not copied.
+    #[allow(clippy::ptr_arg)]
     pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
         if self.seen.contains(key.as_ref()) {
             return false;

@@ -120,6 +120,22 @@ impl Decimal {
         }
     }
 
+    /// A decimal from an `i64` coefficient already free of trailing zeros.
+    #[inline]
+    pub(crate) fn from_normalized_i64(coefficient: i64, exponent: i64) -> Decimal {
+        debug_assert!(coefficient % 10 != 0 || (coefficient == 0 && exponent == 0));
+        match i32::try_from(exponent) {
+            Ok(exponent) => Decimal(Repr::Small {
+                coefficient,
+                exponent,
+            }),
+            Err(_) => Decimal(Repr::Big(Box::new(BigDecimal {
+                coefficient: IBig::from(coefficient),
+                exponent,
+            }))),
+        }
+    }
+
     /// A decimal from a coefficient already free of trailing zeros.
     pub(crate) fn from_normalized(coefficient: IBig, exponent: i64) -> Decimal {
         debug_assert!(coefficient != IBig::ZERO || exponent == 0);

@@ -66,6 +66,9 @@ pub const DEFAULT_MAX_DEPTH: usize = 128;
 #[derive(Clone, Debug)]
 pub struct Tokenizer<'a> {
     input: &'a [u8],
+    /// The input's longest valid UTF-8 prefix, validated once up front so
+    /// strings are sliced from it rather than validated one by one.
+    text: &'a str,
     pos: usize,
     event_start: usize,
     stack: Vec<Container>,
@@ -130,8 +133,13 @@ impl<'a> Tokenizer<'a> {
     /// A tokenizer over `input` nesting arrays and objects at most
     /// `max_depth` deep (0 admits only scalars).
     pub fn with_max_depth(input: &'a [u8], max_depth: usize) -> Tokenizer<'a> {
+        let text = match std::str::from_utf8(input) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&input[..e.valid_up_to()]).unwrap_or(""),
+        };
         Tokenizer {
             input,
+            text,
             pos: 0,
             event_start: 0,
             stack: Vec::new(),
@@ -214,9 +222,23 @@ impl<'a> Tokenizer<'a> {
 
     #[inline]
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.input.get(self.pos) {
-            self.pos += 1;
+        const SPACES: u64 = LANES * b' ' as u64;
+        let bytes = self.input;
+        let mut i = self.pos;
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(i) {
+            i += 1;
+            // Indentation: runs of spaces, eight at a time.
+            while let Some(chunk) = bytes.get(i..i + 8) {
+                let word = u64::from_le_bytes([
+                    chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+                ]);
+                if word != SPACES {
+                    break;
+                }
+                i += 8;
+            }
         }
+        self.pos = i;
     }
 
     /// The character at `offset`, for an error (U+FFFD if not UTF-8).
@@ -392,11 +414,14 @@ impl<'a> Tokenizer<'a> {
         scan_plain(self.input, i)
     }
 
+    /// The text of `start..end`, both at ASCII bytes of a string; refused
+    /// when the range reaches past the input's valid UTF-8.
+    #[inline]
     fn utf8(&mut self, start: usize, end: usize) -> Result<&'a str, Error> {
-        let input = self.input;
-        match std::str::from_utf8(&input[start..end]) {
-            Ok(s) => Ok(s),
-            Err(e) => self.fail(start + e.valid_up_to(), ErrorKind::InvalidUtf8),
+        let text = self.text;
+        match text.get(start..end) {
+            Some(s) => Ok(s),
+            None => self.fail(text.len().max(start), ErrorKind::InvalidUtf8),
         }
     }
 
@@ -550,11 +575,20 @@ impl<'a> Tokenizer<'a> {
         }
         self.pos = i;
         // The token is ASCII by construction, so this cannot fail.
-        let raw = match std::str::from_utf8(&bytes[start..i]) {
-            Ok(s) => s,
-            Err(_) => return self.fail(start, ErrorKind::InvalidUtf8),
-        };
-        Ok(Number::new(raw, int_end - start, frac_end - start))
+        // The token is ASCII, so it lies inside the valid prefix.
+        let raw = self.utf8(start, i)?;
+        match (
+            u32::try_from(int_end - start),
+            u32::try_from(frac_end - start),
+        ) {
+            (Ok(int_end), Ok(frac_end)) if u32::try_from(i - start).is_ok() => {
+                Ok(Number::new(raw, int_end, frac_end))
+            }
+            _ => self.fail(
+                start,
+                ErrorKind::InvalidNumber("the token is 4 GiB or longer"),
+            ),
+        }
     }
 
     /// Consumes the rest of a value whose first event was `first`, so a

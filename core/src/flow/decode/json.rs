@@ -98,6 +98,7 @@ impl<'a> Decoder<'a, '_> {
     }
 
     /// The next event, a failure placed at the value being read.
+    #[inline(always)]
     fn pull(
         &mut self,
         frames: &[Frame],

@@ -54,6 +54,7 @@ fn big_digits(s: &Scientific<'_>) -> IBig {
 }
 
 /// The Decimal a token stands for, within the limits.
+#[inline]
 pub(crate) fn decimal(s: &Scientific<'_>, limits: &Limits) -> Result<Decimal, DecodeError> {
     let s = *s;
     if s.is_zero() {
@@ -80,7 +81,7 @@ pub(crate) fn decimal(s: &Scientific<'_>, limits: &Limits) -> Result<Decimal, De
     if let Some(small) = s.small_digits() {
         if let Ok(c) = i64::try_from(small) {
             let c = if s.negative { -c } else { c };
-            return Ok(Decimal::from_i64_parts(c, s.exponent));
+            return Ok(Decimal::from_normalized_i64(c, s.exponent));
         }
     }
     let c = big_digits(&s);

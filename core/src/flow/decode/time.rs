@@ -201,10 +201,18 @@ pub(crate) fn instant(s: &str) -> Result<Instant, String> {
         .and_then(|s| s.checked_add(i128::from(hour * 3600 + minute * 60 + second)))
         .and_then(|s| s.checked_sub(offset_seconds))
         .ok_or_else(out_of_range)?;
-    let total = seconds
-        .checked_mul(NANOS)
-        .and_then(|n| n.checked_add(nanos))
-        .ok_or_else(out_of_range)?;
+    // Below the epoch, step through the next second up so that the
+    // earliest representable instant does not overflow on the way.
+    let total = if seconds < 0 && nanos > 0 {
+        (seconds + 1)
+            .checked_mul(NANOS)
+            .and_then(|n| n.checked_sub(NANOS - nanos))
+    } else {
+        seconds
+            .checked_mul(NANOS)
+            .and_then(|n| n.checked_add(nanos))
+    }
+    .ok_or_else(out_of_range)?;
     Ok(Instant::from_unix_nanos(total))
 }
 
@@ -251,16 +259,18 @@ pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     }
     let seconds = whole
         .iter()
-        .fold(0i128, |a, &d| a * 10 + i128::from(d - b'0'));
+        .fold(0u128, |a, &d| a * 10 + u128::from(d - b'0'));
     let magnitude = seconds
-        .checked_mul(NANOS)
-        .and_then(|n| n.checked_add(nanos))
+        .checked_mul(NANOS as u128)
+        .and_then(|n| n.checked_add(nanos as u128))
         .ok_or_else(out_of_range)?;
-    Ok(Duration::from_nanos(if negative {
-        -magnitude
+    // The magnitude of the most negative duration is one past i128::MAX.
+    let nanos = if negative {
+        0i128.checked_sub_unsigned(magnitude)
     } else {
-        magnitude
-    }))
+        i128::try_from(magnitude).ok()
+    };
+    nanos.map(Duration::from_nanos).ok_or_else(out_of_range)
 }
 
 #[cfg(test)]

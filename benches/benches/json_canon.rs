@@ -6,6 +6,11 @@
 //! once, the input buffer excluded) and printed next to the input size.
 //! Counting is switched off while criterion times, so it costs the timed
 //! runs one relaxed load per allocation.
+//!
+//! The machine this runs on may be shared, so before criterion's runs a
+//! paired measurement alternates the two sides (limen, serde_json, limen,
+//! …) and prints the ratio of their fastest runs and of their medians:
+//! load that comes and goes hits both sides alike.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -88,7 +93,43 @@ fn serde(bytes: &[u8]) -> String {
     serde_json::to_string(&v).expect("writable")
 }
 
+/// Alternates the two sides `rounds` times; the fastest and median run of
+/// each, in milliseconds.
+fn paired(bytes: &[u8], rounds: usize) -> ([f64; 2], [f64; 2]) {
+    let mut times = [Vec::with_capacity(rounds), Vec::with_capacity(rounds)];
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        black_box(limen(black_box(bytes)));
+        times[0].push(start.elapsed().as_secs_f64() * 1e3);
+        let start = std::time::Instant::now();
+        black_box(serde(black_box(bytes)));
+        times[1].push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut min = [0.0; 2];
+    let mut median = [0.0; 2];
+    for (i, t) in times.iter_mut().enumerate() {
+        t.sort_by(f64::total_cmp);
+        min[i] = t[0];
+        median[i] = t[t.len() / 2];
+    }
+    (min, median)
+}
+
 fn json_canon(c: &mut Criterion) {
+    for name in CORPORA {
+        let Some(bytes) = corpus(name) else { continue };
+        let (min, median) = paired(&bytes, 60);
+        eprintln!(
+            "paired {name}: fastest limen {:.3} ms, serde_json {:.3} ms: limen {:.2}x serde_json's throughput; \
+             medians {:.3} / {:.3} ms: {:.2}x",
+            min[0],
+            min[1],
+            min[1] / min[0],
+            median[0],
+            median[1],
+            median[1] / median[0],
+        );
+    }
     for name in CORPORA {
         let Some(bytes) = corpus(name) else { continue };
         let ours = peak(|| limen(&bytes));

@@ -5,7 +5,7 @@
 //! - [`value`]: values ([`Value`], [`JsonValue`]) over exact [`number`]s and
 //!   [`time`]s.
 //! - [`canonical`]: the one canonical text of every value.
-//! - [`decode`]: type-directed strict decoding of that text, under
+//! - [`mod@decode`]: type-directed strict decoding of that text, under
 //!   [`Limits`].
 
 pub mod canonical;

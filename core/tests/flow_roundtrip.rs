@@ -469,6 +469,29 @@ proptest! {
     }
 
     #[test]
+    fn mutated_texts_decode_to_a_value_or_refuse_without_panicking(
+        (ty, env, v, _) in typed(),
+        edits in prop::collection::vec((any::<usize>(), prop::sample::select(
+            b"{}[]:,\"\\ 0123456789-.eEnulSomeNOkErr=+/TZ:".to_vec())), 1..4),
+    ) {
+        let mut bytes = to_canonical_string(&v).into_bytes();
+        for (i, b) in edits {
+            let n = bytes.len();
+            match i % 3 {
+                0 => bytes.insert(i % (n + 1), b),
+                1 if n > 0 => { bytes.remove(i % n); }
+                _ if n > 0 => bytes[i % n] = b,
+                _ => {}
+            }
+        }
+        if let Ok(decoded) = decode(&bytes, &ty, &env, &limits()) {
+            let text = to_canonical_string(&decoded);
+            let again = decode(text.as_bytes(), &ty, &env, &limits()).unwrap();
+            prop_assert_eq!(again, decoded);
+        }
+    }
+
+    #[test]
     fn json_values_round_trip_and_respell(j in json()) {
         let v = Value::Json(j);
         let text = to_canonical_string(&v);

@@ -11,6 +11,28 @@
 //! numbers spelled with a fraction or exponent at Int, which instant
 //! spellings, strict base64, sets with duplicates) are recorded in
 //! `docs/decisions.md`, "Flow values: canonical text and decoding".
+//!
+//! ```
+//! use limen_core::flow::canonical::to_canonical_string;
+//! use limen_core::flow::decode::{decode, Limits};
+//! use limen_core::flow::{Field, Identity, Type, TypeDecl, TypeEnv};
+//!
+//! let hit = Identity::in_repository("github.com/acme/tools", "1.0.0", "search.flow", "Hit");
+//! let mut env = TypeEnv::new();
+//! env.declare(TypeDecl::record(hit.clone(), vec![
+//!     Field::new("score", Type::Int),
+//!     Field::new("note", Type::option(Type::Text)),
+//! ]));
+//! let ty = Type::list(Type::named(hit));
+//!
+//! let v = decode(br#"[{"score": 1e2, "extra": true}]"#, &ty, &env, &Limits::default())?;
+//! assert_eq!(to_canonical_string(&v), r#"[{"score":100}]"#);
+//!
+//! let e = decode(br#"[{"score": 1}, {"score": "x"}]"#, &ty, &env, &Limits::default())
+//!     .unwrap_err();
+//! assert_eq!(e.to_string(), r#"$[1].score: expected Int, found "x""#);
+//! # Ok::<(), limen_core::flow::decode::DecodeError>(())
+//! ```
 
 mod error;
 mod json;

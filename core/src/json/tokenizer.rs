@@ -596,7 +596,8 @@ impl<'a> Tokenizer<'a> {
     /// the value.
     pub fn skip_value(&mut self, first: &Event<'a>) -> Result<usize, Error> {
         if matches!(first, Event::BeginArray | Event::BeginObject) {
-            let target = self.stack.len() - 1;
+            // Misuse (a `first` that was not just read) must not panic.
+            let target = self.stack.len().saturating_sub(1);
             while self.stack.len() > target {
                 if self.next_event()?.is_none() {
                     let pos = self.pos;

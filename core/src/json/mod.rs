@@ -52,6 +52,7 @@
 
 mod error;
 mod number;
+mod string;
 mod tokenizer;
 
 use std::borrow::Cow;
@@ -59,7 +60,7 @@ use std::collections::BTreeSet;
 
 pub use error::{line_column, Error, ErrorKind};
 pub use number::{Number, Scientific};
-pub(crate) use tokenizer::scan_plain;
+pub(crate) use string::scan_plain;
 pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
 
 /// The keys seen so far in one object, to refuse a key given twice.

@@ -60,15 +60,11 @@ pub fn build(request: &Value, schemas: &Value, flags: &[Flag]) -> Result<Value, 
                 "--{} is required: {} ({})",
                 r.replace('_', "-"),
                 r,
-                describe(&props[r], schemas)
+                super::render::type_word(&props[r])
             ));
         }
     }
     Ok(Value::Object(object))
-}
-
-fn describe(schema: &Value, schemas: &Value) -> String {
-    super::render::type_word(schema, schemas)
 }
 
 /// A flag's value, parsed as its field's type.
@@ -84,7 +80,7 @@ fn typed(
         format!(
             "--{} ({}): {why}",
             field.replace('_', "-"),
-            describe(schema, schemas)
+            super::render::type_word(schema)
         )
     };
     match (kind, value) {
@@ -119,12 +115,7 @@ fn typed(
 /// of the item type. The error names the path (`ship.city`, `items[0]`).
 pub fn check(value: &Value, schema: &Value, schemas: &Value, path: &str) -> Result<(), String> {
     let schema = resolve(schema, schemas).unwrap_or(schema);
-    let wrong = || {
-        format!(
-            "{path} is not {}",
-            super::render::type_word(schema, schemas)
-        )
-    };
+    let wrong = || format!("{path} is not {}", super::render::type_word(schema));
     match schema["type"].as_str() {
         Some("integer") => value.as_i64().map(|_| ()).ok_or_else(wrong),
         Some("number") => value.as_f64().map(|_| ()).ok_or_else(wrong),
@@ -144,7 +135,7 @@ pub fn check(value: &Value, schema: &Value, schemas: &Value, path: &str) -> Resu
                 let Some(s) = props.and_then(|p| p.get(k)) else {
                     return Err(format!(
                         "{path}.{k} is no field of {}",
-                        super::render::type_word(schema, schemas)
+                        super::render::type_word(schema)
                     ));
                 };
                 check(v, s, schemas, &format!("{path}.{k}"))?;

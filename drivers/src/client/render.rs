@@ -42,7 +42,7 @@ pub fn render(doc: &Value) -> String {
         out.push_str(&format!(
             "  stream {} -> {}  requires: {}\n",
             text(&s["topic"]),
-            type_word(&s["payload"], schemas),
+            type_word(&s["payload"]),
             requires(&s["requires"])
         ));
     }
@@ -74,18 +74,18 @@ pub fn member_line(m: &Value, schemas: &Value) -> String {
     let request = match &m["request"] {
         Value::Null => String::new(),
         r => match resolve(r, schemas) {
-            Some(obj) if obj.get("properties").is_some() => fields(obj, schemas),
-            _ => type_word(r, schemas),
+            Some(obj) if obj.get("properties").is_some() => fields(obj),
+            _ => type_word(r),
         },
     };
     let response = match &m["response"] {
         Value::Null => "()".to_owned(),
-        r => type_word(r, schemas),
+        r => type_word(r),
     };
     let error = match &m["error"] {
         Value::Null => String::new(),
         Value::String(s) => format!(", error {s}"),
-        e => format!(", error {}", type_word(e, schemas)),
+        e => format!(", error {}", type_word(e)),
     };
     format!(
         "{}({request}) -> {response}{error}  requires: {}",
@@ -103,7 +103,7 @@ pub fn resolve<'a>(schema: &'a Value, schemas: &'a Value) -> Option<&'a Value> {
     }
 }
 
-fn fields(obj: &Value, schemas: &Value) -> String {
+fn fields(obj: &Value) -> String {
     let required: Vec<&str> = obj["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -116,7 +116,7 @@ fn fields(obj: &Value, schemas: &Value) -> String {
             } else {
                 "?"
             };
-            parts.push(format!("{name}{optional}: {}", type_word(schema, schemas)));
+            parts.push(format!("{name}{optional}: {}", type_word(schema)));
         }
     }
     parts.join(", ")
@@ -124,7 +124,7 @@ fn fields(obj: &Value, schemas: &Value) -> String {
 
 /// The language's word for a schema: Int, Float, Bool, String, [T], a
 /// record by its name; a distinct or quantity type adds its name and unit.
-pub fn type_word(schema: &Value, schemas: &Value) -> String {
+pub fn type_word(schema: &Value) -> String {
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
         return r.rsplit('/').next().unwrap_or(r).to_owned();
     }
@@ -133,7 +133,7 @@ pub fn type_word(schema: &Value, schemas: &Value) -> String {
         Some("number") => "Float".to_owned(),
         Some("boolean") => "Bool".to_owned(),
         Some("string") => "String".to_owned(),
-        Some("array") => format!("[{}]", type_word(&schema["items"], schemas)),
+        Some("array") => format!("[{}]", type_word(&schema["items"])),
         Some("object") => "Object".to_owned(),
         _ => "Any".to_owned(),
     };

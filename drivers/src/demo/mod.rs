@@ -336,7 +336,7 @@ fn control_loop(
             let Ok(line) = line else { break };
             let mut words = line.split_whitespace();
             let verb = words.next().unwrap_or("");
-            let target = words.next().and_then(|w| find(w));
+            let target = words.next().and_then(&find);
             let answer = match (verb, target) {
                 ("stop", _) => {
                     stop.stop();

@@ -701,7 +701,7 @@ impl Server {
         let now = self.mono_now();
         match &mut self.conns[key].machine {
             Machine::Http(m) => {
-                let (status, body) = hale_http::encode(&d.outcome);
+                let (status, body) = hale_http::encode(d.outcome);
                 m.send_json(now, status, &body);
             }
             Machine::Line(m) => {

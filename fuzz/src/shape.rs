@@ -147,10 +147,12 @@ pub fn infer(v: &Value, rng: &mut crate::SplitMix, depth: u32) -> Shape {
                     continue;
                 }
                 fields.push(FieldShape {
+                    // A declared name is an identifier: no `.`, which would
+                    // read as a path in a refusal.
                     name: if r >> 8 & 7 == 0 {
-                        format!("{k}_")
+                        format!("{}_", k.replace('.', "_"))
                     } else {
-                        k.clone()
+                        k.replace('.', "_")
                     },
                     key: k.clone(),
                     shape: infer(child, rng, depth + 1),

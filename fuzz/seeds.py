@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Lay out seed corpora for the fuzz targets.
+
+    python3 fuzz/seeds.py SHARED OUT TARGET...
+
+For each TARGET, OUT/TARGET/ receives the seeds committed in
+fuzz/seeds/TARGET/ (our own files) and seeds made at run time from SHARED
+(../shared: the reference fixtures and the third-party test data, which
+are never copied into the repository). A missing SHARED only leaves the
+committed seeds, with a note on stderr.
+
+Each target reads its input its own way, so each gets its seeds in that
+form: raw JSON for the tokenizer, a mode byte and a payload for the codec
+and for decoding, request lines for the Unix machine, requests for the
+HTTP/1.1 machine, `.hl` text for the parser.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_SEED = 64 * 1024
+
+
+def files(folder, suffix=""):
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for root, _, names in os.walk(folder):
+        for name in sorted(names):
+            if name.endswith(suffix):
+                out.append(os.path.join(root, name))
+    return sorted(out)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def compact(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def pretty(value):
+    return json.dumps(value, indent=2, ensure_ascii=False).encode()
+
+
+def json_texts(shared):
+    """Every small JSON text SHARED holds: JSONTestSuite, the RFC 8785
+    inputs, the witness documents and wire records."""
+    out = []
+    data = os.path.join(shared, "data")
+    out += files(os.path.join(data, "JSONTestSuite", "test_parsing"), ".json")
+    out += files(os.path.join(data, "JSONTestSuite", "test_transform"), ".json")
+    out += files(os.path.join(data, "json-canonicalization", "input"))
+    out += files(os.path.join(shared, "hale-witness"), ".json")
+    return [t for t in (read(p) for p in out) if len(t) <= MAX_SEED]
+
+
+def wire_records(shared, transport):
+    out = []
+    for path in files(os.path.join(shared, "hale-witness", "wire", transport), ".json"):
+        try:
+            out.append(json.loads(read(path)))
+        except ValueError:
+            pass
+    return out
+
+
+def unix_lines(shared):
+    requests = [r["request"] for r in wire_records(shared, "unix") if "request" in r]
+    out = [compact(r) + b"\n" for r in requests]
+    if requests:
+        out.append(b"".join(compact(r) + b"\n" for r in requests))
+        out.append(b"".join(json.dumps(r).encode() + b"\r\n\r\n" for r in requests))
+        out.append(b'{"describe":true,"id":0}\n' + compact(requests[0])[:-3])
+    return out
+
+
+def http_requests(shared):
+    out = []
+    for record in wire_records(shared, "http"):
+        r = record.get("request")
+        if not isinstance(r, dict):
+            continue
+        body = b"" if r.get("body") is None else compact(r["body"])
+        head = "{} {} HTTP/1.1\r\n".format(r.get("method", "POST"), r.get("path", "/"))
+        for name, value in (r.get("headers") or {}).items():
+            head += "{}: {}\r\n".format(name, value)
+        if body or r.get("method") == "POST":
+            head += "Content-Length: {}\r\n".format(len(body))
+        out.append(head.encode() + b"\r\n" + body)
+    return out
+
+
+def payloads(shared):
+    out = []
+    for record in wire_records(shared, "http"):
+        body = (record.get("request") or {}).get("body")
+        if body is not None:
+            out += [compact(body), pretty(body)]
+    for record in wire_records(shared, "unix"):
+        payload = (record.get("request") or {}).get("payload")
+        if payload is not None:
+            out += [compact(payload), pretty(payload)]
+    return out
+
+
+def made(shared, target):
+    """The seeds TARGET gets from SHARED."""
+    texts = json_texts(shared)
+    if target == "json_tokenizer":
+        return texts
+    if target == "hale_codec":
+        return [b"\x01" + p for p in payloads(shared)] + [b"\x01" + t for t in texts[:200]]
+    if target == "flow_decode":
+        small = [t for t in texts if len(t) <= 4096]
+        return [b"\x01" + t for t in small] + [b"\x04" + p for p in payloads(shared)]
+    if target in ("flow_schema", "flow_signature"):
+        witness = files(os.path.join(shared, "hale-witness"), ".json")
+        return [b"\x00" + read(p) for p in witness if os.path.getsize(p) <= MAX_SEED]
+    if target == "line_conn":
+        return unix_lines(shared)
+    if target == "http1_conn":
+        return http_requests(shared)
+    if target == "hale_syntax":
+        return [read(p) for p in files(os.path.join(shared, "hale-witness"), ".hl")]
+    return []
+
+
+def generated(target):
+    """Seeds made here, too large to keep as files: the slow client's inputs,
+    which a machine fed byte by byte must read in linear time (each took
+    seconds before the fixes fuzz/CAMPAIGNS.md records; -timeout catches a
+    regression)."""
+    if target == "line_conn":
+        return [b"\n" * 65536, b"{}\n" * 20000, b" " * 60000 + b"\r\n"]
+    if target == "http1_conn":
+        return [
+            b"\n" * 65536 + b"GET /.description HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nX: " + b"a" * 65000 + b"\r\n\r\n",
+            b"POST /call/A::b HTTP/1.1\r\n" + b"X: y\r\n" * 63 + b"Content-Length: 2\r\n\r\n{}",
+        ]
+    return []
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    shared, out, targets = argv[1], argv[2], argv[3:]
+    if not os.path.isdir(shared):
+        print("fuzz/seeds.py: {} is absent; committed seeds only".format(shared), file=sys.stderr)
+    for target in targets:
+        folder = os.path.join(out, target)
+        os.makedirs(folder, exist_ok=True)
+        n = 0
+        for path in files(os.path.join(HERE, "seeds", target)):
+            shutil.copy(path, os.path.join(folder, os.path.basename(path)))
+            n += 1
+        from_shared = made(shared, target) if os.path.isdir(shared) else []
+        for seed in generated(target) + from_shared:
+            name = hashlib.sha1(seed).hexdigest()
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(seed)
+            n += 1
+        print("{}: {} seeds".format(target, n))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -414,10 +414,7 @@ impl Conn {
         }
         let length = match head.header("content-length") {
             None => 0,
-            Some(v) => match std::str::from_utf8(v)
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-            {
+            Some(v) => match content_length(v) {
                 Some(n) => n,
                 None => return self.malformed("the Content-Length is not a number"),
             },
@@ -457,6 +454,21 @@ impl Conn {
         self.state = State::Waiting;
         self.events.push_back(ConnEvent::Request(request));
     }
+}
+
+/// A `Content-Length` value: `1*DIGIT` (RFC 9110 § 8.6) between optional
+/// spaces and tabs. Rust's `u64` parser would also take a `+` sign, and
+/// `str::trim` Unicode spaces: a length another reader of the same bytes
+/// refuses is a length this one must refuse (RFC 9112 § 6.3).
+fn content_length(value: &[u8]) -> Option<u64> {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = value.iter().position(|b| !ows(b))?;
+    let end = value.iter().rposition(|b| !ows(b))? + 1;
+    let digits = &value[start..end];
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// The reason phrase of the statuses limen writes.
@@ -655,6 +667,35 @@ mod tests {
         assert_eq!(c.poll_timeout(), Some(7 * SECOND));
         c.handle_timeout(7 * SECOND);
         assert!(c.is_closed());
+    }
+
+    #[test]
+    fn a_content_length_is_digits_and_nothing_else() {
+        // Found by fuzz/fuzz_targets/http1_conn.rs: `Content-Length: +1` was
+        // read as 1 (Rust's u64 parser takes a sign), and a length followed
+        // by a Unicode space (U+3000) was trimmed and read too.
+        for value in [&b"+1"[..], b"1\xe3\x80\x80", b"1 1", b"0x1", b""] {
+            let mut head = b"POST /call/X::y HTTP/1.1\r\nContent-Length: ".to_vec();
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n\r\n{");
+            let mut c = Conn::new(0, Limits::default());
+            c.handle_data(0, &head);
+            let e = events(&mut c);
+            assert!(
+                matches!(&e[..], [ConnEvent::Malformed { reason, .. }] if reason.contains("Content-Length")),
+                "{value:?}: {e:?}"
+            );
+        }
+        let mut c = Conn::new(0, Limits::default());
+        c.handle_data(
+            0,
+            b"POST /call/X::y HTTP/1.1\r\nContent-Length: \t01 \r\n\r\n{",
+        );
+        let e = events(&mut c);
+        assert!(
+            matches!(&e[..], [ConnEvent::Request(r)] if r.body == b"{"),
+            "{e:?}"
+        );
     }
 
     #[test]

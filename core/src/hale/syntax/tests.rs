@@ -351,7 +351,10 @@ fn bodies_record_violations_and_literals() {
     let b = &f.body;
     assert_eq!(b.violates.len(), 1);
     assert_eq!(b.violates[0].closure.name, "position_limit");
-    assert_eq!((b.violates[0].span.start.line, b.violates[0].span.start.col), (3, 28));
+    assert_eq!(
+        (b.violates[0].span.start.line, b.violates[0].span.start.col),
+        (3, 28)
+    );
     let built: Vec<String> = b
         .literals
         .iter()

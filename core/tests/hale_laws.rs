@@ -132,3 +132,51 @@ fn second_serving_backoffice_is_refused_by_law_5() {
         )]
     );
 }
+
+/// Every program made by deleting one line of the witness or of
+/// `second.hl` (a row, a param, a binding, a serve site, a brace…) is
+/// checked without a panic, and every diagnostic quotes the line it names.
+#[test]
+fn every_one_line_deletion_is_checked_and_quoted_faithfully() {
+    let witness = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/hale-witness/program.hl"
+    ));
+    let mut programs = vec![("second.hl", second())];
+    if witness.is_file() {
+        programs.push(("program.hl", read(&witness)));
+    } else {
+        eprintln!("the witness is absent: only second.hl's deletions are checked");
+    }
+    let mut refused = 0;
+    for (file, src) in programs {
+        let lines: Vec<&str> = src.lines().collect();
+        for i in 0..lines.len() {
+            let cut: Vec<&str> = lines
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, l)| *l)
+                .collect();
+            let cut = cut.join("\n");
+            let Ok(check) = check_source(file, &cut) else {
+                continue;
+            };
+            let cut_lines: Vec<&str> = cut.lines().collect();
+            for d in check.errors.iter().chain(&check.notes) {
+                assert_eq!(
+                    cut_lines[d.line as usize - 1],
+                    d.source_line,
+                    "line {} removed:\n{d}",
+                    i + 1
+                );
+                assert!(d.col as usize <= d.source_line.chars().count() + 1, "{d}");
+            }
+            refused += usize::from(!check.is_ok());
+        }
+    }
+    assert!(
+        refused > 10,
+        "deleting lines breaks laws ({refused} refused)"
+    );
+}

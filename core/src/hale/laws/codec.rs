@@ -26,6 +26,10 @@ pub struct NotCarried {
     pub path: String,
     /// The type of what is not carried, as written (`Bytes`, `[Int]`).
     pub ty: String,
+    /// Whether that type is a one-segment name the program does not
+    /// declare (a misspelling, or a declaration missing), rather than a
+    /// type the codec has no form for.
+    pub undeclared: bool,
 }
 
 /// Whether the JSON codec carries `ty`: `Ok` when it does, else the first
@@ -57,9 +61,14 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn refuse(&self, ty: String) -> Result<(), NotCarried> {
+        self.refuse_as(ty, false)
+    }
+
+    fn refuse_as(&self, ty: String, undeclared: bool) -> Result<(), NotCarried> {
         Err(NotCarried {
             path: self.path.join("."),
             ty,
+            undeclared,
         })
     }
 
@@ -76,8 +85,11 @@ impl<'a> Walk<'a> {
             | Resolved::Array(..)
             | Resolved::Tuple(_)
             | Resolved::Unit
-            | Resolved::Opaque(_)
             | Resolved::Cycle(_) => self.refuse(ty.text()),
+            Resolved::Opaque(_) => {
+                let undeclared = ty.bare_path().is_some_and(|p| p.segments.len() == 1);
+                self.refuse_as(ty.text(), undeclared)
+            }
         }
     }
 
@@ -164,7 +176,8 @@ mod tests {
             form(src),
             Err(NotCarried {
                 path: path.to_string(),
-                ty: ty.to_string()
+                ty: ty.to_string(),
+                undeclared: ty == "Undeclared",
             }),
             "{src}"
         );

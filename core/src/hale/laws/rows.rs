@@ -191,15 +191,29 @@ fn shapes_have_a_form(l: &mut Laws, r: &Row) {
     for (column, ty) in columns {
         let Some(ty) = ty else { continue };
         let message = match json_form(&p.types, ty) {
-            Err(NotCarried { path, ty: field }) if path.is_empty() => format!(
-                "rpc `{}`: its {column} is `{field}`, which the JSON codec does not carry",
-                r.member
-            ),
-            Err(NotCarried { path, ty: field }) => format!(
-                "rpc `{}`: its {column} `{}` has a field `{path}: {field}`, which the JSON codec does not carry",
-                r.member,
-                ty.text()
-            ),
+            Err(NotCarried {
+                path,
+                ty: field,
+                undeclared,
+            }) => {
+                let why = if undeclared {
+                    format!(
+                        "and no type `{field}` is declared{}",
+                        did_you_mean(&field, p.types.iter().map(|t| t.name.name.as_str()))
+                    )
+                } else {
+                    "which the JSON codec does not carry".to_string()
+                };
+                if path.is_empty() {
+                    format!("rpc `{}`: its {column} is `{field}`, {why}", r.member)
+                } else {
+                    format!(
+                        "rpc `{}`: its {column} `{}` has a field `{path}: {field}`, {why}",
+                        r.member,
+                        ty.text()
+                    )
+                }
+            }
             Ok(()) => match p.shape_hash(ty) {
                 Ok(_) => continue,
                 Err(e) => format!("rpc `{}`: its {column} has no shape: {e}", r.member),

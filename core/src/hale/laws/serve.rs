@@ -324,7 +324,7 @@ fn instance(l: &mut Laws, site: &ServeSite, holder: &Locus, ty: &str, inst: &Exp
                     field.name,
                     did_you_mean(
                         &field.name,
-                        holder.params.iter().map(|p| p.name.name.as_str())
+                        holder.instances_of(ty).iter().map(|p| p.name.name.as_str())
                     )
                 ),
             );

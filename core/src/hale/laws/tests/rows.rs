@@ -371,6 +371,44 @@ fn a_type_the_json_codec_does_not_carry() {
     );
 }
 
+/// Law 5 over a type the program does not declare: the row cannot be given
+/// a form, and the nearest declared type is offered.
+#[test]
+fn a_type_no_declaration_names() {
+    refused(
+        &src(&[
+            "type Money = Int;",
+            "type Order { limit: Mony; }",
+            "locus Ledger { fn dump(o: Order) -> Int { return 1; } }",
+            "api Books { rpc Ledger::dump; }",
+            "main locus Desk {",
+            "params { ledger: Ledger = Ledger { }; }",
+            "run() { let h = api::serve(Books, std::api::test::Rpc { }, as: \"books\", bound: 1, on_full: refuse); h.stop(); }",
+            "}",
+        ]),
+        &[
+            "t.hl:4:17: rpc `Ledger::dump`: its request `Order` has a field `limit: Mony`, and no type `Mony` is declared; did you mean `Money`?",
+            "api Books { rpc Ledger::dump; }",
+            "                ^^^^^^^^^^^^",
+        ],
+    );
+    refused(
+        &src(&[
+            "locus Ledger { fn dump(o: Ordr) -> Int { return 1; } }",
+            "api Books { rpc Ledger::dump; }",
+            "main locus Desk {",
+            "params { ledger: Ledger = Ledger { }; }",
+            "run() { let h = api::serve(Books, std::api::test::Rpc { }, as: \"books\", bound: 1, on_full: refuse); h.stop(); }",
+            "}",
+        ]),
+        &[
+            "t.hl:2:17: rpc `Ledger::dump`: its request is `Ordr`, and no type `Ordr` is declared",
+            "api Books { rpc Ledger::dump; }",
+            "                ^^^^^^^^^^^^",
+        ],
+    );
+}
+
 /// Law 5 holds a row to its serve sites' codec: a surface nobody serves is
 /// asked no form (a library's surface, for an application to serve), and a
 /// `ClosureViolation` error is asked none anywhere.

@@ -380,13 +380,14 @@ fn a_receiver_param_not_built_by_a_literal() {
 }
 
 /// A receiver named `self.<param>` is a param of the serving locus holding
-/// the bound type, and a type is bound once.
+/// the bound type (the params holding it are the names offered), and a type
+/// is bound once.
 #[test]
 fn a_receiver_that_is_no_param() {
     refused(
         &desk(&[
             "main locus Desk {",
-            "params { orders: Orders = Orders { }; ledger: Ledger = Ledger { }; }",
+            "params { orders: Orders = Orders { }; ordr: Ledger = Ledger { }; }",
             "run() {",
             "let public = api::serve(Public, http::Rpc { bind: \"127.0.0.1:8080\" }, as: \"public\", receivers: { Orders: self.ordrs }, bound: 64, on_full: refuse);",
             "public.stop();",

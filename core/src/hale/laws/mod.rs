@@ -7,9 +7,10 @@
 //! `ClosureViolation`. Each is a [`Diagnostic`] at what it is about — the
 //! row, the role, the serve site, the argument, the binding — rendered as
 //! `file:line:col: message`, the source line and a caret line. The model
-//! keeps everything unresolved as written ([`Handler`](super::model::Handler),
+//! keeps everything unresolved as written ([`Handler`],
 //! [`Unbound`](super::model::Unbound), a stream's missing direction); these
-//! laws are where it is refused.
+//! laws are where it is refused. [`note_for`] is law 6's statement of one
+//! row, for a document printed beside the rows.
 //!
 //! The laws run in four groups, each in a file of its own: laws 1–7 over
 //! every surface's rows and `@rpc` on a free fn (`rows.rs`); the laws of a
@@ -45,7 +46,7 @@ pub use streams::MAX_STREAM_ROWS;
 #[cfg(test)]
 mod tests;
 
-use super::model::{parse_program, Program};
+use super::model::{parse_program, Handler, Program, Row};
 use super::syntax::{Diagnostic, Pos, Span};
 
 /// What the check found: the errors that refuse the program, and the notes
@@ -97,6 +98,18 @@ pub fn check(program: &Program, file: &str, src: &str) -> Check {
 pub fn check_source(file: &str, src: &str) -> Result<Check, Diagnostic> {
     let program = parse_program(file, src)?;
     Ok(check(&program, file, src))
+}
+
+/// Law 6's statement of a row whose handler's error type is
+/// `ClosureViolation` — the note `hale check --api` prints beside such a
+/// member — and none for any other row.
+pub fn note_for(row: &Row) -> Option<String> {
+    (row.handler == Handler::Member && row.error_is_closure_violation()).then(|| {
+        format!(
+            "rpc `{}`: its error type is `ClosureViolation`, so a failure is the server error; a description carries no error schema for it",
+            row.member
+        )
+    })
 }
 
 /// The findings of one check, before they are rendered.

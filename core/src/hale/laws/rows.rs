@@ -78,14 +78,8 @@ pub(super) fn check(l: &mut Laws) {
             {
                 shapes_have_a_form(l, r);
             }
-            if r.error_is_closure_violation() {
-                l.note(
-                    r.span,
-                    format!(
-                        "rpc `{}`: its error type is `ClosureViolation`, so a failure is the server error; a description carries no error schema for it",
-                        r.member
-                    ),
-                );
+            if let Some(note) = super::note_for(r) {
+                l.note(r.span, note);
             }
         }
     }

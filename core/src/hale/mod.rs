@@ -4,6 +4,8 @@
 //! - [`syntax`]: the declaration subset of `.hl` — lexer, parser, diagnostics.
 //! - [`model`]: the program model — roles, units, types, topics, loci, the
 //!   surface rows, serve sites and exposures, hubs and stream rows.
+//! - [`laws`]: the admission laws, each refusal in the spec's words at
+//!   `file:line:col`, and law 6's notes.
 //! - [`shape`]: a type's contract shape and shape hash.
 //! - [`digest`]: the FNV-1a fold and the hash input texts of the surface and
 //!   stream digests.
@@ -26,6 +28,7 @@
 //! ```
 pub mod codec;
 pub mod digest;
+pub mod laws;
 pub mod model;
 pub mod runtime;
 pub mod serving;

@@ -48,7 +48,10 @@ fn reply(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
         .expect("a response")
 }
 
-async fn place(desk: Arc<Desk>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn place(
+    desk: Arc<Desk>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let bearer = req
         .headers()
         .get("authorization")
@@ -56,37 +59,62 @@ async fn place(desk: Arc<Desk>, req: Request<Incoming>) -> Result<Response<Full<
         .and_then(|v| v.strip_prefix("Bearer "))
         .and_then(|t| desk.tokens.get(t).copied());
     if bearer.is_none() {
-        return Ok(reply(StatusCode::UNAUTHORIZED, br#"{"refusal":{"kind":"unauthenticated","reason":"no such token"}}"#.to_vec()));
+        return Ok(reply(
+            StatusCode::UNAUTHORIZED,
+            br#"{"refusal":{"kind":"unauthenticated","reason":"no such token"}}"#.to_vec(),
+        ));
     }
     if req.uri().path() != "/call/Orders::place" {
-        return Ok(reply(StatusCode::BAD_REQUEST, br#"{"refusal":{"kind":"malformed","reason":"unknown_member"}}"#.to_vec()));
+        return Ok(reply(
+            StatusCode::BAD_REQUEST,
+            br#"{"refusal":{"kind":"malformed","reason":"unknown_member"}}"#.to_vec(),
+        ));
     }
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Ok(reply(StatusCode::BAD_REQUEST, Vec::new())),
     };
     let Ok(order) = serde_json::from_slice::<PlaceOrder>(&body) else {
-        return Ok(reply(StatusCode::BAD_REQUEST, br#"{"refusal":{"kind":"malformed","reason":"wrong_type: payload"}}"#.to_vec()));
+        return Ok(reply(
+            StatusCode::BAD_REQUEST,
+            br#"{"refusal":{"kind":"malformed","reason":"wrong_type: payload"}}"#.to_vec(),
+        ));
     };
     let id = desk.next.fetch_add(1, Ordering::Relaxed);
     let receipt = OrderReceipt {
         order: id,
         notional: order.qty * order.limit,
     };
-    Ok(reply(StatusCode::OK, serde_json::to_vec(&receipt).expect("a receipt")))
+    Ok(reply(
+        StatusCode::OK,
+        serde_json::to_vec(&receipt).expect("a receipt"),
+    ))
 }
 
 #[tokio::main]
 async fn main() {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:18080".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:18080".into());
     let listener = TcpListener::bind(&addr).await.expect("bind");
     let desk = Arc::new(Desk {
-        tokens: [("t-alice", "alice"), ("t-bob", "bob"), ("t-carol", "carol"), ("t-dave", "dave")].into(),
+        tokens: [
+            ("t-alice", "alice"),
+            ("t-bob", "bob"),
+            ("t-carol", "carol"),
+            ("t-dave", "dave"),
+        ]
+        .into(),
         next: AtomicI64::new(41),
     });
-    println!("hyper-place listening on {}", listener.local_addr().expect("addr"));
+    println!(
+        "hyper-place listening on {}",
+        listener.local_addr().expect("addr")
+    );
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
         let desk = desk.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| place(desk.clone(), req));

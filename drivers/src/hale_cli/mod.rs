@@ -1,4 +1,22 @@
-//! The `hale` command line: `hale check`, `hale api …`, `hale demo`.
+//! The `hale` command line, a dispatcher with one file per command group:
+//!
+//! - `hale check [--api …] FILE` ([`check`]): the check, and the documents
+//!   it prints from the rows (the inventory, a description, a projection);
+//! - `hale api export --surface NAME (--out DIR | --check DIR) FILE`
+//!   ([`export`]): a surface's bundle.
+//!
+//! Exit codes: 0 success, 1 a check or a document that failed (the reason
+//! on stderr), 5 usage.
+
+pub mod args;
+pub mod check;
+pub mod export;
+
+/// The exit status of a usage error.
+pub const USAGE_EXIT: i32 = 5;
+
+/// The version `hale` writes in a bundle's `DIGEST`.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+limen");
 
 /// Runs `hale` with its arguments (without the program name) and returns the
 /// process exit status.
@@ -8,15 +26,27 @@ pub fn main(args: Vec<String>) -> i32 {
             println!("{USAGE}");
             0
         }
-        None => {
-            eprintln!("{USAGE}");
-            5
-        }
-        Some(other) => {
-            eprintln!("hale: unknown command `{other}`\n{USAGE}");
-            5
-        }
+        Some("check") => check::run(&args[1..]),
+        Some("api") => match args.get(1).map(String::as_str) {
+            Some("export") => export::run(&args[2..]),
+            Some(other) => usage(&format!("unknown command `api {other}`")),
+            None => usage("`hale api` needs a verb"),
+        },
+        None => usage("no command given"),
+        Some(other) => usage(&format!("unknown command `{other}`")),
     }
 }
 
-const USAGE: &str = "usage: hale <command> …";
+/// Prints a usage error and returns its exit status.
+pub fn usage(message: &str) -> i32 {
+    eprintln!("hale: {message}\n{USAGE}");
+    USAGE_EXIT
+}
+
+/// The synopsis.
+pub const USAGE: &str = "usage:
+  hale check FILE
+  hale check --api FILE
+  hale check --api --exposure NAME --caller PRINCIPAL [--holds ROLE,…] FILE
+  hale check --api --surface NAME (--openapi | --json-schema | --mcp | --proto) FILE
+  hale api export --surface NAME (--out DIR | --check DIR) FILE";

@@ -12,8 +12,9 @@ use super::args::Args;
 use super::usage;
 
 /// A checked program, or the exit status the check ended with (its
-/// diagnostics already printed).
-pub fn checked(file: &str) -> Result<Program, i32> {
+/// diagnostics already printed). `notes`: print law 6's notes too, as
+/// `hale check` does beside the members they state.
+pub fn checked(file: &str, print_notes: bool) -> Result<Program, i32> {
     let src = match std::fs::read_to_string(file) {
         Ok(s) => s,
         Err(e) => {
@@ -26,7 +27,7 @@ pub fn checked(file: &str) -> Result<Program, i32> {
         errors,
         notes,
     } = check_program(file, &src);
-    for n in &notes {
+    for n in notes.iter().filter(|_| print_notes) {
         eprintln!("{}", note(n));
     }
     for e in &errors {
@@ -93,7 +94,7 @@ pub fn run(args: &[String]) -> i32 {
     if projecting && (a.value("surface").is_none() || forms.len() != 1) {
         return usage("check: a projection names --surface NAME and one of --openapi, --json-schema, --mcp, --proto");
     }
-    let program = match checked(&file) {
+    let program = match checked(&file, true) {
         Ok(p) => p,
         Err(code) => return code,
     };

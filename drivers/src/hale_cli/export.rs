@@ -28,7 +28,7 @@ pub fn run(args: &[String]) -> i32 {
         (None, Some(d)) => (d, true),
         _ => return usage("api export: one of --out DIR and --check DIR"),
     };
-    let program = match checked(&file) {
+    let program = match checked(&file, false) {
         Ok(p) => p,
         Err(code) => return code,
     };

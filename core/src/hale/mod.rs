@@ -34,6 +34,7 @@ pub mod digest;
 pub mod docs;
 pub mod model;
 pub mod runtime;
+pub mod serving;
 pub mod shape;
 pub mod syntax;
 

@@ -1,14 +1,14 @@
 //! The documents of Hale contracts, each a pure function of the rows
 //! (§ The description, § Generated specs and clients, § gRPC: the `.proto`):
 //!
-//! - [`inventory`]: the program-wide inventory, and a bundle's surface-wide
+//! - [`inventory`](mod@inventory): the program-wide inventory, and a bundle's surface-wide
 //!   document;
-//! - [`describe`]: one exposure's description for one caller, built offline
+//! - [`describe`](mod@describe): one exposure's description for one caller, built offline
 //!   from `--holds` or live by the runtime's [`Describer`]
 //!   ([`ExposureDescriber`]) from what admission decided;
-//! - [`openapi`], [`json_schema`], [`mcp`]: a surface's projections;
-//! - [`proto`]: the surface's `.proto`;
-//! - [`export`]: the bundle `hale api export` writes, and what `--check`
+//! - [`openapi`](mod@openapi), [`json_schema`](mod@json_schema), [`mcp`](mod@mcp): a surface's projections;
+//! - [`proto`](mod@proto): the surface's `.proto`;
+//! - [`export`](mod@export): the bundle `hale api export` writes, and what `--check`
 //!   finds drifted.
 //!
 //! Documents are `serde_json` values whose keys keep the schema's order

@@ -26,8 +26,8 @@ fn input_schema(book: &TypeBook, slot: Option<&Slot>, param: &str) -> Value {
             "properties": { param: s.schema() },
             "required": [param],
         }),
-        Some(Slot::Record(name)) => {
-            let reached = book.reach([slot.unwrap_or(&Slot::Record(name.clone()))]);
+        Some(root_slot @ Slot::Record(name)) => {
+            let reached = book.reach([root_slot]);
             let Some(record) = book.records().get(name) else {
                 return json!({ "type": "object" });
             };
@@ -35,13 +35,12 @@ fn input_schema(book: &TypeBook, slot: Option<&Slot>, param: &str) -> Value {
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
-            // The root is in `$defs` only when a type it reaches refers back to it.
+            // The root is in `$defs` only when a type it reaches (itself
+            // included) refers back to it.
             let back = reached.iter().any(|n| {
-                n != name
-                    && book.records()[n]
-                        .fields
-                        .iter()
-                        .any(|f| f.slot == Slot::Record(name.clone()))
+                book.records()
+                    .get(n)
+                    .is_some_and(|r| r.fields.iter().any(|f| f.slot == *root_slot))
             });
             let defs: Vec<&String> = reached.iter().filter(|n| back || *n != name).collect();
             if !defs.is_empty() {

@@ -163,6 +163,13 @@ fn mutually_recursive_records_are_referenced_and_self_contained() {
     assert!(proto(&p, "S")
         .unwrap()
         .contains("message A {\n  B b = 1;\n  optional int64 n = 2;\n}"));
+    let p = one_row("type N { next: N; }", "(n: N)");
+    let input = &mcp(&p, "S").unwrap()["tools"][0]["inputSchema"];
+    assert_eq!(input["properties"]["next"], json!({"$ref": "#/$defs/N"}));
+    assert!(
+        input["$defs"].get("N").is_some(),
+        "a root that names itself"
+    );
 }
 
 #[test]

@@ -3,13 +3,15 @@
 //! - `hale check [--api …] FILE` ([`check`]): the check, and the documents
 //!   it prints from the rows (the inventory, a description, a projection);
 //! - `hale api export --surface NAME (--out DIR | --check DIR) FILE`
-//!   ([`export`]): a surface's bundle.
+//!   ([`export`]): a surface's bundle;
+//! - [`describer`]: the live describer a serving driver gives an exposure.
 //!
 //! Exit codes: 0 success, 1 a check or a document that failed (the reason
 //! on stderr), 5 usage.
 
 pub mod args;
 pub mod check;
+pub mod describer;
 pub mod export;
 
 /// The exit status of a usage error.

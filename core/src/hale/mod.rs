@@ -12,6 +12,10 @@
 //! - [`codec`]: the JSON codec, strict decoding of a payload by its shape.
 //! - [`runtime`]: the exposure machine, identity sources, outcomes and the
 //!   fixture transport.
+//! - [`docs`]: the documents — the inventory, descriptions, the OpenAPI, JSON
+//!   Schema, MCP and `.proto` projections, the exported bundle — and the
+//!   runtime's describer.
+//! - [`check_program`]: `hale check`'s one entry point.
 //!
 //! From text to digest:
 //!
@@ -26,11 +30,15 @@
 //! let program = parse_program("desk.hl", src).unwrap();
 //! assert_eq!(program.surface_digest("Desk").unwrap().to_string().len(), "fnv1a64:".len() + 16);
 //! ```
+mod check;
 pub mod codec;
 pub mod digest;
+pub mod docs;
 pub mod laws;
 pub mod model;
 pub mod runtime;
 pub mod serving;
 pub mod shape;
 pub mod syntax;
+
+pub use check::{check_program, Checked};

@@ -71,9 +71,8 @@ fn parse(args: &[String]) -> Result<DemoOptions, String> {
             }
             "--operator" => {
                 let v = value()?;
-                if !v
-                    .strip_prefix("uid:")
-                    .is_some_and(|n| n.parse::<u32>().is_ok())
+                if v.strip_prefix("uid:")
+                    .is_none_or(|n| n.parse::<u32>().is_err())
                 {
                     return Err(format!(
                         "demo: --operator names a Unix peer as uid:<n>, not `{v}`"

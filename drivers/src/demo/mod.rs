@@ -81,6 +81,7 @@ struct Instance {
 pub struct Demo {
     server: Server,
     banner: String,
+    endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
 }
 
@@ -147,6 +148,7 @@ impl Demo {
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
         let mut tries = Vec::new();
+        let mut endpoints = Vec::new();
         for e in &program.exposures {
             let Some(listener) = &e.listener else {
                 continue;
@@ -237,6 +239,7 @@ impl Demo {
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
             banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
+            endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
         banner.push_str("try:\n");
@@ -278,8 +281,14 @@ impl Demo {
         Ok(Demo {
             server,
             banner,
+            endpoints,
             control,
         })
+    }
+
+    /// Each exposure served: its name, its identity and where it is bound.
+    pub fn endpoints(&self) -> &[(String, String, BoundAddress)] {
+        &self.endpoints
     }
 
     /// What the demo serves and the commands to try.

@@ -8,10 +8,17 @@
 //! is the text's, a column inside it (or just past its end), and displays
 //! with its caret; a parsed file builds a model without a panic, and every
 //! surface digest, hub digest, contract shape, exposure spec and codec
-//! derived from it is computed without one.
+//! derived from it is computed without one; the admission laws' diagnostics
+//! point into the text as well, and a program that passes them has every
+//! document (inventory, OpenAPI, JSON Schema, MCP, `.proto`, the export
+//! bundle, offline descriptions) without a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use limen_core::hale::check_program;
+use limen_core::hale::docs::{
+    bundle, describe_offline, inventory, json_schema, mcp, openapi, proto,
+};
 use limen_core::hale::model::Program;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::hale::shape::Shapes;
@@ -104,4 +111,28 @@ fuzz_target!(|data: &[u8]| {
         let _ = ShapeCodec::new(&program, e);
     }
     let _ = program.undeclared_roles();
+
+    // `hale check`: every law's diagnostic points into the text as a syntax
+    // error does, and a program that passes has every document.
+    let checked = check_program("f.hl", src);
+    for d in checked.errors.iter().chain(&checked.notes) {
+        check_diagnostic(src, d);
+    }
+    if !checked.passed() {
+        return;
+    }
+    let _ = inventory(&program);
+    for s in &program.surfaces {
+        let _ = openapi(&program, &s.name);
+        let _ = json_schema(&program, &s.name);
+        let _ = mcp(&program, &s.name);
+        let _ = proto(&program, &s.name);
+        let _ = bundle(&program, &s.name, "1.0.0");
+    }
+    for e in &program.exposures {
+        if let Some(name) = &e.name {
+            let _ = describe_offline(&program, name, "alice", &["trader".to_owned()]);
+            let _ = describe_offline(&program, name, "{\"mode\":\"unix\"", &[]);
+        }
+    }
 });

@@ -127,7 +127,7 @@ pub fn names_a_place(shape: &Shape, path: &str) -> bool {
 /// paths past the first wrong field.
 pub fn infer(v: &Value, rng: &mut crate::SplitMix, depth: u32) -> Shape {
     let r = rng.next_u64();
-    let swap = r % 16 == 0;
+    let swap = r.is_multiple_of(16);
     let shape = match v {
         Value::Number(n) if n.is_i64() || n.is_u64() => match r >> 8 & 3 {
             0 => Shape::Int {
@@ -143,7 +143,7 @@ pub fn infer(v: &Value, rng: &mut crate::SplitMix, depth: u32) -> Shape {
             let mut fields: Vec<FieldShape> = Vec::new();
             for (k, child) in map {
                 let r = rng.next_u64();
-                if r % 8 == 0 || fields.iter().any(|f| f.key == *k) {
+                if r.is_multiple_of(8) || fields.iter().any(|f| f.key == *k) {
                     continue;
                 }
                 fields.push(FieldShape {

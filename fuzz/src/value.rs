@@ -304,7 +304,7 @@ fn build(
 /// there by `rng`; records and enums it needs are declared in `env`.
 pub fn infer(v: &Json, env: &mut TypeEnv, rng: &mut SplitMix, depth: u32) -> Type {
     let r = rng.next_u64();
-    if depth > 8 || r % 32 == 0 {
+    if depth > 8 || r.is_multiple_of(32) {
         return Type::Json;
     }
     let declare = |env: &mut TypeEnv, body: TypeBody| {
@@ -402,7 +402,7 @@ pub fn infer(v: &Json, env: &mut TypeEnv, rng: &mut SplitMix, depth: u32) -> Typ
                 let mut fields = Vec::new();
                 for (k, v) in map {
                     let r = rng.next_u64();
-                    if r % 8 == 0 {
+                    if r.is_multiple_of(8) {
                         // A member no field names: passed over.
                         continue;
                     }

@@ -6,10 +6,11 @@
 //! a 64-byte body, four headers, so the limits' paths are reached by short
 //! inputs): the same events whether the bytes come whole, byte by byte or
 //! in arbitrary pieces; at most one request (or malformed one) a
-//! connection, its body exactly its `Content-Length`; the events in their
-//! only possible order; Hale's framing takes any request; a response is
-//! written whole, in any pieces, and then the connection closes; the read
-//! and write timers act at the deadline `poll_timeout` names, not before.
+//! connection, its body exactly its `Content-Length` (`1*DIGIT`); the
+//! events in their only possible order; Hale's framing takes any request
+//! and percent-decodes its target as RFC 3986 does; a response is written
+//! whole, in any pieces, and then the connection closes; the read and write
+//! timers act at the deadline `poll_timeout` names, not before.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -18,6 +19,24 @@ use limen_core::wire::hale_http::{frame, frame_malformed, percent_decode};
 use limen_core::wire::http1::{Conn, ConnEvent, Limits};
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex, pieces};
+
+/// RFC 3986's `pct-encoded = "%" HEXDIG HEXDIG`, decoded independently of
+/// the code under test; `None` for a broken escape or text that is not
+/// UTF-8.
+fn percent_decoded(s: &str) -> Option<String> {
+    let mut out = Vec::new();
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hi = (bytes.next()? as char).to_digit(16)?;
+            let lo = (bytes.next()? as char).to_digit(16)?;
+            out.push((hi * 16 + lo) as u8);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
 
 fn run(limits: Limits, feed: &[&[u8]]) -> (Vec<ConnEvent>, bool) {
     let mut c = Conn::new(0, limits);
@@ -69,7 +88,7 @@ fn check(limits: Limits, data: &[u8]) {
                 assert!(!member.is_empty());
                 assert_eq!(payload, &r.body);
             }
-            let _ = percent_decode(&r.target);
+            assert_eq!(percent_decode(&r.target), percent_decoded(&r.target));
         }
         [ConnEvent::Malformed { reason, head }, ConnEvent::Lost] => {
             assert!(!closed);

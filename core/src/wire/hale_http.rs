@@ -83,6 +83,11 @@ pub fn percent_decode(s: &str) -> Option<String> {
     while i < bytes.len() {
         if bytes[i] == b'%' {
             let hex = bytes.get(i + 1..i + 3)?;
+            // Two hex digits (RFC 3986 § 2.1): `from_str_radix` alone would
+            // also take a sign, `%+A` for a newline.
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
             let hex = std::str::from_utf8(hex).ok()?;
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
@@ -145,6 +150,10 @@ mod tests {
             ("POST", "/call/Orders::place", b""),
             ("POST", "/call/", b"{}"),
             ("POST", "/call/%zz", b"{}"),
+            // Found by fuzz/fuzz_targets/http1_conn.rs's RFC 3986 check:
+            // `%+A` decoded as a newline, `%-0` as NUL.
+            ("POST", "/call/A%+A", b"{}"),
+            ("POST", "/call/A%-0", b"{}"),
             ("DELETE", "/.description", b""),
         ] {
             assert!(

@@ -132,7 +132,13 @@ pub(crate) fn def_key_of_ref(reference: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            let hex = bytes.get(i + 1..i + 3)?;
+            // Two hex digits (RFC 3986 § 2.1): `from_str_radix` alone would
+            // also take a sign, reading `%+1` as U+0001.
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            let hex = std::str::from_utf8(hex).ok()?;
             decoded.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -159,4 +165,26 @@ pub(crate) fn def_key_of_ref(reference: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod ref_tests {
+    use super::{def_key_of_ref, def_ref};
+
+    #[test]
+    fn a_ref_escape_is_two_hex_digits() {
+        // Found with fuzz/fuzz_targets/http1_conn.rs's RFC 3986 check on the
+        // same pattern in the HTTP framing: `%+1` read as U+0001, a second
+        // spelling of the `$ref` we write as `%01`.
+        assert_eq!(def_ref("a\u{1}b"), "#/$defs/a%01b");
+        assert_eq!(def_key_of_ref("#/$defs/a%01b").as_deref(), Some("a\u{1}b"));
+        for bad in [
+            "#/$defs/a%+1b",
+            "#/$defs/a%-1b",
+            "#/$defs/a%1",
+            "#/$defs/a%zzb",
+        ] {
+            assert_eq!(def_key_of_ref(bad), None, "{bad}");
+        }
+    }
 }

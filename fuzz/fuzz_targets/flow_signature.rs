@@ -5,7 +5,8 @@
 //! - even: the rest is a JSON document read as describe's `"signature"`.
 //!   Fingerprinting it never panics; a signature read back as a
 //!   declaration writes that signature again. The rest is also read as an
-//!   identity and as a fingerprint, each of which writes its own text.
+//!   identity, a fingerprint and a Hale surface digest, each of which
+//!   writes its own text.
 //! - odd: the rest builds a Tool declaration over a type model. Its listed
 //!   signature gives the declaration's own canonical signature and
 //!   fingerprint, and reads back as the declaration.
@@ -16,6 +17,7 @@ use libfuzzer_sys::fuzz_target;
 use limen_core::flow::{
     canonical_signature, fingerprint_of_signature, Declaration, Fingerprint, Identity,
 };
+use limen_core::hale::digest::Digest;
 use limen_fuzz::model::declaration;
 use serde_json::Value;
 
@@ -35,6 +37,9 @@ fuzz_target!(|data: &[u8]| {
             }
             if let Ok(f) = Fingerprint::parse(text) {
                 assert_eq!(f.to_string(), text);
+            }
+            if let Some(d) = Digest::parse(text) {
+                assert_eq!(d.to_string(), text);
             }
         }
         let Ok(listed) = serde_json::from_slice::<Value>(rest) else {

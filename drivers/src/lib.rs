@@ -5,6 +5,8 @@
 //! the `flow` and `hale` command-line tools.
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod demo;
 pub mod flow_cli;
 pub mod hale_cli;
 pub mod serve;

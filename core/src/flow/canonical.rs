@@ -93,37 +93,57 @@ pub fn write_json(value: &JsonValue, out: &mut Vec<u8>) {
     match value {
         JsonValue::Null => out.extend_from_slice(b"null"),
         JsonValue::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        JsonValue::Number(d) => write_decimal(d, out),
+        JsonValue::Number(d) => d.write_to(out),
         JsonValue::String(s) => write_string(s, out),
         JsonValue::Array(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
+            if let Some((first, rest)) = items.split_first() {
+                write_json(first, out);
+                for item in rest {
                     out.push(b',');
+                    write_json(item, out);
                 }
-                write_json(item, out);
             }
             out.push(b']');
         }
         JsonValue::Object(members) => {
-            let mut refs: Vec<(&str, &JsonValue)> =
-                members.iter().map(|(k, v)| (k.as_str(), v)).collect();
             // Objects are built sorted; sort anyway if one was built by hand.
-            if !refs.windows(2).all(|w| w[0].0 <= w[1].0) {
+            if members.windows(2).all(|w| w[0].0 <= w[1].0) {
+                write_json_members(members.iter().map(|(k, v)| (&**k, v)), out);
+            } else {
+                let mut refs: Vec<(&str, &JsonValue)> =
+                    members.iter().map(|(k, v)| (&**k, v)).collect();
                 refs.sort_by(|a, b| a.0.cmp(b.0));
+                write_json_members(refs.into_iter(), out);
             }
-            out.push(b'{');
-            for (i, (k, v)) in refs.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(k, out);
-                out.push(b':');
-                write_json(v, out);
-            }
-            out.push(b'}');
         }
     }
+}
+
+/// The canonical text of a raw JSON value.
+pub fn json_to_canonical_vec(value: &JsonValue) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_json(value, &mut out);
+    out
+}
+
+fn write_json_members<'a>(
+    mut members: impl Iterator<Item = (&'a str, &'a JsonValue)>,
+    out: &mut Vec<u8>,
+) {
+    out.push(b'{');
+    if let Some((k, v)) = members.next() {
+        write_string(k, out);
+        out.push(b':');
+        write_json(v, out);
+        for (k, v) in members {
+            out.push(b',');
+            write_string(k, out);
+            out.push(b':');
+            write_json(v, out);
+        }
+    }
+    out.push(b'}');
 }
 
 /// A record's fields as an object: keys sorted, an `Option` field left out
@@ -192,41 +212,38 @@ fn write_sorted_array(texts: impl Iterator<Item = Vec<u8>>, out: &mut Vec<u8>) {
 }
 
 /// A JSON string escaping only `"`, `\` and U+0000..U+001F.
+#[inline]
 pub fn write_string(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x00..=0x1f => &[],
-            _ => continue,
-        };
+    loop {
+        let i = crate::json::scan_plain(bytes, start);
         out.extend_from_slice(&bytes[start..i]);
-        if escape.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
-        } else {
-            out.extend_from_slice(escape);
+        let Some(&b) = bytes.get(i) else { break };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            }
         }
         start = i + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
 fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {
-    use std::io::Write as _;
-    // Writing to a Vec cannot fail.
-    let _ = write!(out, "{d}");
+    d.write_to(out);
 }
 
 const NANOS_PER_SECOND: i128 = 1_000_000_000;

@@ -5,6 +5,8 @@
 //! - [`value`]: values ([`Value`], [`JsonValue`]) over exact [`number`]s and
 //!   [`time`]s.
 //! - [`canonical`]: the one canonical text of every value.
+//! - [`mod@decode`]: type-directed strict decoding of that text, under
+//!   [`Limits`].
 //! - [`schema`]: the JSON Schema of every data type, and the type it reads
 //!   back as.
 //! - [`fingerprint`]: @tool declarations, their described and canonical
@@ -12,6 +14,7 @@
 //!   canonical text of any `serde_json` document.
 
 pub mod canonical;
+pub mod decode;
 pub mod fingerprint;
 pub mod identity;
 pub mod number;
@@ -20,6 +23,7 @@ pub mod time;
 pub mod types;
 pub mod value;
 
+pub use decode::{decode, decode_with_params, parse_json_value, DecodeError, Limits};
 pub use fingerprint::{
     canonical_json_text, canonical_signature, fingerprint_of_signature, Declaration, Fingerprint,
     Param,

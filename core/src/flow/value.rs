@@ -82,6 +82,10 @@ pub enum EnumPayload {
 /// Numbers are exact decimals. Object members are held sorted by key in
 /// ascending code-point order with no duplicate key (see
 /// [`JsonValue::object`]), so derived equality is JSON value equality.
+///
+/// Strings, arrays and objects are boxed slices rather than growable
+/// `String`s and `Vec`s: a value is 24 bytes instead of 32, which is most of
+/// a parsed document's memory (see `benches/RESULTS.md`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum JsonValue {
     /// `null`.
@@ -91,11 +95,11 @@ pub enum JsonValue {
     /// A number, exactly.
     Number(Decimal),
     /// A string.
-    String(String),
+    String(Box<str>),
     /// An array.
-    Array(Vec<JsonValue>),
+    Array(Box<[JsonValue]>),
     /// An object's members, sorted by key.
-    Object(Vec<(String, JsonValue)>),
+    Object(Box<[(Box<str>, JsonValue)]>),
 }
 
 /// Two members of one object share a key.
@@ -105,12 +109,35 @@ pub struct DuplicateKey(pub String);
 impl JsonValue {
     /// An object from its members, sorted by key (code-point order, which is
     /// the byte order of UTF-8). A key given twice is refused.
-    pub fn object(mut members: Vec<(String, JsonValue)>) -> Result<JsonValue, DuplicateKey> {
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        if let Some(w) = members.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(DuplicateKey(w[0].0.clone()));
+    pub fn object(members: Vec<(String, JsonValue)>) -> Result<JsonValue, DuplicateKey> {
+        let members: Vec<(Box<str>, JsonValue)> = members
+            .into_iter()
+            .map(|(k, v)| (k.into_boxed_str(), v))
+            .collect();
+        JsonValue::object_from_boxed(members)
+    }
+
+    /// [`JsonValue::object`] of members whose keys are already boxed.
+    pub fn object_from_boxed(
+        mut members: Vec<(Box<str>, JsonValue)>,
+    ) -> Result<JsonValue, DuplicateKey> {
+        if !members.windows(2).all(|w| w[0].0 < w[1].0) {
+            members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if let Some(w) = members.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(DuplicateKey(w[0].0.to_string()));
+            }
         }
-        Ok(JsonValue::Object(members))
+        Ok(JsonValue::Object(members.into_boxed_slice()))
+    }
+
+    /// An array of `items`.
+    pub fn array(items: Vec<JsonValue>) -> JsonValue {
+        JsonValue::Array(items.into_boxed_slice())
+    }
+
+    /// A string.
+    pub fn string(s: &str) -> JsonValue {
+        JsonValue::String(s.into())
     }
 }
 

@@ -1,4 +1,33 @@
-//! The Hale API surface (`hale-api-surface.txt`).
-
+//! The Hale API surface (`hale-api-surface.txt`): declarations, the model,
+//! shapes and digests, the JSON codec and the exposure runtime.
+//!
+//! - [`syntax`]: the declaration subset of `.hl` — lexer, parser, diagnostics.
+//! - [`model`]: the program model — roles, units, types, topics, loci, the
+//!   surface rows, serve sites and exposures, hubs and stream rows.
+//! - [`shape`]: a type's contract shape and shape hash.
+//! - [`digest`]: the FNV-1a fold and the hash input texts of the surface and
+//!   stream digests.
+//! - [`codec`]: the JSON codec, strict decoding of a payload by its shape.
+//! - [`runtime`]: the exposure machine, identity sources, outcomes and the
+//!   fixture transport.
+//!
+//! From text to digest:
+//!
+//! ```
+//! use limen_core::hale::model::parse_program;
+//!
+//! let src = "role trader;\n\
+//!            type Ask { n: Int; }\n\
+//!            type Bid { ok: Bool; }\n\
+//!            api Desk { rpc Book::ask requires: [trader]; }\n\
+//!            locus Book { fn ask(a: Ask) -> Bid { return Bid { ok: true }; } }";
+//! let program = parse_program("desk.hl", src).unwrap();
+//! assert_eq!(program.surface_digest("Desk").unwrap().to_string().len(), "fnv1a64:".len() + 16);
+//! ```
 pub mod codec;
+pub mod digest;
+pub mod model;
 pub mod runtime;
+pub mod serving;
+pub mod shape;
+pub mod syntax;

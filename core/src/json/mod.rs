@@ -15,9 +15,44 @@
 //! What a number means, and whether an object may repeat a key, is the
 //! consumer's to decide: numbers come as raw tokens with their parts
 //! ([`Number::scientific`]), and [`DuplicateKeys`] helps refuse repeats.
+//!
+//! ```
+//! use limen_core::json::{Event, Tokenizer};
+//!
+//! let text = br#"{"id": 7, "params": [1.50, "x"]}"#;
+//! let mut t = Tokenizer::new(text);
+//! assert_eq!(t.next_event()?, Some(Event::BeginObject));
+//! assert_eq!(t.next_event()?, Some(Event::Key("id".into())));
+//! match t.next_event()? {
+//!     Some(Event::Number(n)) => assert!(n.is_plain_integer() && n.raw() == "7"),
+//!     other => panic!("{other:?}"),
+//! }
+//! // Keep a member's value as raw bytes without building it.
+//! assert_eq!(t.next_event()?, Some(Event::Key("params".into())));
+//! let first = t.next_event()?.unwrap();
+//! let start = t.event_offset();
+//! let end = t.skip_value(&first)?;
+//! assert_eq!(&text[start..end], br#"[1.50, "x"]"#);
+//! assert_eq!(t.next_event()?, Some(Event::EndObject));
+//! t.finish()?;
+//!
+//! // Refusals carry the byte offset, line and column.
+//! let mut t = Tokenizer::new(b"[1,\n 2,]");
+//! let e = loop {
+//!     match t.next_event() {
+//!         Ok(Some(_)) => continue,
+//!         Ok(None) => unreachable!("the text is not JSON"),
+//!         Err(e) => break e,
+//!     }
+//! };
+//! assert_eq!((e.offset, e.line, e.column), (7, 2, 4));
+//! assert_eq!(e.to_string(), "2:4: expected a value, found `]`");
+//! # Ok::<(), limen_core::json::Error>(())
+//! ```
 
 mod error;
 mod number;
+mod string;
 mod tokenizer;
 
 use std::borrow::Cow;
@@ -25,7 +60,7 @@ use std::collections::BTreeSet;
 
 pub use error::{line_column, Error, ErrorKind};
 pub use number::{Number, Scientific};
-pub(crate) use tokenizer::scan_plain;
+pub(crate) use string::scan_plain;
 pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
 
 /// The keys seen so far in one object, to refuse a key given twice.
@@ -44,6 +79,8 @@ impl<'a> DuplicateKeys<'a> {
     }
 
     /// Records `key`; `false` if it was already seen in this object.
+    // A `&Cow` rather than `&str`: a borrowed key is kept borrowed, not copied.
+    #[allow(clippy::ptr_arg)]
     pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
         if self.seen.contains(key.as_ref()) {
             return false;

@@ -8,19 +8,29 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Number<'a> {
     raw: &'a str,
-    int_end: usize,
-    frac_end: usize,
+    // Offsets into `raw`, as u32 to keep events small (the tokenizer
+    // refuses a number token of 4 GiB or more).
+    int_end: u32,
+    frac_end: u32,
 }
 
 impl<'a> Number<'a> {
     /// A token already checked against the grammar: `int_end` is where the
     /// integer digits end, `frac_end` where the fraction (if any) ends.
-    pub(crate) fn new(raw: &'a str, int_end: usize, frac_end: usize) -> Number<'a> {
+    pub(crate) fn new(raw: &'a str, int_end: u32, frac_end: u32) -> Number<'a> {
         Number {
             raw,
             int_end,
             frac_end,
         }
+    }
+
+    fn int_end(&self) -> usize {
+        self.int_end as usize
+    }
+
+    fn frac_end(&self) -> usize {
+        self.frac_end as usize
     }
 
     /// The token exactly as written, e.g. `-1.50e+3`.
@@ -36,13 +46,13 @@ impl<'a> Number<'a> {
     /// The digits before any `.` or exponent, without the sign.
     pub fn integer_digits(&self) -> &'a str {
         let start = usize::from(self.is_negative());
-        &self.raw[start..self.int_end]
+        &self.raw[start..self.int_end()]
     }
 
     /// The digits after the `.`, empty when there is no fraction.
     pub fn fraction_digits(&self) -> &'a str {
         if self.frac_end > self.int_end {
-            &self.raw[self.int_end + 1..self.frac_end]
+            &self.raw[self.int_end() + 1..self.frac_end()]
         } else {
             ""
         }
@@ -51,13 +61,13 @@ impl<'a> Number<'a> {
     /// The exponent after `e` or `E`, with its sign if written (`+3`, `-7`,
     /// `12`), or `None`.
     pub fn exponent_text(&self) -> Option<&'a str> {
-        (self.frac_end < self.raw.len()).then(|| &self.raw[self.frac_end + 1..])
+        (self.frac_end() < self.raw.len()).then(|| &self.raw[self.frac_end() + 1..])
     }
 
     /// Whether the token has neither fraction nor exponent: the spelling the
     /// Hale codec requires of an Int.
     pub fn is_plain_integer(&self) -> bool {
-        self.int_end == self.raw.len()
+        self.int_end() == self.raw.len()
     }
 
     /// The exponent's value, saturated at ±[`Number::EXPONENT_SATURATION`]:
@@ -93,6 +103,7 @@ impl<'a> Number<'a> {
 
     /// The number as significant digits and a power of ten, without
     /// building anything: `-1.500e3` is negative, digits `15`, exponent 2.
+    #[inline]
     pub fn scientific(&self) -> Scientific<'a> {
         let int = self.integer_digits();
         let frac = self.fraction_digits();
@@ -170,14 +181,16 @@ impl Scientific<'_> {
         self.high.bytes().chain(self.low.bytes()).map(|b| b - b'0')
     }
 
-    /// The value's digits as a `u64` when there are at most 19 of them.
+    /// The value's digits as a `u64` when there are at most 19 of them
+    /// (19 decimal digits always fit).
+    #[inline]
     pub fn small_digits(&self) -> Option<u64> {
         if self.digit_count() > 19 {
             return None;
         }
         let mut v: u64 = 0;
-        for d in self.digits() {
-            v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+        for &b in self.high.as_bytes().iter().chain(self.low.as_bytes()) {
+            v = v * 10 + u64::from(b - b'0');
         }
         Some(v)
     }

@@ -173,9 +173,8 @@ fn refusals_name_the_offending_byte() {
 fn errors_display_line_and_column() {
     let mut t = Tokenizer::new(b"{\n  \"a\": tru\n}");
     let e = loop {
-        match t.next_event() {
-            Err(e) => break e,
-            Ok(_) => {}
+        if let Err(e) = t.next_event() {
+            break e;
         }
     };
     assert_eq!(e.to_string(), "2:11: expected `true`, found U+000A");

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use super::error::{Error, ErrorKind};
 use super::number::Number;
+use super::string::LANES;
 
 /// One step of a JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,60 +66,16 @@ pub const DEFAULT_MAX_DEPTH: usize = 128;
 /// consumer's to refuse (see [`DuplicateKeys`](super::DuplicateKeys)).
 #[derive(Clone, Debug)]
 pub struct Tokenizer<'a> {
-    input: &'a [u8],
-    pos: usize,
+    pub(super) input: &'a [u8],
+    /// The input's longest valid UTF-8 prefix, validated once up front so
+    /// strings are sliced from it rather than validated one by one.
+    pub(super) text: &'a str,
+    pub(super) pos: usize,
     event_start: usize,
     stack: Vec<Container>,
     state: State,
     max_depth: usize,
     failed: Option<Error>,
-}
-
-/// Bytes a string scan must stop at: `"`, `\` and the control characters.
-static STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
-const LANES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// Whether any of eight bytes is `"`, `\` or below 0x20 (non-ASCII bytes
-/// never match, so UTF-8 passes through to validation).
-#[inline]
-fn any_stop(word: u64) -> bool {
-    let has_zero = |v: u64| v.wrapping_sub(LANES) & !v & HIGH;
-    let quote = has_zero(word ^ (LANES * u64::from(b'"')));
-    let backslash = has_zero(word ^ (LANES * u64::from(b'\\')));
-    let control = word.wrapping_sub(LANES * 0x20) & !word & HIGH;
-    (quote | backslash | control) != 0
-}
-
-/// The offset of the first byte at or after `i` that a JSON string cannot
-/// hold as itself (`"`, `\\`, U+0000..U+001F), or `bytes.len()`. Reads eight
-/// bytes at a time; shared by the tokenizer and the canonical writer.
-#[inline]
-pub(crate) fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let word = u64::from_le_bytes([
-            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-        ]);
-        if any_stop(word) {
-            break;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !STOP[bytes[i] as usize] {
-        i += 1;
-    }
-    i
 }
 
 impl<'a> Tokenizer<'a> {
@@ -130,8 +87,13 @@ impl<'a> Tokenizer<'a> {
     /// A tokenizer over `input` nesting arrays and objects at most
     /// `max_depth` deep (0 admits only scalars).
     pub fn with_max_depth(input: &'a [u8], max_depth: usize) -> Tokenizer<'a> {
+        let text = match std::str::from_utf8(input) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&input[..e.valid_up_to()]).unwrap_or(""),
+        };
         Tokenizer {
             input,
+            text,
             pos: 0,
             event_start: 0,
             stack: Vec::new(),
@@ -166,7 +128,7 @@ impl<'a> Tokenizer<'a> {
         Error::at(self.input, offset, kind)
     }
 
-    fn fail<T>(&mut self, offset: usize, kind: ErrorKind) -> Result<T, Error> {
+    pub(super) fn fail<T>(&mut self, offset: usize, kind: ErrorKind) -> Result<T, Error> {
         let e = self.error_at(offset, kind);
         self.failed = Some(e.clone());
         Err(e)
@@ -214,13 +176,27 @@ impl<'a> Tokenizer<'a> {
 
     #[inline]
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.input.get(self.pos) {
-            self.pos += 1;
+        const SPACES: u64 = LANES * b' ' as u64;
+        let bytes = self.input;
+        let mut i = self.pos;
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(i) {
+            i += 1;
+            // Indentation: runs of spaces, eight at a time.
+            while let Some(chunk) = bytes.get(i..i + 8) {
+                let word = u64::from_le_bytes([
+                    chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+                ]);
+                if word != SPACES {
+                    break;
+                }
+                i += 8;
+            }
         }
+        self.pos = i;
     }
 
     /// The character at `offset`, for an error (U+FFFD if not UTF-8).
-    fn char_at(&self, offset: usize) -> char {
+    pub(super) fn char_at(&self, offset: usize) -> char {
         let rest = &self.input[offset..self.input.len().min(offset + 4)];
         match std::str::from_utf8(rest) {
             Ok(s) => s.chars().next().unwrap_or('\u{fffd}'),
@@ -366,132 +342,6 @@ impl<'a> Tokenizer<'a> {
         Ok(Event::Key(key))
     }
 
-    /// Reads the string whose `"` is at `pos`.
-    #[inline]
-    fn string(&mut self) -> Result<Cow<'a, str>, Error> {
-        let start = self.pos + 1;
-        let end = self.scan(start);
-        match self.input.get(end) {
-            Some(b'"') => {
-                let s = self.utf8(start, end)?;
-                self.pos = end + 1;
-                Ok(Cow::Borrowed(s))
-            }
-            Some(b'\\') => self.escaped_string(start, end).map(Cow::Owned),
-            Some(&b) => self.fail(end, ErrorKind::ControlCharacter(b)),
-            None => {
-                let pos = self.pos;
-                self.fail(pos, ErrorKind::UnterminatedString)
-            }
-        }
-    }
-
-    /// The offset of the first `"`, `\` or control byte at or after `i`.
-    #[inline]
-    fn scan(&self, i: usize) -> usize {
-        scan_plain(self.input, i)
-    }
-
-    fn utf8(&mut self, start: usize, end: usize) -> Result<&'a str, Error> {
-        let input = self.input;
-        match std::str::from_utf8(&input[start..end]) {
-            Ok(s) => Ok(s),
-            Err(e) => self.fail(start + e.valid_up_to(), ErrorKind::InvalidUtf8),
-        }
-    }
-
-    /// Finishes a string whose first escape is at `i`.
-    fn escaped_string(&mut self, start: usize, mut i: usize) -> Result<String, Error> {
-        let mut out = String::with_capacity(i - start + 16);
-        out.push_str(self.utf8(start, i)?);
-        loop {
-            // `i` is at a backslash.
-            i = self.escape(i, &mut out)?;
-            let end = self.scan(i);
-            out.push_str(self.utf8(i, end)?);
-            match self.input.get(end) {
-                Some(b'"') => {
-                    self.pos = end + 1;
-                    return Ok(out);
-                }
-                Some(b'\\') => i = end,
-                Some(&b) => return self.fail(end, ErrorKind::ControlCharacter(b)),
-                None => {
-                    let pos = self.pos;
-                    return self.fail(pos, ErrorKind::UnterminatedString);
-                }
-            }
-        }
-    }
-
-    /// Decodes the escape whose backslash is at `i`; returns the offset
-    /// after it.
-    fn escape(&mut self, i: usize, out: &mut String) -> Result<usize, Error> {
-        let Some(&c) = self.input.get(i + 1) else {
-            let pos = self.pos;
-            return self.fail(pos, ErrorKind::UnterminatedString);
-        };
-        let decoded = match c {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => return self.unicode_escape(i, out),
-            _ => {
-                let found = self.char_at(i + 1);
-                return self.fail(i, ErrorKind::InvalidEscape(found));
-            }
-        };
-        out.push(decoded);
-        Ok(i + 2)
-    }
-
-    fn hex4(&mut self, at: usize) -> Result<u16, Error> {
-        let digits = self.input.get(at..at + 4);
-        let value = digits.and_then(|d| {
-            d.iter().try_fold(0u16, |acc, &b| {
-                let v = (b as char).to_digit(16)?;
-                Some(acc << 4 | v as u16)
-            })
-        });
-        match value {
-            Some(v) => Ok(v),
-            None => self.fail(at - 2, ErrorKind::InvalidUnicodeEscape),
-        }
-    }
-
-    fn unicode_escape(&mut self, i: usize, out: &mut String) -> Result<usize, Error> {
-        let unit = self.hex4(i + 2)?;
-        let scalar = match unit {
-            0xd800..=0xdbff => {
-                let follows = self.input.get(i + 6..i + 8) == Some(b"\\u");
-                let low = if follows {
-                    Some(self.hex4(i + 8)?)
-                } else {
-                    None
-                };
-                match low {
-                    Some(low @ 0xdc00..=0xdfff) => {
-                        let c = 0x10000
-                            + ((u32::from(unit) - 0xd800) << 10)
-                            + (u32::from(low) - 0xdc00);
-                        out.push(char::from_u32(c).unwrap_or('\u{fffd}'));
-                        return Ok(i + 12);
-                    }
-                    _ => return self.fail(i, ErrorKind::LoneSurrogate(unit)),
-                }
-            }
-            0xdc00..=0xdfff => return self.fail(i, ErrorKind::LoneSurrogate(unit)),
-            _ => u32::from(unit),
-        };
-        out.push(char::from_u32(scalar).unwrap_or('\u{fffd}'));
-        Ok(i + 6)
-    }
-
     /// Reads the number starting at `pos`.
     #[inline]
     fn number(&mut self) -> Result<Number<'a>, Error> {
@@ -550,11 +400,20 @@ impl<'a> Tokenizer<'a> {
         }
         self.pos = i;
         // The token is ASCII by construction, so this cannot fail.
-        let raw = match std::str::from_utf8(&bytes[start..i]) {
-            Ok(s) => s,
-            Err(_) => return self.fail(start, ErrorKind::InvalidUtf8),
-        };
-        Ok(Number::new(raw, int_end - start, frac_end - start))
+        // The token is ASCII, so it lies inside the valid prefix.
+        let raw = self.utf8(start, i)?;
+        match (
+            u32::try_from(int_end - start),
+            u32::try_from(frac_end - start),
+        ) {
+            (Ok(int_end), Ok(frac_end)) if u32::try_from(i - start).is_ok() => {
+                Ok(Number::new(raw, int_end, frac_end))
+            }
+            _ => self.fail(
+                start,
+                ErrorKind::InvalidNumber("the token is 4 GiB or longer"),
+            ),
+        }
     }
 
     /// Consumes the rest of a value whose first event was `first`, so a
@@ -562,7 +421,8 @@ impl<'a> Tokenizer<'a> {
     /// the value.
     pub fn skip_value(&mut self, first: &Event<'a>) -> Result<usize, Error> {
         if matches!(first, Event::BeginArray | Event::BeginObject) {
-            let target = self.stack.len() - 1;
+            // Misuse (a `first` that was not just read) must not panic.
+            let target = self.stack.len().saturating_sub(1);
             while self.stack.len() > target {
                 if self.next_event()?.is_none() {
                     let pos = self.pos;

@@ -361,7 +361,7 @@ pub fn sample_json(rng: &mut Rng, depth: i32) -> JsonValue {
             IBig::from(rng.next() as i64 % 100_000),
             -(rng.below(3) as i64),
         )),
-        3 => JsonValue::String((*rng.pick(TEXTS)).to_owned()),
+        3 => JsonValue::String((*rng.pick(TEXTS)).into()),
         4 => JsonValue::Array(
             (0..rng.below(3))
                 .map(|_| sample_json(rng, depth - 1))
@@ -371,7 +371,7 @@ pub fn sample_json(rng: &mut Rng, depth: i32) -> JsonValue {
             let members: BTreeMap<String, JsonValue> = (0..rng.below(3))
                 .map(|_| ((*rng.pick(TEXTS)).to_owned(), sample_json(rng, depth - 1)))
                 .collect();
-            JsonValue::Object(members.into_iter().collect())
+            JsonValue::Object(members.into_iter().map(|(k, v)| (k.into(), v)).collect())
         }
     }
 }

@@ -60,11 +60,21 @@ pub type WorkerId = usize;
 /// A listener, by the order it was bound.
 pub type ListenerId = usize;
 
-/// Stops a running [`Server`] from any thread.
+/// What another thread may ask of a running [`Server`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A worker's receiver drains: its members are refused `unavailable`.
+    Drain(WorkerId),
+    /// A drained worker's receiver is back: asked again, it answers.
+    Resume(WorkerId),
+}
+
+/// Stops or steers a running [`Server`] from any thread.
 #[derive(Clone)]
 pub struct StopHandle {
     flag: Arc<AtomicBool>,
     waker: Arc<Waker>,
+    commands: mpsc::Sender<Command>,
 }
 
 impl std::fmt::Debug for StopHandle {
@@ -79,6 +89,13 @@ impl StopHandle {
     pub fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
         let _ = self.waker.wake();
+    }
+
+    /// Sends the loop a command.
+    pub fn command(&self, command: Command) {
+        if self.commands.send(command).is_ok() {
+            let _ = self.waker.wake();
+        }
     }
 }
 
@@ -126,6 +143,8 @@ pub struct Server {
     resume: Vec<usize>,
     done_tx: mpsc::Sender<Completed>,
     done_rx: mpsc::Receiver<Completed>,
+    commands_tx: mpsc::Sender<Command>,
+    commands_rx: mpsc::Receiver<Command>,
     next_correlation: Correlation,
     started: Instant,
     stopping: bool,
@@ -146,7 +165,10 @@ impl Server {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (done_tx, done_rx) = mpsc::channel();
+        let (commands_tx, commands_rx) = mpsc::channel();
         Ok(Server {
+            commands_tx,
+            commands_rx,
             config,
             poll,
             waker,
@@ -171,6 +193,7 @@ impl Server {
         StopHandle {
             flag: self.stop.clone(),
             waker: self.waker.clone(),
+            commands: self.commands_tx.clone(),
         }
     }
 
@@ -281,6 +304,12 @@ impl Server {
                 }
             }
             self.take_completions();
+            while let Ok(command) = self.commands_rx.try_recv() {
+                match command {
+                    Command::Drain(w) => self.drain_worker(w),
+                    Command::Resume(w) => self.draining[w] = false,
+                }
+            }
             while let Some(key) = self.resume.pop() {
                 self.read(key);
             }

@@ -32,17 +32,17 @@ fn to_json_value(value: &Value) -> JsonValue {
         Value::Null => JsonValue::Null,
         Value::Bool(b) => JsonValue::Bool(*b),
         Value::Number(n) => JsonValue::Number(decimal(n)),
-        Value::String(s) => JsonValue::String(s.clone()),
+        Value::String(s) => JsonValue::String(s.as_str().into()),
         Value::Array(items) => JsonValue::Array(items.iter().map(to_json_value).collect()),
         Value::Object(map) => {
-            let mut members: Vec<(String, JsonValue)> = map
+            let mut members: Vec<(Box<str>, JsonValue)> = map
                 .iter()
-                .map(|(k, v)| (k.clone(), to_json_value(v)))
+                .map(|(k, v)| (k.as_str().into(), to_json_value(v)))
                 .collect();
             // A `serde_json` map holds each key once; sorted, it is the
             // object `JsonValue` holds.
             members.sort_by(|a, b| a.0.cmp(&b.0));
-            JsonValue::Object(members)
+            JsonValue::Object(members.into())
         }
     }
 }

@@ -1,0 +1,31 @@
+//! The declaration subset of `.hl`: lexer, parser and diagnostics.
+//!
+//! [`parse`] reads every declaration form the boundary reads (roles, units,
+//! types, topics, `api` blocks, loci with their params, bus, closure,
+//! placement and bindings blocks, functions with their attributes) and
+//! skips function bodies, reading from them only the `api::serve(…)` sites,
+//! the `let` bindings and the `NAME.stop()` calls ([`ast::Body`]). Every
+//! syntax error is a [`Diagnostic`]; the parser never panics, and nesting is
+//! bounded by [`MAX_NESTING`].
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+mod parser;
+
+#[cfg(test)]
+mod tests;
+
+pub use diag::{Diagnostic, Pos, Span};
+
+/// How deep declaration expressions and types may nest (brackets, operator
+/// chains, field chains). Deeper input is refused with a diagnostic rather
+/// than risk the stack; a function body is scanned without recursion and
+/// may nest as deep as it likes.
+pub const MAX_NESTING: usize = 64;
+
+/// Parses `src`, the text of the file named `file` (the name is only used
+/// in diagnostics).
+pub fn parse(file: &str, src: &str) -> Result<ast::File, Diagnostic> {
+    parser::Parser::new(file, src)?.file()
+}

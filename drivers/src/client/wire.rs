@@ -1,0 +1,214 @@
+//! The wire the operator's verbs speak: Unix JSON lines and HTTP/1.1, one
+//! request each, with the exchange's raw bytes kept so `--json` and `--raw`
+//! print what the exposure wrote.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An endpoint the verbs drive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `unix:<path>`: a `unix::Rpc` socket.
+    Unix(PathBuf),
+    /// `http://host:port`: an `http::Rpc` listener.
+    Http(String),
+}
+
+/// The message naming the two forms, for every refused endpoint.
+pub const FORMS: &str = "name unix:<path> or http://host:port";
+
+impl Endpoint {
+    /// Reads an endpoint. `bare_path` admits a bare path as `unix:<path>`
+    /// (the short forms `hale describe` and `hale call`).
+    pub fn parse(text: &str, bare_path: bool) -> Result<Endpoint, String> {
+        if let Some(path) = text.strip_prefix("unix:") {
+            if path.is_empty() {
+                return Err(format!("`{text}` names no socket path: {FORMS}"));
+            }
+            return Ok(Endpoint::Unix(PathBuf::from(path)));
+        }
+        if let Some(rest) = text.strip_prefix("http://") {
+            let authority = rest.strip_suffix('/').unwrap_or(rest);
+            let valid = authority
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+            if !valid || authority.contains('/') {
+                return Err(format!("`{text}` is not http://host:port: {FORMS}"));
+            }
+            return Ok(Endpoint::Http(authority.to_owned()));
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            return Err(format!(
+                "`{scheme}://` endpoints have clients of their own protocol; these verbs drive unix:<path> and http://host:port"
+            ));
+        }
+        if bare_path && !text.is_empty() && !text.starts_with('-') {
+            return Ok(Endpoint::Unix(PathBuf::from(text)));
+        }
+        Err(format!("`{text}` is not an endpoint: {FORMS}"))
+    }
+}
+
+/// How long the verbs wait for an exposure to answer.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One Unix line exchange: writes `line`, reads the reply line.
+pub fn unix_exchange(path: &PathBuf, line: &[u8]) -> io::Result<Vec<u8>> {
+    let stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    let mut w = stream.try_clone()?;
+    w.write_all(line)?;
+    w.write_all(b"\n")?;
+    let mut reader = BufReader::new(stream);
+    let mut reply = Vec::new();
+    reader.read_until(b'\n', &mut reply)?;
+    if reply.last() != Some(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the connection ended with no reply",
+        ));
+    }
+    reply.pop();
+    Ok(reply)
+}
+
+/// An HTTP response: status and body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpReply {
+    /// The status code.
+    pub status: u16,
+    /// The body as sent.
+    pub body: Vec<u8>,
+}
+
+/// One HTTP/1.1 request with `Connection: close`.
+pub fn http_exchange(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> io::Result<HttpReply> {
+    let mut stream = TcpStream::connect(authority)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if method == "POST" {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> io::Result<HttpReply> {
+    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut response = httparse::Response::new(&mut headers);
+    let n = match response.parse(raw) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            return Err(bad("the connection ended inside the response"))
+        }
+        Err(_) => return Err(bad("the answer is not an HTTP response")),
+    };
+    let status = response.code.ok_or_else(|| bad("no status"))?;
+    let length = response
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|h| std::str::from_utf8(h.value).ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let body = &raw[n..];
+    let body = match length {
+        Some(len) if body.len() >= len => &body[..len],
+        Some(_) => return Err(bad("the connection ended inside the body")),
+        None => body,
+    };
+    Ok(HttpReply {
+        status,
+        body: body.to_vec(),
+    })
+}
+
+/// The raw text of the value under `key` in a JSON object (the reply
+/// line's `value`), as the exposure wrote it.
+pub fn raw_member<'a>(object: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    use limen_core::json::{Event, Tokenizer};
+    let mut t = Tokenizer::new(object);
+    if t.next_event().ok()?? != Event::BeginObject {
+        return None;
+    }
+    loop {
+        let k = match t.next_event().ok()?? {
+            Event::Key(k) => k,
+            _ => return None,
+        };
+        let first = t.next_event().ok()??;
+        let start = t.event_offset();
+        let end = t.skip_value(&first).ok()?;
+        if k == key {
+            return Some(&object[start..end]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_the_two_forms() {
+        assert_eq!(
+            Endpoint::parse("unix:/tmp/a.sock", false),
+            Ok(Endpoint::Unix("/tmp/a.sock".into()))
+        );
+        assert_eq!(
+            Endpoint::parse("http://127.0.0.1:8080/", false),
+            Ok(Endpoint::Http("127.0.0.1:8080".into()))
+        );
+        assert_eq!(
+            Endpoint::parse("/tmp/a.sock", true),
+            Ok(Endpoint::Unix("/tmp/a.sock".into()))
+        );
+        for refused in [
+            "/tmp/a.sock",
+            "grpc://h:1",
+            "mcp://h:1",
+            "ws://h:1",
+            "https://h:1",
+            "http://h",
+            "http://h:1/x",
+            "h:1",
+        ] {
+            let e = Endpoint::parse(refused, false).unwrap_err();
+            assert!(
+                e.contains("unix:<path> and http://host:port") || e.contains(FORMS),
+                "{refused}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn raw_members_keep_the_bytes_as_written() {
+        let line = br#"{"request_id":1,"id":"x","ok":true,"value":{"b":1, "a":[2]},"caller":{}}"#;
+        assert_eq!(raw_member(line, "value"), Some(&br#"{"b":1, "a":[2]}"#[..]));
+        assert_eq!(raw_member(line, "nope"), None);
+    }
+
+    #[test]
+    fn responses_are_cut_at_their_length() {
+        let r = parse_response(b"HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}").unwrap();
+        assert_eq!((r.status, r.body), (409, b"{}".to_vec()));
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}").is_err());
+    }
+}

@@ -1,0 +1,371 @@
+//! `hale demo`: the witness program served with its loci implemented in
+//! Rust, the first thing a new user runs.
+//!
+//! It serves the exposures `conformance/programs/desk.hl` declares — public
+//! and partner over HTTP, admin over a Unix socket — bound to one set of
+//! receiver instances, and prints each exposure's identity, its address and
+//! commands to try. Every address can be overridden (port 0 allowed), and
+//! the admin operator is the current user unless `--operator` names
+//! another, so it runs unprivileged and in tests. A control socket
+//! (`--control PATH`) lets a test gate, drain and resume receivers to
+//! provoke the outcomes that need the server's cooperation.
+
+pub mod witness;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
+use limen_core::hale::runtime::{
+    BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
+};
+use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+
+use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
+
+/// Builds the live describer of one exposure, given where it was bound.
+pub type DescriberFactory =
+    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Box<dyn Describer + Send>;
+
+/// What `hale demo`'s flags set.
+#[derive(Clone, Debug, Default)]
+pub struct DemoOptions {
+    /// Addresses by exposure name (`public` → `127.0.0.1:0`), overriding
+    /// the program's.
+    pub addresses: BTreeMap<String, String>,
+    /// Who holds `operator` under the Unix exposure's role source
+    /// (`uid:<n>`); the current user when `None`.
+    pub operator: Option<String>,
+    /// A bound for every exposure, overriding the program's.
+    pub bound: Option<usize>,
+    /// A control socket for tests.
+    pub control: Option<PathBuf>,
+}
+
+/// A receiver that waits while its gate is closed, so a test decides when
+/// its handlers run.
+struct Gated {
+    inner: Box<dyn Receiver + Send>,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Receiver for Gated {
+    fn call(
+        &mut self,
+        member: &str,
+        payload: &serde_json::Value,
+        ctx: &ServedContext,
+    ) -> Completion {
+        let (closed, wake) = &*self.gate;
+        let mut g = closed.lock().expect("gate");
+        while *g {
+            g = wake.wait(g).expect("gate");
+        }
+        drop(g);
+        self.inner.call(member, payload, ctx)
+    }
+}
+
+/// One receiver instance of the demo.
+struct Instance {
+    worker: WorkerId,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+/// A demo ready to run: listeners bound, exposures served, the banner
+/// written.
+pub struct Demo {
+    server: Server,
+    banner: String,
+    control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
+}
+
+impl std::fmt::Debug for Demo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Demo").finish_non_exhaustive()
+    }
+}
+
+/// A listener that could not be bound: the boot failure's diagnostic.
+#[derive(Debug)]
+pub struct BootError(pub String);
+
+impl std::fmt::Display for BootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn transport_name(kind: &TransportKind) -> &'static str {
+    match kind {
+        TransportKind::Http => "http::Rpc",
+        TransportKind::Unix => "unix::Rpc",
+        TransportKind::Mcp => "mcp::Rpc",
+        TransportKind::Grpc => "grpc::Rpc",
+        TransportKind::Ws => "ws::Hub",
+        TransportKind::Udp => "udp::Hub",
+        TransportKind::Test => "std::api::test::Rpc",
+        TransportKind::Other(_) => "the transport",
+    }
+}
+
+/// The demo's default admin socket: the program's `/run/desk/admin.sock` is
+/// not a path an unprivileged user can bind, so the demo serves the socket
+/// in a directory of its own under the temporary directory.
+pub fn default_socket() -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir()
+        .join(format!("hale-demo-{uid}"))
+        .join("admin.sock")
+}
+
+impl Demo {
+    /// Binds every listener of the witness's exposures and serves them.
+    pub fn boot(options: &DemoOptions, describer: &DescriberFactory) -> Result<Demo, BootError> {
+        let program = witness::program();
+        let mut server = Server::new(ServerConfig::default())
+            .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
+        let instances = witness::Instances::new(&program);
+        let mut workers: BTreeMap<String, Instance> = BTreeMap::new();
+        let mut banner =
+            String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
+        let mut tries = Vec::new();
+        for e in &program.exposures {
+            let Some(listener) = &e.listener else {
+                continue;
+            };
+            let name = e.name.clone().unwrap_or_default();
+            let via = match listener.transport {
+                TransportKind::Http => "http",
+                TransportKind::Unix => "unix",
+                _ => continue,
+            };
+            let mut spec =
+                exposure_spec(&program, e, via).map_err(|err| BootError(err.to_string()))?;
+            if let Some(bound) = options.bound {
+                spec.bound = bound;
+            }
+            let written = listener.address.clone().unwrap_or_default();
+            let address = options.addresses.get(&name).cloned();
+            let fail = |addr: &str, err: std::io::Error| {
+                BootError(format!(
+                    "api: {} could not listen on {addr}: {err}",
+                    transport_name(&listener.transport)
+                ))
+            };
+            let (id, bound) = match listener.transport {
+                TransportKind::Http => {
+                    let addr = address.unwrap_or(written);
+                    server.bind_http(&addr).map_err(|err| fail(&addr, err))?
+                }
+                _ => {
+                    let path = address.map(PathBuf::from).unwrap_or_else(default_socket);
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    match server
+                        .bind_unix(&path)
+                        .map_err(|err| fail(&path.display().to_string(), err))?
+                    {
+                        Some(bound) => bound,
+                        None => continue,
+                    }
+                }
+            };
+            let mut ids = Vec::new();
+            for r in &spec.receivers {
+                if !workers.contains_key(r) {
+                    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+                    let inner = instances
+                        .receiver(r)
+                        .ok_or_else(|| BootError(format!("hale demo: no implementation of {r}")))?;
+                    let failed = r.clone();
+                    let worker = server
+                        .add_worker(
+                            r,
+                            1,
+                            Box::new(Gated {
+                                inner,
+                                gate: gate.clone(),
+                            }),
+                            Arc::new(move |_| {
+                                // The Desk's on_failure counts the failure and
+                                // lets execution return.
+                                eprintln!("hale demo: {failed} violated a closure; on_failure ran");
+                                Supervision::Absorb
+                            }),
+                        )
+                        .map_err(|err| {
+                            BootError(format!("hale demo: cannot start a worker: {err}"))
+                        })?;
+                    workers.insert(r.clone(), Instance { worker, gate });
+                }
+                ids.push(workers[r].worker);
+            }
+            let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
+                Source::Kernel => None,
+                _ => Some(Box::new(witness::tokens())),
+            };
+            let roles = role_source(&program, e, options);
+            let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
+            let identity = spec.identity();
+            let docs = describer(&program, e, &bound);
+            let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
+            server
+                .serve(id, exposure, ids)
+                .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
+            let endpoint = match &bound {
+                BoundAddress::Tcp(a) => format!("http://{a}"),
+                BoundAddress::Unix(p) => format!("unix:{}", p.display()),
+            };
+            banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
+            tries.push((name, endpoint));
+        }
+        banner.push_str("try:\n");
+        for (name, endpoint) in &tries {
+            if endpoint.starts_with("http") {
+                let token = if name == "partner" {
+                    "t-carol"
+                } else {
+                    "t-alice"
+                };
+                banner.push_str(&format!("  hale describe {endpoint} --bearer {token}\n"));
+                banner.push_str(&format!(
+                    "  hale call {endpoint} Orders::place --symbol ACME --qty 10 --limit 12500 --bearer {token}\n"
+                ));
+                banner.push_str(&format!(
+                    "  curl -s -H 'Authorization: Bearer {token}' -d '{{\"symbol\":\"ACME\",\"qty\":10,\"limit\":12500}}' {endpoint}/call/Orders::place\n"
+                ));
+            } else {
+                banner.push_str(&format!("  hale describe {endpoint}\n"));
+                banner.push_str(&format!(
+                    "  hale call {endpoint} Orders::cancel --order 41\n"
+                ));
+            }
+        }
+        banner.push_str("stop with Ctrl-C\n");
+        let control = match &options.control {
+            None => None,
+            Some(path) => {
+                let _ = std::fs::remove_file(path);
+                let listener = StdUnixListener::bind(path).map_err(|err| {
+                    BootError(format!(
+                        "hale demo: cannot bind the control socket {}: {err}",
+                        path.display()
+                    ))
+                })?;
+                Some((listener, path.clone(), workers))
+            }
+        };
+        Ok(Demo {
+            server,
+            banner,
+            control,
+        })
+    }
+
+    /// What the demo serves and the commands to try.
+    pub fn banner(&self) -> &str {
+        &self.banner
+    }
+
+    /// A handle that stops the demo.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.server.stop_handle()
+    }
+
+    /// Serves until stopped.
+    pub fn run(mut self) -> std::io::Result<()> {
+        if let Some((listener, path, instances)) = self.control.take() {
+            let stop = self.server.stop_handle();
+            std::thread::Builder::new()
+                .name("hale demo control".into())
+                .spawn(move || control_loop(listener, &path, instances, stop))?;
+        }
+        self.server.run()
+    }
+}
+
+/// The role source of an exposure: its `Grants` literal, with the Unix
+/// exposure's `operator` granted to the current user (or `--operator`).
+fn role_source(program: &Program, e: &ModelExposure, options: &DemoOptions) -> RoleTable {
+    let Source::Param { param, .. } = &e.roles else {
+        return RoleTable::new();
+    };
+    if e.principals != Source::Kernel {
+        return witness::grants(program, param);
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = format!("uid:{}", unsafe { libc::getuid() });
+    let operator = options.operator.clone().unwrap_or(me);
+    let mut table = RoleTable::new();
+    for (role, holder) in witness::grant_pairs(program, param) {
+        let holder = if role == "operator" {
+            operator.clone()
+        } else {
+            holder
+        };
+        table = table.grant(&holder, &role);
+    }
+    table
+}
+
+/// Control lines: `gate|open|drain|resume <instance>` and `stop`; each is
+/// answered `ok` or `error: …`.
+fn control_loop(
+    listener: StdUnixListener,
+    path: &Path,
+    instances: BTreeMap<String, Instance>,
+    stop: StopHandle,
+) {
+    let find = |name: &str| {
+        instances
+            .get(name)
+            .or_else(|| instances.get(&format!("self.{name}")))
+    };
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let Ok(mut out) = conn.try_clone() else {
+            continue;
+        };
+        for line in BufReader::new(conn).lines() {
+            let Ok(line) = line else { break };
+            let mut words = line.split_whitespace();
+            let verb = words.next().unwrap_or("");
+            let target = words.next().and_then(&find);
+            let answer = match (verb, target) {
+                ("stop", _) => {
+                    stop.stop();
+                    Ok(())
+                }
+                ("gate" | "open", Some(i)) => {
+                    let (closed, wake) = &*i.gate;
+                    *closed.lock().expect("gate") = verb == "gate";
+                    wake.notify_all();
+                    Ok(())
+                }
+                ("drain", Some(i)) => {
+                    stop.command(Command::Drain(i.worker));
+                    Ok(())
+                }
+                ("resume", Some(i)) => {
+                    stop.command(Command::Resume(i.worker));
+                    Ok(())
+                }
+                _ => Err(format!("unknown control `{line}`")),
+            };
+            let reply = match answer {
+                Ok(()) => "ok\n".to_owned(),
+                Err(e) => format!("error: {e}\n"),
+            };
+            if out.write_all(reply.as_bytes()).is_err() {
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}

@@ -162,7 +162,12 @@ pub fn parse(line: &[u8]) -> Result<Message<'_>, ParseError> {
     match version {
         Some(true) => {}
         Some(false) => return Err(invalid(id, "`jsonrpc` must be \"2.0\"")),
-        None => return Err(invalid(id, "a JSON-RPC 2.0 message has `\"jsonrpc\": \"2.0\"`")),
+        None => {
+            return Err(invalid(
+                id,
+                "a JSON-RPC 2.0 message has `\"jsonrpc\": \"2.0\"`",
+            ))
+        }
     }
     if !id_ok {
         return Err(invalid(None, "an id is a string, a number or null"));
@@ -193,7 +198,8 @@ pub fn parse(line: &[u8]) -> Result<Message<'_>, ParseError> {
     match (result, error) {
         (Some(result), None) => Ok(Message::Response { id, result }),
         (None, Some(error)) => {
-            let (code, message, data) = parse_error_object(error).map_err(|r| invalid(Some(id), &r))?;
+            let (code, message, data) =
+                parse_error_object(error).map_err(|r| invalid(Some(id), &r))?;
             Ok(Message::Error {
                 id,
                 code,
@@ -257,7 +263,11 @@ fn parse_error_object(raw: &[u8]) -> Result<(i64, Cow<'_, str>, Option<&[u8]>), 
             Ok(Some(Event::EndObject)) => break,
             _ => return Err(shape.into()),
         };
-        let first = t.next_event().ok().flatten().ok_or_else(|| shape.to_owned())?;
+        let first = t
+            .next_event()
+            .ok()
+            .flatten()
+            .ok_or_else(|| shape.to_owned())?;
         let start = t.event_offset();
         match (key.as_ref(), &first) {
             ("code", Event::Number(n)) => {
@@ -383,14 +393,23 @@ mod tests {
         assert_eq!(out, br#"{"jsonrpc":"2.0","method":"reply"}"#);
         out.clear();
         encode_response(b"\"a\"", b"{}", &mut out);
-        assert_eq!(parse(&out), Ok(Message::Response { id: b"\"a\"", result: b"{}" }));
+        assert_eq!(
+            parse(&out),
+            Ok(Message::Response {
+                id: b"\"a\"",
+                result: b"{}"
+            })
+        );
         out.clear();
         encode_error(b"null", METHOD_NOT_FOUND, "no \"x\"", &mut out);
         assert_eq!(
             out,
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no \"x\""}}"#
         );
-        assert!(matches!(parse(&out), Ok(Message::Error { code: -32601, .. })));
+        assert!(matches!(
+            parse(&out),
+            Ok(Message::Error { code: -32601, .. })
+        ));
     }
 
     #[test]
@@ -399,7 +418,10 @@ mod tests {
         assert_eq!(err("not json").code, PARSE_ERROR);
         assert_eq!(err("[1]").code, INVALID_REQUEST);
         let e = err(r#"{"id":1,"method":"m"}"#);
-        assert_eq!(e.reason, "a JSON-RPC 2.0 message has `\"jsonrpc\": \"2.0\"`");
+        assert_eq!(
+            e.reason,
+            "a JSON-RPC 2.0 message has `\"jsonrpc\": \"2.0\"`"
+        );
         assert_eq!(e.id.as_deref(), Some(&b"1"[..]));
         assert_eq!(
             err(r#"{"jsonrpc":"1.0","method":"m"}"#).reason,

@@ -117,10 +117,16 @@ impl ToolConfig {
             }
             let entry = match (table.get("command"), table.get("mcp")) {
                 (Some(_), Some(_)) => {
-                    return Err(err(place, format!("names both `command` and `mcp`: {ONE_OF}")))
+                    return Err(err(
+                        place,
+                        format!("names both `command` and `mcp`: {ONE_OF}"),
+                    ))
                 }
                 (None, None) => {
-                    return Err(err(place, format!("names neither `command` nor `mcp`: {ONE_OF}")))
+                    return Err(err(
+                        place,
+                        format!("names neither `command` nor `mcp`: {ONE_OF}"),
+                    ))
                 }
                 (Some(c), None) => Entry::Command(command(c, "command", &place, &err)?),
                 (None, Some(c)) => Entry::Mcp(command(c, "mcp", &place, &err)?),
@@ -158,7 +164,9 @@ fn is_relative_path(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
         && !path.contains('\\')
-        && path.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+        && path
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 fn quoted(s: &str) -> String {

@@ -19,5 +19,6 @@ pub(crate) fn decode_at(
     params: &[(String, Type)],
     limits: &DecodeLimits,
 ) -> Result<Value, String> {
-    crate::flow::decode::decode_with_params(bytes, ty, env, params, limits).map_err(|e| e.to_string())
+    crate::flow::decode::decode_with_params(bytes, ty, env, params, limits)
+        .map_err(|e| e.to_string())
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::host::HostConn;
 use super::listing::{describe_result, Tool};
 use super::{Call, CallKey, ConnEvent, Limits, ToolConn};
-use crate::flow::fingerprint::{canonical_json_text, Declaration, Param};
+use crate::flow::fingerprint::{Declaration, Param};
 use crate::flow::identity::Identity;
 use crate::flow::types::{Field, Type, TypeDecl, TypeEnv};
 use crate::flow::value::Value;
@@ -48,7 +48,7 @@ pub fn fuzz_host_replies(data: &[u8]) {
     };
     conn.handle_started(0);
     let mut describe = Vec::new();
-    let result = canonical_json_text(&describe_result([&tool]));
+    let result = serde_json::to_string(&describe_result([&tool])).unwrap_or_default();
     jsonrpc::encode_response(b"1", result.as_bytes(), &mut describe);
     describe.push(b'\n');
     conn.handle_data(0, &describe);

@@ -147,7 +147,8 @@ impl HostConn {
                 }
             }
             Err(why) => {
-                self.events.push_back(ConnEvent::Described(Err(why.clone())));
+                self.events
+                    .push_back(ConnEvent::Described(Err(why.clone())));
                 for call in std::mem::take(&mut self.waiting) {
                     self.close(
                         call.key,
@@ -227,8 +228,9 @@ impl HostConn {
             )),
             Message::Request { id, method, .. } => {
                 let message = format!("the host serves no method `{method}`");
-                self.outbox
-                    .push(|out| jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out));
+                self.outbox.push(|out| {
+                    jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
+                });
                 self.events.push_back(ConnEvent::Dropped(format!(
                     "a request `{method}` from the implementation: answered method-not-found"
                 )));
@@ -277,9 +279,13 @@ impl HostConn {
         self.state = State::Down;
         match was {
             State::Starting | State::Describing { .. } => {
-                self.events.push_back(ConnEvent::Described(Err(why.to_owned())));
+                self.events
+                    .push_back(ConnEvent::Described(Err(why.to_owned())));
                 for call in std::mem::take(&mut self.waiting) {
-                    self.close(call.key, Outcome::NotRun(format!("the implementation {why}")));
+                    self.close(
+                        call.key,
+                        Outcome::NotRun(format!("the implementation {why}")),
+                    );
                 }
             }
             State::Stopping if self.restart || !self.waiting.is_empty() => {
@@ -360,7 +366,10 @@ impl ToolConn for HostConn {
         reader.feed(data, self.limits.max_line, |line| self.line(line));
         // A line may have ended the process's usefulness (a failed
         // describe); its partial input is worthless then.
-        if matches!(self.state, State::Describing { .. } | State::Ready | State::Stopping) {
+        if matches!(
+            self.state,
+            State::Describing { .. } | State::Ready | State::Stopping
+        ) {
             self.reader = reader;
         }
     }

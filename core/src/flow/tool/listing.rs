@@ -63,9 +63,9 @@ impl Tool {
 
     /// Reads one listed entry, found at JSON path `at`.
     fn from_entry(entry: &Json, at: &str) -> Result<Tool, ListingError> {
-        let obj = entry
-            .as_object()
-            .ok_or_else(|| ListingError::at(at, "an entry is {\"tool\", \"fingerprint\", \"signature\"}"))?;
+        let obj = entry.as_object().ok_or_else(|| {
+            ListingError::at(at, "an entry is {\"tool\", \"fingerprint\", \"signature\"}")
+        })?;
         only(obj, at, &["tool", "fingerprint", "signature"], "an entry")?;
         let identity = identity_member(obj, at)?;
         let fingerprint = fingerprint_member(obj, at)?;
@@ -214,9 +214,12 @@ impl Described {
         let mut tools = BTreeMap::new();
         for (i, entry) in tools_member(obj)?.iter().enumerate() {
             let at = format!("$.tools[{i}]");
-            let entry = entry
-                .as_object()
-                .ok_or_else(|| ListingError::at(&at, "an entry is {\"tool\", \"fingerprint\", \"signature\"}"))?;
+            let entry = entry.as_object().ok_or_else(|| {
+                ListingError::at(
+                    &at,
+                    "an entry is {\"tool\", \"fingerprint\", \"signature\"}",
+                )
+            })?;
             let identity = identity_member(entry, &at)?;
             let fingerprint = fingerprint_member(entry, &at)?;
             if tools.insert(identity.clone(), fingerprint).is_some() {
@@ -234,7 +237,12 @@ impl Described {
     }
 }
 
-fn only(obj: &Map<String, Json>, at: &str, allowed: &[&str], what: &str) -> Result<(), ListingError> {
+fn only(
+    obj: &Map<String, Json>,
+    at: &str,
+    allowed: &[&str],
+    what: &str,
+) -> Result<(), ListingError> {
     match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         None => Ok(()),
         Some(k) => Err(ListingError::at(
@@ -247,9 +255,15 @@ fn only(obj: &Map<String, Json>, at: &str, allowed: &[&str], what: &str) -> Resu
 fn data_member(obj: &Map<String, Json>) -> Result<DataVersion, ListingError> {
     match obj.get("data") {
         Some(Json::String(s)) => DataVersion::parse(s).ok_or_else(|| {
-            ListingError::at("$.data", format!("{s:?} is not a data version, MAJOR.MINOR"))
+            ListingError::at(
+                "$.data",
+                format!("{s:?} is not a data version, MAJOR.MINOR"),
+            )
         }),
-        Some(_) => Err(ListingError::at("$.data", "the data version is a string, MAJOR.MINOR")),
+        Some(_) => Err(ListingError::at(
+            "$.data",
+            "the data version is a string, MAJOR.MINOR",
+        )),
         None => Err(ListingError::at("$", "`data` names the data version")),
     }
 }
@@ -257,7 +271,10 @@ fn data_member(obj: &Map<String, Json>) -> Result<DataVersion, ListingError> {
 fn tools_member(obj: &Map<String, Json>) -> Result<&Vec<Json>, ListingError> {
     match obj.get("tools") {
         Some(Json::Array(items)) => Ok(items),
-        Some(_) => Err(ListingError::at("$.tools", "`tools` is an array of entries")),
+        Some(_) => Err(ListingError::at(
+            "$.tools",
+            "`tools` is an array of entries",
+        )),
         None => Err(ListingError::at("$", "`tools` lists the declarations")),
     }
 }
@@ -267,8 +284,14 @@ fn identity_member(obj: &Map<String, Json>, at: &str) -> Result<Identity, Listin
         Some(Json::String(s)) => {
             Identity::parse(s).map_err(|e| ListingError::at(&format!("{at}.tool"), e.to_string()))
         }
-        Some(_) => Err(ListingError::at(&format!("{at}.tool"), "`tool` is an identity, a string")),
-        None => Err(ListingError::at(at, "an entry has `tool`, the declaration's identity")),
+        Some(_) => Err(ListingError::at(
+            &format!("{at}.tool"),
+            "`tool` is an identity, a string",
+        )),
+        None => Err(ListingError::at(
+            at,
+            "an entry has `tool`, the declaration's identity",
+        )),
     }
 }
 

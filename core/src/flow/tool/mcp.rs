@@ -231,7 +231,8 @@ impl McpConn {
     }
 
     fn failed(&mut self, why: String) {
-        self.events.push_back(ConnEvent::Described(Err(why.clone())));
+        self.events
+            .push_back(ConnEvent::Described(Err(why.clone())));
         for call in std::mem::take(&mut self.waiting) {
             self.close(call.key, Outcome::NotRun(format!("the MCP server {why}")));
         }
@@ -281,12 +282,12 @@ impl McpConn {
                         let cursor = cursor.into_owned();
                         self.list_page(Some(&cursor), now);
                     }
-                    Some((_, Some(_))) => self.failed(format!(
-                        "listed more than {MAX_PAGES} pages of tools"
-                    )),
-                    Some((raw, None)) if raw != b"null" => {
-                        self.failed("answered tools/list with a nextCursor that is not a string".to_owned())
+                    Some((_, Some(_))) => {
+                        self.failed(format!("listed more than {MAX_PAGES} pages of tools"))
                     }
+                    Some((raw, None)) if raw != b"null" => self.failed(
+                        "answered tools/list with a nextCursor that is not a string".to_owned(),
+                    ),
                     _ => self.ready(),
                 }
             }
@@ -365,7 +366,7 @@ impl McpConn {
                     return self.handshake_response(phase, result, now);
                 }
                 match string(id) {
-                    Some(call) => self.call_result(&call.into_owned(), Ok(result)),
+                    Some(call) => self.call_result(&call, Ok(result)),
                     None => self.events.push_back(ConnEvent::Dropped(
                         "a response to no request of the adapter's: dropped".into(),
                     )),
@@ -381,7 +382,7 @@ impl McpConn {
                 }
                 match string(id) {
                     Some(call) => self.call_result(
-                        &call.into_owned(),
+                        &call,
                         Err(format!(
                             "the MCP server answered tools/call with error {code}: {message}"
                         )),
@@ -398,8 +399,9 @@ impl McpConn {
             }
             Message::Request { id, method, .. } => {
                 let message = format!("the adapter offers no method `{method}`");
-                self.outbox
-                    .push(|out| jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out));
+                self.outbox.push(|out| {
+                    jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
+                });
             }
             Message::Notification { method, .. } => self.events.push_back(ConnEvent::Dropped(
                 format!("a notification `{method}` from the MCP server: ignored"),
@@ -431,7 +433,8 @@ impl McpConn {
         self.state = State::Down;
         match was {
             State::Starting | State::Handshake { .. } => {
-                self.events.push_back(ConnEvent::Described(Err(why.to_owned())));
+                self.events
+                    .push_back(ConnEvent::Described(Err(why.to_owned())));
                 for call in std::mem::take(&mut self.waiting) {
                     self.close(call.key, Outcome::NotRun(format!("the MCP server {why}")));
                 }
@@ -463,7 +466,11 @@ fn tool_names(tools: &[u8]) -> Result<Vec<String>, String> {
         let start = t.event_offset();
         let end = t.skip_value(&first).map_err(|e| e.to_string())?;
         let entry = members(&tools[start..end]).map_err(|e| format!("a tool {e}"))?;
-        match entry.iter().find(|(k, _)| k == "name").and_then(|(_, v)| string(v)) {
+        match entry
+            .iter()
+            .find(|(k, _)| k == "name")
+            .and_then(|(_, v)| string(v))
+        {
             Some(name) => names.push(name.into_owned()),
             None => return Err("a tool has no string `name`".into()),
         }
@@ -474,8 +481,8 @@ fn tool_names(tools: &[u8]) -> Result<Vec<String>, String> {
 /// A `tools/call` result as `(isError, the value's JSON text)`: its
 /// `structuredContent`, or else the JSON its one text content block holds.
 fn map_result(result: &[u8]) -> Result<(bool, Vec<u8>), String> {
-    let members = members(result).map_err(|e| format!("the result {e}"))?;
-    let get = |k: &str| members.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    let fields = members(result).map_err(|e| format!("the result {e}"))?;
+    let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     let is_error = match get("isError") {
         None | Some(b"false") => false,
         Some(b"true") => true,
@@ -535,7 +542,10 @@ impl ToolConn for McpConn {
 
     fn send_call(&mut self, _now: Timestamp, call: Call) -> Result<(), SendError> {
         check_call(&call)?;
-        let taken = self.open.get(&call.key.call).is_some_and(|(k, _)| *k == call.key)
+        let taken = self
+            .open
+            .get(&call.key.call)
+            .is_some_and(|(k, _)| *k == call.key)
             || self
                 .waiting
                 .iter()

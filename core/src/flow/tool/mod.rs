@@ -8,7 +8,7 @@
 //!
 //! - [`listing`]: declarations read from a `flow tools` listing (the shape
 //!   of describe's result), and what an implementation's describe says.
-//! - [`config`]: `flow-tool.toml`.
+//! - [`mod@config`]: the file `flow-tool.toml`, read.
 //! - [`binding`]: which implementation answers each declaration, and the
 //!   refusal of a run that cannot be bound.
 //! - [`protocol`]: the four messages, written and read.

@@ -19,7 +19,6 @@ use std::borrow::Cow;
 use super::conn::{RawOutcome, SendError};
 use super::{Call, CallKey};
 use crate::flow::canonical::{write_canonical, write_string};
-use crate::flow::fingerprint::canonical_json_text;
 use crate::flow::schema::schema_of;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
@@ -60,7 +59,7 @@ pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
         let ty = substitute(&decl.ok, &binds);
         let schema =
             schema_of(&ty, &call.tool.env).map_err(|e| SendError::Unwritable(e.to_string()))?;
-        Some(canonical_json_text(&schema))
+        Some(serde_json::to_string(&schema).unwrap_or_default())
     };
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":");
     write_key(&call.key, out);
@@ -154,9 +153,12 @@ pub fn substitute(ty: &Type, binds: &[(String, Type)]) -> Type {
     }
 }
 
+/// One member of an object: its key and its value's raw text.
+pub(crate) type Member<'a> = (Cow<'a, str>, &'a [u8]);
+
 /// The members of a JSON object text: each key and its value's raw text.
 /// A key given twice, or a text that is not one object, is refused.
-pub(crate) fn members(raw: &[u8]) -> Result<Vec<(Cow<'_, str>, &[u8])>, String> {
+pub(crate) fn members(raw: &[u8]) -> Result<Vec<Member<'_>>, String> {
     let mut t = Tokenizer::new(raw);
     match t.next_event() {
         Ok(Some(Event::BeginObject)) => {}
@@ -181,7 +183,9 @@ pub(crate) fn members(raw: &[u8]) -> Result<Vec<(Cow<'_, str>, &[u8])>, String> 
             Err(e) => return Err(format!("is not JSON: {e}")),
         };
         let start = t.event_offset();
-        let end = t.skip_value(&first).map_err(|e| format!("is not JSON: {e}"))?;
+        let end = t
+            .skip_value(&first)
+            .map_err(|e| format!("is not JSON: {e}"))?;
         out.push((key, &raw[start..end]));
     }
     t.finish().map_err(|e| format!("is not JSON: {e}"))?;
@@ -196,12 +200,12 @@ pub(crate) fn string(raw: &[u8]) -> Option<Cow<'_, str>> {
     }
 }
 
-fn find<'m, 'a>(members: &'m [(Cow<'a, str>, &'a [u8])], key: &str) -> Option<&'a [u8]> {
+fn find<'a>(members: &[Member<'a>], key: &str) -> Option<&'a [u8]> {
     members.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 /// Reads `runId` and `callId` from params' members.
-fn key_of(members: &[(Cow<'_, str>, &[u8])]) -> Result<CallKey, String> {
+fn key_of(members: &[Member<'_>]) -> Result<CallKey, String> {
     let field = |name: &str| match find(members, name) {
         Some(raw) => string(raw)
             .map(Cow::into_owned)

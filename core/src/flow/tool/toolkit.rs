@@ -18,7 +18,6 @@ use super::listing::{describe_result, Tool};
 use super::oversize;
 use super::protocol::{self, CALL, CANCEL, DESCRIBE};
 use super::CallKey;
-use crate::flow::fingerprint::canonical_json_text;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
 use crate::wire::jsonrpc::{self, Message};
@@ -91,7 +90,9 @@ impl ToolkitConn {
             .enumerate()
             .map(|(i, t)| (t.identity().to_string(), i))
             .collect();
-        let describe = canonical_json_text(&describe_result(&tools)).into_bytes();
+        // Written in the generator's key order, which a schema reader reads
+        // a record's field order from (so not as canonical text).
+        let describe = serde_json::to_vec(&describe_result(&tools)).unwrap_or_default();
         ToolkitConn {
             tools,
             by_identity,
@@ -169,9 +170,9 @@ impl ToolkitConn {
                 );
                 return match (ids.method.as_deref(), ids.run, ids.call) {
                     (Some(CALL), Some(run), Some(call)) => self.not_run(CallKey { run, call }, why),
-                    _ => self
-                        .events
-                        .push_back(ToolkitEvent::Dropped(format!("a line of {len} bytes: dropped"))),
+                    _ => self.events.push_back(ToolkitEvent::Dropped(format!(
+                        "a line of {len} bytes: dropped"
+                    ))),
                 };
             }
         };
@@ -212,7 +213,8 @@ impl ToolkitConn {
             ))),
             Err(e) => {
                 let ids = oversize::scan(bytes);
-                if let (Some(CALL), Some(run), Some(call)) = (ids.method.as_deref(), ids.run, ids.call)
+                if let (Some(CALL), Some(run), Some(call)) =
+                    (ids.method.as_deref(), ids.run, ids.call)
                 {
                     return self.not_run(
                         CallKey { run, call },
@@ -251,7 +253,10 @@ impl ToolkitConn {
             Ok(args) => args,
             Err(why) => return self.not_run(call.key, format!("the args do not decode: {why}")),
         };
-        let expects = match call.expects.map(serde_json::from_slice::<serde_json::Value>) {
+        let expects = match call
+            .expects
+            .map(serde_json::from_slice::<serde_json::Value>)
+        {
             None => None,
             Some(Ok(schema)) => Some(schema),
             Some(Err(e)) => {

@@ -49,7 +49,7 @@ pub fn rust(listing: &str) -> Result<String, String> {
     // The trait.
     let mut methods: Vec<String> = Vec::new();
     out.push_str("/// The listing's Tools, one method per declaration.\n");
-    out.push_str("pub trait Tools: Send + Sync + 'static {\n");
+    out.push_str("#[allow(clippy::type_complexity)]\npub trait Tools: Send + Sync + 'static {\n");
     for tool in &parsed.tools {
         let decl = &tool.declaration;
         let mut method = snake(&decl.identity.name);

@@ -13,6 +13,7 @@
 //!   its input, waits 300 ms, then exits;
 //! - `seen`: replies Ok with the keys of every call this incarnation and
 //!   the ones before it received, `run/call` joined by `,`;
+//! - `notrun`: replies NotRun;
 //! - anything else: replies Ok with the text.
 //!
 //! Flags change its describe: `--major N` (data version `N.0`),
@@ -158,6 +159,12 @@ fn main() {
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 std::process::exit(5);
             }
+            "notrun" => reply(
+                &mut out,
+                &run,
+                &call,
+                serde_json::json!({"NotRun": "asked not to run"}),
+            ),
             "seen" => reply(&mut out, &run, &call, serde_json::json!({"Ok": seen})),
             t if t.starts_with("big:") => {
                 let n: usize = t[4..].parse().unwrap_or(0);

@@ -1,5 +1,8 @@
 //! The `flow` command line: `flow canon`, `flow fingerprint`, `flow tools …`.
 
+pub mod toolkit;
+pub mod tools;
+
 /// Runs `flow` with its arguments (without the program name) and returns the
 /// process exit status.
 pub fn main(args: Vec<String>) -> i32 {
@@ -12,6 +15,8 @@ pub fn main(args: Vec<String>) -> i32 {
                 0
             }
         }
+        Some("tools") => tools::main(&args[1..]),
+        Some("toolkit") => toolkit::main(&args[1..]),
         Some(other) => {
             eprintln!("flow: unknown command `{other}`\n{USAGE}");
             2

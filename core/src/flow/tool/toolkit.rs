@@ -249,7 +249,14 @@ impl ToolkitConn {
             return self.not_run(call.key, why);
         };
         let tool = self.tools[index].clone();
-        let args = match decode_args(&tool, call.args, &self.limits.decode) {
+        // A type parameter's values reach the author as JSON.
+        let binds: Vec<(String, Type)> = tool
+            .declaration
+            .generic
+            .iter()
+            .map(|g| (g.clone(), Type::Json))
+            .collect();
+        let args = match decode_args(&tool, call.args, &binds, &self.limits.decode) {
             Ok(args) => args,
             Err(why) => return self.not_run(call.key, format!("the args do not decode: {why}")),
         };
@@ -273,26 +280,23 @@ impl ToolkitConn {
     }
 }
 
-/// Decodes a call's args object at the declared parameter types, each type
-/// parameter as `json.Value`: every parameter present once, no other key.
-pub(crate) fn decode_args(
+/// Decodes a call's args object (its JSON text) at the declared parameter
+/// types, each type parameter bound as `binds` says: every parameter
+/// present once, no other key.
+pub fn decode_args(
     tool: &Tool,
     args: &[u8],
+    binds: &[(String, Type)],
     limits: &DecodeLimits,
 ) -> Result<Vec<Value>, String> {
     let decl = &tool.declaration;
     let members = protocol::members(args).map_err(|e| format!("`args` {e}"))?;
-    let binds: Vec<(String, Type)> = decl
-        .generic
-        .iter()
-        .map(|g| (g.clone(), Type::Json))
-        .collect();
     let mut values: Vec<Option<Value>> = vec![None; decl.params.len()];
     for (name, raw) in members {
         let Some(i) = decl.params.iter().position(|p| p.name == name) else {
             return Err(format!("the Tool has no parameter `{name}`"));
         };
-        let value = decode_at(raw, &decl.params[i].ty, &tool.env, &binds, limits)
+        let value = decode_at(raw, &decl.params[i].ty, &tool.env, binds, limits)
             .map_err(|e| format!("the argument `{name}` does not decode: {e}"))?;
         values[i] = Some(value);
     }

@@ -74,6 +74,8 @@ struct Inner {
     log: VecDeque<String>,
     starts: u64,
     closed: bool,
+    /// Outcomes to hand to `on_closed` once the lock is released.
+    outcomes: Vec<(CallKey, Outcome)>,
 }
 
 struct Shared {
@@ -108,6 +110,7 @@ impl Process {
                     log: VecDeque::new(),
                     starts: 0,
                     closed: false,
+                    outcomes: Vec::new(),
                 }),
                 wake: Condvar::new(),
                 base: Instant::now(),
@@ -126,6 +129,10 @@ impl Process {
         let now = self.shared.now();
         inner.conn.describe(now);
         pump(&self.shared, &mut inner);
+        let outcomes = std::mem::take(&mut inner.outcomes);
+        drop(inner);
+        deliver(&self.shared, outcomes);
+        let mut inner = self.shared.lock();
         loop {
             if inner.described.0 > seen {
                 if let Some(result) = &inner.described.1 {
@@ -150,11 +157,39 @@ impl Process {
 
     /// Sends a call; its outcome goes to `on_closed`.
     pub fn send(&self, call: Call) -> Result<(), SendError> {
+        self.send_all(std::iter::once(call)).map(|_| ())
+    }
+
+    /// Sends calls, written together; returns how many were taken before
+    /// the first refused one (whose error is returned).
+    pub fn send_all(&self, calls: impl IntoIterator<Item = Call>) -> Result<usize, SendError> {
         let mut inner = self.shared.lock();
         let now = self.shared.now();
-        inner.conn.send_call(now, call)?;
-        pump(&self.shared, &mut inner);
-        Ok(())
+        let mut taken = 0;
+        let mut refused = None;
+        for call in calls {
+            if let Err(e) = inner.conn.send_call(now, call) {
+                refused = Some(e);
+                break;
+            }
+            taken += 1;
+        }
+        drain(&self.shared, &mut inner);
+        // Written from the sending thread when no write is under way (so a
+        // call costs no hand-off to the writer); else the writer that is
+        // writing takes it along.
+        let generation = inner.generation;
+        let stdin = inner.stdin.take();
+        let outcomes = std::mem::take(&mut inner.outcomes);
+        drop(inner);
+        deliver(&self.shared, outcomes);
+        if let Some(stdin) = stdin {
+            flush(&self.shared, generation, stdin);
+        }
+        match refused {
+            Some(e) => Err(e),
+            None => Ok(taken),
+        }
     }
 
     /// Asks the implementation to stop work on a call.
@@ -163,6 +198,9 @@ impl Process {
         let now = self.shared.now();
         inner.conn.cancel(now, key);
         pump(&self.shared, &mut inner);
+        let outcomes = std::mem::take(&mut inner.outcomes);
+        drop(inner);
+        deliver(&self.shared, outcomes);
     }
 
     /// Closes a call without an outcome: a later reply is dropped.
@@ -215,6 +253,9 @@ impl Process {
         inner.generation += 1;
         inner.conn.handle_exit(now);
         pump(&self.shared, &mut inner);
+        let outcomes = std::mem::take(&mut inner.outcomes);
+        drop(inner);
+        deliver(&self.shared, outcomes);
     }
 }
 
@@ -236,6 +277,20 @@ impl Shared {
 
 /// Acts on every event the machine has, then wakes the writer.
 fn pump(shared: &Arc<Shared>, inner: &mut Inner) {
+    drain(shared, inner);
+    shared.wake.notify_all();
+}
+
+/// Hands outcomes to `on_closed`, with no lock held (so a caller woken by
+/// one can send its next call at once).
+fn deliver(shared: &Shared, outcomes: Vec<(CallKey, Outcome)>) {
+    for (key, outcome) in outcomes {
+        (shared.on_closed)(key, outcome);
+    }
+}
+
+/// Acts on every event the machine has.
+fn drain(shared: &Arc<Shared>, inner: &mut Inner) {
     while let Some(event) = inner.conn.poll_event() {
         match event {
             ConnEvent::Start => start(shared, inner),
@@ -251,11 +306,10 @@ fn pump(shared: &Arc<Shared>, inner: &mut Inner) {
                 inner.described = (inner.described.0 + 1, Some(result));
                 shared.wake.notify_all();
             }
-            ConnEvent::Closed { key, outcome } => (shared.on_closed)(key, outcome),
+            ConnEvent::Closed { key, outcome } => inner.outcomes.push((key, outcome)),
             ConnEvent::Dropped(why) => note(inner, why),
         }
     }
-    shared.wake.notify_all();
 }
 
 fn note(inner: &mut Inner, line: String) {
@@ -320,13 +374,26 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let mut inner = shared.lock();
-        if inner.generation != generation {
-            return;
+        // Fed a few lines at a time, the lock let go between them: a caller
+        // woken by an outcome sends its next call while the rest are read.
+        let mut data = &buf[..n];
+        while !data.is_empty() {
+            let cut = piece(data, 8);
+            let mut inner = shared.lock();
+            if inner.generation != generation {
+                return;
+            }
+            let now = shared.now();
+            inner.conn.handle_data(now, &data[..cut]);
+            drain(&shared, &mut inner);
+            if inner.conn.wants_write() {
+                shared.wake.notify_all();
+            }
+            let outcomes = std::mem::take(&mut inner.outcomes);
+            drop(inner);
+            deliver(&shared, outcomes);
+            data = &data[cut..];
         }
-        let now = shared.now();
-        inner.conn.handle_data(now, &buf[..n]);
-        pump(&shared, &mut inner);
     }
     // Standard output is closed: the process is done speaking. It is
     // ended (if it has not ended by itself) and reaped.
@@ -350,6 +417,21 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
     let now = shared.now();
     inner.conn.handle_exit(now);
     pump(&shared, &mut inner);
+    let outcomes = std::mem::take(&mut inner.outcomes);
+    drop(inner);
+    deliver(&shared, outcomes);
+}
+
+/// The length of the first `lines` lines of `data` (all of it if fewer).
+fn piece(data: &[u8], lines: usize) -> usize {
+    let mut end = 0;
+    for _ in 0..lines {
+        match data[end..].iter().position(|&b| b == b'\n') {
+            Some(nl) => end += nl + 1,
+            None => return data.len(),
+        }
+    }
+    end
 }
 
 fn drain_stderr(shared: Arc<Shared>, mut stderr: impl Read) {
@@ -366,25 +448,31 @@ fn drain_stderr(shared: Arc<Shared>, mut stderr: impl Read) {
 }
 
 /// Writes what the machine hands out, reports what was written, and runs
-/// the machine's timer.
+/// the machine's timer: the writer of last resort, for output queued by
+/// the reader (or while another write was under way).
 fn write_stdin(shared: Arc<Shared>, generation: u64) {
-    let mut out = Vec::new();
     loop {
-        let mut stdin = {
+        let stdin = {
             let mut inner = shared.lock();
             loop {
-                if inner.generation != generation || inner.stdin.is_none() {
+                if inner.generation != generation {
                     return;
                 }
                 let now = shared.now();
                 if inner.conn.poll_timeout().is_some_and(|t| now >= t) {
                     inner.conn.handle_timeout(now);
                     pump(&shared, &mut inner);
+                    let outcomes = std::mem::take(&mut inner.outcomes);
+                    drop(inner);
+                    deliver(&shared, outcomes);
+                    inner = shared.lock();
                     continue;
                 }
-                out.clear();
-                if inner.conn.poll_transmit(&mut out) > 0 {
+                if inner.stdin.is_some() && inner.conn.wants_write() {
                     break;
+                }
+                if inner.stdin.is_none() && inner.child.is_none() {
+                    return;
                 }
                 let wait = inner
                     .conn
@@ -398,41 +486,48 @@ fn write_stdin(shared: Arc<Shared>, generation: u64) {
                     .map(|(g, _)| g)
                     .unwrap_or_else(|e| e.into_inner().0);
             }
-            // Written outside the lock: a full pipe must not stop replies
-            // from being read.
             match inner.stdin.take() {
                 Some(stdin) => stdin,
-                None => return,
+                None => continue,
             }
         };
-        let mut written = 0;
-        let mut failed = false;
-        while written < out.len() {
-            match stdin.write(&out[written..]) {
-                Ok(0) | Err(_) => {
-                    failed = true;
-                    break;
-                }
-                Ok(n) => {
-                    written += n;
-                    let mut inner = shared.lock();
-                    if inner.generation != generation {
-                        return;
-                    }
-                    inner.conn.handle_sent(n);
-                }
+        flush(&shared, generation, stdin);
+    }
+}
+
+/// Writes everything the machine hands out with `stdin` (taken out of the
+/// shared state, which says a write is under way), reporting what was
+/// written, then puts it back. Written outside the lock: a full pipe must
+/// not stop replies from being read.
+fn flush(shared: &Arc<Shared>, generation: u64, mut stdin: ChildStdin) {
+    let mut out = Vec::new();
+    loop {
+        {
+            let mut inner = shared.lock();
+            if inner.generation != generation {
+                return;
+            }
+            out.clear();
+            if inner.conn.poll_transmit(&mut out) == 0 {
+                inner.stdin = Some(stdin);
+                return;
             }
         }
-        let _ = stdin.flush();
-        let mut inner = shared.lock();
-        if inner.generation != generation {
-            return;
+        let mut written = 0;
+        while written < out.len() {
+            let n = match stdin.write(&out[written..]) {
+                // The process no longer reads; the reader sees it end.
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            written += n;
+            // Reported as it goes: a call whose text reached the pipe is
+            // Unknown if the process ends, whatever follows it.
+            let mut inner = shared.lock();
+            if inner.generation != generation {
+                return;
+            }
+            inner.conn.handle_sent(n);
         }
-        if failed {
-            // The process no longer reads; the reader sees it end.
-            drop(stdin);
-            return;
-        }
-        inner.stdin = Some(stdin);
     }
 }

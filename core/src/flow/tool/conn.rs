@@ -141,6 +141,8 @@ pub trait ToolConn {
     fn poll_timeout(&self) -> Option<Timestamp>;
     /// Moves the bytes to write into `out` (appending); returns how many.
     fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize;
+    /// Whether there are bytes to write.
+    fn wants_write(&self) -> bool;
     /// The next event.
     fn poll_event(&mut self) -> Option<ConnEvent>;
     /// How many calls are open (sent or waiting to be sent).
@@ -307,6 +309,10 @@ impl Outbox {
             out.append(&mut self.buf);
         }
         n
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
     }
 
     pub(crate) fn handle_sent(&mut self, n: usize) {

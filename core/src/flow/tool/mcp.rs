@@ -661,6 +661,10 @@ impl ToolConn for McpConn {
         self.outbox.poll_transmit(out)
     }
 
+    fn wants_write(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
     fn poll_event(&mut self) -> Option<ConnEvent> {
         self.events.pop_front()
     }

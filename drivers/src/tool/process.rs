@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,6 +20,8 @@ use limen_core::flow::tool::{
     split_command, Call, CallKey, ConnEvent, Described, Outcome, SendError, ToolConn,
 };
 use limen_core::Timestamp;
+use mio::unix::pipe::Sender;
+use mio::{Events, Interest, Poll, Token};
 
 /// The most standard error kept, in bytes: the latest part.
 pub const STDERR_KEPT: usize = 64 << 10;
@@ -67,7 +69,14 @@ struct Inner {
     spawn: Spawn,
     generation: u64,
     child: Option<Child>,
-    stdin: Option<ChildStdin>,
+    /// The process's standard input (non-blocking), when no thread is
+    /// writing with it.
+    stdin: Option<Sender>,
+    /// Bytes handed out by the machine and not yet written.
+    unwritten: Vec<u8>,
+    /// A thread is writing with `stdin`: what it wrote is not yet all
+    /// reported, so the process's end waits for it.
+    writing: bool,
     /// The latest describe result and how many there have been.
     described: (u64, Option<Result<Described, String>>),
     stderr: VecDeque<u8>,
@@ -105,6 +114,8 @@ impl Process {
                     generation: 0,
                     child: None,
                     stdin: None,
+                    unwritten: Vec::new(),
+                    writing: false,
                     described: (0, None),
                     stderr: VecDeque::new(),
                     log: VecDeque::new(),
@@ -180,6 +191,7 @@ impl Process {
         // writing takes it along.
         let generation = inner.generation;
         let stdin = inner.stdin.take();
+        inner.writing |= stdin.is_some();
         let outcomes = std::mem::take(&mut inner.outcomes);
         drop(inner);
         deliver(&self.shared, outcomes);
@@ -356,15 +368,46 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             .handle_start_failed(now, "its pipes could not be opened");
         return;
     };
+    // Non-blocking, so a caller never waits on a full pipe: what does not
+    // fit is left to the writer thread, which waits for room.
+    let stdin = Sender::from(stdin);
+    let poll = Poll::new().and_then(|poll| {
+        stdin.set_nonblocking(true)?;
+        Ok(poll)
+    });
+    let (mut stdin, poll) = match poll {
+        Ok(poll) => (stdin, poll),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            inner
+                .conn
+                .handle_start_failed(now, &format!("its standard input: {e}"));
+            return;
+        }
+    };
+    if let Err(e) = poll
+        .registry()
+        .register(&mut stdin, Token(0), Interest::WRITABLE)
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        inner
+            .conn
+            .handle_start_failed(now, &format!("its standard input: {e}"));
+        return;
+    }
     inner.child = Some(child);
     inner.stdin = Some(stdin);
+    inner.unwritten.clear();
+    inner.writing = false;
     inner.conn.handle_started(now);
     let s = shared.clone();
     thread::spawn(move || read_stdout(s, generation, stdout));
     let s = shared.clone();
     thread::spawn(move || drain_stderr(s, stderr));
     let s = shared.clone();
-    thread::spawn(move || write_stdin(s, generation));
+    thread::spawn(move || write_stdin(s, generation, poll));
 }
 
 fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
@@ -396,9 +439,19 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
         }
     }
     // Standard output is closed: the process is done speaking. It is
-    // ended (if it has not ended by itself) and reaped.
+    // ended (if it has not ended by itself) and reaped, once a write under
+    // way has said how much it wrote (a call that reached the process is
+    // Unknown, not NotRun).
     let child = {
         let mut inner = shared.lock();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while inner.writing && inner.generation == generation && Instant::now() < deadline {
+            inner = shared
+                .wake
+                .wait_timeout(inner, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
         if inner.generation != generation {
             return;
         }
@@ -449,8 +502,9 @@ fn drain_stderr(shared: Arc<Shared>, mut stderr: impl Read) {
 
 /// Writes what the machine hands out, reports what was written, and runs
 /// the machine's timer: the writer of last resort, for output queued by
-/// the reader (or while another write was under way).
-fn write_stdin(shared: Arc<Shared>, generation: u64) {
+/// the reader, or that did not fit the pipe when it was sent.
+fn write_stdin(shared: Arc<Shared>, generation: u64, mut poll: Poll) {
+    let mut events = Events::with_capacity(4);
     loop {
         let stdin = {
             let mut inner = shared.lock();
@@ -468,11 +522,10 @@ fn write_stdin(shared: Arc<Shared>, generation: u64) {
                     inner = shared.lock();
                     continue;
                 }
-                if inner.stdin.is_some() && inner.conn.wants_write() {
+                if inner.stdin.is_some()
+                    && (!inner.unwritten.is_empty() || inner.conn.wants_write())
+                {
                     break;
-                }
-                if inner.stdin.is_none() && inner.child.is_none() {
-                    return;
                 }
                 let wait = inner
                     .conn
@@ -487,47 +540,89 @@ fn write_stdin(shared: Arc<Shared>, generation: u64) {
                     .unwrap_or_else(|e| e.into_inner().0);
             }
             match inner.stdin.take() {
-                Some(stdin) => stdin,
+                Some(stdin) => {
+                    inner.writing = true;
+                    stdin
+                }
                 None => continue,
             }
         };
-        flush(&shared, generation, stdin);
+        if flush(&shared, generation, stdin) == Flushed::Full {
+            // Wait for room (or a while, to look at the timer again).
+            let _ = poll.poll(&mut events, Some(Duration::from_millis(100)));
+        }
     }
 }
 
-/// Writes everything the machine hands out with `stdin` (taken out of the
-/// shared state, which says a write is under way), reporting what was
-/// written, then puts it back. Written outside the lock: a full pipe must
-/// not stop replies from being read.
-fn flush(shared: &Arc<Shared>, generation: u64, mut stdin: ChildStdin) {
-    let mut out = Vec::new();
+/// How a [`flush`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flushed {
+    /// Everything was written.
+    Done,
+    /// The pipe is full: the rest waits for the writer thread.
+    Full,
+    /// The process no longer reads (or a newer one runs).
+    Gone,
+}
+
+/// Writes what the machine hands out with `stdin` (taken out of the shared
+/// state, which says a write is under way) until it is all written or the
+/// pipe is full, reporting what was written, then puts it back. Written
+/// outside the lock: a full pipe must not stop replies from being read.
+fn flush(shared: &Arc<Shared>, generation: u64, stdin: Sender) -> Flushed {
+    let flushed = write_out(shared, generation, stdin);
+    let mut inner = shared.lock();
+    if inner.generation == generation {
+        inner.writing = false;
+    }
+    shared.wake.notify_all();
+    flushed
+}
+
+fn write_out(shared: &Arc<Shared>, generation: u64, mut stdin: Sender) -> Flushed {
+    let mut out = {
+        let mut inner = shared.lock();
+        if inner.generation != generation {
+            return Flushed::Gone;
+        }
+        std::mem::take(&mut inner.unwritten)
+    };
     loop {
-        {
+        if out.is_empty() {
             let mut inner = shared.lock();
             if inner.generation != generation {
-                return;
+                return Flushed::Gone;
             }
-            out.clear();
             if inner.conn.poll_transmit(&mut out) == 0 {
                 inner.stdin = Some(stdin);
-                return;
+                return Flushed::Done;
             }
         }
-        let mut written = 0;
-        while written < out.len() {
-            let n = match stdin.write(&out[written..]) {
-                // The process no longer reads; the reader sees it end.
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            written += n;
-            // Reported as it goes: a call whose text reached the pipe is
-            // Unknown if the process ends, whatever follows it.
-            let mut inner = shared.lock();
-            if inner.generation != generation {
-                return;
+        match stdin.write(&out) {
+            Ok(0) => return Flushed::Gone,
+            Ok(n) => {
+                out.drain(..n);
+                // Reported as it goes: a call whose text reached the pipe is
+                // Unknown if the process ends, whatever follows it.
+                let mut inner = shared.lock();
+                if inner.generation != generation {
+                    return Flushed::Gone;
+                }
+                inner.conn.handle_sent(n);
             }
-            inner.conn.handle_sent(n);
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let mut inner = shared.lock();
+                if inner.generation != generation {
+                    return Flushed::Gone;
+                }
+                inner.unwritten = out;
+                inner.stdin = Some(stdin);
+                shared.wake.notify_all();
+                return Flushed::Full;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // The process no longer reads; the reader sees it end.
+            Err(_) => return Flushed::Gone,
         }
     }
 }

@@ -18,7 +18,7 @@ impl Tools for Impl {
     fn add(&self, _cx: &Context, a: Int, b: Int) -> Result<Int, Error<EchoError>> {
         // Narrowing is the author's checked conversion.
         match (i64::try_from(&a.0), i64::try_from(&b.0)) {
-            (Ok(a), Ok(b)) => a.checked_add(b).map(|s| Int::from(s)).ok_or_else(|| {
+            (Ok(a), Ok(b)) => a.checked_add(b).map(Int::from).ok_or_else(|| {
                 EchoError::TooBig {
                     limit: Int::from(i64::MAX),
                 }

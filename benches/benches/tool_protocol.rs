@@ -19,7 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Outcome, Tool, ToolConn};
+use limen_core::flow::tool::toolkit::ToolkitLimits;
+use limen_core::flow::tool::{
+    Call, CallKey, HostConn, Limits, Outcome, Reply, Tool, ToolConn, ToolkitConn, ToolkitEvent,
+};
 use limen_core::flow::{Declaration, Identity, Param, Type, TypeEnv, Value};
 use limen_drivers::tool::{Process, Spawn};
 
@@ -275,6 +278,53 @@ fn memory_per_call(n: u64) -> (f64, usize) {
     (per_call, conn.open_calls())
 }
 
+/// The machines' own cost per call, no I/O: `n` calls through a
+/// HostConn and a ToolkitConn wired back to back, stage by stage.
+fn machine_costs(n: u32) -> [Duration; 4] {
+    let tool = echo_tool();
+    let mut host = HostConn::new(Limits::default());
+    host.send_call(0, call(&tool, u64::MAX)).expect("sent");
+    host.handle_started(0);
+    let mut tk = ToolkitConn::new(vec![tool.clone()], ToolkitLimits::default());
+    let mut wire = Vec::new();
+    host.poll_transmit(&mut wire);
+    tk.handle_data(&wire);
+    while tk.poll_event().is_some() {}
+    let mut back = Vec::new();
+    tk.poll_transmit(&mut back);
+    host.handle_data(0, &back);
+    while host.poll_event().is_some() {}
+    let t = Instant::now();
+    for i in 0..u64::from(n) {
+        host.send_call(0, call(&tool, i)).expect("sent");
+    }
+    let mut wire = Vec::new();
+    host.poll_transmit(&mut wire);
+    let encode = t.elapsed();
+    let t = Instant::now();
+    tk.handle_data(&wire);
+    let mut calls = Vec::new();
+    while let Some(e) = tk.poll_event() {
+        if let ToolkitEvent::Call(c) = e {
+            calls.push(c);
+        }
+    }
+    let read_call = t.elapsed();
+    let t = Instant::now();
+    for c in calls {
+        let v = c.args.into_iter().next().unwrap_or(Value::text(""));
+        tk.reply(&c.key, &Reply::Ok(v));
+    }
+    let mut back = Vec::new();
+    tk.poll_transmit(&mut back);
+    let reply = t.elapsed();
+    let t = Instant::now();
+    host.handle_data(0, &back);
+    while host.poll_event().is_some() {}
+    let admit = t.elapsed();
+    [encode / n, read_call / n, reply / n, admit / n]
+}
+
 fn bench(c: &mut Criterion) {
     let (process, rx) = toolkit_process();
     let mut line = LineEcho::start();
@@ -309,6 +359,15 @@ fn bench(c: &mut Criterion) {
         let l = total as f64 / best_l.as_secs_f64();
         println!("{in_flight:>9} | {t:>12.0} | {l:>14.0} | {:.2}", t / l);
     }
+    let costs = (0..5)
+        .map(|_| machine_costs(20_000))
+        .min_by_key(|c| c.iter().sum::<Duration>())
+        .unwrap_or_default();
+    println!(
+        "machine cost per call (no I/O, best of 5 x 20000): host writes the call {:?}, toolkit \
+         reads it {:?}, toolkit writes the reply {:?}, host admits it {:?}",
+        costs[0], costs[1], costs[2], costs[3]
+    );
     for n in [256u64, 4096] {
         let (per_call, open) = memory_per_call(n);
         println!("host memory per call in flight ({n} open, {open} counted): {per_call:.0} bytes beyond its arguments");

@@ -207,6 +207,10 @@ impl HostConn {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // Most lines are well-formed replies: one pass reads them.
+        if let Some((key, outcome)) = protocol::fast_reply(bytes) {
+            return self.reply(key, Ok(outcome));
+        }
         let message = match jsonrpc::parse(bytes) {
             Ok(m) => m,
             Err(e) => {

@@ -288,3 +288,141 @@ pub(crate) fn parse_cancel(params: &[u8]) -> Result<CallKey, String> {
     let members = members(params).map_err(|e| format!("the cancel's params {e}"))?;
     key_of(&members)
 }
+
+/// Reads a line that is exactly a well-formed reply in one pass:
+/// `{"jsonrpc": "2.0", "method": "reply", "params": {"runId", "callId",
+/// "outcome": {tag: value}}}` in any key order and nothing else. `None` for
+/// anything else, which the general path then reads (and judges).
+pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
+    let mut t = Tokenizer::new(line);
+    if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
+        return None;
+    }
+    let (mut version, mut method, mut key, mut outcome) = (false, false, None, None);
+    loop {
+        match t.next_event().ok()?? {
+            Event::EndObject => break,
+            Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
+                ("jsonrpc", Event::String(v)) if !version && v == "2.0" => version = true,
+                ("method", Event::String(m)) if !method && m == REPLY => method = true,
+                ("params", Event::BeginObject) if key.is_none() => {
+                    let (run, call, o) = fast_reply_params(&mut t, line)?;
+                    key = Some(CallKey { run, call });
+                    outcome = Some(o);
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    t.finish().ok()?;
+    match (version, method, key, outcome) {
+        (true, true, Some(key), Some(outcome)) => Some((key, outcome)),
+        _ => None,
+    }
+}
+
+fn fast_reply_params<'a>(
+    t: &mut Tokenizer<'a>,
+    line: &'a [u8],
+) -> Option<(String, String, RawOutcome<'a>)> {
+    let (mut run, mut call, mut outcome) = (None, None, None);
+    loop {
+        match t.next_event().ok()?? {
+            Event::EndObject => break,
+            Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
+                ("runId", Event::String(s)) if run.is_none() => run = Some(s.into_owned()),
+                ("callId", Event::String(s)) if call.is_none() => call = Some(s.into_owned()),
+                ("outcome", Event::BeginObject) if outcome.is_none() => {
+                    let Event::Key(tag) = t.next_event().ok()?? else {
+                        return None;
+                    };
+                    let first = t.next_event().ok()??;
+                    let start = t.event_offset();
+                    let o = match (tag.as_ref(), &first) {
+                        ("Ok", _) => RawOutcome::Ok(&line[start..t.skip_value(&first).ok()?]),
+                        ("Failed", _) => {
+                            RawOutcome::Failed(&line[start..t.skip_value(&first).ok()?])
+                        }
+                        ("NotRun", Event::String(s)) => RawOutcome::NotRun(s.to_string()),
+                        ("Unknown", Event::String(s)) => RawOutcome::Unknown(s.to_string()),
+                        _ => return None,
+                    };
+                    if !matches!(t.next_event().ok()??, Event::EndObject) {
+                        return None;
+                    }
+                    outcome = Some(o);
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some((run?, call?, outcome?))
+}
+
+/// Reads a line that is exactly a well-formed call in one pass (any key
+/// order, nothing else); `None` for anything else, which the general path
+/// then reads.
+pub(crate) fn fast_call(line: &[u8]) -> Option<CallParams<'_>> {
+    let mut t = Tokenizer::new(line);
+    if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
+        return None;
+    }
+    let (mut version, mut method, mut params) = (false, false, None);
+    loop {
+        match t.next_event().ok()?? {
+            Event::EndObject => break,
+            Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
+                ("jsonrpc", Event::String(v)) if !version && v == "2.0" => version = true,
+                ("method", Event::String(m)) if !method && m == CALL => method = true,
+                ("params", Event::BeginObject) if params.is_none() => {
+                    params = Some(fast_call_params(&mut t, line)?);
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    t.finish().ok()?;
+    match (version, method) {
+        (true, true) => params,
+        _ => None,
+    }
+}
+
+fn fast_call_params<'a>(t: &mut Tokenizer<'a>, line: &'a [u8]) -> Option<CallParams<'a>> {
+    let (mut run, mut call, mut tool, mut args, mut expects) = (None, None, None, None, None);
+    loop {
+        match t.next_event().ok()?? {
+            Event::EndObject => break,
+            Event::Key(k) => {
+                let first = t.next_event().ok()??;
+                match (k.as_ref(), first) {
+                    ("runId", Event::String(s)) if run.is_none() => run = Some(s.into_owned()),
+                    ("callId", Event::String(s)) if call.is_none() => call = Some(s.into_owned()),
+                    ("tool", Event::String(s)) if tool.is_none() => tool = Some(s),
+                    ("args", first @ Event::BeginObject) if args.is_none() => {
+                        let start = t.event_offset();
+                        args = Some(&line[start..t.skip_value(&first).ok()?]);
+                    }
+                    ("expects", first) if expects.is_none() => {
+                        let start = t.event_offset();
+                        expects = Some(&line[start..t.skip_value(&first).ok()?]);
+                    }
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(CallParams {
+        key: CallKey {
+            run: run?,
+            call: call?,
+        },
+        tool: tool?,
+        args: args?,
+        expects,
+    })
+}

@@ -724,3 +724,68 @@ fn host_and_toolkit_machines_speak_one_protocol() {
         matches!(&outcomes[4].1, Outcome::Ok(Value::List(items)) if items == &vec![Value::int(1), Value::int(2)])
     );
 }
+
+/// The one-pass readers agree with the general path on every line they
+/// take, and leave it every line they do not.
+#[test]
+fn the_fast_paths_read_exactly_what_the_general_path_reads() {
+    use proptest::prelude::*;
+    use proptest::test_runner::TestRunner;
+    let piece = prop_oneof![
+        Just(r#""jsonrpc":"2.0""#.to_owned()),
+        Just(r#""jsonrpc":"1.0""#.to_owned()),
+        Just(r#""method":"reply""#.to_owned()),
+        Just(r#""method":"call""#.to_owned()),
+        Just(r#""id":1"#.to_owned()),
+        Just(r#""params":{"runId":"r","callId":"1","outcome":{"Ok":[1]}}"#.to_owned()),
+        Just(
+            r#""params":{"callId":"1","runId":"r","outcome":{"NotRun":"x"},"runId":"s"}"#
+                .to_owned()
+        ),
+        Just(r#""params":{"runId":"r","callId":"1","outcome":{"Ok":1,"Failed":2}}"#.to_owned()),
+        Just(r#""params":{"runId":"r","callId":"1","outcome":{"Unknown":3}}"#.to_owned()),
+        Just(r#""params":{"runId":"r","callId":"1","tool":"t","args":{"a":1}}"#.to_owned()),
+        Just(
+            r#""params":{"runId":"r","callId":"1","tool":"t","args":{"a":1},"expects":{}}"#
+                .to_owned()
+        ),
+        Just(r#""params":{"run\u0049d":"r","callId":"1","tool":"t","args":[]}"#.to_owned()),
+        Just(r#""extra":null"#.to_owned()),
+    ];
+    let line = proptest::collection::vec(piece, 0..5).prop_map(|p| format!("{{{}}}", p.join(",")));
+    let mut runner = TestRunner::default();
+    runner
+        .run(&line, |line| {
+            let bytes = line.as_bytes();
+            if let Some((key, outcome)) = protocol::fast_reply(bytes) {
+                let Ok(jsonrpc_message) = crate::wire::jsonrpc::parse(bytes) else {
+                    panic!("fast took what is not JSON-RPC: {line}");
+                };
+                let crate::wire::jsonrpc::Message::Notification { method, params } =
+                    jsonrpc_message
+                else {
+                    panic!("fast took a non-notification: {line}");
+                };
+                assert_eq!(method, "reply");
+                let (k, o) = protocol::parse_reply(params.unwrap()).unwrap();
+                assert_eq!(k, key, "{line}");
+                assert_eq!(
+                    format!("{:?}", o.unwrap()),
+                    format!("{outcome:?}"),
+                    "{line}"
+                );
+            }
+            if let Some(call) = protocol::fast_call(bytes) {
+                let Ok(crate::wire::jsonrpc::Message::Notification { method, params }) =
+                    crate::wire::jsonrpc::parse(bytes)
+                else {
+                    panic!("fast took what is not a notification: {line}");
+                };
+                assert_eq!(method, "call");
+                let general = protocol::parse_call(params.unwrap()).unwrap();
+                assert_eq!(format!("{general:?}"), format!("{call:?}"), "{line}");
+            }
+            Ok(())
+        })
+        .unwrap();
+}

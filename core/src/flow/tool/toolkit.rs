@@ -179,6 +179,10 @@ impl ToolkitConn {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // Most lines are well-formed calls: one pass reads them.
+        if let Some(call) = protocol::fast_call(bytes) {
+            return self.take_call(call);
+        }
         match jsonrpc::parse(bytes) {
             Ok(Message::Request { id, method, .. }) if method == DESCRIBE => {
                 let describe = std::mem::take(&mut self.describe);
@@ -238,6 +242,10 @@ impl ToolkitConn {
                     .push_back(ToolkitEvent::Dropped(format!("{why}: dropped")))
             }
         };
+        self.take_call(call);
+    }
+
+    fn take_call(&mut self, call: protocol::CallParams<'_>) {
         if self.open.contains(&call.key) {
             return self.events.push_back(ToolkitEvent::Dropped(format!(
                 "a second call with {} while it is open: ignored",

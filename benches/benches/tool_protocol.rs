@@ -385,6 +385,13 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--machines") {
+        // For a profiler: the machines alone.
+        for _ in 0..20 {
+            machine_costs(20_000);
+        }
+        return;
+    }
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))

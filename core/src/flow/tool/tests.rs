@@ -789,3 +789,133 @@ fn the_fast_paths_read_exactly_what_the_general_path_reads() {
         })
         .unwrap();
 }
+
+// ---- the MCP adapter, against a scripted server ----
+
+fn mcp_line(s: &str) -> Vec<u8> {
+    format!("{s}\n").into_bytes()
+}
+
+#[test]
+fn the_mcp_adapter_handshakes_lists_every_page_and_maps_results() {
+    let search = search_tool();
+    let mut conn = McpConn::new(vec![search.clone(), generic_tool()], Limits::default());
+    conn.send_call(0, search_call("1")).unwrap();
+    // Another run's call with the same history id waits for the first.
+    let mut other = search_call("1");
+    other.key.run = "run-2".into();
+    conn.send_call(0, other).unwrap();
+    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    conn.handle_started(0);
+    let init = transmit(&mut conn);
+    assert!(
+        init.starts_with(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"limen","version":"#),
+        "{init}"
+    );
+    conn.handle_data(0, &mcp_line(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#));
+    assert_eq!(
+        transmit(&mut conn),
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}\n"
+    );
+    conn.handle_data(0, &mcp_line(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"other","inputSchema":{}}],"nextCursor":"p2"}}"#));
+    assert_eq!(
+        transmit(&mut conn),
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"cursor\":\"p2\"}}\n"
+    );
+    conn.handle_data(
+        0,
+        &mcp_line(
+            r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"search","inputSchema":{}}]}}"#,
+        ),
+    );
+    let evs = events(&mut conn);
+    let ConnEvent::Described(Ok(described)) = &evs[0] else {
+        panic!("{evs:?}")
+    };
+    // Served: the declaration whose name the server lists; not the other.
+    assert_eq!(described.tools.len(), 1);
+    assert_eq!(
+        described.tools.get(search.identity()),
+        Some(&search.fingerprint)
+    );
+    assert_eq!(
+        transmit(&mut conn),
+        "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"method\":\"tools/call\",\"params\":{\"name\":\"search\",\"arguments\":{\"limit\":2,\"query\":\"rust\"}}}\n",
+        "only one call with id \"1\" is out"
+    );
+    // A ping is answered; two content blocks cannot be mapped.
+    conn.handle_data(
+        0,
+        &mcp_line(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#),
+    );
+    conn.handle_data(0, &mcp_line(r#"{"jsonrpc":"2.0","id":"1","result":{"content":[{"type":"text","text":"[]"},{"type":"text","text":"[]"}]}}"#));
+    assert_eq!(
+        closed(&events(&mut conn)),
+        [(
+            "1".into(),
+            Outcome::BadReply(
+                "the MCP result cannot be mapped: it has no structuredContent and 2 content \
+                 blocks, not one text block"
+                    .into()
+            )
+        )]
+    );
+    let out = transmit(&mut conn);
+    assert!(
+        out.starts_with("{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"result\":{}}\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#""id":"1","method":"tools/call""#),
+        "the waiting call goes out: {out}"
+    );
+    // Its text block holds the JSON of the value.
+    conn.handle_data(0, &mcp_line(r#"{"jsonrpc":"2.0","id":"1","result":{"content":[{"type":"text","text":"[{\"title\":\"a\",\"score\":2}]"}]}}"#));
+    let got = closed(&events(&mut conn));
+    assert_eq!(got[0].1.to_json(), r#"{"Ok":[{"score":2,"title":"a"}]}"#);
+    // A cancel is notifications/cancelled.
+    conn.send_call(0, search_call("5")).unwrap();
+    transmit(&mut conn);
+    conn.cancel(0, &CallKey::new("run-1", "5"));
+    assert_eq!(
+        transmit(&mut conn),
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"5\",\"reason\":\"cancelled by the host\"}}\n"
+    );
+    conn.handle_data(
+        0,
+        &mcp_line(r#"{"jsonrpc":"2.0","id":"5","error":{"code":-32800,"message":"cancelled"}}"#),
+    );
+    assert_eq!(
+        closed(&events(&mut conn)),
+        [(
+            "5".into(),
+            Outcome::BadReply(
+                "the MCP server answered tools/call with error -32800: cancelled".into()
+            )
+        )]
+    );
+}
+
+#[test]
+fn an_mcp_server_of_another_protocol_version_is_not_described() {
+    let mut conn = McpConn::new(vec![search_tool()], Limits::default());
+    conn.describe(0);
+    events(&mut conn);
+    conn.handle_started(0);
+    transmit(&mut conn);
+    conn.handle_data(
+        0,
+        &mcp_line(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1999-01-01"}}"#),
+    );
+    assert_eq!(
+        events(&mut conn),
+        [
+            ConnEvent::Described(Err(
+                "answered initialize with protocol version \"1999-01-01\", which the adapter does \
+                 not speak"
+                    .into()
+            )),
+            ConnEvent::Stop
+        ]
+    );
+}

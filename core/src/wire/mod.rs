@@ -3,7 +3,7 @@
 //! - [`http1`]: HTTP/1.1, one request to a connection.
 //! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
 //!   `GET /.description`) and the HTTP column of § Outcomes.
-//! - [`line`]: Unix JSON lines, many requests in flight per connection.
+//! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages, one to a line (the Flow Tool
 //!   protocol, MCP).
 

@@ -12,62 +12,15 @@
 //! …) and prints the ratio of their fastest runs and of their medians:
 //! load that comes and goes hits both sides alike.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use limen_benches::alloc::{peak, Counting};
 use limen_core::flow::decode::{canonicalize_json, Limits};
-
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Relaxed) {
-            let live = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
-            PEAK.fetch_max(live, Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Relaxed) {
-            LIVE.fetch_sub(layout.size(), Relaxed);
-        }
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Relaxed) {
-            if new_size >= layout.size() {
-                let live =
-                    LIVE.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
-                PEAK.fetch_max(live, Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Relaxed);
-            }
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// The peak heap live during `f`, counting only what `f` allocates.
-fn peak<T>(f: impl FnOnce() -> T) -> usize {
-    LIVE.store(0, Relaxed);
-    PEAK.store(0, Relaxed);
-    COUNTING.store(true, Relaxed);
-    let out = f();
-    let peak = PEAK.load(Relaxed);
-    drop(out);
-    COUNTING.store(false, Relaxed);
-    peak
-}
 
 const CORPORA: [&str; 3] = ["twitter", "citm_catalog", "canada"];
 

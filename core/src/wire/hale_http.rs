@@ -60,8 +60,8 @@ pub fn frame_malformed(
 }
 
 /// The status and body of an outcome (§ Outcomes' HTTP column).
-pub fn encode(outcome: &Outcome) -> (u16, Vec<u8>) {
-    outcome.http()
+pub fn encode(outcome: Outcome) -> (u16, Vec<u8>) {
+    outcome.into_http()
 }
 
 fn digest(request: &HttpRequest) -> Option<String> {

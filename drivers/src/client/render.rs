@@ -122,7 +122,7 @@ fn fields(obj: &Value) -> String {
     parts.join(", ")
 }
 
-/// The language's word for a schema: Int, Float, Bool, String, [T], a
+/// The language's word for a schema: Int, Float, Bool, String, `[T]`, a
 /// record by its name; a distinct or quantity type adds its name and unit.
 pub fn type_word(schema: &Value) -> String {
     if let Some(r) = schema.get("$ref").and_then(Value::as_str) {

@@ -26,9 +26,10 @@ use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 
 use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
 
-/// Builds the live describer of one exposure, given where it was bound.
+/// Builds the live describer of one exposure, given where it was bound, or
+/// says why the exposure cannot be described.
 pub type DescriberFactory =
-    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Box<dyn Describer + Send>;
+    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Result<Box<dyn Describer + Send>, String>;
 
 /// What `hale demo`'s flags set.
 #[derive(Clone, Debug, Default)]
@@ -80,6 +81,7 @@ struct Instance {
 pub struct Demo {
     server: Server,
     banner: String,
+    endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
 }
 
@@ -124,8 +126,20 @@ pub fn default_socket() -> PathBuf {
 }
 
 impl Demo {
-    /// Binds every listener of the witness's exposures and serves them.
-    pub fn boot(options: &DemoOptions, describer: &DescriberFactory) -> Result<Demo, BootError> {
+    /// Binds every listener of the witness's exposures and serves them,
+    /// described by the model's live describer.
+    pub fn boot(options: &DemoOptions) -> Result<Demo, BootError> {
+        let describer = |p: &Program, e: &ModelExposure, b: &BoundAddress| {
+            crate::hale_cli::describer::model_describer(p, e, b).map_err(|err| err.to_string())
+        };
+        Demo::boot_with(options, &describer)
+    }
+
+    /// [`boot`](Demo::boot) with another describer.
+    pub fn boot_with(
+        options: &DemoOptions,
+        describer: &DescriberFactory,
+    ) -> Result<Demo, BootError> {
         let program = witness::program();
         let mut server = Server::new(ServerConfig::default())
             .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
@@ -134,6 +148,7 @@ impl Demo {
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
         let mut tries = Vec::new();
+        let mut endpoints = Vec::new();
         for e in &program.exposures {
             let Some(listener) = &e.listener else {
                 continue;
@@ -213,7 +228,8 @@ impl Demo {
             let roles = role_source(&program, e, options);
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let identity = spec.identity();
-            let docs = describer(&program, e, &bound);
+            let docs = describer(&program, e, &bound)
+                .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
             let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
             server
                 .serve(id, exposure, ids)
@@ -223,6 +239,7 @@ impl Demo {
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
             banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
+            endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
         banner.push_str("try:\n");
@@ -264,8 +281,14 @@ impl Demo {
         Ok(Demo {
             server,
             banner,
+            endpoints,
             control,
         })
+    }
+
+    /// Each exposure served: its name, its identity and where it is bound.
+    pub fn endpoints(&self) -> &[(String, String, BoundAddress)] {
+        &self.endpoints
     }
 
     /// What the demo serves and the commands to try.

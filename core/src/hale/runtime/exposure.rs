@@ -125,11 +125,11 @@ pub struct ServedContext {
     /// The exposure's request id.
     pub request_id: RequestId,
     /// The transport the request came through.
-    pub via: String,
+    pub via: std::sync::Arc<str>,
     /// The first role of the row's requires as written, or empty.
     pub role: String,
     /// The exposure's name.
-    pub exposure: String,
+    pub exposure: std::sync::Arc<str>,
     /// The receiver's execution generation the call was admitted under.
     pub generation: u64,
 }
@@ -303,6 +303,9 @@ pub struct Exposure {
     slots: Vec<Slot>,
     lifecycle: Lifecycle,
     events: VecDeque<Event>,
+    /// `spec.via` and `spec.name`, shared by every context handed out.
+    via: std::sync::Arc<str>,
+    name: std::sync::Arc<str>,
 }
 
 impl std::fmt::Debug for Exposure {
@@ -339,6 +342,8 @@ impl Exposure {
             })
             .collect();
         Exposure {
+            via: spec.via.as_str().into(),
+            name: spec.name.as_str().into(),
             spec,
             bearer,
             roles,
@@ -446,9 +451,8 @@ impl Exposure {
                 );
             }
         };
-        let held = HeldRoles::read(self.roles.as_ref(), &caller);
-
         let Some(member_name) = member_name else {
+            let held = HeldRoles::read(self.roles.as_ref(), &caller);
             let (roles, members) = self.visible_to(&held, &caller);
             let document = self.describer.describe(&caller, &roles, &members);
             self.events.push_back(Event::Deliver(Delivery {
@@ -480,7 +484,14 @@ impl Exposure {
 
         // 5. The caller holds every role of the row's requires.
         let row = &self.spec.members[member];
-        if !self.authorized(&held, &caller, &row.requires) {
+        // The role source is asked only when the row requires a role.
+        if !row.requires.is_empty()
+            && !self.authorized(
+                &HeldRoles::read(self.roles.as_ref(), &caller),
+                &caller,
+                &row.requires,
+            )
+        {
             let refusal = Refusal {
                 requires: Some(row.requires.clone()),
                 ..Refusal::new(
@@ -770,9 +781,9 @@ impl Exposure {
         let context = ServedContext {
             caller: pending.caller.clone(),
             request_id: id,
-            via: self.spec.via.clone(),
+            via: self.via.clone(),
             role: row.requires.first().cloned().unwrap_or_default(),
-            exposure: self.spec.name.clone(),
+            exposure: self.name.clone(),
             generation: pending.generation,
         };
         self.events.push_back(Event::Dispatch(Dispatch {

@@ -145,9 +145,15 @@ impl Outcome {
 
     /// The HTTP status and body of § Outcomes' HTTP column.
     pub fn http(&self) -> (u16, Vec<u8>) {
+        self.clone().into_http()
+    }
+
+    /// [`http`](Outcome::http), consuming the outcome so a body is moved,
+    /// not copied.
+    pub fn into_http(self) -> (u16, Vec<u8>) {
         match self {
-            Outcome::Result(body) | Outcome::Description(body) => (200, body.clone()),
-            Outcome::HandlerError(body) => (422, body.clone()),
+            Outcome::Result(body) | Outcome::Description(body) => (200, body),
+            Outcome::HandlerError(body) => (422, body),
             Outcome::Refusal(r) => (
                 r.kind.http_status(),
                 serde_json::json!({ "refusal": r.to_json() })

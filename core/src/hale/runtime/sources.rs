@@ -178,6 +178,11 @@ impl RoleHierarchy {
         RoleHierarchy::default()
     }
 
+    /// Whether no role includes another.
+    pub fn is_flat(&self) -> bool {
+        self.includes.is_empty()
+    }
+
     /// Declares that `role` includes `included`.
     pub fn include(&mut self, role: &str, included: &str) {
         self.includes
@@ -227,13 +232,12 @@ impl HeldRoles {
         principal: &Principal,
         role: &str,
     ) -> bool {
-        hierarchy
-            .holders_of(role)
-            .iter()
-            .any(|holder| match &self.direct {
-                Some(direct) => direct.iter().any(|r| r == holder),
-                None => source.holds(principal, holder),
-            })
+        let held = |holder: &str| match &self.direct {
+            Some(direct) => direct.iter().any(|r| r == holder),
+            None => source.holds(principal, holder),
+        };
+        // Most programs declare no includes: ask for the role itself first.
+        held(role) || (!hierarchy.is_flat() && hierarchy.holders_of(role).iter().any(|h| held(h)))
     }
 }
 

@@ -101,11 +101,13 @@ pub fn parse(line: &[u8]) -> Result<Message<'_>, ParseError> {
     let mut t = Tokenizer::new(line);
     match t.next_event() {
         Ok(Some(Event::BeginObject)) => {}
-        Ok(_) => {
+        Ok(Some(first)) => {
             // A JSON text that is not an object: still valid JSON (or not).
+            t.skip_value(&first).map_err(|e| syntax(&e))?;
             t.finish().map_err(|e| syntax(&e))?;
             return Err(invalid(None, "a JSON-RPC message is a JSON object"));
         }
+        Ok(None) => return Err(syntax(&"the line holds no JSON value")),
         Err(e) => return Err(syntax(&e)),
     }
     let mut keys = DuplicateKeys::new();

@@ -3,11 +3,14 @@
 //! - `flow canon --schema FILE` ([`canon`]): a JSON text's canonical text at
 //!   a type;
 //! - `flow fingerprint LISTING` ([`fingerprint`]): each listed tool's
-//!   fingerprint, checked.
+//!   fingerprint, checked;
+//! - `flow tools describe | check | call` ([`tools`]): an implementation's
+//!   describe, a listing's binding, one call;
+//! - `flow toolkit rust LISTING` ([`toolkit`]): Rust types and a typed
+//!   trait for a listing's Tools.
 
 pub mod canon;
 pub mod fingerprint;
-
 pub mod toolkit;
 pub mod tools;
 
@@ -38,4 +41,8 @@ pub fn main(args: Vec<String>) -> i32 {
 pub const USAGE: &str = "usage:
   flow canon --schema FILE [--max-bytes N] [--max-depth N] [--max-int-digits N] [--max-decimal-digits N]
              [--max-decimal-exponent N] [--max-string-bytes N] [--max-collection-len N] < TEXT
-  flow fingerprint LISTING";
+  flow fingerprint LISTING
+  flow tools describe -- CMD…
+  flow tools check --listing L [--config FILE] [--bind IDENTITY=CMD]…
+  flow tools call --listing L --tool IDENTITY --args JSON [--config FILE] [--bind IDENTITY=CMD]…
+  flow toolkit rust LISTING [-o FILE]";

@@ -147,9 +147,29 @@ fn per_pending() {
 
 fn bench(c: &mut Criterion) {
     per_pending();
-    let mut g = c.benchmark_group("place_order");
     let mut ex = exposure(64);
     let mut n = 0;
+    let p = limen_benches::paired::paired(
+        60,
+        20_000,
+        || {
+            n += 1;
+            black_box(trip(&mut ex, n));
+        },
+        || {
+            black_box(bare(black_box(PAYLOAD)));
+        },
+    );
+    println!(
+        "paired, per call: fastest trip {:.0} ns, bare serde_json {:.0} ns: machine overhead {:.0} ns; medians {:.0} ns and {:.0} ns: overhead {:.0} ns",
+        p.fastest[0],
+        p.fastest[1],
+        p.fastest[0] - p.fastest[1],
+        p.median[0],
+        p.median[1],
+        p.median[0] - p.median[1]
+    );
+    let mut g = c.benchmark_group("place_order");
     g.bench_function("limen exposure trip", |b| {
         b.iter(|| {
             n += 1;

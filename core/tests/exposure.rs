@@ -30,7 +30,7 @@ struct ListDoc(Vec<String>);
 impl Describer for ListDoc {
     fn describe(&self, caller: &Principal, roles: &[String], members: &[usize]) -> Vec<u8> {
         let names: Vec<&str> = members.iter().map(|&m| self.0[m].as_str()).collect();
-        serde_json::json!({"caller": caller.name, "roles": roles, "members": names})
+        serde_json::json!({"caller": &*caller.name, "roles": roles, "members": names})
             .to_string()
             .into_bytes()
     }

@@ -203,7 +203,7 @@ fn every_live_description_is_its_fixture() {
         let principal = Principal::from_json(&fixture["caller"]["principal"]).unwrap();
         let doc: Value = if p.exposure(&exposure).is_some() {
             let mut rpc = served(&p, &exposure);
-            let credential = if principal.mode == "unix" {
+            let credential = if &*principal.mode == "unix" {
                 let field = |k: &str| principal.fields.iter().find(|(f, _)| f == k).unwrap().1;
                 Credential::Peer(PeerCredentials {
                     uid: field("uid"),

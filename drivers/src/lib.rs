@@ -10,3 +10,4 @@ pub mod demo;
 pub mod flow_cli;
 pub mod hale_cli;
 pub mod serve;
+pub mod tool;

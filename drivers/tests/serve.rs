@@ -23,7 +23,7 @@ impl PayloadCodec for AnyCodec {
 struct Doc;
 impl Describer for Doc {
     fn describe(&self, caller: &Principal, _roles: &[String], members: &[usize]) -> Vec<u8> {
-        serde_json::json!({"caller": caller.name, "members": members.len()})
+        serde_json::json!({"caller": &*caller.name, "members": members.len()})
             .to_string()
             .into_bytes()
     }

@@ -66,7 +66,10 @@ fn drive(path: &str, in_flight: usize, seconds: u64, line: &str) {
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    println!("{:.0} calls/s ({answered} in {secs:.2} s, {in_flight} in flight)", answered as f64 / secs);
+    println!(
+        "{:.0} calls/s ({answered} in {secs:.2} s, {in_flight} in flight)",
+        answered as f64 / secs
+    );
 }
 
 fn main() {
@@ -81,9 +84,13 @@ fn main() {
         Some("echo") => echo(&args[1]),
         Some("drive") => drive(
             &args[1],
-            flag("--in-flight").and_then(|n| n.parse().ok()).unwrap_or(64),
+            flag("--in-flight")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(64),
             flag("--seconds").and_then(|n| n.parse().ok()).unwrap_or(5),
-            &flag("--line").unwrap_or_else(|| r#"{"call":"Ledger::rebalance","payload":{"book":"main"},"id":1}"#.into()),
+            &flag("--line").unwrap_or_else(|| {
+                r#"{"call":"Ledger::rebalance","payload":{"book":"main"},"id":1}"#.into()
+            }),
         ),
         _ => {
             eprintln!("usage: unix-load echo PATH | unix-load drive PATH [--in-flight N] [--seconds S] [--line TEXT]");

@@ -12,6 +12,8 @@
 //! - [`fingerprint`]: @tool declarations, their described and canonical
 //!   signatures and their fingerprints; [`canonical_json_text`] is the
 //!   canonical text of any `serde_json` document.
+//! - [`tool`]: the Tool process protocol, binding, `flow-tool.toml`, the
+//!   toolkit's side and the MCP adapter, as pure machines.
 
 pub mod canonical;
 pub mod decode;
@@ -20,6 +22,7 @@ pub mod identity;
 pub mod number;
 pub mod schema;
 pub mod time;
+pub mod tool;
 pub mod types;
 pub mod value;
 

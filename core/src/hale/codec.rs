@@ -133,7 +133,9 @@ fn read_struct<'a>(
         }
     };
     let mut values: Vec<Option<serde_json::Value>> = vec![None; fields.len()];
-    let mut seen = DuplicateKeys::new();
+    // A known field's repeat shows in `values`; the keys the shape does not
+    // name (rare) are kept to find theirs.
+    let mut unknown = DuplicateKeys::new();
     loop {
         let key = match t.next_event() {
             Ok(Some(Event::EndObject)) => break,
@@ -141,7 +143,11 @@ fn read_struct<'a>(
             _ => return Err(wrong(path)),
         };
         let field = fields.iter().position(|f| f.key == *key);
-        if !seen.insert(&key) {
+        let repeated = match field {
+            Some(i) => values[i].is_some(),
+            None => !unknown.insert(&key),
+        };
+        if repeated {
             let name = field.map_or_else(|| format!("{path}.{key}"), |i| child(&fields[i]));
             return Err(format!("duplicate_key: {name}"));
         }

@@ -4,7 +4,10 @@
 //! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
 //!   `GET /.description`) and the HTTP column of § Outcomes.
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages, one to a line (the Flow Tool
+//!   protocol, MCP).
 
 pub mod hale_http;
 pub mod http1;
+pub mod jsonrpc;
 pub mod line;

@@ -3,10 +3,16 @@
 //! - `flow canon --schema FILE` ([`canon`]): a JSON text's canonical text at
 //!   a type;
 //! - `flow fingerprint LISTING` ([`fingerprint`]): each listed tool's
-//!   fingerprint, checked.
+//!   fingerprint, checked;
+//! - `flow tools describe | check | call` ([`tools`]): an implementation's
+//!   describe, a listing's binding, one call;
+//! - `flow toolkit rust LISTING` ([`toolkit`]): Rust types and a typed
+//!   trait for a listing's Tools.
 
 pub mod canon;
 pub mod fingerprint;
+pub mod toolkit;
+pub mod tools;
 
 /// Runs `flow` with its arguments (without the program name) and returns the
 /// process exit status.
@@ -22,6 +28,8 @@ pub fn main(args: Vec<String>) -> i32 {
             eprintln!("flow: no command given\n{USAGE}");
             2
         }
+        Some("tools") => tools::main(&args[1..]),
+        Some("toolkit") => toolkit::main(&args[1..]),
         Some(other) => {
             eprintln!("flow: unknown command `{other}`\n{USAGE}");
             2
@@ -33,4 +41,8 @@ pub fn main(args: Vec<String>) -> i32 {
 pub const USAGE: &str = "usage:
   flow canon --schema FILE [--max-bytes N] [--max-depth N] [--max-int-digits N] [--max-decimal-digits N]
              [--max-decimal-exponent N] [--max-string-bytes N] [--max-collection-len N] < TEXT
-  flow fingerprint LISTING";
+  flow fingerprint LISTING
+  flow tools describe -- CMD…
+  flow tools check --listing L [--config FILE] [--bind IDENTITY=CMD]…
+  flow tools call --listing L --tool IDENTITY --args JSON [--config FILE] [--bind IDENTITY=CMD]…
+  flow toolkit rust LISTING [-o FILE]";

@@ -373,8 +373,8 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
             "bearer"
         };
         return Ok(Principal {
-            mode: mode.to_string(),
-            name: arg.to_string(),
+            mode: mode.into(),
+            name: arg.into(),
             fields: Vec::new(),
         });
     }
@@ -393,7 +393,7 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
         )));
     }
     let mut p = Principal::from_json(&value).map_err(DocError::Caller)?;
-    if !matches!(p.mode.as_str(), "unix" | "bearer" | "local") {
+    if !matches!(&*p.mode, "unix" | "bearer" | "local") {
         return Err(DocError::Caller(format!(
             "a principal's mode is `unix`, `bearer` or `local`, not `{}`",
             p.mode

@@ -7,17 +7,20 @@
 //! static tables here ([`TokenTable`], [`RoleTable`]) are ready to use.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::Timestamp;
 
-/// Who a request comes from, as the exposure established it.
+/// Who a request comes from, as the exposure established it. Its texts are
+/// shared, so the copies a request's context and reply hold cost no
+/// allocation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Principal {
     /// `"bearer"` for a bearer source's principal, `"unix"` for a peer's
     /// kernel credentials.
-    pub mode: String,
+    pub mode: Arc<str>,
     /// The principal's name: the bearer source's, or `uid:<n>`.
-    pub name: String,
+    pub name: Arc<str>,
     /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
     /// in the order they are written.
     pub fields: Vec<(String, i64)>,
@@ -27,8 +30,8 @@ impl Principal {
     /// A bearer principal of `name`.
     pub fn bearer(name: &str) -> Principal {
         Principal {
-            mode: "bearer".to_owned(),
-            name: name.to_owned(),
+            mode: "bearer".into(),
+            name: name.into(),
             fields: Vec::new(),
         }
     }
@@ -36,8 +39,8 @@ impl Principal {
     /// The principal a Unix peer's kernel credentials name: `uid:<n>`.
     pub fn unix(peer: PeerCredentials) -> Principal {
         Principal {
-            mode: "unix".to_owned(),
-            name: format!("uid:{}", peer.uid),
+            mode: "unix".into(),
+            name: format!("uid:{}", peer.uid).into(),
             fields: vec![
                 ("uid".to_owned(), peer.uid),
                 ("gid".to_owned(), peer.gid),
@@ -49,8 +52,8 @@ impl Principal {
     /// The principal as the JSON object a reply's `caller` carries.
     pub fn to_json(&self) -> serde_json::Value {
         let mut object = serde_json::Map::new();
-        object.insert("mode".into(), self.mode.clone().into());
-        object.insert("name".into(), self.name.clone().into());
+        object.insert("mode".into(), (*self.mode).into());
+        object.insert("name".into(), (*self.name).into());
         for (k, v) in &self.fields {
             object.insert(k.clone(), (*v).into());
         }
@@ -67,7 +70,7 @@ impl Principal {
             object
                 .get(key)
                 .and_then(|v| v.as_str())
-                .map(str::to_owned)
+                .map(Arc::<str>::from)
                 .ok_or_else(|| format!("a principal's `{key}` is a string"))
         };
         let mut fields = Vec::new();
@@ -244,7 +247,7 @@ impl HeldRoles {
 /// A static token table: each token names one bearer principal.
 #[derive(Clone, Debug, Default)]
 pub struct TokenTable {
-    tokens: BTreeMap<String, (String, Option<u64>)>,
+    tokens: BTreeMap<String, (Principal, Option<u64>)>,
     refused: Option<String>,
 }
 
@@ -260,14 +263,14 @@ impl TokenTable {
     /// `token` names the bearer principal `name`, without expiry.
     pub fn with(mut self, token: &str, name: &str) -> TokenTable {
         self.tokens
-            .insert(token.to_owned(), (name.to_owned(), None));
+            .insert(token.to_owned(), (Principal::bearer(name), None));
         self
     }
 
     /// `token` names `name` until `expires` (nanoseconds since the epoch).
     pub fn with_expiry(mut self, token: &str, name: &str, expires: u64) -> TokenTable {
         self.tokens
-            .insert(token.to_owned(), (name.to_owned(), Some(expires)));
+            .insert(token.to_owned(), (Principal::bearer(name), Some(expires)));
         self
     }
 }
@@ -276,7 +279,7 @@ impl BearerSource for TokenTable {
     fn principal(&self, token: &str) -> Option<Principal> {
         self.tokens
             .get(token)
-            .map(|(name, _)| Principal::bearer(name))
+            .map(|(principal, _)| principal.clone())
     }
     fn refused(&self) -> Option<String> {
         self.refused.clone()
@@ -330,14 +333,14 @@ impl RoleTable {
 impl RoleSource for RoleTable {
     fn holds(&self, principal: &Principal, role: &str) -> bool {
         self.grants
-            .get(&principal.name)
+            .get(&*principal.name)
             .is_some_and(|roles| roles.iter().any(|r| r == role))
     }
     fn grants(&self, principal: &Principal) -> Option<Grants> {
         Some(Grants {
             roles: self
                 .grants
-                .get(&principal.name)
+                .get(&*principal.name)
                 .cloned()
                 .unwrap_or_default(),
             revision: self.revision,
@@ -377,7 +380,7 @@ mod tests {
         struct Only(&'static str);
         impl RoleSource for Only {
             fn holds(&self, p: &Principal, role: &str) -> bool {
-                p.name == self.0 && role == "trader"
+                &*p.name == self.0 && role == "trader"
             }
         }
         let src = Only("alice");

@@ -1,0 +1,401 @@
+//! Calls per second through one Tool process, side by side with a bare
+//! line echo over a pipe, with 1, 16 and 256 calls in flight; and the host
+//! memory one call in flight holds.
+//!
+//! The bench binary is its own child: `--child toolkit` serves an echo
+//! declaration with limen-toolkit (calls run on the reading thread), and
+//! `--child line` copies each line of standard input to standard output.
+//! The host side of the Tool process is limen-drivers' `Process` over the
+//! `HostConn` machine; the bare echo's host writes the very same call lines
+//! from one thread and counts the lines that come back on another, and
+//! decodes nothing. `cargo bench -p limen-benches --bench tool_protocol`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use limen_core::flow::tool::toolkit::ToolkitLimits;
+use limen_core::flow::tool::{
+    Call, CallKey, HostConn, Limits, Outcome, Reply, Tool, ToolConn, ToolkitConn, ToolkitEvent,
+};
+use limen_core::flow::{Declaration, Identity, Param, Type, TypeEnv, Value};
+use limen_drivers::tool::{Process, Spawn};
+
+/// Counts live heap bytes, for the memory a call in flight holds.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's layout is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: `ptr` was allocated by `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new as isize - layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: as `System.realloc` requires, passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn echo_tool() -> Arc<Tool> {
+    let decl = Declaration::new(
+        Identity::in_repository("example.com/bench", "1.0.0", "echo.flow", "echo"),
+        vec![Param::new("text", Type::Text)],
+        Type::Text,
+        Type::Text,
+    );
+    Arc::new(Tool::new(decl, TypeEnv::new()).expect("the echo declaration"))
+}
+
+const TEXT: &str = "the quick brown fox jumps over the lazy dog";
+
+fn child_toolkit() {
+    let service = |_: usize, _: &limen_toolkit::Context, args: Vec<Value>| {
+        let text = args.into_iter().next().unwrap_or(Value::text(""));
+        limen_toolkit::Reply::Ok(text)
+    };
+    let options = limen_toolkit::Options {
+        workers: 0,
+        ..limen_toolkit::Options::default()
+    };
+    if let Err(e) = limen_toolkit::serve(vec![echo_tool()], service, options) {
+        eprintln!("toolkit child: {e}");
+    }
+}
+
+fn child_line() {
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if output.write_all(&buf[..n]).is_err() || output.flush().is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn me() -> String {
+    std::env::current_exe()
+        .expect("the bench binary")
+        .display()
+        .to_string()
+}
+
+/// The Tool process and a channel of its outcomes.
+fn toolkit_process() -> (Process, mpsc::Receiver<Outcome>) {
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let process = Process::new(
+        Spawn::new(&me(), &["--child", "toolkit"]),
+        Box::new(HostConn::new(Limits::default())),
+        Box::new(move |_, outcome| {
+            let _ = tx.lock().map(|t| t.send(outcome));
+        }),
+    );
+    process
+        .describe(Duration::from_secs(10))
+        .expect("the toolkit child describes itself");
+    (process, rx)
+}
+
+fn call(tool: &Arc<Tool>, n: u64) -> Call {
+    Call {
+        key: CallKey {
+            run: "bench".into(),
+            call: n.to_string(),
+        },
+        tool: tool.clone(),
+        args: vec![Value::text(TEXT)],
+        type_args: Vec::new(),
+    }
+}
+
+/// `total` calls, `in_flight` out at once: each time outcomes arrive, as
+/// many calls as closed are sent again, together (the bare echo's host
+/// does the same with its lines).
+fn run_toolkit(
+    process: &Process,
+    rx: &mpsc::Receiver<Outcome>,
+    in_flight: u64,
+    total: u64,
+) -> Duration {
+    let tool = echo_tool();
+    let start = Instant::now();
+    let first = in_flight.min(total);
+    process
+        .send_all((0..first).map(|n| call(&tool, n)))
+        .expect("sent");
+    let mut sent = first;
+    let mut done = 0;
+    while done < total {
+        let mut closed = 0;
+        let mut outcome = Some(rx.recv().expect("an outcome"));
+        while let Some(o) = outcome {
+            if !matches!(o, Outcome::Ok(_)) {
+                panic!("{o:?}");
+            }
+            closed += 1;
+            outcome = rx.try_recv().ok();
+        }
+        done += closed;
+        let more = closed.min(total - sent);
+        if more > 0 {
+            process
+                .send_all((sent..sent + more).map(|n| call(&tool, n)))
+                .expect("sent");
+            sent += more;
+        }
+    }
+    start.elapsed()
+}
+
+/// The bare echo: the same call lines out, lines counted back.
+struct LineEcho {
+    stdin: std::process::ChildStdin,
+    back: mpsc::Receiver<()>,
+    child: std::process::Child,
+}
+
+impl LineEcho {
+    fn start() -> LineEcho {
+        let mut child = Command::new(me())
+            .args(["--child", "line"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the line child");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, back) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::with_capacity(64 << 10, stdout);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                line.clear();
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        LineEcho {
+            stdin: child.stdin.take().expect("stdin"),
+            back,
+            child,
+        }
+    }
+
+    fn run(&mut self, in_flight: u64, total: u64) -> Duration {
+        let tool = echo_tool();
+        let start = Instant::now();
+        let mut lines = Vec::new();
+        let mut send = |from: u64, to: u64, stdin: &mut std::process::ChildStdin| {
+            lines.clear();
+            for n in from..to {
+                limen_core::flow::tool::protocol::write_call(&call(&tool, n), &mut lines)
+                    .expect("written");
+                lines.push(b'\n');
+            }
+            stdin.write_all(&lines).expect("written");
+        };
+        let first = in_flight.min(total);
+        send(0, first, &mut self.stdin);
+        let mut sent = first;
+        let mut done = 0;
+        while done < total {
+            self.back.recv().expect("a line");
+            let mut closed = 1;
+            while self.back.try_recv().is_ok() {
+                closed += 1;
+            }
+            done += closed;
+            let more = closed.min(total - sent);
+            if more > 0 {
+                send(sent, sent + more, &mut self.stdin);
+                sent += more;
+            }
+        }
+        start.elapsed()
+    }
+}
+
+impl Drop for LineEcho {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Live heap bytes per open call in a `HostConn`, beyond its arguments:
+/// `n` calls sent and written, none answered.
+fn memory_per_call(n: u64) -> (f64, usize) {
+    let tool = echo_tool();
+    let mut conn = HostConn::new(Limits::default());
+    conn.send_call(0, call(&tool, u64::MAX)).expect("sent");
+    conn.handle_started(0);
+    let described = limen_core::flow::tool::listing::describe_result([&tool]);
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}}\n",
+        serde_json::to_string(&described).expect("json")
+    );
+    conn.handle_data(0, line.as_bytes());
+    while conn.poll_event().is_some() {}
+    let mut out = Vec::new();
+    let written = conn.poll_transmit(&mut out);
+    conn.handle_sent(written);
+    drop(out);
+    // Each call (its key, its arguments) is made inside the window: what
+    // is still live once it is written is what the host holds for it, its
+    // arguments having been written and dropped.
+    let before = LIVE.load(Ordering::Relaxed);
+    for i in 0..n {
+        conn.send_call(0, call(&tool, i)).expect("sent");
+    }
+    let mut out = Vec::new();
+    let written = conn.poll_transmit(&mut out);
+    conn.handle_sent(written);
+    drop(out);
+    let after = LIVE.load(Ordering::Relaxed);
+    let per_call = (after - before) as f64 / n as f64;
+    (per_call, conn.open_calls())
+}
+
+/// The machines' own cost per call, no I/O: `n` calls through a
+/// HostConn and a ToolkitConn wired back to back, stage by stage.
+fn machine_costs(n: u32) -> [Duration; 4] {
+    let tool = echo_tool();
+    let mut host = HostConn::new(Limits::default());
+    host.send_call(0, call(&tool, u64::MAX)).expect("sent");
+    host.handle_started(0);
+    let mut tk = ToolkitConn::new(vec![tool.clone()], ToolkitLimits::default());
+    let mut wire = Vec::new();
+    host.poll_transmit(&mut wire);
+    tk.handle_data(&wire);
+    while tk.poll_event().is_some() {}
+    let mut back = Vec::new();
+    tk.poll_transmit(&mut back);
+    host.handle_data(0, &back);
+    while host.poll_event().is_some() {}
+    let t = Instant::now();
+    for i in 0..u64::from(n) {
+        host.send_call(0, call(&tool, i)).expect("sent");
+    }
+    let mut wire = Vec::new();
+    host.poll_transmit(&mut wire);
+    let encode = t.elapsed();
+    let t = Instant::now();
+    tk.handle_data(&wire);
+    let mut calls = Vec::new();
+    while let Some(e) = tk.poll_event() {
+        if let ToolkitEvent::Call(c) = e {
+            calls.push(c);
+        }
+    }
+    let read_call = t.elapsed();
+    let t = Instant::now();
+    for c in calls {
+        let v = c.args.into_iter().next().unwrap_or(Value::text(""));
+        tk.reply(&c.key, &Reply::Ok(v));
+    }
+    let mut back = Vec::new();
+    tk.poll_transmit(&mut back);
+    let reply = t.elapsed();
+    let t = Instant::now();
+    host.handle_data(0, &back);
+    while host.poll_event().is_some() {}
+    let admit = t.elapsed();
+    [encode / n, read_call / n, reply / n, admit / n]
+}
+
+fn bench(c: &mut Criterion) {
+    let (process, rx) = toolkit_process();
+    let mut line = LineEcho::start();
+    let mut group = c.benchmark_group("tool_protocol");
+    group.sample_size(10);
+    for in_flight in [1u64, 16, 256] {
+        group.throughput(Throughput::Elements(1));
+        group.bench_with_input(
+            BenchmarkId::new("toolkit_echo", in_flight),
+            &in_flight,
+            |b, &k| b.iter_custom(|iters| run_toolkit(&process, &rx, k, iters)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("bare_line_echo", in_flight),
+            &in_flight,
+            |b, &k| b.iter_custom(|iters| line.run(k, iters)),
+        );
+    }
+    group.finish();
+
+    // Side by side, alternating, so load on the shared machine hits both.
+    println!("\ncalls per second, best of 7 alternating runs of 20000 calls:");
+    println!("in flight | toolkit echo | bare line echo | ratio");
+    for in_flight in [1u64, 16, 256] {
+        let total = if in_flight == 1 { 5000 } else { 20000 };
+        let (mut best_t, mut best_l) = (Duration::MAX, Duration::MAX);
+        for _ in 0..7 {
+            best_t = best_t.min(run_toolkit(&process, &rx, in_flight, total));
+            best_l = best_l.min(line.run(in_flight, total));
+        }
+        let t = total as f64 / best_t.as_secs_f64();
+        let l = total as f64 / best_l.as_secs_f64();
+        println!("{in_flight:>9} | {t:>12.0} | {l:>14.0} | {:.2}", t / l);
+    }
+    let costs = (0..5)
+        .map(|_| machine_costs(20_000))
+        .min_by_key(|c| c.iter().sum::<Duration>())
+        .unwrap_or_default();
+    println!(
+        "machine cost per call (no I/O, best of 5 x 20000): host writes the call {:?}, toolkit \
+         reads it {:?}, toolkit writes the reply {:?}, host admits it {:?}",
+        costs[0], costs[1], costs[2], costs[3]
+    );
+    for n in [256u64, 4096] {
+        let (per_call, open) = memory_per_call(n);
+        println!("host memory per call in flight ({n} open, {open} counted): {per_call:.0} bytes beyond its arguments");
+    }
+    process.shutdown();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        match args.get(i + 1).map(String::as_str) {
+            Some("toolkit") => child_toolkit(),
+            Some("line") => child_line(),
+            _ => eprintln!("--child toolkit | line"),
+        }
+        return;
+    }
+    if args.iter().any(|a| a == "--machines") {
+        // For a profiler: the machines alone.
+        for _ in 0..20 {
+            machine_costs(20_000);
+        }
+        return;
+    }
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+}

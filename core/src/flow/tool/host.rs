@@ -1,0 +1,430 @@
+//! The host's side of one implementation process speaking the Tool
+//! protocol (§ The Tool process protocol).
+//!
+//! [`HostConn`] starts the process when a call or a describe needs it,
+//! sends describe first and holds every call until the answer, then sends
+//! each call whose declaration the process still serves with the same
+//! fingerprint (any other is NotRun). Calls are multiplexed: many in
+//! flight, replies in any order, correlated by `(runId, callId)` alone, at
+//! most one reply per call — a second reply, or one for a call not open, is
+//! dropped ([`ConnEvent::Dropped`]) and changes nothing. A reply that does
+//! not decode at the declared types, a malformed outcome, or a line past
+//! the size limit is BadReply. When the process ends, each call out is
+//! Unknown if its message was written to the process in full and NotRun if
+//! not; the next call starts it again, and it describes itself again first.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::binding::{status_of, Status};
+use super::conn::{
+    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
+    SendError,
+};
+use super::listing::Described;
+use super::oversize;
+use super::protocol::{self, REPLY};
+use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
+use crate::wire::jsonrpc::{self, Message};
+use crate::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// No process.
+    Down,
+    /// [`ConnEvent::Start`] was yielded; waiting for the process.
+    Starting,
+    /// describe is out.
+    Describing { id: u64, deadline: Timestamp },
+    /// Described: calls go out as they come.
+    Ready,
+    /// The process failed to describe itself; [`ConnEvent::Stop`] was
+    /// yielded and its end is awaited.
+    Stopping,
+}
+
+/// The host's side of one Tool protocol process. See the module
+/// documentation.
+#[derive(Debug)]
+pub struct HostConn {
+    limits: Limits,
+    state: State,
+    reader: LineReader,
+    outbox: Outbox,
+    /// Calls written (or queued to be written) to the running process.
+    open: BTreeMap<CallKey, Open>,
+    /// Calls waiting for the process to describe itself.
+    waiting: VecDeque<Call>,
+    described: Option<Described>,
+    /// A describe or a call came while stopping: start again after the end.
+    restart: bool,
+    next_id: u64,
+    events: Events,
+}
+
+impl HostConn {
+    /// A connection with no process yet.
+    pub fn new(limits: Limits) -> HostConn {
+        HostConn {
+            limits,
+            state: State::Down,
+            reader: LineReader::default(),
+            outbox: Outbox::default(),
+            open: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            described: None,
+            restart: false,
+            next_id: 1,
+            events: Events::new(),
+        }
+    }
+
+    /// What the running process described, if it has.
+    pub fn described(&self) -> Option<&Described> {
+        self.described.as_ref()
+    }
+
+    fn start(&mut self) {
+        match self.state {
+            State::Down => {
+                self.state = State::Starting;
+                self.events.push_back(ConnEvent::Start);
+            }
+            State::Stopping => self.restart = true,
+            State::Starting | State::Describing { .. } | State::Ready => {}
+        }
+    }
+
+    fn close(&mut self, key: CallKey, outcome: Outcome) {
+        self.events.push_back(ConnEvent::Closed { key, outcome });
+    }
+
+    /// Writes `call` to the process, or closes it NotRun when the process
+    /// does not serve its declaration as declared.
+    fn write(&mut self, call: Call) {
+        let described = self.described.as_ref();
+        let status = described.map_or(Status::NotServed, |d| status_of(&call.tool, d));
+        let identity = call.tool.identity();
+        let refusal = match status {
+            Status::Bound => None,
+            Status::Version(theirs) => Some(format!(
+                "the implementation speaks data version {theirs}, whose major differs from ours \
+                 ({})",
+                DataVersion::ours()
+            )),
+            Status::Mismatch { listed } => Some(format!(
+                "the implementation no longer fits {identity}: its describe lists fingerprint \
+                 {listed} where the declaration's is {}",
+                call.tool.fingerprint
+            )),
+            _ => Some(format!("the implementation no longer serves {identity}")),
+        };
+        if let Some(why) = refusal {
+            return self.close(call.key, Outcome::NotRun(why));
+        }
+        let end = match self.outbox.try_push(|out| protocol::write_call(&call, out)) {
+            Ok(end) => end,
+            Err(e) => return self.close(call.key, Outcome::NotRun(e.to_string())),
+        };
+        self.open.insert(
+            call.key,
+            Open {
+                tool: call.tool,
+                type_args: call.type_args,
+                end,
+            },
+        );
+    }
+
+    fn on_described(&mut self, result: Result<Described, String>) {
+        match result {
+            Ok(described) => {
+                self.events
+                    .push_back(ConnEvent::Described(Ok(described.clone())));
+                self.described = Some(described);
+                self.state = State::Ready;
+                while let Some(call) = self.waiting.pop_front() {
+                    self.write(call);
+                }
+            }
+            Err(why) => {
+                self.events
+                    .push_back(ConnEvent::Described(Err(why.clone())));
+                for call in std::mem::take(&mut self.waiting) {
+                    self.close(
+                        call.key,
+                        Outcome::NotRun(format!("the implementation {why}")),
+                    );
+                }
+                self.state = State::Stopping;
+                self.events.push_back(ConnEvent::Stop);
+            }
+        }
+    }
+
+    fn reply(&mut self, key: CallKey, outcome: Result<RawOutcome<'_>, String>) {
+        let Some(open) = self.open.remove(&key) else {
+            return self.events.push_back(ConnEvent::Dropped(format!(
+                "a reply for {key}, which is not open (never sent, or already answered): dropped"
+            )));
+        };
+        let outcome = match outcome {
+            Ok(raw) => decode_outcome(raw, &open, &self.limits.decode),
+            Err(why) => Outcome::BadReply(why),
+        };
+        self.close(key, outcome);
+    }
+
+    /// A line that could not be read as a message, or was too large: if it
+    /// names an open call as a reply, that call is BadReply; else dropped.
+    fn unreadable(&mut self, ids: oversize::Ids, why: String) {
+        if let State::Describing { id, .. } = self.state {
+            if ids.id.as_deref() == Some(id.to_string().as_bytes()) {
+                return self.on_described(Err(format!("sent a describe response that {why}")));
+            }
+        }
+        if let (Some(REPLY), Some(run), Some(call)) = (ids.method.as_deref(), ids.run, ids.call) {
+            let key = CallKey { run, call };
+            if self.open.contains_key(&key) {
+                return self.reply(key, Err(format!("the reply {why}")));
+            }
+        }
+        self.events.push_back(ConnEvent::Dropped(format!(
+            "a line that {why}, naming no open call: dropped"
+        )));
+    }
+
+    fn line(&mut self, line: Line<'_>) {
+        let bytes = match line {
+            Line::Whole(bytes) => bytes,
+            Line::Oversized { len, ids } => {
+                let why = format!(
+                    "is {len} bytes, over the host's limit of {} bytes",
+                    self.limits.max_line
+                );
+                return self.unreadable(ids, why);
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        // Most lines are well-formed replies: one pass reads them.
+        if let Some((key, outcome)) = protocol::fast_reply(bytes) {
+            return self.reply(key, Ok(outcome));
+        }
+        let message = match jsonrpc::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                let why = format!("is not a JSON-RPC 2.0 message ({e})");
+                return self.unreadable(oversize::scan(bytes), why);
+            }
+        };
+        match message {
+            Message::Notification { method, params } if method == REPLY => {
+                match protocol::parse_reply(params.unwrap_or(b"null")) {
+                    Ok((key, outcome)) => self.reply(key, outcome),
+                    Err(why) => self
+                        .events
+                        .push_back(ConnEvent::Dropped(format!("{why}: dropped"))),
+                }
+            }
+            Message::Notification { method, .. } => self.events.push_back(ConnEvent::Dropped(
+                format!("a notification `{method}`, which the protocol does not have: dropped"),
+            )),
+            Message::Request { id, method, .. } => {
+                let message = format!("the host serves no method `{method}`");
+                self.outbox.push(|out| {
+                    jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
+                });
+                self.events.push_back(ConnEvent::Dropped(format!(
+                    "a request `{method}` from the implementation: answered method-not-found"
+                )));
+            }
+            Message::Response { id, result } => match self.state {
+                State::Describing { id: d, .. } if id == d.to_string().as_bytes() => {
+                    let described = Described::parse(result)
+                        .map_err(|e| format!("sent a malformed describe result: {e}"));
+                    self.on_described(described);
+                }
+                _ => self.events.push_back(ConnEvent::Dropped(
+                    "a response to no request of the host's: dropped".into(),
+                )),
+            },
+            Message::Error {
+                id, code, message, ..
+            } => match self.state {
+                State::Describing { id: d, .. } if id == d.to_string().as_bytes() => self
+                    .on_described(Err(format!(
+                        "it answered describe with error {code}: {message}"
+                    ))),
+                _ => self.events.push_back(ConnEvent::Dropped(format!(
+                    "an error response to no request of the host's ({code}: {message}): dropped"
+                ))),
+            },
+        }
+    }
+
+    /// The process ended (or never started, `why` says): every call out is
+    /// closed, Unknown if it reached the process and NotRun if it did not.
+    fn ended(&mut self, why: &str) {
+        for (key, open) in std::mem::take(&mut self.open) {
+            let outcome = if self.outbox.reached(open.end) {
+                Outcome::Unknown("the implementation's process ended with the call out".into())
+            } else {
+                Outcome::NotRun(
+                    "the implementation's process ended before the call was written to it".into(),
+                )
+            };
+            self.close(key, outcome);
+        }
+        let was = self.state;
+        self.described = None;
+        self.reader.reset();
+        self.outbox.reset();
+        self.state = State::Down;
+        match was {
+            State::Starting | State::Describing { .. } => {
+                self.events
+                    .push_back(ConnEvent::Described(Err(why.to_owned())));
+                for call in std::mem::take(&mut self.waiting) {
+                    self.close(
+                        call.key,
+                        Outcome::NotRun(format!("the implementation {why}")),
+                    );
+                }
+            }
+            State::Stopping if self.restart || !self.waiting.is_empty() => {
+                self.restart = false;
+                self.start();
+            }
+            _ => {}
+        }
+        self.restart = false;
+    }
+}
+
+impl ToolConn for HostConn {
+    fn describe(&mut self, _now: Timestamp) {
+        match (&self.state, &self.described) {
+            (State::Ready, Some(d)) => {
+                let d = d.clone();
+                self.events.push_back(ConnEvent::Described(Ok(d)));
+            }
+            _ => self.start(),
+        }
+    }
+
+    fn send_call(&mut self, _now: Timestamp, call: Call) -> Result<(), SendError> {
+        check_call(&call)?;
+        if self.open.contains_key(&call.key) || self.waiting.iter().any(|c| c.key == call.key) {
+            return Err(SendError::Duplicate(call.key));
+        }
+        if self.state == State::Ready {
+            self.write(call);
+        } else {
+            self.waiting.push_back(call);
+            self.start();
+        }
+        Ok(())
+    }
+
+    fn cancel(&mut self, _now: Timestamp, key: &CallKey) {
+        if let Some(i) = self.waiting.iter().position(|c| c.key == *key) {
+            if let Some(call) = self.waiting.remove(i) {
+                self.close(
+                    call.key,
+                    Outcome::NotRun("cancelled before it was written to the implementation".into()),
+                );
+            }
+            return;
+        }
+        if self.open.contains_key(key) {
+            self.outbox.push(|out| protocol::write_cancel(key, out));
+        }
+    }
+
+    fn abandon(&mut self, key: &CallKey) {
+        self.open.remove(key);
+        self.waiting.retain(|c| c.key != *key);
+    }
+
+    fn handle_started(&mut self, now: Timestamp) {
+        if self.state != State::Starting {
+            return;
+        }
+        self.reader.reset();
+        self.outbox.reset();
+        let id = self.next_id;
+        self.next_id += 1;
+        self.outbox.push(|out| protocol::write_describe(id, out));
+        self.state = State::Describing {
+            id,
+            deadline: now.saturating_add(self.limits.describe_timeout),
+        };
+    }
+
+    fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
+        if matches!(self.state, State::Down | State::Starting) {
+            return;
+        }
+        let mut reader = std::mem::take(&mut self.reader);
+        reader.feed(data, self.limits.max_line, |line| self.line(line));
+        // A line may have ended the process's usefulness (a failed
+        // describe); its partial input is worthless then.
+        if matches!(
+            self.state,
+            State::Describing { .. } | State::Ready | State::Stopping
+        ) {
+            self.reader = reader;
+        }
+    }
+
+    fn handle_sent(&mut self, n: usize) {
+        self.outbox.handle_sent(n);
+    }
+
+    fn handle_exit(&mut self, _now: Timestamp) {
+        if self.state == State::Down {
+            return;
+        }
+        self.ended("ended before it described itself");
+    }
+
+    fn handle_start_failed(&mut self, _now: Timestamp, reason: &str) {
+        if self.state == State::Down {
+            return;
+        }
+        self.ended(&format!("could not be started: {reason}"));
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if let State::Describing { deadline, .. } = self.state {
+            if now >= deadline {
+                let secs = self.limits.describe_timeout / crate::SECOND;
+                self.on_described(Err(format!("did not describe itself within {secs} s")));
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Describing { deadline, .. } => Some(deadline),
+            _ => None,
+        }
+    }
+
+    fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
+        self.outbox.poll_transmit(out)
+    }
+
+    fn wants_write(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    fn poll_event(&mut self) -> Option<ConnEvent> {
+        self.events.pop_front()
+    }
+
+    fn open_calls(&self) -> usize {
+        self.open.len() + self.waiting.len()
+    }
+}

@@ -1,0 +1,325 @@
+//! The implementation's side of the Tool protocol (§ Toolkits), as a pure
+//! machine a toolkit library drives.
+//!
+//! [`ToolkitConn`] serves a set of declarations: it answers describe with
+//! their own fingerprints and signatures, decodes each call's args at the
+//! declared types (a type parameter's values as `json.Value`), and yields
+//! the calls that decode ([`ToolkitEvent::Call`]). A call whose args do not
+//! decode, or that names no declaration served, is answered NotRun here:
+//! the author's code never runs. What the author's code returns is written
+//! by [`ToolkitConn::reply`], once per call.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use super::conn::{Line, LineReader};
+use super::decoding::{decode_at, DecodeLimits};
+use super::listing::{describe_result, Tool};
+use super::oversize;
+use super::protocol::{self, CALL, CANCEL, DESCRIBE};
+use super::CallKey;
+use crate::flow::types::Type;
+use crate::flow::value::Value;
+use crate::wire::jsonrpc::{self, Message};
+
+pub use super::protocol::Reply;
+
+/// The bounds of the implementation's side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolkitLimits {
+    /// The longest call line, in bytes without its newline.
+    pub max_line: usize,
+    /// The bounds of every decoded argument.
+    pub decode: DecodeLimits,
+}
+
+impl Default for ToolkitLimits {
+    fn default() -> ToolkitLimits {
+        let decode = DecodeLimits::default();
+        ToolkitLimits {
+            max_line: decode.max_bytes,
+            decode,
+        }
+    }
+}
+
+/// A call whose args decoded, for the author's code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Incoming {
+    /// Its correlation key.
+    pub key: CallKey,
+    /// The index of its declaration in the toolkit's list.
+    pub tool: usize,
+    /// Its arguments, one per parameter in declaration order.
+    pub args: Vec<Value>,
+    /// For a generic Tool, the schema of the success type the caller
+    /// expects, as the call carried it.
+    pub expects: Option<serde_json::Value>,
+}
+
+/// What the implementation's side yields.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolkitEvent {
+    /// A call to run.
+    Call(Incoming),
+    /// The host asks to stop work on a call (it proves nothing).
+    Cancel(CallKey),
+    /// Something that changes nothing, for a log.
+    Dropped(String),
+}
+
+/// The implementation's side of one Tool protocol connection. See the
+/// module documentation.
+#[derive(Debug)]
+pub struct ToolkitConn {
+    tools: Vec<Arc<Tool>>,
+    by_identity: BTreeMap<String, usize>,
+    describe: Vec<u8>,
+    limits: ToolkitLimits,
+    reader: LineReader,
+    out: Vec<u8>,
+    open: BTreeSet<CallKey>,
+    events: VecDeque<ToolkitEvent>,
+}
+
+impl ToolkitConn {
+    /// Serves `tools` (answering describe with their fingerprints).
+    pub fn new(tools: Vec<Arc<Tool>>, limits: ToolkitLimits) -> ToolkitConn {
+        let by_identity = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.identity().to_string(), i))
+            .collect();
+        // Written in the generator's key order, which a schema reader reads
+        // a record's field order from (so not as canonical text).
+        let describe = serde_json::to_vec(&describe_result(&tools)).unwrap_or_default();
+        ToolkitConn {
+            tools,
+            by_identity,
+            describe,
+            limits,
+            reader: LineReader::default(),
+            out: Vec::new(),
+            open: BTreeSet::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The declarations served.
+    pub fn tools(&self) -> &[Arc<Tool>] {
+        &self.tools
+    }
+
+    /// Bytes read from standard input.
+    pub fn handle_data(&mut self, data: &[u8]) {
+        let mut reader = std::mem::take(&mut self.reader);
+        reader.feed(data, self.limits.max_line, |line| self.line(line));
+        self.reader = reader;
+    }
+
+    /// Answers an open call; `false` (and nothing written) when the call is
+    /// not open, so a call is answered at most once.
+    pub fn reply(&mut self, key: &CallKey, reply: &Reply) -> bool {
+        if !self.open.remove(key) {
+            return false;
+        }
+        protocol::write_reply(key, reply, &mut self.out);
+        self.out.push(b'\n');
+        true
+    }
+
+    /// Moves the bytes to write to standard output into `out`; returns how
+    /// many.
+    pub fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
+        let n = self.out.len();
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.out);
+        } else {
+            out.append(&mut self.out);
+        }
+        n
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<ToolkitEvent> {
+        self.events.pop_front()
+    }
+
+    /// How many calls are open (yielded, not yet answered).
+    pub fn open_calls(&self) -> usize {
+        self.open.len()
+    }
+
+    fn not_run(&mut self, key: CallKey, why: String) {
+        if self.open.insert(key.clone()) {
+            self.reply(&key, &Reply::NotRun(why));
+        } else {
+            self.events.push_back(ToolkitEvent::Dropped(format!(
+                "a second call with {key} while it is open: ignored"
+            )));
+        }
+    }
+
+    fn line(&mut self, line: Line<'_>) {
+        let bytes = match line {
+            Line::Whole(bytes) => bytes,
+            Line::Oversized { len, ids } => {
+                let why = format!(
+                    "the call is {len} bytes, over the implementation's limit of {} bytes",
+                    self.limits.max_line
+                );
+                return match (ids.method.as_deref(), ids.run, ids.call) {
+                    (Some(CALL), Some(run), Some(call)) => self.not_run(CallKey { run, call }, why),
+                    _ => self.events.push_back(ToolkitEvent::Dropped(format!(
+                        "a line of {len} bytes: dropped"
+                    ))),
+                };
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        // Most lines are well-formed calls: one pass reads them.
+        if let Some(call) = protocol::fast_call(bytes) {
+            return self.take_call(call);
+        }
+        match jsonrpc::parse(bytes) {
+            Ok(Message::Request { id, method, .. }) if method == DESCRIBE => {
+                let describe = std::mem::take(&mut self.describe);
+                jsonrpc::encode_response(id, &describe, &mut self.out);
+                self.out.push(b'\n');
+                self.describe = describe;
+            }
+            Ok(Message::Request { id, method, .. }) => {
+                let message = format!("no method `{method}`");
+                jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, &mut self.out);
+                self.out.push(b'\n');
+            }
+            Ok(Message::Notification { method, params }) if method == CALL => {
+                self.call(params.unwrap_or(b"null"))
+            }
+            Ok(Message::Notification { method, params }) if method == CANCEL => {
+                match protocol::parse_cancel(params.unwrap_or(b"null")) {
+                    Ok(key) if self.open.contains(&key) => {
+                        self.events.push_back(ToolkitEvent::Cancel(key))
+                    }
+                    Ok(key) => self.events.push_back(ToolkitEvent::Dropped(format!(
+                        "a cancel for {key}, which is not open: ignored"
+                    ))),
+                    Err(why) => self
+                        .events
+                        .push_back(ToolkitEvent::Dropped(format!("{why}: ignored"))),
+                }
+            }
+            Ok(other) => self.events.push_back(ToolkitEvent::Dropped(format!(
+                "a message the protocol does not send here: {}",
+                summary(&other)
+            ))),
+            Err(e) => {
+                let ids = oversize::scan(bytes);
+                if let (Some(CALL), Some(run), Some(call)) =
+                    (ids.method.as_deref(), ids.run, ids.call)
+                {
+                    return self.not_run(
+                        CallKey { run, call },
+                        format!("the call is not a JSON-RPC 2.0 message: {e}"),
+                    );
+                }
+                let id = e.id.as_deref().unwrap_or(b"null");
+                jsonrpc::encode_error(id, e.code, &e.reason, &mut self.out);
+                self.out.push(b'\n');
+            }
+        }
+    }
+
+    fn call(&mut self, params: &[u8]) {
+        let call = match protocol::parse_call(params) {
+            Ok(call) => call,
+            Err((Some(key), why)) => return self.not_run(key, why),
+            Err((None, why)) => {
+                return self
+                    .events
+                    .push_back(ToolkitEvent::Dropped(format!("{why}: dropped")))
+            }
+        };
+        self.take_call(call);
+    }
+
+    fn take_call(&mut self, call: protocol::CallParams<'_>) {
+        if self.open.contains(&call.key) {
+            return self.events.push_back(ToolkitEvent::Dropped(format!(
+                "a second call with {} while it is open: ignored",
+                call.key
+            )));
+        }
+        let Some(&index) = self.by_identity.get(call.tool.as_ref()) else {
+            let why = format!("this implementation serves no Tool `{}`", call.tool);
+            return self.not_run(call.key, why);
+        };
+        let tool = self.tools[index].clone();
+        // A type parameter's values reach the author as JSON.
+        let binds: Vec<(String, Type)> = tool
+            .declaration
+            .generic
+            .iter()
+            .map(|g| (g.clone(), Type::Json))
+            .collect();
+        let args = match decode_args(&tool, call.args, &binds, &self.limits.decode) {
+            Ok(args) => args,
+            Err(why) => return self.not_run(call.key, format!("the args do not decode: {why}")),
+        };
+        let expects = match call
+            .expects
+            .map(serde_json::from_slice::<serde_json::Value>)
+        {
+            None => None,
+            Some(Ok(schema)) => Some(schema),
+            Some(Err(e)) => {
+                return self.not_run(call.key, format!("the call's `expects` is not JSON: {e}"))
+            }
+        };
+        self.open.insert(call.key.clone());
+        self.events.push_back(ToolkitEvent::Call(Incoming {
+            key: call.key,
+            tool: index,
+            args,
+            expects,
+        }));
+    }
+}
+
+/// Decodes a call's args object (its JSON text) at the declared parameter
+/// types, each type parameter bound as `binds` says: every parameter
+/// present once, no other key.
+pub fn decode_args(
+    tool: &Tool,
+    args: &[u8],
+    binds: &[(String, Type)],
+    limits: &DecodeLimits,
+) -> Result<Vec<Value>, String> {
+    let decl = &tool.declaration;
+    let members = protocol::members(args).map_err(|e| format!("`args` {e}"))?;
+    let mut values: Vec<Option<Value>> = vec![None; decl.params.len()];
+    for (name, raw) in members {
+        let Some(i) = decl.params.iter().position(|p| p.name == name) else {
+            return Err(format!("the Tool has no parameter `{name}`"));
+        };
+        let value = decode_at(raw, &decl.params[i].ty, &tool.env, binds, limits)
+            .map_err(|e| format!("the argument `{name}` does not decode: {e}"))?;
+        values[i] = Some(value);
+    }
+    values
+        .into_iter()
+        .zip(&decl.params)
+        .map(|(v, p)| v.ok_or_else(|| format!("the parameter `{}` has no argument", p.name)))
+        .collect()
+}
+
+fn summary(message: &Message<'_>) -> String {
+    match message {
+        Message::Request { method, .. } => format!("a request `{method}`"),
+        Message::Notification { method, .. } => format!("a notification `{method}`"),
+        Message::Response { .. } => "a response".into(),
+        Message::Error { code, message, .. } => format!("an error response ({code}: {message})"),
+    }
+}

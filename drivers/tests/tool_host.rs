@@ -1,0 +1,539 @@
+//! The host driver against real processes: a Tool process written with
+//! limen-toolkit (`tool-fixture-echo`) and one that breaks the protocol on
+//! request (`tool-fixture-rogue`).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use limen_core::flow::tool::binding::RepositoryConfig;
+use limen_core::flow::tool::{CallKey, Implementation, Limits, Listing, Outcome, Tool, ToolConfig};
+use limen_core::flow::{Identity, Type, Value};
+use limen_drivers::tool::{Host, HostOptions};
+
+const ECHO: &str = env!("CARGO_BIN_EXE_tool-fixture-echo");
+const ROGUE: &str = env!("CARGO_BIN_EXE_tool-fixture-rogue");
+const REPO: &str = "example.com/limen-fixtures";
+
+fn listing() -> Listing {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../toolkit/tests/fixtures/listing.json"
+    );
+    Listing::parse(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn id(name: &str) -> Identity {
+    Identity::in_repository(REPO, "0.3.0", "echo.flow", name)
+}
+
+fn tools(names: &[&str]) -> Vec<Arc<Tool>> {
+    let l = listing();
+    names
+        .iter()
+        .map(|n| l.get(&id(n)).unwrap().clone())
+        .collect()
+}
+
+fn command(program: &str, args: &[&str]) -> Implementation {
+    let mut line = format!("'{program}'");
+    for a in args {
+        line.push_str(&format!(" '{a}'"));
+    }
+    Implementation::Command {
+        command: line,
+        dir: None,
+    }
+}
+
+fn bind_with(names: &[&str], implementation: Implementation, limits: Limits) -> Host {
+    let tools = tools(names);
+    let options = HostOptions {
+        overrides: tools
+            .iter()
+            .map(|t| (t.identity().clone(), implementation.clone()))
+            .collect(),
+        limits,
+        ..HostOptions::default()
+    };
+    let binding = Host::bind(&tools, &options);
+    match binding.host {
+        Some(host) => host,
+        None => panic!("{}", binding.report.refusal().unwrap_or_default()),
+    }
+}
+
+fn echo_host() -> Host {
+    bind_with(
+        &["echo", "add", "fail", "crash", "identity", "note", "grow"],
+        command(ECHO, &["--workers", "4"]),
+        Limits::default(),
+    )
+}
+
+fn key(call: &str) -> CallKey {
+    CallKey::new("run-7", call)
+}
+
+fn text(host: &Host, call: &str, t: &str) -> Outcome {
+    host.call(key(call), &id("echo"), vec![Value::text(t)], vec![])
+}
+
+#[test]
+fn a_toolkit_process_answers_every_kind_of_outcome() {
+    let host = echo_host();
+    assert_eq!(text(&host, "1", "hello"), Outcome::Ok(Value::text("hello")));
+    let big = Value::Int(limen_core::flow::Int(dashu_int::IBig::from(10u8).pow(40)));
+    assert_eq!(
+        host.call(key("2"), &id("add"), vec![big, Value::int(1)], vec![])
+            .to_json(),
+        format!(r#"{{"Ok":1{}1}}"#, "0".repeat(39))
+    );
+    assert_eq!(
+        host.call(key("3"), &id("fail"), vec![Value::text("no")], vec![])
+            .to_json(),
+        r#"{"Failed":{"Refused":"no"}}"#
+    );
+    assert_eq!(
+        host.call(key("4"), &id("crash"), vec![Value::text("panic")], vec![]),
+        Outcome::Unknown("the Tool's code panicked: asked to panic".into())
+    );
+    assert_eq!(
+        host.call(key("5"), &id("crash"), vec![Value::text("quietly")], vec![]),
+        Outcome::Unknown("asked to stop: quietly".into())
+    );
+    // A generic Tool: the value crosses as JSON, the reply decodes at the
+    // type the caller expects.
+    let outcome = host.call(
+        key("6"),
+        &id("identity"),
+        vec![Value::int(5)],
+        vec![Type::Int],
+    );
+    assert_eq!(
+        outcome.to_json(),
+        r#"{"Ok":{"items":[5],"next":"\"https://json-schema.org/draft/2020-12/schema\""}}"#
+    );
+    let tree = r#"{"Ok":{"children":[{"children":[],"label":"t/leaf"}],"label":"t"}}"#;
+    let t = Value::record(vec![
+        ("label", Value::text("t")),
+        ("children", Value::List(vec![])),
+        ("parent", Value::none()),
+    ]);
+    assert_eq!(
+        host.call(key("7"), &id("grow"), vec![t], vec![]).to_json(),
+        tree
+    );
+    host.shutdown();
+}
+
+#[test]
+fn many_calls_in_flight_are_answered_each_by_its_own_reply() {
+    let host = echo_host();
+    let pending: Vec<_> = (0..256)
+        .map(|i| {
+            host.start_call(
+                key(&format!("c{i}")),
+                &id("echo"),
+                vec![Value::text(&format!("t{i}"))],
+                vec![],
+            )
+            .unwrap()
+        })
+        .collect();
+    for (i, rx) in pending.into_iter().enumerate() {
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(20)).unwrap(),
+            Outcome::Ok(Value::text(&format!("t{i}")))
+        );
+    }
+    host.shutdown();
+}
+
+/// Talks to a process line by line, for what the host never sends.
+fn raw_exchange(program: &str, lines: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = Command::new(program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let replies = out
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    child.wait().unwrap();
+    replies
+}
+
+#[test]
+fn the_toolkit_answers_args_that_do_not_decode_and_tools_it_lacks_not_run() {
+    let tool = |name: &str| format!("{REPO}@0.3.0/echo.flow.{name}");
+    let call = |id: &str, tool: &str, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"{id}","tool":"{tool}","args":{args}}}}}"#
+        )
+    };
+    let replies = raw_exchange(
+        ECHO,
+        &[
+            &call("1", &tool("add"), r#"{"a":1,"b":"2"}"#),
+            &call("2", &tool("nothing"), "{}"),
+            &call("3", &tool("add"), r#"{"a":[1],"b":2}"#),
+            r#"{"jsonrpc":"2.0","id":9,"method":"frobnicate"}"#,
+        ],
+    );
+    // Replies come in any order: find each by its call id.
+    let by_id = |id: &str| {
+        replies
+            .iter()
+            .find(|r| r["params"]["callId"] == id)
+            .unwrap_or_else(|| panic!("no reply to {id}: {replies:?}"))
+            .clone()
+    };
+    let outcome = |r: &serde_json::Value| r["params"]["outcome"].clone();
+    let replies = [
+        by_id("1"),
+        by_id("2"),
+        by_id("3"),
+        replies.iter().find(|r| r["id"] == 9).unwrap().clone(),
+    ];
+    assert_eq!(
+        outcome(&replies[0]),
+        serde_json::json!({"NotRun": "the args do not decode: the argument `b` does not decode: $: expected Int, found \"2\""})
+    );
+    assert_eq!(
+        outcome(&replies[1]),
+        serde_json::json!({"NotRun": format!("this implementation serves no Tool `{}`", tool("nothing"))})
+    );
+    assert!(
+        outcome(&replies[2])["NotRun"]
+            .as_str()
+            .unwrap()
+            .starts_with("the args do not decode: the argument `a` does not decode: $: "),
+        "{}",
+        replies[2]
+    );
+    assert_eq!(replies[3]["error"]["code"], -32601);
+}
+
+fn rogue(args: &[&str], limits: Limits) -> Host {
+    bind_with(&["echo"], command(ROGUE, args), limits)
+}
+
+fn state_file(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("limen-rogue-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    dir.to_string_lossy().into_owned()
+}
+
+#[test]
+fn replies_out_of_order_duplicates_and_strangers_change_nothing() {
+    let host = rogue(&[], Limits::default());
+    let held: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|c| {
+            host.start_call(key(c), &id("echo"), vec![Value::text("hold")], vec![])
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        text(&host, "d", "flush"),
+        Outcome::Ok(Value::text("flushed"))
+    );
+    for (rx, c) in held.into_iter().zip(["a", "b", "c"]) {
+        assert_eq!(
+            rx.recv().unwrap(),
+            Outcome::Ok(Value::text(&format!("held {c}")))
+        );
+    }
+    assert_eq!(text(&host, "e", "twice"), Outcome::Ok(Value::text("first")));
+    assert_eq!(
+        text(&host, "f", "stranger"),
+        Outcome::Ok(Value::text("stranger"))
+    );
+    assert_eq!(
+        text(&host, "g", "garbage"),
+        Outcome::Ok(Value::text("after garbage"))
+    );
+    // The next call's reply comes after every line above has been read.
+    assert_eq!(text(&host, "h", "last"), Outcome::Ok(Value::text("last")));
+    let (_, process) = host.processes().next().unwrap();
+    let log = process.log();
+    assert!(log.contains(&"a reply for run \"run-7\", call \"e\", which is not open (never sent, or already answered): dropped".to_owned()), "{log:?}");
+    assert!(log.contains(&"a reply for run \"run-7\", call \"no-such-call\", which is not open (never sent, or already answered): dropped".to_owned()), "{log:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("a line that is not a JSON-RPC 2.0 message (not JSON: ")),
+        "{log:?}"
+    );
+    assert_eq!(process.starts(), 1, "nothing above restarted the process");
+    assert!(String::from_utf8_lossy(&process.stderr()).contains("rogue: start 1"));
+    host.shutdown();
+}
+
+#[test]
+fn a_reply_larger_than_the_limit_is_bad_reply() {
+    let limits = Limits {
+        max_line: 64 << 10,
+        ..Limits::default()
+    };
+    let host = rogue(&[], limits);
+    match text(&host, "1", "big:100000") {
+        Outcome::BadReply(why) => assert!(
+            why.starts_with("the reply is 1000")
+                && why.ends_with("bytes, over the host's limit of 65536 bytes"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(text(&host, "2", "small"), Outcome::Ok(Value::text("small")));
+    host.shutdown();
+}
+
+#[test]
+fn a_crash_is_unknown_for_calls_out_and_a_restart_describes_again() {
+    let state = state_file("crash");
+    let host = rogue(&["--state", &state], Limits::default());
+    let held = host
+        .start_call(key("1"), &id("echo"), vec![Value::text("hold")], vec![])
+        .unwrap();
+    assert_eq!(
+        text(&host, "2", "crash"),
+        Outcome::Unknown("the implementation's process ended with the call out".into())
+    );
+    assert_eq!(
+        held.recv().unwrap(),
+        Outcome::Unknown("the implementation's process ended with the call out".into())
+    );
+    // Sent again after the crash, the call keeps its (run id, call id), so
+    // the implementation can recognize it.
+    assert_eq!(text(&host, "1", "again"), Outcome::Ok(Value::text("again")));
+    match text(&host, "3", "seen") {
+        Outcome::Ok(Value::Text(seen)) => assert_eq!(seen, "run-7/1,run-7/2,run-7/1,run-7/3"),
+        other => panic!("{other:?}"),
+    }
+    let (_, process) = host.processes().next().unwrap();
+    assert_eq!(process.starts(), 2);
+    let stderr = String::from_utf8_lossy(&process.stderr()).into_owned();
+    assert!(
+        stderr.contains("rogue: start 1") && stderr.contains("rogue: start 2"),
+        "{stderr}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn calls_written_before_a_stall_are_unknown_and_calls_never_written_not_run() {
+    let host = rogue(&[], Limits::default());
+    let stall = host
+        .start_call(
+            key("stall"),
+            &id("echo"),
+            vec![Value::text("stall")],
+            vec![],
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // Far more than a pipe holds: the process no longer reads.
+    let filler = "x".repeat(16 << 10);
+    let pending: Vec<_> = (0..64)
+        .map(|i| {
+            host.start_call(
+                key(&i.to_string()),
+                &id("echo"),
+                vec![Value::text(&filler)],
+                vec![],
+            )
+            .unwrap()
+        })
+        .collect();
+    assert!(matches!(stall.recv().unwrap(), Outcome::Unknown(_)));
+    let (mut unknown, mut not_run) = (0, 0);
+    for rx in pending {
+        match rx.recv().unwrap() {
+            Outcome::Unknown(why) => {
+                assert_eq!(why, "the implementation's process ended with the call out");
+                unknown += 1;
+            }
+            Outcome::NotRun(why) => {
+                assert_eq!(
+                    why,
+                    "the implementation's process ended before the call was written to it"
+                );
+                not_run += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        unknown > 0 && not_run > 0,
+        "unknown {unknown}, not run {not_run}"
+    );
+    host.shutdown();
+}
+
+#[test]
+fn a_restart_that_no_longer_serves_or_never_describes_makes_the_call_not_run() {
+    let state = state_file("drops");
+    let host = rogue(&["--state", &state, "--restart-drops"], Limits::default());
+    assert_eq!(
+        text(&host, "1", "crash"),
+        Outcome::Unknown("the implementation's process ended with the call out".into())
+    );
+    assert_eq!(
+        text(&host, "2", "anything"),
+        Outcome::NotRun(format!(
+            "the implementation no longer serves {}",
+            id("echo")
+        ))
+    );
+    host.shutdown();
+
+    let state = state_file("major");
+    let host = rogue(
+        &["--state", &state, "--restart-major", "2"],
+        Limits::default(),
+    );
+    text(&host, "1", "crash");
+    assert_eq!(
+        text(&host, "2", "anything"),
+        Outcome::NotRun(
+            "the implementation speaks data version 2.0, whose major differs from ours (1.0)"
+                .into()
+        )
+    );
+    host.shutdown();
+
+    let state = state_file("dies");
+    let host = rogue(&["--state", &state, "--restart-dies"], Limits::default());
+    text(&host, "1", "crash");
+    assert_eq!(
+        text(&host, "2", "anything"),
+        Outcome::NotRun("the implementation ended before it described itself".into())
+    );
+    host.shutdown();
+}
+
+fn refusal(tools: &[Arc<Tool>], options: &HostOptions) -> String {
+    let binding = Host::bind(tools, options);
+    assert!(binding.host.is_none());
+    binding.report.refusal().unwrap()
+}
+
+#[test]
+fn each_binding_refusal_names_the_declaration_and_why() {
+    let echo = tools(&["echo"]);
+    let e = id("echo");
+    let over = |implementation: Implementation| HostOptions {
+        overrides: BTreeMap::from([(e.clone(), implementation)]),
+        ..HostOptions::default()
+    };
+    assert_eq!(
+        refusal(&echo, &HostOptions::default()),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: unbound: no host \
+             override, and repository {REPO} has no flow-tool.toml"
+        )
+    );
+    let config = ToolConfig::parse(
+        "fixtures/flow-tool.toml",
+        "[tools.\"other.flow\"]\ncommand = \"x\"\n",
+    )
+    .unwrap();
+    let configs = BTreeMap::from([(
+        REPO.to_owned(),
+        RepositoryConfig {
+            file: "fixtures/flow-tool.toml".into(),
+            dir: None,
+            config,
+        },
+    )]);
+    assert_eq!(
+        refusal(
+            &echo,
+            &HostOptions {
+                configs,
+                ..HostOptions::default()
+            }
+        ),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: unbound: no host \
+             override, and fixtures/flow-tool.toml has no [tools.\"echo.flow\"] table"
+        )
+    );
+    let rogue_cmd = |args: &[&str]| command(ROGUE, args);
+    let shown = |args: &[&str]| {
+        let Implementation::Command { command, .. } = rogue_cmd(args) else {
+            unreachable!()
+        };
+        command
+    };
+    assert_eq!(
+        refusal(&echo, &over(rogue_cmd(&["--major", "2"]))),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: version refusal: bound \
+             to command `{}` (the host's override), which speaks data version 2.0, whose major \
+             differs from ours (1.0)",
+            shown(&["--major", "2"])
+        )
+    );
+    assert_eq!(
+        refusal(&echo, &over(rogue_cmd(&["--mismatch"]))),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: mismatch: bound to \
+             command `{}` (the host's override), whose describe lists fingerprint sha256:{} where \
+             the declaration's is {}",
+            shown(&["--mismatch"]),
+            "ab".repeat(32),
+            echo[0].fingerprint
+        )
+    );
+    let state = state_file("refuse-drops");
+    std::fs::write(&state, "1\n\n").unwrap();
+    let args = ["--state", state.as_str(), "--restart-drops"];
+    assert_eq!(
+        refusal(&echo, &over(rogue_cmd(&args))),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: not served: bound to \
+             command `{}` (the host's override), whose describe does not list it",
+            shown(&args)
+        )
+    );
+    assert_eq!(
+        refusal(
+            &echo,
+            &over(Implementation::Command {
+                command: "/nonexistent/tool".into(),
+                dir: None
+            })
+        ),
+        format!(
+            "the run is refused: 1 of 1 declarations is not bound\n  {e}: unavailable: bound to \
+             command `/nonexistent/tool` (the host's override), which could not be started: \
+             `/nonexistent/tool`: No such file or directory (os error 2)"
+        )
+    );
+}
+
+#[test]
+fn a_path_identity_is_bound_only_by_the_host() {
+    let l = listing();
+    let mut tool = (**l.get(&id("echo")).unwrap()).clone();
+    tool.declaration.identity = Identity::at_path("/home/me/run.flow", "echo");
+    let tools = vec![Arc::new(tool)];
+    assert_eq!(
+        refusal(&tools, &HostOptions::default()),
+        "the run is refused: 1 of 1 declarations is not bound\n  /home/me/run.flow.echo: \
+         unbound: no host override, and a file outside any repository has no flow-tool.toml: \
+         the host must bind it"
+    );
+}

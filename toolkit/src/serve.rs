@@ -1,0 +1,211 @@
+//! Serving declarations over standard input and output.
+
+use std::io::{self, Read, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use limen_core::flow::tool::toolkit::ToolkitLimits;
+use limen_core::flow::tool::{CallKey, Listing, Reply, Tool, ToolkitConn, ToolkitEvent};
+use limen_core::flow::Value;
+
+/// One call, as the author's code sees it beside its arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Context {
+    /// The call's correlation key: the host's run id and the call's
+    /// history id. A call sent again after a crash has the same key.
+    pub key: CallKey,
+    /// For a generic Tool, the schema of the success type the caller
+    /// expects; a type parameter's values are JSON of that shape.
+    pub expects: Option<serde_json::Value>,
+}
+
+/// How the author's code ended a call other than by success.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error<E> {
+    /// The declared error: the reply is Failed.
+    Failed(E),
+    /// The call did not happen (say so only when nothing was done): NotRun.
+    NotRun(String),
+    /// Anything else: what was done before it stopped is not known, so the
+    /// reply is Unknown.
+    Unknown(String),
+}
+
+impl<E> Error<E> {
+    /// An error other than the declared one: Unknown, with its text.
+    pub fn unknown(error: impl std::fmt::Display) -> Error<E> {
+        Error::Unknown(error.to_string())
+    }
+}
+
+impl<E> From<E> for Error<E> {
+    fn from(e: E) -> Error<E> {
+        Error::Failed(e)
+    }
+}
+
+/// What serves calls: generated code implements it over the author's
+/// typed trait.
+pub trait Service: Send + Sync + 'static {
+    /// Runs a call to declaration `tool` (its index in the listing) with
+    /// its decoded arguments.
+    fn call(&self, tool: usize, cx: &Context, args: Vec<Value>) -> Reply;
+}
+
+impl<F> Service for F
+where
+    F: Fn(usize, &Context, Vec<Value>) -> Reply + Send + Sync + 'static,
+{
+    fn call(&self, tool: usize, cx: &Context, args: Vec<Value>) -> Reply {
+        self(tool, cx, args)
+    }
+}
+
+/// How calls are run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Worker threads running calls; 0 runs each call on the thread that
+    /// reads them, one at a time (fastest for calls that do no waiting).
+    pub workers: usize,
+    /// The bounds of a call line and its arguments.
+    pub limits: ToolkitLimits,
+}
+
+impl Default for Options {
+    /// Eight workers, so that calls that wait overlap.
+    fn default() -> Options {
+        Options {
+            workers: 8,
+            limits: ToolkitLimits::default(),
+        }
+    }
+}
+
+/// Runs `service` for one call, a panic or an error other than the
+/// declared one being Unknown.
+pub fn run_call(service: &dyn Service, tool: usize, cx: &Context, args: Vec<Value>) -> Reply {
+    match catch_unwind(AssertUnwindSafe(|| service.call(tool, cx, args))) {
+        Ok(reply) => reply,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            Reply::Unknown(format!("the Tool's code panicked: {what}"))
+        }
+    }
+}
+
+/// Serves the declarations of a listing's text with `service` on standard
+/// input and output until standard input ends.
+pub fn serve_listing(listing: &str, service: impl Service, options: Options) -> io::Result<()> {
+    let listing = Listing::parse(listing.as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("the listing: {e}")))?;
+    serve(listing.tools, service, options)
+}
+
+/// Serves `tools` with `service` on standard input and output until
+/// standard input ends and every call has been answered.
+pub fn serve(tools: Vec<Arc<Tool>>, service: impl Service, options: Options) -> io::Result<()> {
+    serve_on(tools, service, options, io::stdin().lock(), io::stdout())
+}
+
+/// [`serve`] over any reader and writer.
+pub fn serve_on(
+    tools: Vec<Arc<Tool>>,
+    service: impl Service,
+    options: Options,
+    mut input: impl Read,
+    output: impl Write + Send + 'static,
+) -> io::Result<()> {
+    let conn = Arc::new(Mutex::new(ToolkitConn::new(tools, options.limits.clone())));
+    let output = Arc::new(Mutex::new(output));
+    let service: Arc<dyn Service> = Arc::new(service);
+    let (jobs, workers) = if options.workers == 0 {
+        (None, Vec::new())
+    } else {
+        let (tx, rx) = mpsc::channel::<(usize, Context, Vec<Value>)>();
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = (0..options.workers)
+            .map(|_| {
+                let (rx, conn, output, service) =
+                    (rx.clone(), conn.clone(), output.clone(), service.clone());
+                thread::spawn(move || loop {
+                    let job = lock(&rx).recv();
+                    let Ok((tool, cx, args)) = job else {
+                        return;
+                    };
+                    let reply = run_call(&*service, tool, &cx, args);
+                    let mut out = Vec::new();
+                    {
+                        let mut c = lock(&conn);
+                        c.reply(&cx.key, &reply);
+                        c.poll_transmit(&mut out);
+                    }
+                    let _ = write_all(&output, &out);
+                })
+            })
+            .collect();
+        (Some(tx), workers)
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let mut out = Vec::new();
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut c = lock(&conn);
+        c.handle_data(&buf[..n]);
+        while let Some(event) = c.poll_event() {
+            match event {
+                ToolkitEvent::Call(incoming) => {
+                    let cx = Context {
+                        key: incoming.key,
+                        expects: incoming.expects,
+                    };
+                    match &jobs {
+                        Some(tx) => {
+                            let _ = tx.send((incoming.tool, cx, incoming.args));
+                        }
+                        None => {
+                            let reply = run_call(&*service, incoming.tool, &cx, incoming.args);
+                            c.reply(&cx.key, &reply);
+                        }
+                    }
+                }
+                ToolkitEvent::Cancel(_) => {}
+                ToolkitEvent::Dropped(why) => eprintln!("limen-toolkit: {why}"),
+            }
+        }
+        out.clear();
+        c.poll_transmit(&mut out);
+        drop(c);
+        write_all(&output, &out)?;
+    }
+    drop(jobs);
+    for worker in workers {
+        let _ = worker.join();
+    }
+    out.clear();
+    lock(&conn).poll_transmit(&mut out);
+    write_all(&output, &out)
+}
+
+fn write_all(output: &Mutex<impl Write>, bytes: &[u8]) -> io::Result<()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let mut o = lock(output);
+    o.write_all(bytes)?;
+    o.flush()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -145,6 +145,40 @@ def generated(target):
             b"GET / HTTP/1.1\r\nX: " + b"a" * 65000 + b"\r\n\r\n",
             b"POST /call/A::b HTTP/1.1\r\n" + b"X: y\r\n" * 63 + b"Content-Length: 2\r\n\r\n{}",
         ]
+    if target == "tool_conn":
+        reply = '{{"jsonrpc":"2.0","method":"reply","params":{{"runId":"r","callId":"{}","outcome":{}}}}}\n'
+        outcomes = ['{"Ok":{"n":1}}', '{"Ok":1}', '{"Failed":"no"}', '{"NotRun":"x"}',
+                    '{"Unknown":"y"}', '{"Ok":{"n":1,"tags":["a"]}}']
+        host = "".join(reply.format(i, o) for i, o in enumerate(outcomes))
+        mcp = "".join(line + "\n" for line in [
+            '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18",'
+            '"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}',
+            '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"Echo","inputSchema":{}}],'
+            '"nextCursor":"p2"}}',
+            '{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"Pick","inputSchema":{}}]}}',
+            '{"jsonrpc":"2.0","id":"0","result":{"content":[{"type":"text","text":"{\\"n\\":1}"}]}}',
+            '{"jsonrpc":"2.0","id":"1","result":{"content":[],"isError":true}}',
+        ])
+        return [b"\x00" + host.encode(), b"\x01" + mcp.encode()]
+    if target == "tool_toolkit":
+        call = ('{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"{}",'
+                '"tool":"fuzz@1/f.flow.{}","args":{}}}}}\n')
+        lines = [
+            '{"jsonrpc":"2.0","id":1,"method":"describe"}\n',
+            call.format(1, "Echo", '{"text":"x"}'),
+            call.format(2, "Pick", '{"items":[1,2]}'),
+            call.format(3, "Echo", '{"text":3}'),
+            '{"jsonrpc":"2.0","method":"cancel","params":{"runId":"r","callId":"1"}}\n',
+            '{"jsonrpc":"2.0","id":2,"method":"shutdown"}\n',
+        ]
+        return [l.encode() for l in lines] + ["".join(lines).encode()]
+    if target == "jsonrpc":
+        return [l.encode() for l in [
+            '{"jsonrpc":"2.0","id":1,"method":"describe"}',
+            '{"jsonrpc":"2.0","method":"cancel","params":{"runId":"r","callId":"1"}}',
+            '{"jsonrpc":"2.0","id":"a","result":{"x":[1]}}',
+            '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m","data":[1]}}',
+        ]]
     return []
 
 

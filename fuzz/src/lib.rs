@@ -7,6 +7,7 @@
 
 pub mod model;
 pub mod shape;
+pub mod tool;
 pub mod value;
 
 /// SplitMix64: a small deterministic generator, so the pieces an input is

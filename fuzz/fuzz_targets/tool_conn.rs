@@ -1,0 +1,130 @@
+//! The host's side of the Tool protocol (`core/src/flow/tool/host.rs`) and
+//! the MCP adapter (`core/src/flow/tool/mcp.rs`), each with calls in flight
+//! and fed arbitrary process output (the host's after a describe answer
+//! naming its Tools), then the process's exit.
+//!
+//! The first input byte picks the machine (even: the Tool host, odd: the
+//! MCP adapter); the rest is what the process writes. Checks: the same
+//! events and the same bytes written whether the output comes whole, byte
+//! by byte or in arbitrary pieces; every call sent is closed exactly once
+//! once the process has ended, and none is closed that was not sent. The
+//! host mode also runs the core's own `fuzz_host_replies`.
+#![no_main]
+
+use std::collections::BTreeMap;
+
+use libfuzzer_sys::fuzz_target;
+use limen_core::flow::tool::listing::describe_result;
+use limen_core::flow::tool::{
+    fuzz_host_replies, Call, CallKey, ConnEvent, HostConn, Limits, McpConn, ToolConn,
+};
+use limen_core::flow::{Type, Value};
+use limen_core::wire::jsonrpc;
+use limen_fuzz::tool::tools;
+use limen_fuzz::{feeds, hex};
+
+const CALLS: usize = 6;
+
+fn limits() -> Limits {
+    Limits {
+        max_line: 4096,
+        ..Limits::default()
+    }
+}
+
+fn keys() -> Vec<CallKey> {
+    (0..CALLS)
+        .map(|i| CallKey::new("r", &i.to_string()))
+        .collect()
+}
+
+/// Runs one machine over `feed`: its events and every byte it wrote.
+fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<ConnEvent>, Vec<u8>) {
+    let tools = tools();
+    let mut events = Vec::new();
+    let mut out = Vec::new();
+    let mut drain = |conn: &mut dyn ToolConn, events: &mut Vec<ConnEvent>| {
+        events.extend(std::iter::from_fn(|| conn.poll_event()));
+        let mut buf = Vec::new();
+        let n = conn.poll_transmit(&mut buf);
+        out.extend_from_slice(&buf[..n.min(buf.len())]);
+        conn.handle_sent(n);
+    };
+    for (i, key) in keys().into_iter().enumerate() {
+        let call = if i % 2 == 0 {
+            Call {
+                key,
+                tool: tools[0].clone(),
+                args: vec![Value::text("x")],
+                type_args: Vec::new(),
+            }
+        } else {
+            Call {
+                key,
+                tool: tools[1].clone(),
+                args: vec![Value::List(vec![Value::int(1)])],
+                type_args: vec![Type::Int],
+            }
+        };
+        conn.send_call(0, call)
+            .expect("distinct keys, the right arity");
+    }
+    conn.handle_started(0);
+    drain(conn, &mut events);
+    if host {
+        // The process answers describe first, with the Tools it serves.
+        let result = serde_json::to_vec(&describe_result(&tools)).unwrap_or_default();
+        let mut line = Vec::new();
+        jsonrpc::encode_response(b"1", &result, &mut line);
+        line.push(b'\n');
+        conn.handle_data(0, &line);
+        drain(conn, &mut events);
+    }
+    for piece in feed {
+        conn.handle_data(0, piece);
+        drain(conn, &mut events);
+    }
+    conn.handle_exit(0);
+    drain(conn, &mut events);
+    (events, out)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let fresh = || -> Box<dyn ToolConn> {
+        if mode % 2 == 0 {
+            Box::new(HostConn::new(limits()))
+        } else {
+            Box::new(McpConn::new(tools(), limits()))
+        }
+    };
+    if mode % 2 == 0 {
+        fuzz_host_replies(rest);
+    }
+    let all = feeds(rest);
+    let first = run(fresh().as_mut(), mode % 2 == 0, &all[0]);
+    for feed in &all[1..] {
+        let other = run(fresh().as_mut(), mode % 2 == 0, feed);
+        assert_eq!(
+            first,
+            other,
+            "whole and split differ; pieces: {:?}",
+            feed.iter().map(|p| hex(p)).collect::<Vec<_>>()
+        );
+    }
+    let mut closed: BTreeMap<CallKey, usize> = BTreeMap::new();
+    for e in &first.0 {
+        if let ConnEvent::Closed { key, .. } = e {
+            *closed.entry(key.clone()).or_default() += 1;
+        }
+    }
+    for key in keys() {
+        assert_eq!(closed.remove(&key), Some(1), "{key} is closed once");
+    }
+    assert!(
+        closed.is_empty(),
+        "calls never sent were closed: {closed:?}"
+    );
+});

@@ -260,13 +260,14 @@ impl Demo {
         }
         banner.push_str("stop with Ctrl-C\n");
         if let Some(dir) = &options.record {
-            std::fs::create_dir_all(dir).map_err(|err| {
+            let writer = record::RecordWriter::new(dir, recorded_roles);
+            writer.write_program(witness::DESK).map_err(|err| {
                 BootError(format!(
                     "hale demo: cannot record into {}: {err}",
                     dir.display()
                 ))
             })?;
-            server.set_recorder(Box::new(record::RecordWriter::new(dir, recorded_roles)));
+            server.set_recorder(Box::new(writer));
         }
         let control = match &options.control {
             None => None,

@@ -12,7 +12,9 @@
 //! body determines them, and a replay writes them again. Where the demo's
 //! role source differs from the program's literal (its operator is the
 //! current user), the record says so in `scenario.roles`, so it replays
-//! under the grants it was recorded under.
+//! under the grants it was recorded under. The program served is written
+//! beside the records as `DIR/program.hl` (unless one is there), so the
+//! folder is a corpus `limen-conformance` opens as it is.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,21 @@ impl RecordWriter {
             dir: dir.to_owned(),
             roles,
             warned: false,
+        }
+    }
+
+    /// Writes the program's declarations as `DIR/program.hl`, unless a
+    /// program is there already.
+    pub fn write_program(&self, source: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.dir.join("program.hl"))
+        {
+            Ok(mut f) => std::io::Write::write_all(&mut f, source.as_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(e),
         }
     }
 

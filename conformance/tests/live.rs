@@ -1,0 +1,314 @@
+//! The live check against `hale demo`, booted through the library on
+//! ephemeral ports, with its control socket (so the outcomes that need the
+//! server's cooperation are provoked) and its recorder on: what the check
+//! sends, the demo records, and the recordings are held to the reference
+//! records and replayed.
+
+mod common;
+
+use std::path::PathBuf;
+use std::thread;
+
+use common::*;
+
+use limen_core::hale::model::{Exposure as ModelExposure, Program};
+use limen_core::hale::runtime::{Describer, Principal};
+use limen_drivers::demo::{Demo, DemoOptions};
+use limen_drivers::serve::{BoundAddress, StopHandle};
+
+/// A describer that names the exposure (limen's describer proper is
+/// built elsewhere; the check's describe step reads the identity it names).
+struct Names(String);
+impl Describer for Names {
+    fn describe(&self, _: &Principal, _: &[String], _: &[usize]) -> Vec<u8> {
+        serde_json::json!({"description": 1, "exposure": self.0})
+            .to_string()
+            .into_bytes()
+    }
+}
+
+fn names(p: &Program, e: &ModelExposure, _: &BoundAddress) -> Box<dyn Describer + Send> {
+    Box::new(Names(p.exposure_id(e).unwrap()))
+}
+
+/// A demo running on a thread of its own, on ephemeral ports, recording.
+struct Running {
+    dir: Temp,
+    endpoints: Vec<(String, String)>,
+    stop: StopHandle,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn endpoint(&self, name: &str) -> String {
+        self.endpoints
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, e)| e.clone())
+            .unwrap()
+    }
+    fn control(&self) -> String {
+        s(&self.dir.0.join("control.sock")).to_owned()
+    }
+    fn recorded(&self) -> PathBuf {
+        self.dir.0.join("recorded")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Boots the demo; `operator` names who holds `operator` under the admin
+/// exposure (the current user when `None`).
+fn boot(tag: &str, operator: Option<&str>) -> Running {
+    let dir = Temp::new(&format!("live-{tag}"));
+    let mut options = DemoOptions::default();
+    for name in ["public", "partner"] {
+        options.addresses.insert(name.into(), "127.0.0.1:0".into());
+    }
+    options
+        .addresses
+        .insert("admin".into(), s(&dir.0.join("admin.sock")).to_owned());
+    options.control = Some(dir.0.join("control.sock"));
+    options.record = Some(dir.0.join("recorded"));
+    options.operator = operator.map(str::to_owned);
+    let demo = Demo::boot(&options, &names).unwrap();
+    let endpoints = demo.endpoints().to_vec();
+    let stop = demo.stop_handle();
+    let thread = thread::spawn(move || demo.run().unwrap());
+    Running {
+        dir,
+        endpoints,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+fn check(args: &[&str]) -> (i32, String) {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    let (code, out, err) = run(&all);
+    (code, format!("{out}{err}"))
+}
+
+fn lines_of<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| l[prefix.len()..].split(':').next().unwrap())
+        .collect()
+}
+
+/// The recordings of a run, held to the reference records of their names;
+/// then the reviewed selection (the records of those names) replayed.
+fn recordings_hold(demo: &Running, reference: &std::path::Path, names: &[&str]) {
+    let recorded = demo.recorded();
+    // The run recorded more than these (the copies, the setup calls, the
+    // describe, the wake after a resume); these are the ones the reference
+    // names, and the ones a review keeps.
+    let (_, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&recorded),
+        "--reference",
+        s(reference),
+    ]);
+    for name in names {
+        assert!(out.contains(&format!("pass  {name}\n")), "{name}:\n{out}");
+    }
+    let reviewed = demo.dir.0.join("reviewed");
+    select(&recorded, names, &recorded.join("program.hl"), &reviewed);
+    let (code, out, _) = run(&["replay", "--corpus", s(&reviewed)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.ends_with(&format!("{} passed, 0 failed\n", names.len())),
+        "{out}"
+    );
+}
+
+#[test]
+fn http_every_outcome_live_recorded_and_replayed() {
+    let Some(reference) = reference() else { return };
+    let demo = boot("http", None);
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("public"),
+        "--transport",
+        "http",
+        "--bearer",
+        "t-alice",
+        "--control",
+        &control,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("serves Public@fnv1a64:a8930d6e7998e986/public"),
+        "{out}"
+    );
+    assert!(out.contains("10 passed, 0 failed\n"), "{out}");
+    // The cooperative outcomes run last, the stop at the very end.
+    let order = lines_of(&out, "pass  ");
+    assert_eq!(
+        &order[7..],
+        [
+            "http/refusal_full",
+            "http/refusal_unavailable",
+            "http/refusal_shutting_down"
+        ]
+    );
+    let names = reference_names(&reference, "http");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    recordings_hold(&demo, &reference, &names);
+}
+
+#[test]
+fn http_without_cooperation_names_what_it_could_not_provoke() {
+    if reference().is_none() {
+        return;
+    }
+    let demo = boot("http-alone", None);
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("public"),
+        "--transport",
+        "http",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("the describe was refused unauthenticated; checking every http record"),
+        "{out}"
+    );
+    assert_eq!(
+        lines_of(&out, "not provoked  "),
+        [
+            "http/refusal_full",
+            "http/refusal_unavailable",
+            "http/refusal_shutting_down"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("needs the server's cooperation: pass --control PATH"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("7 passed, 0 failed, 3 not provoked\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn unix_every_outcome_a_peer_can_provoke_live() {
+    let Some(reference) = reference() else { return };
+    // As the operator: the demo grants it to the user running it, which
+    // stands in for the recorded uid 1000.
+    let demo = boot("unix", None);
+    let control = demo.control();
+    let public = format!("public={}", demo.endpoint("public"));
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &control,
+        "--as-peer",
+        "1000",
+        "--with",
+        &public,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        lines_of(&out, "not provoked  "),
+        ["unix/refusal_unauthenticated", "unix/refusal_unauthorized"],
+        "{out}"
+    );
+    assert!(
+        out.ends_with("8 passed, 0 failed, 2 not provoked\n"),
+        "{out}"
+    );
+    let names: Vec<String> = reference_names(&reference, "unix")
+        .into_iter()
+        .filter(|n| !n.ends_with("unauthenticated") && !n.ends_with("unauthorized"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    recordings_hold(&demo, &reference, &names);
+
+    // As a peer that holds nothing, standing in for the recorded uid 1001.
+    let demo = boot("unix-nobody", Some("uid:nobody"));
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &control,
+        "--as-peer",
+        "1001",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        lines_of(&out, "pass  "),
+        ["unix/refusal_unauthorized"],
+        "{out}"
+    );
+    assert!(
+        out.ends_with("1 passed, 0 failed, 9 not provoked\n"),
+        "{out}"
+    );
+    recordings_hold(&demo, &reference, &["unix/refusal_unauthorized"]);
+}
+
+#[test]
+fn a_server_that_answers_otherwise_fails_the_check() {
+    let Some(reference) = reference() else { return };
+    let tmp = Temp::new("live-tampered");
+    select(
+        &project(),
+        &["http/result", "http/refusal_unauthorized"],
+        &desk(),
+        &tmp.0,
+    );
+    let path = tmp.0.join("wire/http/result.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"notional\": 125000", "\"notional\": 125001");
+    std::fs::write(&path, text).unwrap();
+    let demo = boot("http-tampered", None);
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("public"),
+        "--transport",
+        "http",
+        "--corpus",
+        s(&tmp.0),
+        "--scenarios",
+        s(&reference),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/result: reply $.body.notional: expected 125001, got 125000"),
+        "{out}"
+    );
+    assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn check_speaks_the_transports_it_names() {
+    let (code, out) = check(&["--endpoint", "http://127.0.0.1:9", "--transport", "mcp"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("waits for limen's MCP transport"), "{out}");
+    let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "http"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");
+    let (code, out) = check(&["--endpoint", "grpc://h:1", "--transport", "http"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("is not an endpoint"), "{out}");
+}

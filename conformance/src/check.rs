@@ -144,14 +144,6 @@ impl Wire {
     fn reply(self, raw: &[u8], eof: bool) -> Result<Option<Value>, String> {
         reply_of(&self.transport(), raw, eof)
     }
-
-    fn of(transport: &Transport) -> Option<Wire> {
-        match transport {
-            Transport::Unix => Some(Wire::Unix),
-            Transport::Http => Some(Wire::Http),
-            Transport::Other(_) => None,
-        }
-    }
 }
 
 enum Stream {
@@ -689,9 +681,4 @@ struct Undo {
     drained: BTreeSet<String>,
     waiting: Vec<Waiting>,
     sent: bool,
-}
-
-/// The check's transport for `transport`, when it speaks it.
-pub fn wire_of(transport: &Transport) -> Option<Wire> {
-    Wire::of(transport)
 }

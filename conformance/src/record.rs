@@ -19,6 +19,14 @@ use crate::wire;
 /// The record format's version this runner reads.
 pub const WIRE: u64 = 1;
 
+/// The outcomes of a Hale record (§ Outcomes; a transport failure is no
+/// record: nothing was answered).
+pub const HALE_OUTCOMES: [&str; 4] = ["result", "handler_error", "refusal", "server_error"];
+
+/// The outcomes of a Tool protocol record: a reply's four, and `BadReply`,
+/// which the runtime decides of a reply that does not decode.
+pub const TOOL_OUTCOMES: [&str; 5] = ["Ok", "Failed", "NotRun", "Unknown", "BadReply"];
+
 /// A transport a record can be of. Records of the transports limen serves
 /// replay and check; the others are read (their envelope is the same) and
 /// reported as having no machine yet.
@@ -59,9 +67,11 @@ pub struct Record {
     pub name: String,
     /// `transport`.
     pub transport: Transport,
-    /// `exposure`: the identity `<Surface>@<digest>/<name>`.
+    /// `exposure`: the identity `<Surface>@<digest>/<name>` (for a Tool
+    /// protocol record, `tool`: the declaration's identity).
     pub exposure: String,
-    /// `outcome`: `result`, `handler_error`, `refusal` or `server_error`.
+    /// `outcome`: one of [`HALE_OUTCOMES`] (of [`TOOL_OUTCOMES`] for a Tool
+    /// protocol record).
     pub outcome: String,
     /// `kind`: a refusal's kind.
     pub kind: Option<String>,
@@ -209,38 +219,12 @@ impl Record {
                 ));
             }
         }
-        let exposure = string(o.get("exposure"), "$.exposure")?.to_owned();
-        let well_formed = exposure
-            .split_once('@')
-            .and_then(|(s, rest)| rest.rsplit_once('/').map(|(d, n)| (s, d, n)))
-            .is_some_and(|(s, d, n)| !s.is_empty() && !d.is_empty() && !n.is_empty());
-        if !well_formed {
-            return Err(error(
-                "$.exposure",
-                "an exposure identity is <Surface>@<digest>/<name>",
-            ));
-        }
-        let outcome = string(o.get("outcome"), "$.outcome")?.to_owned();
-        if !["result", "handler_error", "refusal", "server_error"].contains(&outcome.as_str()) {
-            return Err(error(
-                "$.outcome",
-                format!("`{outcome}` is none of result, handler_error, refusal, server_error"),
-            ));
-        }
-        let kind = match o.get("kind") {
-            None => None,
-            Some(k) => Some(string(Some(k), "$.kind")?.to_owned()),
+        let tool = transport == Transport::Other("tool".into());
+        let (exposure, outcome, kind) = if tool {
+            Record::tool_envelope(o)?
+        } else {
+            Record::hale_envelope(o)?
         };
-        match (&*outcome, &kind) {
-            ("refusal", None) => return Err(error("$.kind", "a refusal names its kind")),
-            ("refusal", Some(k)) if limen_core::hale::runtime::RefusalKind::parse(k).is_none() => {
-                return Err(error("$.kind", format!("`{k}` is no refusal kind")))
-            }
-            (o, Some(_)) if o != "refusal" => {
-                return Err(error("$.kind", "only a refusal has a kind"))
-            }
-            _ => {}
-        }
         let peer = match (o.get("peer"), &transport) {
             (Some(p), _) => Some(peer(p, "$.peer")?),
             (None, Transport::Unix) => {
@@ -290,6 +274,65 @@ impl Record {
             scenario,
             value,
         })
+    }
+
+    /// A Hale record's identity, outcome and kind.
+    fn hale_envelope(
+        o: &serde_json::Map<String, Value>,
+    ) -> Result<(String, String, Option<String>), RecordError> {
+        let exposure = string(o.get("exposure"), "$.exposure")?.to_owned();
+        let well_formed = exposure
+            .split_once('@')
+            .and_then(|(s, rest)| rest.rsplit_once('/').map(|(d, n)| (s, d, n)))
+            .is_some_and(|(s, d, n)| !s.is_empty() && !d.is_empty() && !n.is_empty());
+        if !well_formed {
+            return Err(error(
+                "$.exposure",
+                "an exposure identity is <Surface>@<digest>/<name>",
+            ));
+        }
+        let outcome = string(o.get("outcome"), "$.outcome")?.to_owned();
+        if !HALE_OUTCOMES.contains(&outcome.as_str()) {
+            return Err(error(
+                "$.outcome",
+                format!("`{outcome}` is none of {}", HALE_OUTCOMES.join(", ")),
+            ));
+        }
+        let kind = match o.get("kind") {
+            None => None,
+            Some(k) => Some(string(Some(k), "$.kind")?.to_owned()),
+        };
+        match (&*outcome, &kind) {
+            ("refusal", None) => return Err(error("$.kind", "a refusal names its kind")),
+            ("refusal", Some(k)) if limen_core::hale::runtime::RefusalKind::parse(k).is_none() => {
+                return Err(error("$.kind", format!("`{k}` is no refusal kind")))
+            }
+            (o, Some(_)) if o != "refusal" => {
+                return Err(error("$.kind", "only a refusal has a kind"))
+            }
+            _ => {}
+        }
+        Ok((exposure, outcome, kind))
+    }
+
+    /// A Tool protocol record's identity (the declaration's `tool`) and
+    /// outcome (one of the reply's four, or the runtime's `BadReply`).
+    fn tool_envelope(
+        o: &serde_json::Map<String, Value>,
+    ) -> Result<(String, String, Option<String>), RecordError> {
+        let tool = string(o.get("tool"), "$.tool")?.to_owned();
+        string(o.get("fingerprint"), "$.fingerprint")?;
+        let outcome = string(o.get("outcome"), "$.outcome")?.to_owned();
+        if !TOOL_OUTCOMES.contains(&outcome.as_str()) {
+            return Err(error(
+                "$.outcome",
+                format!("`{outcome}` is none of {}", TOOL_OUTCOMES.join(", ")),
+            ));
+        }
+        if o.contains_key("kind") {
+            return Err(error("$.kind", "a Tool protocol outcome has no kind"));
+        }
+        Ok((tool, outcome, None))
     }
 
     /// The record's file stem: `result`, `refusal_full`.
@@ -443,6 +486,21 @@ mod tests {
         assert_eq!(exposure_name(&r.exposure), "admin");
         assert_eq!(r.peer.unwrap().uid, 1000);
         assert_eq!(r.stem(), "result");
+    }
+
+    #[test]
+    fn a_tool_protocol_record_has_its_own_envelope() {
+        let text = r#"{"wire": 1, "transport": "tool", "tool": "desk.quote",
+            "fingerprint": "sha256:00", "outcome": "NotRun",
+            "request": {"jsonrpc": "2.0", "id": 1, "method": "call"},
+            "reply": {"jsonrpc": "2.0", "id": 1, "result": {"outcome": {"NotRun": "x"}}}}"#;
+        let r = Record::parse("tool/not_run", text).unwrap();
+        assert_eq!(r.exposure, "desk.quote");
+        let bad = text.replace("NotRun\",", "Refused\",");
+        assert_eq!(
+            Record::parse("tool/not_run", &bad).unwrap_err().path,
+            "$.outcome"
+        );
     }
 
     #[test]

@@ -194,6 +194,9 @@ impl Write for Stream {
     }
 }
 
+/// The most a reply may be: past it the server is not answering a record.
+pub const MAX_REPLY: usize = 16 << 20;
+
 /// A request sent, its reply being read.
 struct Waiting {
     stream: Stream,
@@ -222,7 +225,13 @@ impl Waiting {
         while !self.eof {
             match self.stream.read(&mut chunk) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    if self.buf.len() > MAX_REPLY {
+                        self.eof = true;
+                        return Err(format!("the reply is over {MAX_REPLY} bytes"));
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => self.eof = true,
@@ -286,7 +295,9 @@ impl Control {
         w.write_all(format!("{line}\n").as_bytes())
             .map_err(|e| format!("the control socket: {e}"))?;
         let mut answer = String::new();
-        r.read_line(&mut answer)
+        r.by_ref()
+            .take(4096)
+            .read_line(&mut answer)
             .map_err(|e| format!("the control socket: {e}"))?;
         match answer.trim_end() {
             "ok" => Ok(()),

@@ -319,3 +319,38 @@ fn check_speaks_the_transports_it_names() {
     assert_eq!(code, 2);
     assert!(out.contains("is not an endpoint"), "{out}");
 }
+
+#[test]
+fn a_server_that_never_ends_its_reply_fails_without_growing() {
+    // Answers every connection with a head that never ends.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            thread::spawn(move || {
+                use std::io::Write;
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nX: ");
+                let chunk = vec![b'x'; 1 << 16];
+                while conn.write_all(&chunk).is_ok() {}
+            });
+        }
+    });
+    let tmp = Temp::new("live-endless");
+    select(&project(), &["http/result"], &desk(), &tmp.0);
+    let (code, out) = check(&[
+        "--endpoint",
+        &format!("http://{addr}"),
+        "--transport",
+        "http",
+        "--corpus",
+        s(&tmp.0),
+        "--scenarios",
+        "none",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/result: the reply is over 16777216 bytes"),
+        "{out}"
+    );
+}

@@ -11,25 +11,8 @@ use std::thread;
 
 use common::*;
 
-use limen_core::hale::model::{Exposure as ModelExposure, Program};
-use limen_core::hale::runtime::{Describer, Principal};
 use limen_drivers::demo::{Demo, DemoOptions};
 use limen_drivers::serve::{BoundAddress, StopHandle};
-
-/// A describer that names the exposure (limen's describer proper is
-/// built elsewhere; the check's describe step reads the identity it names).
-struct Names(String);
-impl Describer for Names {
-    fn describe(&self, _: &Principal, _: &[String], _: &[usize]) -> Vec<u8> {
-        serde_json::json!({"description": 1, "exposure": self.0})
-            .to_string()
-            .into_bytes()
-    }
-}
-
-fn names(p: &Program, e: &ModelExposure, _: &BoundAddress) -> Box<dyn Describer + Send> {
-    Box::new(Names(p.exposure_id(e).unwrap()))
-}
 
 /// A demo running on a thread of its own, on ephemeral ports, recording.
 struct Running {
@@ -78,8 +61,18 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
     options.control = Some(dir.0.join("control.sock"));
     options.record = Some(dir.0.join("recorded"));
     options.operator = operator.map(str::to_owned);
-    let demo = Demo::boot(&options, &names).unwrap();
-    let endpoints = demo.endpoints().to_vec();
+    let demo = Demo::boot(&options).unwrap();
+    let endpoints = demo
+        .endpoints()
+        .iter()
+        .map(|(name, _, bound)| {
+            let endpoint = match bound {
+                BoundAddress::Tcp(a) => format!("http://{a}"),
+                BoundAddress::Unix(p) => format!("unix:{}", p.display()),
+            };
+            (name.clone(), endpoint)
+        })
+        .collect();
     let stop = demo.stop_handle();
     let thread = thread::spawn(move || demo.run().unwrap());
     Running {

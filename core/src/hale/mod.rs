@@ -4,12 +4,18 @@
 //! - [`syntax`]: the declaration subset of `.hl` — lexer, parser, diagnostics.
 //! - [`model`]: the program model — roles, units, types, topics, loci, the
 //!   surface rows, serve sites and exposures, hubs and stream rows.
+//! - [`laws`]: the admission laws, each refusal in the spec's words at
+//!   `file:line:col`, and law 6's notes.
 //! - [`shape`]: a type's contract shape and shape hash.
 //! - [`digest`]: the FNV-1a fold and the hash input texts of the surface and
 //!   stream digests.
 //! - [`codec`]: the JSON codec, strict decoding of a payload by its shape.
 //! - [`runtime`]: the exposure machine, identity sources, outcomes and the
 //!   fixture transport.
+//! - [`docs`]: the documents — the inventory, descriptions, the OpenAPI, JSON
+//!   Schema, MCP and `.proto` projections, the exported bundle — and the
+//!   runtime's describer.
+//! - [`check_program`]: `hale check`'s one entry point.
 //!
 //! From text to digest:
 //!
@@ -24,10 +30,15 @@
 //! let program = parse_program("desk.hl", src).unwrap();
 //! assert_eq!(program.surface_digest("Desk").unwrap().to_string().len(), "fnv1a64:".len() + 16);
 //! ```
+mod check;
 pub mod codec;
 pub mod digest;
+pub mod docs;
+pub mod laws;
 pub mod model;
 pub mod runtime;
 pub mod serving;
 pub mod shape;
 pub mod syntax;
+
+pub use check::{check_program, Checked};

@@ -29,9 +29,10 @@ use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 
 use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
 
-/// Builds the live describer of one exposure, given where it was bound.
+/// Builds the live describer of one exposure, given where it was bound, or
+/// says why the exposure cannot be described.
 pub type DescriberFactory =
-    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Box<dyn Describer + Send>;
+    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Result<Box<dyn Describer + Send>, String>;
 
 /// What `hale demo`'s flags set.
 #[derive(Clone, Debug, Default)]
@@ -86,7 +87,7 @@ struct Instance {
 pub struct Demo {
     server: Server,
     banner: String,
-    endpoints: Vec<(String, String)>,
+    endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
 }
 
@@ -131,8 +132,20 @@ pub fn default_socket() -> PathBuf {
 }
 
 impl Demo {
-    /// Binds every listener of the witness's exposures and serves them.
-    pub fn boot(options: &DemoOptions, describer: &DescriberFactory) -> Result<Demo, BootError> {
+    /// Binds every listener of the witness's exposures and serves them,
+    /// described by the model's live describer.
+    pub fn boot(options: &DemoOptions) -> Result<Demo, BootError> {
+        let describer = |p: &Program, e: &ModelExposure, b: &BoundAddress| {
+            crate::hale_cli::describer::model_describer(p, e, b).map_err(|err| err.to_string())
+        };
+        Demo::boot_with(options, &describer)
+    }
+
+    /// [`boot`](Demo::boot) with another describer.
+    pub fn boot_with(
+        options: &DemoOptions,
+        describer: &DescriberFactory,
+    ) -> Result<Demo, BootError> {
         let program = witness::program();
         let mut server = Server::new(ServerConfig::default())
             .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
@@ -141,6 +154,7 @@ impl Demo {
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
         let mut tries = Vec::new();
+        let mut endpoints = Vec::new();
         let mut recorded_roles = BTreeMap::new();
         for e in &program.exposures {
             let Some(listener) = &e.listener else {
@@ -224,7 +238,8 @@ impl Demo {
             }
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let identity = spec.identity();
-            let docs = describer(&program, e, &bound);
+            let docs = describer(&program, e, &bound)
+                .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
             let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
             server
                 .serve(id, exposure, ids)
@@ -234,6 +249,7 @@ impl Demo {
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
             banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
+            endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
         banner.push_str("try:\n");
@@ -285,21 +301,19 @@ impl Demo {
         Ok(Demo {
             server,
             banner,
-            endpoints: tries,
+            endpoints,
             control,
         })
+    }
+
+    /// Each exposure served: its name, its identity and where it is bound.
+    pub fn endpoints(&self) -> &[(String, String, BoundAddress)] {
+        &self.endpoints
     }
 
     /// What the demo serves and the commands to try.
     pub fn banner(&self) -> &str {
         &self.banner
-    }
-
-    /// Each exposure served, by name, and its endpoint as the operator's
-    /// verbs name it (`http://127.0.0.1:8080`, `unix:/tmp/…/admin.sock`),
-    /// with the bound ports made real.
-    pub fn endpoints(&self) -> &[(String, String)] {
-        &self.endpoints
     }
 
     /// A handle that stops the demo.

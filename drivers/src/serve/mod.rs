@@ -167,8 +167,11 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A server with no listener yet.
+    /// A server with no listener yet. The process's soft limit on open
+    /// descriptors is raised to its hard limit, since a server holds one per
+    /// connection.
     pub fn new(config: ServerConfig) -> io::Result<Server> {
+        net::raise_descriptor_limit();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (done_tx, done_rx) = mpsc::channel();
@@ -301,6 +304,14 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+            // Commands first: one sent before a client connected is in
+            // force when that client's request is read.
+            while let Ok(command) = self.commands_rx.try_recv() {
+                match command {
+                    Command::Drain(w) => self.drain_worker(w),
+                    Command::Resume(w) => self.draining[w] = false,
+                }
+            }
             for event in events.iter() {
                 let token = event.token().0;
                 if event.token() == WAKER {
@@ -318,12 +329,6 @@ impl Server {
                 }
             }
             self.take_completions();
-            while let Ok(command) = self.commands_rx.try_recv() {
-                match command {
-                    Command::Drain(w) => self.drain_worker(w),
-                    Command::Resume(w) => self.draining[w] = false,
-                }
-            }
             while let Some(key) = self.resume.pop() {
                 self.read(key);
             }
@@ -480,6 +485,11 @@ impl Server {
                         Machine::Line(m) => m.handle_data(now, &buf[..n]),
                     }
                     self.after_machine(key);
+                    // A machine may answer input itself (a line that is not
+                    // a request): write what it queued.
+                    if self.has_output(key) {
+                        self.write(key);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -493,6 +503,13 @@ impl Server {
                 }
             }
         }
+    }
+
+    fn has_output(&self, key: usize) -> bool {
+        self.conns.get(key).is_some_and(|c| match &c.machine {
+            Machine::Http(m) => !m.pending_output().is_empty(),
+            Machine::Line(m) => !m.pending_output().is_empty(),
+        })
     }
 
     fn write(&mut self, key: usize) {

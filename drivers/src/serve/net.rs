@@ -262,3 +262,22 @@ pub fn peer_credentials(stream: &impl AsRawFd) -> PeerCredentials {
         pid: i64::from(cred.pid),
     }
 }
+
+/// Raises the soft limit on open descriptors to the hard limit (a server
+/// holds one per connection; the common soft default of 1024 would refuse
+/// the 1000-and-first).
+pub fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for getrlimit to fill and for
+    // setrlimit to read.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}

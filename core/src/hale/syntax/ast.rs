@@ -3,7 +3,8 @@
 //!
 //! Function bodies are not executed and not kept: a [`Body`] holds only what
 //! the boundary reads from one, its `api::serve(…)` sites, its `let`
-//! bindings and its `x.stop()` calls, each with where it stands.
+//! bindings, its `x.stop()` calls, its `violate` statements and the struct
+//! or locus literals it writes, each with where it stands.
 
 use super::diag::{Pos, Span};
 
@@ -356,6 +357,10 @@ pub struct File {
 }
 
 /// One top-level declaration.
+// A function is the largest declaration by far (its body's facts inline);
+// a file's items are built once and read in place, never moved in a hot
+// path, so boxing it would add an indirection to every reader for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Item {
     /// `import "path" as name;`
@@ -595,6 +600,8 @@ pub struct LocusDecl {
 }
 
 /// One member of a locus.
+// As for `Item`: a function is the large member, read in place.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LocusMember {
     /// `params { … }`
@@ -786,6 +793,23 @@ pub struct Body {
     pub lets: Vec<LetBinding>,
     /// Every `NAME.stop()` call, in order.
     pub stops: Vec<StopCall>,
+    /// Every `violate CLOSURE;` statement, in order: the function may
+    /// violate (F.42), which law 7 reads of a handler.
+    pub violates: Vec<ViolateStmt>,
+    /// Every struct or locus literal the body writes that parses as a
+    /// declaration expression (`Desk { }`, `Fill { order: id, … }`), in the
+    /// order their names are written; a literal nested in another is listed
+    /// again on its own. The hub law reads a construction's fields from them.
+    pub literals: Vec<Expr>,
+}
+
+/// One `violate CLOSURE;` statement in a body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViolateStmt {
+    /// The closure it names.
+    pub closure: Ident,
+    /// From `violate` to the closure's name.
+    pub span: Span,
 }
 
 /// One `api::serve(…)` call in a body.

@@ -4,7 +4,8 @@
 //! types, topics, `api` blocks, loci with their params, bus, closure,
 //! placement and bindings blocks, functions with their attributes) and
 //! skips function bodies, reading from them only the `api::serve(…)` sites,
-//! the `let` bindings and the `NAME.stop()` calls ([`ast::Body`]). Every
+//! the `let` bindings, the `NAME.stop()` calls, the `violate` statements and
+//! the struct literals ([`ast::Body`]). Every
 //! syntax error is a [`Diagnostic`]; the parser never panics, and nesting is
 //! bounded by [`MAX_NESTING`].
 

@@ -332,6 +332,43 @@ fn bodies_are_skipped_but_their_serve_sites_read() {
     assert_eq!(b.stops[0].target.name, "h");
 }
 
+#[test]
+fn bodies_record_violations_and_literals() {
+    let src = r#"
+        fn f() {
+            if x.qty > 1 { violate position_limit; }
+            while !self.draining { sleep(1); }
+            if ready { done }
+            Desk { hub: ws::Hub { bind: "a" } };
+            let o = Orders { next: 1 };
+            return a.b { };
+        }
+    "#;
+    let f = parse("t.hl", src).unwrap();
+    let crate::hale::syntax::ast::Item::Fn(f) = &f.items[0] else {
+        panic!()
+    };
+    let b = &f.body;
+    assert_eq!(b.violates.len(), 1);
+    assert_eq!(b.violates[0].closure.name, "position_limit");
+    assert_eq!(
+        (b.violates[0].span.start.line, b.violates[0].span.start.col),
+        (3, 28)
+    );
+    let built: Vec<String> = b
+        .literals
+        .iter()
+        .map(|e| match e {
+            crate::hale::syntax::ast::Expr::Struct { path, .. } => path.text(),
+            _ => panic!("a literal is a struct"),
+        })
+        .collect();
+    // `ready { done }` reads as a literal too; `draining {` and `b { }`
+    // continue a path, so they start none. A nested literal is listed again.
+    assert_eq!(built, ["ready", "Desk", "ws::Hub", "Orders"]);
+    assert!(b.literals[1].struct_field("hub").is_some());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 

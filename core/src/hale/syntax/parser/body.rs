@@ -1,13 +1,13 @@
 //! Function bodies: skipped, not executed, but read for what the boundary
-//! needs of them — the `api::serve(…)` sites, the `let` bindings and the
-//! `NAME.stop()` calls.
+//! needs of them — the `api::serve(…)` sites, the `let` bindings, the
+//! `NAME.stop()` calls, the `violate` statements and the struct literals.
 //!
 //! The scan keeps a heap stack of the open brackets, so a body nests as deep
 //! as it likes without recursion, and a mismatched or unclosed bracket is a
 //! diagnostic naming the bracket it failed to close.
 
 use super::{closer, PResult, Parser};
-use crate::hale::syntax::ast::{Body, Ident, LetBinding, ServeCall, StopCall};
+use crate::hale::syntax::ast::{Body, Ident, LetBinding, ServeCall, StopCall, ViolateStmt};
 use crate::hale::syntax::diag::Span;
 use crate::hale::syntax::lexer::Tok;
 
@@ -79,11 +79,57 @@ impl Parser<'_> {
                     });
                     self.bump();
                 }
+                Tok::Ident(w) if w == "violate" && matches!(self.nth(1), Tok::Ident(_)) => {
+                    let start = self.bump().span;
+                    let next = self.bump();
+                    if let Tok::Ident(name) = next.tok {
+                        let closure = Ident {
+                            name,
+                            span: next.span,
+                        };
+                        body.violates.push(ViolateStmt {
+                            span: start.to(closure.span),
+                            closure,
+                        });
+                    }
+                }
+                Tok::Ident(_) if self.literal_follows() => {
+                    let (pos, depth) = (self.pos, self.depth);
+                    if let Ok(e) = self.expr() {
+                        if matches!(e, crate::hale::syntax::ast::Expr::Struct { .. }) {
+                            body.literals.push(e);
+                        }
+                    }
+                    // Scan the literal's tokens as any others: a serve site
+                    // or a nested literal inside it is read in its turn.
+                    self.pos = pos;
+                    self.depth = depth;
+                    self.bump();
+                }
                 _ => {
                     self.bump();
                 }
             }
         }
+    }
+
+    /// Whether a struct literal starts at the cursor: a path that does not
+    /// continue another (no `.` or `::` before it), then `{` and what
+    /// opens a literal (`}`, `name:`, `name,`, `name }`).
+    fn literal_follows(&self) -> bool {
+        if self.pos > 0 && matches!(self.toks[self.pos - 1].tok, Tok::Punct("." | "::")) {
+            return false;
+        }
+        let mut n = 1;
+        while self.nth_punct(n, "::") && matches!(self.nth(n + 1), Tok::Ident(_)) {
+            n += 2;
+        }
+        self.nth_punct(n, "{")
+            && match self.nth(n + 1) {
+                Tok::Punct("}") => true,
+                Tok::Ident(_) => matches!(self.nth(n + 2), Tok::Punct(":" | "," | "}")),
+                _ => false,
+            }
     }
 
     /// Whether `api :: serve (` starts `n` tokens ahead.

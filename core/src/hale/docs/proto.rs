@@ -1,0 +1,287 @@
+//! A surface's `.proto` (§ gRPC, the `.proto`): `syntax = "proto3"`, no
+//! package, one service named after the surface with a unary rpc per
+//! member (named as its MCP tool), a message per record the rows reach
+//! (fields numbered in declaration order, every scalar `optional`), a
+//! scalar request, response or error carried in `<rpc>Request`,
+//! `<rpc>Response` or `<rpc>Error` (`value = 1`), a missing one in
+//! `HaleEmpty`, and a refusal in `HaleRefusal`.
+//!
+//! What protoc would refuse is refused here first, naming what: a name
+//! that is no proto3 identifier, a name two messages would share, and a
+//! record two of whose fields have one proto3 JSON name.
+
+use std::collections::BTreeMap;
+
+use super::book::{Scalar, Slot, TypeBook};
+use super::error::DocError;
+use super::rows::{surface_members, tool_name, unique, ErrorSlot};
+use crate::hale::model::Program;
+
+/// The message of a row with no request or no response.
+pub const EMPTY: &str = "HaleEmpty";
+/// The message of a refusal, the detail of a refused call's status.
+pub const REFUSAL: &str = "HaleRefusal";
+
+/// The type URL of a status detail carrying `message`.
+pub fn type_url(message: &str) -> String {
+    format!("type.hale.dev/{message}")
+}
+
+/// A field's default proto3 JSON name (protoc's): the underscores removed
+/// and the letter after each capitalised (`a_b` is `aB`).
+pub fn json_name(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut cs = s.chars();
+    matches!(cs.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn proto_scalar(s: &Scalar) -> &'static str {
+    match s.json {
+        "integer" => "int64",
+        "number" => "double",
+        "boolean" => "bool",
+        _ => "string",
+    }
+}
+
+fn hale_comment(s: &Scalar) -> String {
+    match (&s.hale_type, &s.unit) {
+        (Some(t), Some(u)) => format!(" // Hale: {t}, {u}"),
+        (Some(t), None) => format!(" // Hale: {t}"),
+        (None, Some(u)) => format!(" // Hale: {u}"),
+        (None, None) => String::new(),
+    }
+}
+
+struct Message {
+    name: String,
+    comment: Vec<String>,
+    fields: Vec<String>,
+}
+
+const HEADER_RULES: &str = "//
+// Field numbers are the declaration order of the Hale struct's fields, 1, 2, …: the surface digest
+// folds the fields in that order, so a reorder or an insertion moves the digest and no number
+// moves while the digest holds. Every scalar field is `optional`: an absent field is not a zero one
+// (a field with no default that is absent is a `malformed` refusal, missing_field). An identity or a
+// quantity is its Int, int64, and the comment names its Hale type.
+//
+// The five outcomes of a call:
+//   result           status OK (0); the message is the rpc's response.
+//   handler error    status FAILED_PRECONDITION (9); grpc-status-details-bin is a google.rpc.Status
+//                    whose one detail is an Any, type URL type.hale.dev/<the rpc's error message>,
+//                    value that message. Only an rpc that declares an error type has one.
+//   refusal          malformed INVALID_ARGUMENT (3), digest_mismatch FAILED_PRECONDITION (9),
+//                    unauthenticated UNAUTHENTICATED (16), unauthorized PERMISSION_DENIED (7), full
+//                    RESOURCE_EXHAUSTED (8), shutting_down and unavailable UNAVAILABLE (14); the
+//                    detail is an Any, type URL type.hale.dev/HaleRefusal, value HaleRefusal.
+//   server error     status INTERNAL (13); the detail is HaleRefusal with kind \"server\".
+//   transport        the stream is reset or the connection ends without a status: the call may have run.
+";
+
+/// The `.proto` of `surface`, as `hale check --api --surface NAME --proto`
+/// prints it and `hale api export` writes `NAME.proto`.
+pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
+    let mut book = TypeBook::new();
+    let (digest, members) = surface_members(program, surface, &mut book)?;
+    if !is_ident(surface) {
+        return Err(DocError::Proto(format!(
+            "the surface `{surface}` is not a proto3 service name"
+        )));
+    }
+    let reached = book.reach(members.iter().flat_map(|m| m.slots()));
+    let mut messages = Vec::new();
+    for name in &reached {
+        messages.push(record(&book, name)?);
+    }
+    let mut wrappers = Vec::new();
+    let mut uses_empty = false;
+    let mut service = String::new();
+    for (i, m) in members.iter().enumerate() {
+        let rpc = tool_name(&m.row.member);
+        if !is_ident(&rpc) {
+            return Err(DocError::Proto(format!(
+                "rpc `{}`: its gRPC name `{rpc}` is not a proto3 identifier",
+                m.row.member
+            )));
+        }
+        let mut carry = |slot: Option<&Slot>, what: &str| match slot {
+            None => {
+                uses_empty = true;
+                EMPTY.to_string()
+            }
+            Some(Slot::Record(n)) => n.clone(),
+            Some(Slot::Scalar(s)) => {
+                let name = format!("{rpc}{what}");
+                wrappers.push(Message {
+                    name: name.clone(),
+                    comment: vec![format!(
+                        "The {} of `{}`, a scalar.",
+                        what.to_lowercase(),
+                        m.row.member
+                    )],
+                    fields: vec![format!(
+                        "optional {} value = 1;{}",
+                        proto_scalar(s),
+                        hale_comment(s)
+                    )],
+                });
+                name
+            }
+        };
+        let input = carry(m.request.as_ref(), "Request");
+        let output = carry(m.response.as_ref(), "Response");
+        let roles = unique(&m.row.requires);
+        let mut comment = vec![
+            format!("rpc {}", m.row.member),
+            if roles.is_empty() {
+                "requires no role".to_string()
+            } else {
+                format!("requires {}", roles.join(", "))
+            },
+        ];
+        match &m.error {
+            ErrorSlot::None => {}
+            ErrorSlot::ClosureViolation => comment.push(
+                "a violation is the server error (ClosureViolation): status 13, no handler error"
+                    .to_string(),
+            ),
+            ErrorSlot::Type(e) => {
+                let e = carry(Some(e), "Error");
+                comment.push(format!(
+                    "handler error: status 9, a detail of type {}",
+                    type_url(&e)
+                ));
+            }
+        }
+        if i > 0 {
+            service.push('\n');
+        }
+        for c in comment {
+            service.push_str(&format!("  // {c}\n"));
+        }
+        service.push_str(&format!("  rpc {rpc}({input}) returns ({output});\n"));
+    }
+    messages.extend(wrappers);
+    if uses_empty {
+        messages.push(Message {
+            name: EMPTY.to_string(),
+            comment: vec!["A row with no request, or no response.".to_string()],
+            fields: Vec::new(),
+        });
+    }
+    messages.push(Message {
+        name: REFUSAL.to_string(),
+        comment: vec![
+            "A refusal, and the server error (kind \"server\"): the detail of its status.".to_string(),
+            "`requires` is the roles of an unauthorized refusal, `served` the digest of a digest_mismatch one.".to_string(),
+        ],
+        fields: vec![
+            "string kind = 1;".to_string(),
+            "string reason = 2;".to_string(),
+            "repeated string requires = 3;".to_string(),
+            "string served = 4;".to_string(),
+        ],
+    });
+    let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(surface, ())]);
+    for m in &messages {
+        if taken.insert(&m.name, ()).is_some() {
+            return Err(DocError::Proto(format!(
+                "the message `{}` is named twice in the .proto of {surface} (a type of the program, the surface, or a message the form adds)",
+                m.name
+            )));
+        }
+    }
+    let mut out = format!(
+        "// Generated by `hale api export` from the rows of the surface {surface} ({digest}).\n\
+         // Do not edit it: regenerate it. `hale api export --check` refuses a copy that drifted.\n\
+         //\n\
+         // The wire (spec/api.md § gRPC): POST /{surface}/<rpc>, one unary message each way, content-type\n\
+         // application/grpc or application/grpc+proto (application/grpc+json carries the row's JSON).\n\
+         // An rpc is named as an MCP tool is: Orders::place is Orders__place.\n"
+    );
+    out.push_str(HEADER_RULES);
+    if uses_empty {
+        out.push_str(&format!(
+            "//\n// {EMPTY} is the message of a row that takes, or returns, nothing.\n"
+        ));
+    }
+    out.push_str("\nsyntax = \"proto3\";\n");
+    out.push_str(&format!("\nservice {surface} {{\n{service}}}\n"));
+    for m in &messages {
+        out.push('\n');
+        for c in &m.comment {
+            out.push_str(&format!("// {c}\n"));
+        }
+        if m.fields.is_empty() {
+            out.push_str(&format!("message {} {{}}\n", m.name));
+            continue;
+        }
+        out.push_str(&format!("message {} {{\n", m.name));
+        for f in &m.fields {
+            out.push_str(&format!("  {f}\n"));
+        }
+        out.push_str("}\n");
+    }
+    Ok(out)
+}
+
+/// The message of the record `name`, refused when a name is no proto3
+/// identifier or two fields share a proto3 JSON name.
+fn record(book: &TypeBook, name: &str) -> Result<Message, DocError> {
+    let r = &book.records()[name];
+    if !is_ident(name) {
+        return Err(DocError::Proto(format!(
+            "the type `{name}` is not a proto3 message name"
+        )));
+    }
+    let mut json_names: BTreeMap<String, &str> = BTreeMap::new();
+    let mut fields = Vec::with_capacity(r.fields.len());
+    for (i, f) in r.fields.iter().enumerate() {
+        if !is_ident(&f.key) {
+            return Err(DocError::Proto(format!(
+                "`{name}`: the field `{}` is keyed `{}`, which is not a proto3 field name",
+                f.name, f.key
+            )));
+        }
+        let jn = json_name(&f.key);
+        if let Some(first) = json_names.insert(jn.to_lowercase(), &f.key) {
+            return Err(DocError::Proto(format!(
+                "`{name}`: the fields `{first}` and `{}` have one proto3 JSON name, `{}` (compared without regard to case, as protoc compares them), so protoc refuses the message; a json: tag on one of them renames it",
+                f.key,
+                json_name(first)
+            )));
+        }
+        let n = i + 1;
+        fields.push(match &f.slot {
+            Slot::Scalar(s) => format!(
+                "optional {} {} = {n};{}",
+                proto_scalar(s),
+                f.key,
+                hale_comment(s)
+            ),
+            Slot::Record(inner) => format!("{inner} {} = {n};", f.key),
+        });
+    }
+    Ok(Message {
+        name: name.to_string(),
+        comment: Vec::new(),
+        fields,
+    })
+}

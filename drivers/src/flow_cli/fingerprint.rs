@@ -1,0 +1,70 @@
+//! `flow fingerprint LISTING`: a listing in the shape of describe's result
+//! (`{"data": …, "tools": [{"tool", "fingerprint", "signature"}]}`); one
+//! line per tool, `<identity> <fingerprint>`, computed from its signature.
+//! Exits 1 naming every tool whose listed fingerprint differs from the
+//! computed one (or whose signature cannot be read), 2 on usage.
+
+use limen_core::flow::{fingerprint_of_signature, Fingerprint};
+
+/// Runs `flow fingerprint` with the arguments after `fingerprint`.
+pub fn run(args: &[String]) -> i32 {
+    let [path] = args else {
+        eprintln!("flow fingerprint: usage: flow fingerprint LISTING");
+        return 2;
+    };
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("flow fingerprint: cannot read {path}: {e}");
+            return 2;
+        }
+    };
+    let listing: serde_json::Value = match serde_json::from_slice(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("flow fingerprint: {path} is not JSON: {e}");
+            return 2;
+        }
+    };
+    let Some(tools) = listing.get("tools").and_then(|t| t.as_array()) else {
+        eprintln!(
+            "flow fingerprint: {path} has no \"tools\" array (the shape of describe's result)"
+        );
+        return 2;
+    };
+    let mut wrong = Vec::new();
+    for (i, entry) in tools.iter().enumerate() {
+        let name = entry
+            .get("tool")
+            .and_then(|t| t.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("tools[{i}]"));
+        let computed = match entry.get("signature").map(fingerprint_of_signature) {
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
+                wrong.push(format!("{name}: its signature is not one limen reads: {e}"));
+                continue;
+            }
+            None => {
+                wrong.push(format!("{name}: it lists no signature"));
+                continue;
+            }
+        };
+        println!("{name} {computed}");
+        let listed = entry.get("fingerprint").and_then(|f| f.as_str());
+        match listed.map(Fingerprint::parse) {
+            Some(Ok(f)) if f == computed => {}
+            Some(Ok(_)) | Some(Err(_)) => wrong.push(format!(
+                "{name}: lists {}, its signature's fingerprint is {computed}",
+                listed.unwrap_or_default()
+            )),
+            None => wrong.push(format!(
+                "{name}: lists no fingerprint; its signature's is {computed}"
+            )),
+        }
+    }
+    for w in &wrong {
+        eprintln!("flow fingerprint: {w}");
+    }
+    i32::from(!wrong.is_empty())
+}

@@ -1,0 +1,137 @@
+//! `hale check [--api …] FILE`: the check (syntax now, the admission laws
+//! through the same [`check_program`]), law 6's notes, and the documents
+//! `--api` prints from the rows: the inventory, one exposure's description
+//! for one caller, or one surface's projection.
+
+use limen_core::hale::docs::{self, DocError};
+use limen_core::hale::model::Program;
+use limen_core::hale::syntax::Diagnostic;
+use limen_core::hale::{check_program, Checked};
+
+use super::args::Args;
+use super::usage;
+
+/// A checked program, or the exit status the check ended with (its
+/// diagnostics already printed). `notes`: print law 6's notes too, as
+/// `hale check` does beside the members they state.
+pub fn checked(file: &str, print_notes: bool) -> Result<Program, i32> {
+    let src = match std::fs::read_to_string(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hale: cannot read {file}: {e}");
+            return Err(1);
+        }
+    };
+    let Checked {
+        program,
+        errors,
+        notes,
+    } = check_program(file, &src);
+    for n in notes.iter().filter(|_| print_notes) {
+        eprintln!("{}", note(n));
+    }
+    for e in &errors {
+        eprintln!("{e}");
+    }
+    match program {
+        Some(p) if errors.is_empty() => Ok(p),
+        _ => Err(1),
+    }
+}
+
+/// A note as it is printed: the diagnostic's three lines, `note:` before
+/// the message.
+fn note(d: &Diagnostic) -> String {
+    format!(
+        "{}:{}:{}: note: {}\n{}\n{}",
+        d.file,
+        d.line,
+        d.col,
+        d.message,
+        d.source_line,
+        d.caret_line()
+    )
+}
+
+/// Prints a document failure and returns its exit status.
+pub fn failed(file: &str, e: &DocError) -> i32 {
+    eprintln!("{file}: {e}");
+    1
+}
+
+/// Runs `hale check` with its arguments.
+pub fn run(args: &[String]) -> i32 {
+    let a = match Args::parse(
+        args,
+        &["exposure", "caller", "holds", "surface"],
+        &["api", "openapi", "json-schema", "mcp", "proto"],
+    ) {
+        Ok(a) => a,
+        Err(m) => return usage(&format!("check: {m}")),
+    };
+    let file = match a.file() {
+        Ok(f) => f.to_string(),
+        Err(m) => return usage(&format!("check: {m}")),
+    };
+    let forms: Vec<&str> = ["openapi", "json-schema", "mcp", "proto"]
+        .into_iter()
+        .filter(|f| a.has(f))
+        .collect();
+    let describing =
+        a.value("exposure").is_some() || a.value("caller").is_some() || a.value("holds").is_some();
+    let projecting = a.value("surface").is_some() || !forms.is_empty();
+    if !a.has("api") && (describing || projecting) {
+        return usage(
+            "check: --exposure, --caller, --holds, --surface and the forms go with --api",
+        );
+    }
+    if describing && projecting {
+        return usage("check: an exposure's description (--exposure) or a surface's projection (--surface), not both");
+    }
+    if describing && (a.value("exposure").is_none() || a.value("caller").is_none()) {
+        return usage("check: a description names --exposure NAME and --caller PRINCIPAL");
+    }
+    if projecting && (a.value("surface").is_none() || forms.len() != 1) {
+        return usage("check: a projection names --surface NAME and one of --openapi, --json-schema, --mcp, --proto");
+    }
+    let program = match checked(&file, true) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if !a.has("api") {
+        return 0;
+    }
+    let printed = if let (Some(exposure), Some(caller)) = (a.value("exposure"), a.value("caller")) {
+        let holds: Vec<String> = a
+            .value("holds")
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_string)
+            .collect();
+        docs::describe_offline(&program, exposure, caller, &holds).map(|d| pretty(&d))
+    } else if let Some(surface) = a.value("surface") {
+        match forms[0] {
+            "openapi" => docs::openapi(&program, surface).map(|d| pretty(&d)),
+            "json-schema" => docs::json_schema(&program, surface).map(|d| pretty(&d)),
+            "mcp" => docs::mcp(&program, surface).map(|d| pretty(&d)),
+            _ => docs::proto(&program, surface),
+        }
+    } else {
+        docs::inventory(&program).map(|d| pretty(&d))
+    };
+    match printed {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => failed(&file, &e),
+    }
+}
+
+/// A document as `hale check` prints it: pretty, ended by one LF (equal as
+/// a value to the compact form a server writes).
+fn pretty(doc: &serde_json::Value) -> String {
+    String::from_utf8(docs::export::pretty(doc)).unwrap_or_default()
+}

@@ -1,0 +1,120 @@
+//! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
+//! [--operator uid:N] [--bound N] [--control PATH]`: the witness program
+//! served on its embedded default (see [`crate::demo`]).
+
+use std::path::PathBuf;
+
+use crate::demo::{Demo, DemoOptions};
+
+/// The exit status of a listener that cannot bind at birth.
+pub const BOOT_EXIT: i32 = 2;
+
+/// Runs `hale demo` with the arguments after `demo`.
+pub fn run(args: &[String]) -> i32 {
+    let options = match parse(args) {
+        Ok(o) => o,
+        Err(e) => return super::usage(&e),
+    };
+    // Ctrl-C and SIGTERM stop the demo in order; blocked before any thread
+    // starts so only the signal thread takes them.
+    let signals = block_signals();
+    let demo = match Demo::boot(&options) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}");
+            return BOOT_EXIT;
+        }
+    };
+    print!("{}", demo.banner());
+    let stop = demo.stop_handle();
+    std::thread::spawn(move || {
+        wait_signal(&signals);
+        eprintln!("hale demo: stopping");
+        stop.stop();
+        wait_signal(&signals);
+        std::process::exit(130);
+    });
+    match demo.run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("hale demo: {e}");
+            1
+        }
+    }
+}
+
+fn parse(args: &[String]) -> Result<DemoOptions, String> {
+    let mut options = DemoOptions::default();
+    let mut i = 0;
+    while i < args.len() {
+        let (flag, inline) = match args[i].split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (args[i].clone(), None),
+        };
+        let mut value = || -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("demo: {flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--public" | "--partner" => {
+                let v = value()?;
+                options.addresses.insert(flag[2..].to_owned(), v);
+            }
+            "--admin-socket" => {
+                let v = value()?;
+                options.addresses.insert("admin".to_owned(), v);
+            }
+            "--operator" => {
+                let v = value()?;
+                if v.strip_prefix("uid:")
+                    .is_none_or(|n| n.parse::<u32>().is_err())
+                {
+                    return Err(format!(
+                        "demo: --operator names a Unix peer as uid:<n>, not `{v}`"
+                    ));
+                }
+                options.operator = Some(v);
+            }
+            "--bound" => {
+                let v = value()?;
+                let n = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("demo: --bound is a positive integer, not `{v}`"))?;
+                options.bound = Some(n);
+            }
+            "--control" => options.control = Some(PathBuf::from(value()?)),
+            other => return Err(format!("demo: unknown flag `{other}`")),
+        }
+        i += 1;
+    }
+    Ok(options)
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: the set is initialized by sigemptyset before use, and
+    // pthread_sigmask only reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn wait_signal(set: &libc::sigset_t) {
+    let mut signal = 0;
+    // SAFETY: `set` is an initialized signal set and `signal` a valid out
+    // pointer.
+    unsafe {
+        libc::sigwait(set, &mut signal);
+    }
+}

@@ -2,9 +2,9 @@
 //! live implementation, each reply compared with the recorded one as a
 //! value, masked — so a user can certify any server of the program.
 //!
-//! It first describes the endpoint and, when the document names its
-//! exposure, runs the records of that exposure; otherwise every record of
-//! the transport. Records run in an order that keeps the state each one
+//! It first describes the endpoint and runs the records of the exposure
+//! the document names (`--exposure NAME` names it instead); when neither
+//! does, the records of the transport must all be of one exposure. Records run in an order that keeps the state each one
 //! assumes from boot: those that need no cooperation first, then those that
 //! gate or drain a receiver (undone after), and last those that stop the
 //! server; by name within each.
@@ -325,6 +325,9 @@ pub struct Options {
     /// The recorded Unix peer uid this process stands in for; its own uid
     /// when `None`.
     pub as_peer: Option<i64>,
+    /// The exposure the endpoint serves, by name, when its description does
+    /// not say (or to check it as another).
+    pub exposure: Option<String>,
     /// How long to let the server take what was sent before a control
     /// step follows it.
     pub settle: Duration,
@@ -344,6 +347,7 @@ impl Options {
             control: None,
             with: BTreeMap::new(),
             as_peer: None,
+            exposure: None,
             settle: Duration::from_millis(150),
             timeout: Duration::from_secs(10),
             overlay: Overlay::none(),
@@ -419,28 +423,69 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
         .map_err(|e| format!("the corpus's program: {e}"))?;
     let transport = options.wire.transport();
     let mut report = Report::default();
-    let described = describe(options);
-    let records: Vec<&Record> = corpus
+    let of_transport: Vec<&Record> = corpus
         .records
         .iter()
         .filter(|r| r.transport == transport)
-        .filter(|r| described.as_ref().map_or(true, |id| r.exposure == *id))
         .collect();
-    match &described {
-        Ok(id) => report
-            .notes
-            .push(format!("describe  {}: serves {id}", options.endpoint)),
-        Err(why) => report.notes.push(format!(
-            "describe  {}: {why}; checking every {} record",
-            options.endpoint,
-            transport.as_str()
-        )),
-    }
+    // Which exposure the endpoint serves: --exposure, else what its
+    // description names, else the one exposure the records are of.
+    let described = describe(options);
+    let exposure = match (&options.exposure, &described) {
+        (Some(name), _) => {
+            report.notes.push(format!(
+                "describe  {}: checked as `{name}`{}",
+                options.endpoint,
+                match &described {
+                    Ok(id) => format!(", and it serves {id}"),
+                    Err(why) => format!(" ({why})"),
+                }
+            ));
+            name.clone()
+        }
+        (None, Ok(id)) => {
+            report
+                .notes
+                .push(format!("describe  {}: serves {id}", options.endpoint));
+            exposure_name(id).to_owned()
+        }
+        (None, Err(why)) => {
+            let mut names: Vec<&str> = of_transport
+                .iter()
+                .map(|r| exposure_name(&r.exposure))
+                .collect();
+            names.sort();
+            names.dedup();
+            match names.as_slice() {
+                [one] => {
+                    report.notes.push(format!(
+                        "describe  {}: {why}; checking the {} records, all of `{one}`",
+                        options.endpoint,
+                        transport.as_str()
+                    ));
+                    (*one).to_owned()
+                }
+                [] => return Err(format!("the corpus has no {} record", transport.as_str())),
+                several => {
+                    return Err(format!(
+                        "{}: {why}, and the {} records are of {}: name the one it serves with --exposure NAME (or a --bearer it describes to)",
+                        options.endpoint,
+                        transport.as_str(),
+                        several.join(", ")
+                    ))
+                }
+            }
+        }
+    };
+    let records: Vec<&Record> = of_transport
+        .into_iter()
+        .filter(|r| exposure_name(&r.exposure) == exposure)
+        .collect();
     if records.is_empty() {
-        return Err(match described {
-            Ok(id) => format!("no {} record of the corpus is of {id}", transport.as_str()),
-            Err(_) => format!("the corpus has no {} record", transport.as_str()),
-        });
+        return Err(format!(
+            "no {} record of the corpus is of the exposure `{exposure}`",
+            transport.as_str()
+        ));
     }
     let mut planned = Vec::new();
     for r in records {

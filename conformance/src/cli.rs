@@ -4,7 +4,8 @@
 //! limen-conformance replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
 //! limen-conformance check   --endpoint URL --transport unix|http|mcp [--bearer T]
 //!                           [--corpus DIR] [--scenarios DIR|none] [--control PATH]
-//!                           [--with NAME=URL]… [--as-peer UID] [--settle MS] [--timeout S]
+//!                           [--exposure NAME] [--with NAME=URL]… [--as-peer UID]
+//!                           [--settle MS] [--timeout S]
 //! limen-conformance compare [--corpus DIR] [--reference DIR]
 //! ```
 //!
@@ -28,13 +29,14 @@ usage: limen-conformance <command> [options]
       Feed each record's request through limen's machines with a virtual
       clock and compare what they emit with the recorded reply.
   check   --endpoint URL --transport unix|http|mcp [--bearer T] [--corpus DIR]
-          [--scenarios DIR|none] [--control PATH] [--with NAME=URL]...
-          [--as-peer UID] [--settle MS] [--timeout S]
+          [--scenarios DIR|none] [--control PATH] [--exposure NAME]
+          [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
       Run the recorded exchanges against a live server (unix:<path> or
       http://host:port) and compare its replies with the recorded ones.
       --control names the server's control socket (gate|open|drain|resume
       <instance>, stop), without which full, shutting_down and unavailable
-      are reported not provoked; --with names the endpoint of another
+      are reported not provoked; --exposure names the exposure the endpoint
+      serves when its description does not; --with names the endpoint of another
       exposure a record's scenario calls first; --as-peer the recorded Unix
       peer uid this process stands in for (default: its own uid).
   compare [--corpus DIR] [--reference DIR]
@@ -143,7 +145,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     let (mut endpoint, mut transport, mut bearer, mut corpus, mut scenarios, mut control) =
         (None, None, None, None, None, None);
     let mut with = std::collections::BTreeMap::new();
-    let (mut settle, mut timeout, mut as_peer) = (None, None, None);
+    let (mut settle, mut timeout, mut as_peer, mut exposure) = (None, None, None, None);
     while let Some(a) = args.next() {
         let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
         match a.as_str() {
@@ -153,6 +155,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
             "--corpus" => corpus = Some(PathBuf::from(v(args)?)),
             "--scenarios" => scenarios = Some(v(args)?),
             "--control" => control = Some(PathBuf::from(v(args)?)),
+            "--exposure" => exposure = Some(v(args)?),
             "--as-peer" => {
                 let uid = v(args)?;
                 as_peer = Some(
@@ -216,6 +219,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     options.control = control;
     options.with = with;
     options.as_peer = as_peer;
+    options.exposure = exposure;
     options.overlay = overlay(&scenarios)?;
     if let Some(s) = settle {
         options.settle = s;

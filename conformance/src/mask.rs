@@ -3,12 +3,13 @@
 //!
 //! Masked: the exposure's request id (a positive `request_id`; 0 is the
 //! contract's "not a request"), every pid, and the addresses (the HTTP
-//! `Host` header). A Unix peer's uid and gid are the recording machine's as
-//! its pid is, so a named peer's ids are masked too — but only where the
-//! reply's `caller` repeats them: a caller that is not the peer's principal
-//! stays unmasked and fails the comparison. A peer the kernel did not name
-//! (uid -1) is the contract's and is compared as written. HTTP header names
-//! are compared without regard to case (RFC 9110 § 5.1), and a reply is held
+//! `Host` header, a description's `listener.address`). A Unix peer's uid
+//! and gid are the recording machine's as its pid is, so a named peer's ids
+//! are masked too — but only where the reply's `caller` (or a description's
+//! principal) repeats them: a caller that is not the peer's principal stays
+//! unmasked and fails the comparison. A peer the kernel did not name (uid
+//! -1) is the contract's and is compared as written. HTTP header names are
+//! compared without regard to case (RFC 9110 § 5.1), and a reply is held
 //! to the headers the expected reply names. Key order never matters.
 
 use limen_core::hale::runtime::PeerCredentials;
@@ -20,6 +21,7 @@ const REQUEST_ID: &str = "<request id>";
 const PID: &str = "<pid>";
 const UID: &str = "<peer uid>";
 const GID: &str = "<peer gid>";
+const ADDRESS: &str = "<address>";
 
 fn masked_peer(peer: PeerCredentials) -> Value {
     if peer.uid < 0 {
@@ -28,8 +30,51 @@ fn masked_peer(peer: PeerCredentials) -> Value {
     serde_json::json!({"uid": UID, "gid": GID, "pid": if peer.pid < 0 { Value::from(peer.pid) } else { PID.into() }})
 }
 
-/// A Unix reply with its request id masked and its caller masked where it
-/// is `peer`'s principal.
+/// Masks a Unix principal object where it is `peer`'s principal.
+fn principal(p: &mut Map<String, Value>, peer: PeerCredentials) {
+    if peer.uid < 0 || p.get("mode").and_then(Value::as_str) != Some("unix") {
+        return;
+    }
+    let is = |v: Option<&Value>, n: i64| v.and_then(Value::as_i64) == Some(n);
+    let all = is(p.get("uid"), peer.uid)
+        && is(p.get("gid"), peer.gid)
+        && p.get("name").and_then(Value::as_str) == Some(&format!("uid:{}", peer.uid));
+    if all {
+        p.insert("uid".into(), UID.into());
+        p.insert("gid".into(), GID.into());
+        p.insert("name".into(), format!("uid:{UID}").into());
+        if is(p.get("pid"), peer.pid) && peer.pid >= 0 {
+            p.insert("pid".into(), PID.into());
+        }
+    }
+}
+
+/// A description document (§ The description: `"description": 1`) with
+/// its listener's address masked — the bound port, the socket's path are
+/// the run's — and, over Unix, the principal it describes where it is the
+/// peer.
+fn document(doc: &mut Value, peer: Option<PeerCredentials>) {
+    let Some(d) = doc.as_object_mut() else {
+        return;
+    };
+    if !d.get("description").is_some_and(Value::is_u64) {
+        return;
+    }
+    if let Some(Value::Object(l)) = d.get_mut("listener") {
+        if l.contains_key("address") {
+            l.insert("address".into(), ADDRESS.into());
+        }
+    }
+    if let (Some(peer), Some(Value::Object(p))) = (
+        peer,
+        d.get_mut("caller").and_then(|c| c.get_mut("principal")),
+    ) {
+        principal(p, peer);
+    }
+}
+
+/// A Unix reply with its request id masked, and its caller (and a
+/// description's principal) masked where it is `peer`'s principal.
 fn unix_reply(reply: &Value, peer: Option<PeerCredentials>) -> Value {
     let mut reply = reply.clone();
     let Some(o) = reply.as_object_mut() else {
@@ -41,23 +86,21 @@ fn unix_reply(reply: &Value, peer: Option<PeerCredentials>) -> Value {
     {
         o.insert("request_id".into(), REQUEST_ID.into());
     }
-    let (Some(peer), Some(Value::Object(caller))) = (peer, o.get_mut("caller")) else {
-        return reply;
-    };
-    if peer.uid < 0 || caller.get("mode").and_then(Value::as_str) != Some("unix") {
-        return reply;
+    if let Some(value) = o.get_mut("value") {
+        document(value, peer);
     }
-    let is = |v: Option<&Value>, n: i64| v.and_then(Value::as_i64) == Some(n);
-    let all = is(caller.get("uid"), peer.uid)
-        && is(caller.get("gid"), peer.gid)
-        && caller.get("name").and_then(Value::as_str) == Some(&format!("uid:{}", peer.uid));
-    if all {
-        caller.insert("uid".into(), UID.into());
-        caller.insert("gid".into(), GID.into());
-        caller.insert("name".into(), format!("uid:{UID}").into());
-        if is(caller.get("pid"), peer.pid) && peer.pid >= 0 {
-            caller.insert("pid".into(), PID.into());
-        }
+    if let (Some(peer), Some(Value::Object(caller))) = (peer, o.get_mut("caller")) {
+        principal(caller, peer);
+    }
+    reply
+}
+
+/// An HTTP reply with its header names lowercased and a description's
+/// address masked.
+fn http_reply(reply: &Value) -> Value {
+    let mut reply = with_headers(reply, false);
+    if let Some(body) = reply.get_mut("body") {
+        document(body, None);
     }
     reply
 }
@@ -101,7 +144,7 @@ pub fn request(transport: &Transport, request: &Value) -> Value {
 pub fn reply(transport: &Transport, reply: &Value, peer: Option<PeerCredentials>) -> Value {
     match transport {
         Transport::Unix => unix_reply(reply, peer),
-        Transport::Http => with_headers(reply, false),
+        Transport::Http => http_reply(reply),
         Transport::Other(_) => reply.clone(),
     }
 }
@@ -167,6 +210,35 @@ pub fn compare_record(reference: &Record, ours: &Record) -> Option<String> {
             have["reply"] = restricted;
         }
     }
+    first_difference(&want, &have)
+}
+
+/// The peer a Unix description document describes, read from its own
+/// `caller.principal`.
+fn described_peer(doc: &Value) -> Option<PeerCredentials> {
+    let p = doc.pointer("/caller/principal")?;
+    if p.get("mode")?.as_str()? != "unix" {
+        return None;
+    }
+    Some(PeerCredentials {
+        uid: p.get("uid")?.as_i64()?,
+        gid: p.get("gid")?.as_i64()?,
+        pid: p.get("pid")?.as_i64()?,
+    })
+}
+
+/// Compares a description document `got` (answering `got_peer`) with a
+/// reference document, which answers the peer it names itself: `None` when
+/// they are equal as values, masked as a reply's document is.
+pub fn compare_document(
+    reference: &Value,
+    got: &Value,
+    got_peer: Option<PeerCredentials>,
+) -> Option<String> {
+    let mut want = reference.clone();
+    document(&mut want, described_peer(reference));
+    let mut have = got.clone();
+    document(&mut have, got_peer);
     first_difference(&want, &have)
 }
 
@@ -286,6 +358,50 @@ mod tests {
         assert_eq!(
             compare_reply(&Transport::Http, &want, None, &bad, None).unwrap(),
             "$.headers.content-type: expected \"application/json\", got \"text/plain\""
+        );
+    }
+
+    #[test]
+    fn a_description_is_compared_without_its_address_and_peer() {
+        let doc = |address: &str, uid: i64, pid: i64| {
+            json!({"description": 1, "listener": {"transport": "unix", "address": address},
+                   "caller": {"principal": {"mode": "unix", "name": format!("uid:{uid}"),
+                              "uid": uid, "gid": uid, "pid": pid}, "roles": ["operator"]}})
+        };
+        let ran_as = PeerCredentials {
+            uid: 0,
+            gid: 0,
+            pid: 9,
+        };
+        let reference = doc("/run/desk/admin.sock", 1000, 4242);
+        assert_eq!(
+            compare_document(&reference, &doc("/tmp/a.sock", 0, 9), Some(ran_as)),
+            None
+        );
+        // The principal must be the peer who asked.
+        assert!(
+            compare_document(&reference, &doc("/tmp/a.sock", 5, 9), Some(ran_as))
+                .unwrap()
+                .starts_with("$.caller.principal.")
+        );
+        // Within a Unix reply, the same.
+        let line = |d: Value, uid: i64| {
+            json!({"request_id": 2, "id": null, "ok": true, "value": d,
+                   "caller": {"mode": "unix", "name": format!("uid:{uid}"), "uid": uid, "gid": uid, "pid": 9}})
+        };
+        assert_eq!(
+            compare_reply(
+                &Transport::Unix,
+                &line(doc("/run/desk/admin.sock", 1000, 9), 1000),
+                Some(PeerCredentials {
+                    uid: 1000,
+                    gid: 1000,
+                    pid: 9
+                }),
+                &line(doc("/tmp/a.sock", 0, 9), 0),
+                Some(ran_as)
+            ),
+            None
         );
     }
 

@@ -335,6 +335,17 @@ impl Record {
         Ok((tool, outcome, None))
     }
 
+    /// The description document a describe record's reply carries: a Unix
+    /// reply's `value`, an HTTP reply's `body`.
+    pub fn document(&self) -> Option<&Value> {
+        let doc = match self.transport {
+            Transport::Unix => self.reply.get("value"),
+            Transport::Http => self.reply.get("body"),
+            Transport::Other(_) => None,
+        }?;
+        doc.get("description").is_some().then_some(doc)
+    }
+
     /// The record's file stem: `result`, `refusal_full`.
     pub fn stem(&self) -> &str {
         self.name.rsplit_once('/').map_or(&self.name, |(_, s)| s)
@@ -363,6 +374,10 @@ pub struct Corpus {
     pub records: Vec<Record>,
     /// Every record file that could not be read, sorted by name.
     pub unreadable: Vec<Unreadable>,
+    /// The description documents beside the records,
+    /// `DIR/<exposure>.<caller>.description.json`, by `<exposure>.<caller>`
+    /// (the reference fixtures have them; a corpus need not).
+    pub documents: Vec<(String, Value)>,
 }
 
 /// Why a corpus could not be opened at all.
@@ -449,11 +464,25 @@ impl Corpus {
                 Err(error) => unreadable.push(Unreadable { name, error }),
             }
         }
+        let mut documents = Vec::new();
+        for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let file = f.file_name().to_string_lossy().into_owned();
+            let Some(name) = file.strip_suffix(".description.json") else {
+                continue;
+            };
+            let text = std::fs::read_to_string(f.path())
+                .map_err(|e| CorpusError(format!("{}: {e}", f.path().display())))?;
+            let doc = serde_json::from_str(&text)
+                .map_err(|e| CorpusError(format!("{}: not JSON: {e}", f.path().display())))?;
+            documents.push((name.to_owned(), doc));
+        }
+        documents.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Corpus {
             dir: dir.to_owned(),
             program,
             records,
             unreadable,
+            documents,
         })
     }
 
@@ -461,6 +490,14 @@ impl Corpus {
     pub fn program_source(&self) -> Result<String, CorpusError> {
         std::fs::read_to_string(&self.program)
             .map_err(|e| CorpusError(format!("{}: {e}", self.program.display())))
+    }
+
+    /// The description document `<exposure>.<caller>` (`public.alice`).
+    pub fn document(&self, name: &str) -> Option<&Value> {
+        self.documents
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d)
     }
 
     /// The record named `name` (`unix/result`).

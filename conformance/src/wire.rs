@@ -227,18 +227,6 @@ pub fn member_of(transport: &Transport, request: &Value) -> Option<String> {
     }
 }
 
-/// Whether a request is a describe: `{"describe": true}`, `GET /.description`.
-pub fn is_describe(transport: &Transport, request: &Value) -> bool {
-    match transport {
-        Transport::Unix => request.get("describe") == Some(&Value::Bool(true)),
-        Transport::Http => {
-            request.get("method").and_then(Value::as_str) == Some("GET")
-                && request.get("path").and_then(Value::as_str) == Some("/.description")
-        }
-        Transport::Other(_) => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,10 +12,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
-    Principal, Receiver, RoleTable,
+    Receiver, RoleTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::line::{self, LineConn, LineEvent};
@@ -47,17 +48,8 @@ pub enum Feed {
     Bytes,
 }
 
-/// Builds the describer of one exposure.
+/// Builds the describer of one exposure, in place of the model's.
 pub type DescriberFactory = dyn Fn(&Program, &ModelExposure) -> Box<dyn Describer + Send>;
-
-/// A describer for a world that has none: its document says so.
-struct Undescribed;
-
-impl Describer for Undescribed {
-    fn describe(&self, _: &Principal, _: &[String], _: &[usize]) -> Vec<u8> {
-        br#"{"describe":"this replay has no describer"}"#.to_vec()
-    }
-}
 
 enum Machine {
     Http(http1::Conn),
@@ -125,7 +117,9 @@ fn role_param(e: &ModelExposure) -> Option<&str> {
 impl World {
     /// Serves every exposure of `program` that has an HTTP or Unix listener,
     /// its role sources the program's literals with `roles` (by role source
-    /// param, role → holder) in place of theirs.
+    /// param, role → holder) in place of theirs, each described by
+    /// `describer` or else by the model's describer, its listener as
+    /// written.
     pub fn new(
         program: &Program,
         roles: &BTreeMap<String, BTreeMap<String, String>>,
@@ -181,7 +175,11 @@ impl World {
             let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
             let docs: Box<dyn Describer + Send> = match describer {
                 Some(f) => f(program, e),
-                None => Box::new(Undescribed),
+                // The listener as written: nothing is bound.
+                None => Box::new(
+                    ExposureDescriber::new(program, &spec.name, None)
+                        .map_err(|e| format!("exposure `{}`: {e}", spec.name))?,
+                ),
             };
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();

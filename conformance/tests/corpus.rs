@@ -27,9 +27,45 @@ fn every_record_equals_the_reference_record_of_its_name() {
             assert!(ours.record(&name).is_some(), "{name}");
         }
     }
+    // Every description document of an HTTP or Unix exposure has its
+    // describe record, held to it; the hub's (ws) are not served here.
+    for (doc, value) in &theirs.documents {
+        let transport = value["listener"]["transport"].as_str().unwrap();
+        let name = format!("{transport}/describe.{doc}");
+        let served = transport == "http" || transport == "unix";
+        assert_eq!(ours.record(&name).is_some(), served, "{name}");
+    }
+    let n = ours.records.len();
+    assert_eq!(n, 26, "ten outcomes and the describes, per transport");
     let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.ends_with("20 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with(&format!("{n} passed, 0 failed\n")), "{out}");
+}
+
+#[test]
+fn a_description_that_says_otherwise_fails_the_comparison() {
+    let Some(reference) = reference() else { return };
+    let tmp = Temp::new("compare-describe");
+    select(&project(), &["http/describe.public.bob"], &desk(), &tmp.0);
+    let path = tmp.0.join("wire/http/describe.public.bob.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["reply"]["body"]["caller"]["roles"] = serde_json::json!(["trader"]);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let (code, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&tmp.0),
+        "--reference",
+        s(&reference),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "FAIL  http/describe.public.bob: the document $.caller.roles: expected 0 items, got 1"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -77,6 +113,9 @@ fn a_record_that_says_otherwise_fails_the_comparison() {
     // The corpus covers unix, so the unix records it lacks fail; it has no
     // http record, so the http ones are not asked of it.
     assert!(out.contains("FAIL  unix/handler_error: the corpus has no record of this name"));
+    assert!(out.contains(
+        "FAIL  unix/describe.admin.uid-1000: the corpus has no describe record of admin.uid-1000.description.json"
+    ));
     assert!(!out.contains("http/"), "{out}");
-    assert!(out.ends_with("1 passed, 9 failed\n"), "{out}");
+    assert!(out.ends_with("1 passed, 11 failed\n"), "{out}");
 }

@@ -113,6 +113,10 @@ fn project_names(transport: &str) -> Vec<String> {
 /// of those names) replayed.
 fn recordings_hold(demo: &Running, names: &[&str]) {
     let recorded = demo.recorded();
+    for name in names {
+        let file = recorded.join("wire").join(format!("{name}.json"));
+        assert!(file.is_file(), "the run recorded no {name}");
+    }
     let reviewed = demo.dir.0.join("reviewed");
     select(&recorded, names, &recorded.join("program.hl"), &reviewed);
     let (code, out, _) = run(&["replay", "--corpus", s(&reviewed)]);
@@ -156,18 +160,23 @@ fn http_every_outcome_live_recorded_and_replayed() {
         out.contains("serves Public@fnv1a64:a8930d6e7998e986/public"),
         "{out}"
     );
-    assert!(out.contains("10 passed, 0 failed\n"), "{out}");
+    assert!(out.ends_with("12 passed, 0 failed\n"), "{out}");
     // The cooperative outcomes run last, the stop at the very end.
     let order = lines_of(&out, "pass  ");
     assert_eq!(
-        &order[7..],
+        &order[order.len() - 3..],
         [
             "http/refusal_full",
             "http/refusal_unavailable",
             "http/refusal_shutting_down"
         ]
     );
-    let names = project_names("http");
+    // What the check sent of public; the partner's describes it did not.
+    let names: Vec<String> = project_names("http")
+        .into_iter()
+        .filter(|n| !n.contains(".partner."))
+        .collect();
+    assert_eq!(names.len(), 12);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     recordings_hold(&demo, &names);
 }
@@ -175,15 +184,28 @@ fn http_every_outcome_live_recorded_and_replayed() {
 #[test]
 fn http_without_cooperation_names_what_it_could_not_provoke() {
     let demo = boot("http-alone", None);
+    let public = demo.endpoint("public");
+    // Described to nobody, the endpoint does not say which exposure it is,
+    // and the HTTP records are of two.
+    let (code, out) = check(&["--endpoint", &public, "--transport", "http"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(
+            "the http records are of partner, public: name the one it serves with --exposure NAME"
+        ),
+        "{out}"
+    );
     let (code, out) = check(&[
         "--endpoint",
-        &demo.endpoint("public"),
+        &public,
         "--transport",
         "http",
+        "--exposure",
+        "public",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("the describe was refused unauthenticated; checking every http record"),
+        out.contains("checked as `public` (the describe was refused unauthenticated)"),
         "{out}"
     );
     assert_eq!(
@@ -200,7 +222,7 @@ fn http_without_cooperation_names_what_it_could_not_provoke() {
         "{out}"
     );
     assert!(
-        out.ends_with("7 passed, 0 failed, 3 not provoked\n"),
+        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
         "{out}"
     );
 }
@@ -227,17 +249,27 @@ fn unix_every_outcome_a_peer_can_provoke_live() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(
         lines_of(&out, "not provoked  "),
-        ["unix/refusal_unauthenticated", "unix/refusal_unauthorized"],
+        [
+            "unix/describe.admin.uid-1001",
+            "unix/refusal_unauthenticated",
+            "unix/refusal_unauthorized"
+        ],
         "{out}"
     );
     assert!(
-        out.ends_with("8 passed, 0 failed, 2 not provoked\n"),
+        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
         "{out}"
     );
+    // The describe was recorded under the user's own uid, not 1000.
     let names: Vec<String> = project_names("unix")
         .into_iter()
-        .filter(|n| !n.ends_with("unauthenticated") && !n.ends_with("unauthorized"))
+        .filter(|n| {
+            !n.contains("describe")
+                && !n.ends_with("unauthenticated")
+                && !n.ends_with("unauthorized")
+        })
         .collect();
+    assert_eq!(names.len(), 8);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     recordings_hold(&demo, &names);
 
@@ -257,11 +289,11 @@ fn unix_every_outcome_a_peer_can_provoke_live() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(
         lines_of(&out, "pass  "),
-        ["unix/refusal_unauthorized"],
+        ["unix/describe.admin.uid-1001", "unix/refusal_unauthorized"],
         "{out}"
     );
     assert!(
-        out.ends_with("1 passed, 0 failed, 9 not provoked\n"),
+        out.ends_with("2 passed, 0 failed, 10 not provoked\n"),
         "{out}"
     );
     recordings_hold(&demo, &["unix/refusal_unauthorized"]);

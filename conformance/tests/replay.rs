@@ -170,7 +170,7 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
         ],
         "{out}"
     );
-    assert!(out.ends_with("15 passed, 6 failed\n"), "{out}");
+    assert!(out.ends_with("21 passed, 6 failed\n"), "{out}");
 }
 
 #[test]

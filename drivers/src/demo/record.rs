@@ -4,8 +4,10 @@
 //! from a run, reviewed, and then replayed by `limen-conformance replay`.
 //!
 //! A record is named by what it holds, as the reference records are:
-//! `result`, `handler_error`, `server_error`, `refusal_<kind>`, and
-//! `describe` (or `describe_refusal_<kind>`) for a describe. A name already
+//! `result`, `handler_error`, `server_error`, `refusal_<kind>`; a describe
+//! is `describe.<exposure>.<caller>` (`describe.public.alice`,
+//! `describe.admin.uid-1000`), as the reference names a description
+//! document for its exposure and caller, or `describe_refusal_<kind>`. A name already
 //! taken in the folder gets the next free `-2`, `-3`, … suffix, so nothing
 //! written earlier is overwritten. The HTTP framing headers
 //! (`Content-Length`, `Connection`, `Transfer-Encoding`) are left out: the
@@ -154,10 +156,43 @@ pub fn to_record(
     let name = match (describe, kind) {
         (false, None) => outcome.to_owned(),
         (false, Some(kind)) => format!("refusal_{kind}"),
-        (true, None) => "describe".to_owned(),
+        (true, None) => {
+            let document = match transport {
+                "unix" => record.get("reply").and_then(|r| r.get("value")),
+                _ => record.get("reply").and_then(|r| r.get("body")),
+            };
+            let caller = document
+                .and_then(|d| d.pointer("/caller/principal/name"))
+                .and_then(Value::as_str)
+                .unwrap_or("nobody");
+            format!(
+                "describe.{}.{}",
+                file_word(&exchange.exposure.name),
+                file_word(caller)
+            )
+        }
         (true, Some(kind)) => format!("describe_refusal_{kind}"),
     };
     Some((transport, name, Value::Object(record)))
+}
+
+/// A name as a word of a file name: `uid:1000` → `uid-1000`.
+fn file_word(name: &str) -> String {
+    let word: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if word.is_empty() {
+        "nobody".to_owned()
+    } else {
+        word
+    }
 }
 
 /// The record's `outcome` and `kind`.

@@ -481,6 +481,21 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
         .into_iter()
         .filter(|r| exposure_name(&r.exposure) == exposure)
         .collect();
+    if let Ok(id) = &described {
+        let mut others: Vec<&str> = records
+            .iter()
+            .filter(|r| r.exposure != *id)
+            .map(|r| r.exposure.as_str())
+            .collect();
+        others.dedup();
+        for other in others {
+            // Run them all the same: how they differ is what a certifier
+            // needs to read.
+            report.notes.push(format!(
+                "describe  records are of {other}, not of what the endpoint serves"
+            ));
+        }
+    }
     if records.is_empty() {
         return Err(format!(
             "no {} record of the corpus is of the exposure `{exposure}`",

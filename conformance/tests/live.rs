@@ -311,7 +311,13 @@ fn a_server_that_answers_otherwise_fails_the_check() {
     let path = tmp.0.join("wire/http/result.json");
     let text = std::fs::read_to_string(&path)
         .unwrap()
-        .replace("\"notional\": 125000", "\"notional\": 125001");
+        .replace("\"notional\": 125000", "\"notional\": 125001")
+        // A record of another contract than the one served is run, and
+        // said to be.
+        .replace(
+            "Public@fnv1a64:a8930d6e7998e986/public",
+            "Public@fnv1a64:0123456789abcdef/public",
+        );
     std::fs::write(&path, text).unwrap();
     let demo = boot("http-tampered", None);
     let (code, out) = check(&[
@@ -319,6 +325,8 @@ fn a_server_that_answers_otherwise_fails_the_check() {
         &demo.endpoint("public"),
         "--transport",
         "http",
+        "--bearer",
+        "t-alice",
         "--corpus",
         s(&tmp.0),
         "--scenarios",
@@ -327,6 +335,10 @@ fn a_server_that_answers_otherwise_fails_the_check() {
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("FAIL  http/result: reply $.body.notional: expected 125001, got 125000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("records are of Public@fnv1a64:0123456789abcdef/public, not of what the endpoint serves"),
         "{out}"
     );
     assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");

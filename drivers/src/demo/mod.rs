@@ -8,8 +8,11 @@
 //! the admin operator is the current user unless `--operator` names
 //! another, so it runs unprivileged and in tests. A control socket
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
-//! provoke the outcomes that need the server's cooperation.
+//! provoke the outcomes that need the server's cooperation, and
+//! `--record DIR` writes every exchange in the conformance record format
+//! ([`record`]).
 
+pub mod record;
 pub mod witness;
 
 use std::collections::BTreeMap;
@@ -44,6 +47,9 @@ pub struct DemoOptions {
     pub bound: Option<usize>,
     /// A control socket for tests.
     pub control: Option<PathBuf>,
+    /// Write every exchange as a conformance record under this folder
+    /// (`--record DIR`).
+    pub record: Option<PathBuf>,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -149,6 +155,7 @@ impl Demo {
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
         let mut tries = Vec::new();
         let mut endpoints = Vec::new();
+        let mut recorded_roles = BTreeMap::new();
         for e in &program.exposures {
             let Some(listener) = &e.listener else {
                 continue;
@@ -226,6 +233,9 @@ impl Demo {
                 _ => Some(Box::new(witness::tokens())),
             };
             let roles = role_source(&program, e, options);
+            if let Some(grants) = changed_grants(&program, e, options) {
+                recorded_roles.insert(spec.identity(), grants);
+            }
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let identity = spec.identity();
             let docs = describer(&program, e, &bound)
@@ -265,6 +275,16 @@ impl Demo {
             }
         }
         banner.push_str("stop with Ctrl-C\n");
+        if let Some(dir) = &options.record {
+            let writer = record::RecordWriter::new(dir, recorded_roles);
+            writer.write_program(witness::DESK).map_err(|err| {
+                BootError(format!(
+                    "hale demo: cannot record into {}: {err}",
+                    dir.display()
+                ))
+            })?;
+            server.set_recorder(Box::new(writer));
+        }
         let control = match &options.control {
             None => None,
             Some(path) => {
@@ -316,25 +336,63 @@ impl Demo {
 /// The role source of an exposure: its `Grants` literal, with the Unix
 /// exposure's `operator` granted to the current user (or `--operator`).
 fn role_source(program: &Program, e: &ModelExposure, options: &DemoOptions) -> RoleTable {
+    served_grants(program, e, options)
+        .into_iter()
+        .fold(RoleTable::new(), |t, (role, holder)| {
+            t.grant(&holder, &role)
+        })
+}
+
+/// The (role, principal name) pairs of an exposure's role source as the
+/// demo serves it: the program's literal, with the Unix exposure's
+/// `operator` the current user (or `--operator`).
+fn served_grants(
+    program: &Program,
+    e: &ModelExposure,
+    options: &DemoOptions,
+) -> Vec<(String, String)> {
     let Source::Param { param, .. } = &e.roles else {
-        return RoleTable::new();
+        return Vec::new();
     };
+    let written = witness::grant_pairs(program, param);
     if e.principals != Source::Kernel {
-        return witness::grants(program, param);
+        return written;
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let me = format!("uid:{}", unsafe { libc::getuid() });
     let operator = options.operator.clone().unwrap_or(me);
-    let mut table = RoleTable::new();
-    for (role, holder) in witness::grant_pairs(program, param) {
-        let holder = if role == "operator" {
-            operator.clone()
-        } else {
-            holder
-        };
-        table = table.grant(&holder, &role);
+    written
+        .into_iter()
+        .map(|(role, holder)| {
+            let holder = if role == "operator" {
+                operator.clone()
+            } else {
+                holder
+            };
+            (role, holder)
+        })
+        .collect()
+}
+
+/// The grants the demo's role source for `e` holds where they differ from
+/// the program's literal, as a record's `scenario.roles` states them:
+/// `{"admin_roles": {"operator": "uid:1001"}}`.
+fn changed_grants(
+    program: &Program,
+    e: &ModelExposure,
+    options: &DemoOptions,
+) -> Option<serde_json::Value> {
+    let Source::Param { param, .. } = &e.roles else {
+        return None;
+    };
+    let written = witness::grant_pairs(program, param);
+    let mut changed = serde_json::Map::new();
+    for (role, holder) in served_grants(program, e, options) {
+        if !written.iter().any(|(r, h)| *r == role && *h == holder) {
+            changed.insert(role, holder.into());
+        }
     }
-    table
+    (!changed.is_empty()).then(|| serde_json::json!({ param.clone(): changed }))
 }
 
 /// Control lines: `gate|open|drain|resume <instance>` and `stop`; each is

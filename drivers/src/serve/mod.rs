@@ -9,6 +9,7 @@
 //! (the diagnostic and exit status 2).
 
 mod net;
+pub mod record;
 pub mod worker;
 
 use std::collections::HashMap;
@@ -19,7 +20,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use limen_core::hale::runtime::{
-    Correlation, Delivery, Event, Exposure, PeerCredentials, Supervision,
+    Correlation, Delivery, Event, Exposure, PeerCredentials, RequestId, Supervision,
 };
 use limen_core::wire::{hale_http, http1, line};
 use limen_core::Timestamp;
@@ -27,6 +28,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 pub use net::{BoundAddress, Listener};
+pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{Completed, Ended, OnFailure, Worker};
 
 const WAKER: Token = Token(usize::MAX);
@@ -148,6 +150,11 @@ pub struct Server {
     next_correlation: Correlation,
     started: Instant,
     stopping: bool,
+    /// Hears every exchange, when set.
+    recorder: Option<Box<dyn Recorder>>,
+    /// While recording: each request still owed a reply, by exposure and
+    /// request id, with its connection.
+    recording: HashMap<(usize, RequestId), (Correlation, RecordedRequest)>,
 }
 
 impl std::fmt::Debug for Server {
@@ -188,6 +195,8 @@ impl Server {
             next_correlation: 1,
             started: Instant::now(),
             stopping: false,
+            recorder: None,
+            recording: HashMap::new(),
         })
     }
 
@@ -198,6 +207,11 @@ impl Server {
             waker: self.waker.clone(),
             commands: self.commands_tx.clone(),
         }
+    }
+
+    /// Sets the recorder that hears every exchange from now on.
+    pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) {
+        self.recorder = Some(recorder);
     }
 
     /// Binds an HTTP listener at `addr` (`host:port`; port 0 takes what the
@@ -562,14 +576,20 @@ impl Server {
             let exposure = conn.exposure;
             let correlation = conn.correlation;
             let peer = conn.peer;
+            let recording = self.recorder.is_some();
             let framed = match &mut conn.machine {
                 Machine::Http(m) => match m.poll_event() {
                     None => return,
                     Some(http1::ConnEvent::Request(req)) => {
-                        Framed::Request(hale_http::frame(&req, correlation))
+                        let request = hale_http::frame(&req, correlation);
+                        Framed::Request(
+                            request,
+                            recording.then(|| Box::new(RecordedRequest::Http(req))),
+                        )
                     }
                     Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
                         hale_http::frame_malformed(&reason, head.as_ref(), correlation),
+                        None,
                     ),
                     Some(http1::ConnEvent::Lost) => Framed::Lost,
                     Some(http1::ConnEvent::Close) => Framed::Close,
@@ -577,18 +597,22 @@ impl Server {
                 Machine::Line(m) => match m.poll_event() {
                     None => return,
                     Some(line::LineEvent::Request(req)) => {
-                        Framed::Request(line::to_request(req, correlation, peer))
+                        let raw = recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
+                        Framed::Request(line::to_request(req, correlation, peer), raw)
                     }
                     Some(line::LineEvent::Lost) => Framed::Lost,
                     Some(line::LineEvent::Close) => Framed::Close,
                 },
             };
             match framed {
-                Framed::Request(request) => {
+                Framed::Request(request, raw) => {
                     let now = unix_now();
-                    self.exposures[exposure]
+                    let id = self.exposures[exposure]
                         .exposure
                         .handle_request(now, request);
+                    if let Some(raw) = raw {
+                        self.recording.insert((exposure, id), (correlation, *raw));
+                    }
                     self.drain_exposure(exposure);
                 }
                 Framed::Lost => {
@@ -612,6 +636,10 @@ impl Server {
             let correlation = conn.correlation;
             let exposure = conn.exposure;
             drop(conn);
+            if !self.recording.is_empty() {
+                // No reply reaches a closed connection: forget its requests.
+                self.recording.retain(|_, (c, _)| *c != correlation);
+            }
             // The runtime may still hold requests of this connection: they
             // run, and their replies are dropped.
             self.exposures[exposure]
@@ -669,7 +697,7 @@ impl Server {
     fn drain_exposure(&mut self, index: usize) {
         while let Some(event) = self.exposures[index].exposure.poll_event() {
             match event {
-                Event::Deliver(d) => self.deliver(d),
+                Event::Deliver(d) => self.deliver(index, d),
                 Event::Dispatch(d) => {
                     let entry = &self.exposures[index];
                     let worker = entry.workers[d.receiver];
@@ -711,29 +739,54 @@ impl Server {
         }
     }
 
-    fn deliver(&mut self, d: Delivery) {
+    fn deliver(&mut self, index: usize, d: Delivery) {
+        let recorded = match self.recorder {
+            Some(_) => self.recording.remove(&(index, d.request_id)),
+            None => None,
+        };
         let Some(&key) = self.by_correlation.get(&d.correlation) else {
             return;
         };
         let now = self.mono_now();
-        match &mut self.conns[key].machine {
+        let outcome = recorded.as_ref().map(|_| d.outcome.clone());
+        let conn = &mut self.conns[key];
+        let peer = conn.peer;
+        let reply = match &mut conn.machine {
             Machine::Http(m) => {
                 let (status, body) = hale_http::encode(d.outcome);
                 m.send_json(now, status, &body);
+                recorded.as_ref().map(|_| m.pending_output().to_vec())
             }
             Machine::Line(m) => {
                 let reply = d
                     .outcome
                     .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
                 m.send_line(now, &reply);
+                Some(reply)
             }
+        };
+        if let (Some(recorder), Some((_, request)), Some(outcome), Some(reply)) =
+            (self.recorder.as_mut(), &recorded, &outcome, &reply)
+        {
+            recorder.exchange(&Exchange {
+                exposure: self.exposures[index].exposure.spec(),
+                peer,
+                request,
+                request_id: d.request_id,
+                outcome,
+                reply,
+            });
         }
         self.write(key);
     }
 }
 
 enum Framed {
-    Request(limen_core::hale::runtime::Request),
+    /// A framed request, and its wire form while recording.
+    Request(
+        limen_core::hale::runtime::Request,
+        Option<Box<RecordedRequest>>,
+    ),
     Lost,
     Close,
 }

@@ -1,6 +1,7 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--operator uid:N] [--bound N] [--control PATH]`: the witness program
-//! served on its embedded default (see [`crate::demo`]).
+//! [--operator uid:N] [--bound N] [--control PATH] [--record DIR]`: the
+//! witness program served on its embedded default (see [`crate::demo`]);
+//! `--record DIR` writes every exchange as a conformance record.
 
 use std::path::PathBuf;
 
@@ -90,6 +91,7 @@ fn parse(args: &[String]) -> Result<DemoOptions, String> {
                 options.bound = Some(n);
             }
             "--control" => options.control = Some(PathBuf::from(value()?)),
+            "--record" => options.record = Some(PathBuf::from(value()?)),
             other => return Err(format!("demo: unknown flag `{other}`")),
         }
         i += 1;

@@ -16,11 +16,11 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use limen_core::hale::runtime::{
-    Correlation, Delivery, Event, Exposure, PeerCredentials, RequestId, Supervision,
+    Correlation, Delivery, Event, Exposure, PeerCredentials, RequestId,
 };
 use limen_core::wire::{hale_http, http1, line};
 use limen_core::Timestamp;
@@ -29,7 +29,7 @@ use slab::Slab;
 
 pub use net::{BoundAddress, Listener};
 pub use record::{Exchange, RecordedRequest, Recorder};
-use worker::{Completed, Ended, OnFailure, Worker};
+use worker::{FromWorker, Job, OnFailure, Worker, WorkerLink};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 40;
@@ -116,7 +116,8 @@ struct ConnEntry {
 }
 
 struct ExposureEntry {
-    exposure: Exposure,
+    /// The machine, shared with the workers that report to it.
+    exposure: Arc<Mutex<Exposure>>,
     /// The worker of each of the exposure's receivers.
     workers: Vec<WorkerId>,
     listener: ListenerId,
@@ -134,6 +135,9 @@ pub struct Server {
     poll: Poll,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
+    /// Whether the loop sleeps (or is about to) in the poll, so a worker's
+    /// completion must wake it; otherwise the loop finds it on its own.
+    sleeping: Arc<AtomicBool>,
     listeners: Vec<ListenerEntry>,
     conns: Slab<ConnEntry>,
     by_correlation: HashMap<Correlation, usize>,
@@ -143,8 +147,10 @@ pub struct Server {
     draining: Vec<bool>,
     /// Connections to read again once the loop's events are handled.
     resume: Vec<usize>,
-    done_tx: mpsc::Sender<Completed>,
-    done_rx: mpsc::Receiver<Completed>,
+    /// Connections with output queued this turn, written at its end.
+    dirty: Vec<usize>,
+    from_workers_tx: mpsc::Sender<FromWorker>,
+    from_workers: mpsc::Receiver<FromWorker>,
     commands_tx: mpsc::Sender<Command>,
     commands_rx: mpsc::Receiver<Command>,
     next_correlation: Correlation,
@@ -174,7 +180,7 @@ impl Server {
         net::raise_descriptor_limit();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (done_tx, done_rx) = mpsc::channel();
+        let (from_workers_tx, from_workers) = mpsc::channel();
         let (commands_tx, commands_rx) = mpsc::channel();
         Ok(Server {
             commands_tx,
@@ -183,6 +189,7 @@ impl Server {
             poll,
             waker,
             stop: Arc::new(AtomicBool::new(false)),
+            sleeping: Arc::new(AtomicBool::new(false)),
             listeners: Vec::new(),
             conns: Slab::new(),
             by_correlation: HashMap::new(),
@@ -190,8 +197,9 @@ impl Server {
             workers: Vec::new(),
             draining: Vec::new(),
             resume: Vec::new(),
-            done_tx,
-            done_rx,
+            dirty: Vec::new(),
+            from_workers_tx,
+            from_workers,
             next_correlation: 1,
             started: Instant::now(),
             stopping: false,
@@ -252,17 +260,20 @@ impl Server {
         on_failure: OnFailure,
     ) -> io::Result<WorkerId> {
         let waker = self.waker.clone();
-        let worker = Worker::spawn(
-            self.workers.len(),
-            name,
-            stamp,
-            receiver,
-            on_failure,
-            self.done_tx.clone(),
-            Arc::new(move || {
-                let _ = waker.wake();
+        let sleeping = self.sleeping.clone();
+        let link = WorkerLink {
+            to_loop: self.from_workers_tx.clone(),
+            wake: Arc::new(move || {
+                // The report is sent before this load, and the loop marks
+                // itself sleeping before its last look at the channel
+                // (SeqCst orders the two), so no report is missed.
+                if sleeping.load(Ordering::SeqCst) {
+                    let _ = waker.wake();
+                }
             }),
-        )?;
+            on_failure,
+        };
+        let worker = Worker::spawn(self.workers.len(), name, stamp, receiver, link)?;
         self.workers.push(worker);
         self.draining.push(false);
         Ok(self.workers.len() - 1)
@@ -281,7 +292,7 @@ impl Server {
         }
         let index = self.exposures.len();
         self.exposures.push(ExposureEntry {
-            exposure,
+            exposure: Arc::new(Mutex::new(exposure)),
             workers,
             listener,
         });
@@ -298,8 +309,16 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
+            // Nothing queued may wait out a sleep.
+            self.flush();
             let timeout = self.next_timeout();
-            match self.poll.poll(&mut events, timeout) {
+            self.sleeping.store(true, Ordering::SeqCst);
+            // A completion sent before the mark is on the channel now.
+            let ready = self.take_from_workers();
+            let timeout = if ready { Some(Duration::ZERO) } else { timeout };
+            let polled = self.poll.poll(&mut events, timeout);
+            self.sleeping.store(false, Ordering::SeqCst);
+            match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -328,21 +347,22 @@ impl Server {
                     }
                 }
             }
-            self.take_completions();
+            self.take_from_workers();
             while let Some(key) = self.resume.pop() {
                 self.read(key);
             }
+            self.flush();
             if self.stop.load(Ordering::SeqCst) && !self.stopping {
                 self.stopping = true;
                 let now = unix_now();
                 for i in 0..self.exposures.len() {
-                    self.exposures[i].exposure.stop(now);
+                    self.exposure(i).stop(now);
                     self.drain_exposure(i);
                 }
             }
             self.fire_timers();
             if self.stopping
-                && self.exposures.iter().all(|e| e.exposure.is_stopped())
+                && (0..self.exposures.len()).all(|i| self.exposure(i).is_stopped())
                 && self.conns.is_empty()
             {
                 return Ok(());
@@ -368,8 +388,8 @@ impl Server {
         }
         let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(now)));
         let unix = unix_now();
-        for e in &self.exposures {
-            if let Some(t) = e.exposure.poll_timeout() {
+        for i in 0..self.exposures.len() {
+            if let Some(t) = self.exposure(i).poll_timeout() {
                 let d = Duration::from_nanos(t.saturating_sub(unix));
                 timeout = Some(timeout.map_or(d, |x| x.min(d)));
             }
@@ -397,12 +417,10 @@ impl Server {
         }
         let unix = unix_now();
         for i in 0..self.exposures.len() {
-            if self.exposures[i]
-                .exposure
-                .poll_timeout()
-                .is_some_and(|t| t <= unix)
-            {
-                self.exposures[i].exposure.handle_timeout(unix);
+            let mut ex = self.exposure(i);
+            if ex.poll_timeout().is_some_and(|t| t <= unix) {
+                ex.handle_timeout(unix);
+                drop(ex);
                 self.drain_exposure(i);
             }
         }
@@ -486,9 +504,14 @@ impl Server {
                     }
                     self.after_machine(key);
                     // A machine may answer input itself (a line that is not
-                    // a request): write what it queued.
+                    // a request): write what it queued, with the rest.
                     if self.has_output(key) {
-                        self.write(key);
+                        self.dirty.push(key);
+                    }
+                    // A short read emptied the socket: the next byte that
+                    // arrives raises a new edge, so no read to EAGAIN.
+                    if n < buf.len() {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -501,6 +524,18 @@ impl Server {
                     self.after_machine(key);
                     return;
                 }
+            }
+        }
+    }
+
+    /// Writes every connection that queued output this turn.
+    fn flush(&mut self) {
+        while !self.dirty.is_empty() {
+            let mut keys = std::mem::take(&mut self.dirty);
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys {
+                self.write(key);
             }
         }
     }
@@ -607,18 +642,14 @@ impl Server {
             match framed {
                 Framed::Request(request, raw) => {
                     let now = unix_now();
-                    let id = self.exposures[exposure]
-                        .exposure
-                        .handle_request(now, request);
+                    let id = self.exposure(exposure).handle_request(now, request);
                     if let Some(raw) = raw {
                         self.recording.insert((exposure, id), (correlation, *raw));
                     }
                     self.drain_exposure(exposure);
                 }
                 Framed::Lost => {
-                    self.exposures[exposure]
-                        .exposure
-                        .connection_lost(correlation);
+                    self.exposure(exposure).connection_lost(correlation);
                     self.drain_exposure(exposure);
                 }
                 Framed::Close => {
@@ -642,39 +673,35 @@ impl Server {
             }
             // The runtime may still hold requests of this connection: they
             // run, and their replies are dropped.
-            self.exposures[exposure]
-                .exposure
-                .connection_lost(correlation);
+            self.exposure(exposure).connection_lost(correlation);
             self.drain_exposure(exposure);
         }
     }
 
-    fn take_completions(&mut self) {
-        while let Ok(done) = self.done_rx.try_recv() {
-            let i = done.exposure;
-            match done.ended {
-                Ended::NotTaken => self.exposures[i]
-                    .exposure
-                    .dispatch_not_taken(done.request_id),
-                Ended::Ran(completion, supervision) => {
-                    if supervision == Some(Supervision::ExitProcess) {
-                        // Supervision exits the process: every caller sees
-                        // its connection end, never a swallowed failure.
-                        eprintln!(
-                            "hale: a receiver violated and its supervision exits the process"
-                        );
-                        std::process::exit(70);
-                    }
-                    self.exposures[i]
-                        .exposure
-                        .handle_completion(done.request_id, completion);
-                    if supervision == Some(Supervision::Drain) {
-                        self.drain_worker(done.worker);
-                    }
+    /// The exposure `index`, locked: the loop and the workers reporting to
+    /// it take turns, each for one step of the machine.
+    fn exposure(&self, index: usize) -> MutexGuard<'_, Exposure> {
+        self.exposures[index]
+            .exposure
+            .lock()
+            .expect("an exposure's lock is never poisoned: machines do not panic")
+    }
+
+    /// Acts on everything the workers reported; returns whether there was
+    /// anything.
+    fn take_from_workers(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(report) = self.from_workers.try_recv() {
+            any = true;
+            match report {
+                FromWorker::Event(index, event) => {
+                    self.act(index, event);
+                    self.drain_exposure(index);
                 }
+                FromWorker::Draining(worker) => self.drain_worker(worker),
             }
-            self.drain_exposure(i);
         }
+        any
     }
 
     /// Every exposure bound to `worker` learns that its receiver drains:
@@ -687,7 +714,7 @@ impl Server {
                 .filter(|&r| self.exposures[i].workers[r] == worker)
                 .collect();
             for r in receivers {
-                self.exposures[i].exposure.receiver_draining(r, stamp);
+                self.exposure(i).receiver_draining(r, stamp);
             }
             self.drain_exposure(i);
         }
@@ -695,45 +722,63 @@ impl Server {
 
     /// Acts on everything an exposure emitted.
     fn drain_exposure(&mut self, index: usize) {
-        while let Some(event) = self.exposures[index].exposure.poll_event() {
-            match event {
-                Event::Deliver(d) => self.deliver(index, d),
-                Event::Dispatch(d) => {
-                    let entry = &self.exposures[index];
-                    let worker = entry.workers[d.receiver];
-                    let member = entry.exposure.spec().members[d.member].name.clone();
-                    let request_id = d.request_id;
-                    if !self.workers[worker].hand(index, member, d) {
-                        self.exposures[index]
-                            .exposure
-                            .dispatch_not_taken(request_id);
-                    }
+        loop {
+            let events: Vec<Event> = {
+                let mut ex = self.exposure(index);
+                std::iter::from_fn(|| ex.poll_event()).collect()
+            };
+            if events.is_empty() {
+                return;
+            }
+            for event in events {
+                self.act(index, event);
+            }
+        }
+    }
+
+    /// Acts on one event of exposure `index`.
+    fn act(&mut self, index: usize, event: Event) {
+        match event {
+            Event::Deliver(d) => self.deliver(index, d),
+            Event::Dispatch(d) => {
+                let worker = self.exposures[index].workers[d.receiver];
+                let member = self.exposure(index).spec().members[d.member].name.clone();
+                let job = Job {
+                    index,
+                    exposure: self.exposures[index].exposure.clone(),
+                    member,
+                    dispatch: d,
+                };
+                if let Err(request_id) = self.workers[worker].hand(job) {
+                    self.exposure(index).dispatch_not_taken(request_id);
                 }
-                Event::Ask(r) => {
-                    let worker = self.exposures[index].workers[r];
-                    if self.draining[worker] {
-                        self.exposures[index].exposure.receiver_absent(r);
-                    } else {
-                        let stamp = self.workers[worker].stamp();
-                        self.exposures[index].exposure.receiver_born(r, stamp);
-                    }
+            }
+            Event::Ask(r) => {
+                let worker = self.exposures[index].workers[r];
+                let stamp = self.workers[worker].stamp();
+                let draining = self.draining[worker];
+                let mut ex = self.exposure(index);
+                if draining {
+                    ex.receiver_absent(r);
+                } else {
+                    ex.receiver_born(r, stamp);
                 }
-                Event::CloseConnection(c) => {
-                    if let Some(&key) = self.by_correlation.get(&c) {
-                        match &mut self.conns[key].machine {
-                            Machine::Http(m) => m.abort(),
-                            Machine::Line(m) => m.abort(),
-                        }
-                        self.after_machine(key);
+            }
+            Event::CloseConnection(c) => {
+                if let Some(&key) = self.by_correlation.get(&c) {
+                    match &mut self.conns[key].machine {
+                        Machine::Http(m) => m.abort(),
+                        Machine::Line(m) => m.abort(),
                     }
+                    self.after_machine(key);
                 }
-                Event::StopListening => {
-                    let l = self.exposures[index].listener;
-                    let entry = &mut self.listeners[l];
-                    if entry.open {
-                        entry.open = false;
-                        entry.listener.close(self.poll.registry());
-                    }
+            }
+            Event::StopListening => {
+                let l = self.exposures[index].listener;
+                let entry = &mut self.listeners[l];
+                if entry.open {
+                    entry.open = false;
+                    entry.listener.close(self.poll.registry());
                 }
             }
         }
@@ -768,8 +813,12 @@ impl Server {
         if let (Some(recorder), Some((_, request)), Some(outcome), Some(reply)) =
             (self.recorder.as_mut(), &recorded, &outcome, &reply)
         {
+            let ex = self.exposures[index]
+                .exposure
+                .lock()
+                .expect("exposure lock");
             recorder.exchange(&Exchange {
-                exposure: self.exposures[index].exposure.spec(),
+                exposure: ex.spec(),
                 peer,
                 request,
                 request_id: d.request_id,
@@ -777,7 +826,9 @@ impl Server {
                 reply,
             });
         }
-        self.write(key);
+        // Written once the loop has heard everything this turn, so the
+        // replies a connection earned together go out in one write.
+        self.dirty.push(key);
     }
 }
 

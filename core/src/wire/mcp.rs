@@ -1,0 +1,612 @@
+//! The MCP transport (§ The MCP transport): a surface served as a Model
+//! Context Protocol server over the Streamable HTTP transport's plain-JSON
+//! form, one JSON-RPC 2.0 message in the body of `POST /mcp` and its answer
+//! in the response, on the HTTP/1.1 machine ([`crate::wire::http1`]).
+//!
+//! [`classify`] reads one JSON-RPC message into what MCP asks
+//! ([`Incoming`]); [`Framing`] turns a whole HTTP request into an exposure
+//! [`Request`] and the [`Reply`] that remembers how to answer it, and
+//! [`Reply::answer`] encodes the exposure's [`Outcome`] as § Outcomes' MCP
+//! column says. Every message goes through the exposure, so authentication
+//! and the check order are the exposure's alone:
+//!
+//! - `tools/call` is a [`RequestKind::Call`] of the member whose tool name
+//!   `params.name` is (found, not decoded; a name no row has reaches the
+//!   exposure as a member no row can have, so it is refused `unknown_member`
+//!   after authentication and the digest), `params.arguments` the payload,
+//!   the digest the `Hale-Surface-Digest` header or
+//!   `params._meta["hale/digest"]`;
+//! - `initialize`, `ping`, `tools/list`, a notification, a response and any
+//!   other method are a [`RequestKind::Describe`]: the exposure
+//!   authenticates the caller and answers the caller's tools (the MCP
+//!   exposure's describer is [`McpDescriber`]), and the reply turns that
+//!   into the method's answer;
+//! - what is no JSON-RPC request (not JSON, a batch, an invalid message,
+//!   a `GET`, another path) is a [`RequestKind::Malformed`], refused before
+//!   authentication, answered with the JSON-RPC code and HTTP status the
+//!   reply kept (-32700, -32600, 405 with `Allow: POST`, …).
+//!
+//! The pieces the `hale mcp --app` bridge shares are public: [`classify`],
+//! [`initialize_result`], [`encode_call_answer`] and the codes.
+//!
+//! [`McpDescriber`]: crate::hale::docs::McpDescriber
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::flow::canonical::write_string;
+use crate::hale::runtime::{
+    Correlation, Credential, ExposureSpec, Outcome, Refusal, RefusalKind, Request, RequestKind,
+};
+use crate::json::{DuplicateKeys, Event, Tokenizer};
+use crate::wire::http1::HttpRequest;
+use crate::wire::jsonrpc::{self, Message};
+
+/// The protocol version answered when the client names none.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The endpoint's path.
+pub const PATH: &str = "/mcp";
+/// The `_meta` key a `tools/call` may carry the digest under.
+pub const DIGEST_META: &str = "hale/digest";
+/// The header a request may carry the digest in.
+pub const DIGEST_HEADER: &str = "hale-surface-digest";
+/// A handler error's code.
+pub const HANDLER_ERROR: i64 = -32001;
+/// The server error's code.
+pub const SERVER_ERROR: i64 = jsonrpc::INTERNAL_ERROR;
+
+/// The JSON-RPC error code of a refusal kind (§ The MCP transport).
+pub fn refusal_code(kind: RefusalKind) -> i64 {
+    match kind {
+        RefusalKind::Malformed => jsonrpc::INVALID_PARAMS,
+        RefusalKind::DigestMismatch => -32003,
+        RefusalKind::Unauthenticated => -32004,
+        RefusalKind::Unauthorized => -32005,
+        RefusalKind::Full => -32006,
+        RefusalKind::ShuttingDown => -32007,
+        RefusalKind::Unavailable => -32008,
+    }
+}
+
+/// What one JSON-RPC message asks of an MCP server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Incoming<'a> {
+    /// `initialize`, with the client's `protocolVersion` (or
+    /// [`PROTOCOL_VERSION`] when it names none).
+    Initialize {
+        /// The id, as raw JSON text.
+        id: &'a [u8],
+        /// The version answered.
+        version: Cow<'a, str>,
+    },
+    /// `ping`.
+    Ping {
+        /// The id.
+        id: &'a [u8],
+    },
+    /// `tools/list`.
+    ToolsList {
+        /// The id.
+        id: &'a [u8],
+    },
+    /// `tools/call`.
+    ToolsCall {
+        /// The id.
+        id: &'a [u8],
+        /// `params.name`.
+        name: Cow<'a, str>,
+        /// `params.arguments` as raw JSON text (`{}` when absent).
+        arguments: &'a [u8],
+        /// `params._meta["hale/digest"]`, when given.
+        digest: Option<Cow<'a, str>>,
+    },
+    /// A notification, or a response to a request the server never sent:
+    /// accepted with no answer.
+    Accepted,
+    /// A method this server does not have.
+    Unknown {
+        /// The id.
+        id: &'a [u8],
+        /// The method.
+        method: Cow<'a, str>,
+    },
+    /// Not a request this server can take: answered with `code`.
+    Invalid {
+        /// The id when one could be read, else `null`.
+        id: Cow<'a, [u8]>,
+        /// -32700, -32600 or -32602.
+        code: i64,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Reads one JSON-RPC message (a body, a line) into what it asks.
+pub fn classify(body: &[u8]) -> Incoming<'_> {
+    let message = match jsonrpc::parse(body) {
+        Ok(m) => m,
+        Err(e) => {
+            let batch = e.code == jsonrpc::INVALID_REQUEST
+                && body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+            return Incoming::Invalid {
+                id: e.id.map_or(Cow::Borrowed(&b"null"[..]), Cow::Owned),
+                code: e.code,
+                reason: if batch {
+                    "a batch is not taken: send one JSON-RPC message per request".into()
+                } else {
+                    e.reason
+                },
+            };
+        }
+    };
+    let (id, method, params) = match message {
+        Message::Request { id, method, params } => (id, method, params),
+        Message::Notification { .. } | Message::Response { .. } | Message::Error { .. } => {
+            return Incoming::Accepted
+        }
+    };
+    let bad_params = |reason: String| Incoming::Invalid {
+        id: Cow::Borrowed(id),
+        code: jsonrpc::INVALID_PARAMS,
+        reason,
+    };
+    match method.as_ref() {
+        "initialize" => {
+            let mut version = None;
+            if let Some(params) = params {
+                let walked = object_members(params, |key, value, _| {
+                    if let ("protocolVersion", Event::String(v)) = (key, value) {
+                        version = Some(v.clone());
+                    }
+                    Ok(())
+                });
+                if let Err(reason) = walked {
+                    return bad_params(format!("initialize: {reason}"));
+                }
+            }
+            Incoming::Initialize {
+                id,
+                version: version.unwrap_or(Cow::Borrowed(PROTOCOL_VERSION)),
+            }
+        }
+        "ping" => Incoming::Ping { id },
+        "tools/list" => Incoming::ToolsList { id },
+        "tools/call" => match call_params(params) {
+            Ok((name, arguments, digest)) => Incoming::ToolsCall {
+                id,
+                name,
+                arguments,
+                digest,
+            },
+            Err(reason) => bad_params(format!("tools/call: {reason}")),
+        },
+        _ => Incoming::Unknown { id, method },
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn call_params(
+    params: Option<&[u8]>,
+) -> Result<(Cow<'_, str>, &[u8], Option<Cow<'_, str>>), String> {
+    let params = params.ok_or("params names the tool: {\"name\": …, \"arguments\": {…}}")?;
+    let mut name = None;
+    let mut arguments: Option<&[u8]> = None;
+    let mut digest = None;
+    object_members(params, |key, value, raw| {
+        match key {
+            "name" => match value {
+                Event::String(s) => name = Some(s.clone()),
+                _ => return Err("params.name is the tool's name, a string".into()),
+            },
+            "arguments" => arguments = Some(raw),
+            "_meta" => {
+                if !matches!(value, Event::BeginObject) {
+                    return Err("params._meta is an object".into());
+                }
+                object_members(raw, |key, value, _| {
+                    if key == DIGEST_META {
+                        match value {
+                            Event::String(s) => digest = Some(s.clone()),
+                            _ => {
+                                return Err(format!("params._meta[\"{DIGEST_META}\"] is a string"))
+                            }
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    let name = name.ok_or("params.name names the tool")?;
+    Ok((name, arguments.unwrap_or(b"{}"), digest))
+}
+
+/// Calls `each(key, first event, raw value)` for every member of the JSON
+/// object `raw`, refusing a key given twice. The events borrow `raw`.
+fn object_members<'a>(
+    raw: &'a [u8],
+    mut each: impl FnMut(&str, &Event<'a>, &'a [u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut t = Tokenizer::new(raw);
+    if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
+        return Err("params is an object".into());
+    }
+    let mut keys = DuplicateKeys::new();
+    loop {
+        let key = match t.next_event() {
+            Ok(Some(Event::Key(k))) => k,
+            Ok(Some(Event::EndObject)) => return Ok(()),
+            _ => return Err("params is not a well-formed object".into()),
+        };
+        if !keys.insert(&key) {
+            return Err(format!("the member `{key}` is given twice"));
+        }
+        let first = match t.next_event() {
+            Ok(Some(e)) => e,
+            _ => return Err("params is not a well-formed object".into()),
+        };
+        let start = t.event_offset();
+        let end = t
+            .skip_value(&first)
+            .map_err(|_| "params is not a well-formed object".to_string())?;
+        each(&key, &first, &raw[start..end])?;
+    }
+}
+
+/// The `initialize` result: the version, the capability `tools` and the
+/// server's name and version.
+pub fn initialize_result(version: &str, name: &str, server_version: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(b"{\"protocolVersion\":");
+    write_string(version, &mut out);
+    out.extend_from_slice(b",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":");
+    write_string(name, &mut out);
+    out.extend_from_slice(b",\"version\":");
+    write_string(server_version, &mut out);
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// A `tools/call`'s answer, its bodies as the wire carried them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallAnswer<'a> {
+    /// The response by codec.
+    Result(&'a [u8]),
+    /// The handler's `E` by codec.
+    HandlerError(&'a [u8]),
+    /// A refusal: its kind and its refusal object
+    /// (`{"kind", "reason", ["served" | "requires"]}`) as JSON text.
+    Refusal {
+        /// The kind.
+        kind: RefusalKind,
+        /// The refusal object.
+        object: &'a [u8],
+    },
+    /// The server error.
+    ServerError,
+}
+
+/// The server error's data.
+pub const SERVER_ERROR_DATA: &[u8] = br#"{"kind":"server"}"#;
+
+/// Appends the JSON-RPC message answering request `id` (raw JSON text) with
+/// `answer`: a result `{"content": [{"type": "text", "text": …}],
+/// "structuredContent": … (when an object), "isError": false}`, or the
+/// error object of § The MCP transport, its data the body as recorded.
+pub fn encode_call_answer(id: &[u8], answer: CallAnswer<'_>, out: &mut Vec<u8>) {
+    match answer {
+        CallAnswer::Result(value) => {
+            let text = String::from_utf8_lossy(value);
+            let mut result = Vec::with_capacity(2 * value.len() + 64);
+            result.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+            write_string(&text, &mut result);
+            result.extend_from_slice(b"}]");
+            if value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+                result.extend_from_slice(b",\"structuredContent\":");
+                result.extend_from_slice(value);
+            }
+            result.extend_from_slice(b",\"isError\":false}");
+            jsonrpc::encode_response(id, &result, out);
+        }
+        CallAnswer::HandlerError(e) => {
+            jsonrpc::encode_error_data(id, HANDLER_ERROR, "handler_error", e, out)
+        }
+        CallAnswer::Refusal { kind, object } => {
+            jsonrpc::encode_error_data(id, refusal_code(kind), kind.as_str(), object, out)
+        }
+        CallAnswer::ServerError => {
+            jsonrpc::encode_error_data(id, SERVER_ERROR, "server_error", SERVER_ERROR_DATA, out)
+        }
+    }
+}
+
+/// Appends the error answering `id` with a malformed refusal under `code`
+/// (-32700, -32600, -32601, -32602): message `malformed`, data the refusal
+/// object.
+pub fn encode_malformed(id: &[u8], code: i64, reason: &str, out: &mut Vec<u8>) {
+    let object = Refusal::new(RefusalKind::Malformed, reason)
+        .to_json()
+        .to_string();
+    jsonrpc::encode_error_data(id, code, "malformed", object.as_bytes(), out);
+}
+
+/// An HTTP response for the connection: status, extra headers, body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// Headers beside the fixed ones (`Allow: POST` on a 405).
+    pub headers: Vec<(&'static str, &'static str)>,
+    /// The body (empty on a 202).
+    pub body: Vec<u8>,
+}
+
+/// What a framed request's answer needs: the request's id, and what the
+/// message asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The id as raw JSON text (`null` when none could be read).
+    id: Vec<u8>,
+    to: Answering,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Answering {
+    Initialize {
+        version: String,
+    },
+    Ping,
+    ToolsList,
+    Call,
+    Accepted,
+    Unknown {
+        method: String,
+    },
+    /// Refused malformed by the exposure: answered with `code`, under HTTP
+    /// `status`, `Allow: POST` on a 405.
+    Malformed {
+        code: i64,
+        status: u16,
+    },
+}
+
+/// The MCP framing of one exposure: its surface's identity for
+/// `initialize`, and its tool names.
+#[derive(Clone, Debug)]
+pub struct Framing {
+    surface: String,
+    digest: String,
+    /// Tool name → member name.
+    tools: HashMap<String, String>,
+}
+
+impl Framing {
+    /// The framing of the exposure `spec` serves.
+    pub fn new(spec: &ExposureSpec) -> Framing {
+        let tools = spec
+            .members
+            .iter()
+            .map(|m| (crate::hale::docs::rows::tool_name(&m.name), m.name.clone()))
+            .collect();
+        Framing {
+            surface: spec.surface.clone(),
+            digest: spec.digest.clone(),
+            tools,
+        }
+    }
+
+    /// The member the tool `name` calls; a name no row has becomes a member
+    /// name no row can have, so the exposure refuses it `unknown_member` in
+    /// its own order (after authentication and the digest).
+    pub fn member_of(&self, name: &str) -> String {
+        match self.tools.get(name) {
+            Some(member) => member.clone(),
+            // No tool name holds `:`; a name that does is no row's tool,
+            // and is spelled with `%3A` so it cannot be taken for a member.
+            None if name.contains(':') || self.tools.values().any(|m| m == name) => {
+                name.replace(':', "%3A")
+            }
+            None => name.to_owned(),
+        }
+    }
+
+    /// Frames a whole HTTP request.
+    pub fn frame(&self, request: &HttpRequest, correlation: Correlation) -> (Request, Reply) {
+        let credential = Credential::Bearer(request.bearer());
+        let header_digest = request
+            .header(DIGEST_HEADER)
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .map(|v| v.trim().to_owned());
+        let path = request
+            .target
+            .split_once('?')
+            .map_or(request.target.as_str(), |(p, _)| p);
+        let refused = |reason: String, code: i64, status: u16, id: &[u8]| {
+            (
+                Request {
+                    correlation,
+                    kind: RequestKind::Malformed { reason },
+                    digest: None,
+                    credential: credential.clone(),
+                    client_id: None,
+                },
+                Reply {
+                    id: id.to_vec(),
+                    to: Answering::Malformed { code, status },
+                },
+            )
+        };
+        if path != PATH {
+            return refused(
+                format!(
+                    "`{} {path}`: this server's MCP endpoint is POST {PATH}",
+                    request.method
+                ),
+                jsonrpc::INVALID_REQUEST,
+                404,
+                b"null",
+            );
+        }
+        if request.method != "POST" {
+            return refused(
+                format!(
+                    "`{} {PATH}`: this server holds no event stream and no session; POST one JSON-RPC message to {PATH}",
+                    request.method
+                ),
+                jsonrpc::INVALID_REQUEST,
+                405,
+                b"null",
+            );
+        }
+        let describe = |to: Answering, id: &[u8]| {
+            (
+                Request {
+                    correlation,
+                    kind: RequestKind::Describe,
+                    digest: None,
+                    credential: credential.clone(),
+                    client_id: None,
+                },
+                Reply {
+                    id: id.to_vec(),
+                    to,
+                },
+            )
+        };
+        match classify(&request.body) {
+            Incoming::Initialize { id, version } => describe(
+                Answering::Initialize {
+                    version: version.into_owned(),
+                },
+                id,
+            ),
+            Incoming::Ping { id } => describe(Answering::Ping, id),
+            Incoming::ToolsList { id } => describe(Answering::ToolsList, id),
+            Incoming::Accepted => describe(Answering::Accepted, b"null"),
+            Incoming::Unknown { id, method } => describe(
+                Answering::Unknown {
+                    method: method.into_owned(),
+                },
+                id,
+            ),
+            Incoming::Invalid { id, code, reason } => refused(reason, code, 200, &id),
+            Incoming::ToolsCall {
+                id,
+                name,
+                arguments,
+                digest,
+            } => (
+                Request {
+                    correlation,
+                    kind: RequestKind::Call {
+                        member: self.member_of(&name),
+                        payload: arguments.to_vec(),
+                    },
+                    // The header when the client sends one, else _meta.
+                    digest: header_digest.or_else(|| digest.map(Cow::into_owned)),
+                    credential,
+                    client_id: None,
+                },
+                Reply {
+                    id: id.to_vec(),
+                    to: Answering::Call,
+                },
+            ),
+        }
+    }
+
+    /// Frames a request the HTTP machine could not read whole (a head or a
+    /// body over its limit, a chunked body): malformed, answered 400 with
+    /// -32600, since no JSON-RPC message was read.
+    pub fn frame_malformed(
+        &self,
+        reason: &str,
+        head: Option<&HttpRequest>,
+        correlation: Correlation,
+    ) -> (Request, Reply) {
+        (
+            Request {
+                correlation,
+                kind: RequestKind::Malformed {
+                    reason: reason.to_owned(),
+                },
+                digest: None,
+                credential: Credential::Bearer(head.and_then(HttpRequest::bearer)),
+                client_id: None,
+            },
+            Reply {
+                id: b"null".to_vec(),
+                to: Answering::Malformed {
+                    code: jsonrpc::INVALID_REQUEST,
+                    status: 400,
+                },
+            },
+        )
+    }
+
+    /// The HTTP answer to a framed request, given the exposure's outcome.
+    pub fn answer(&self, reply: &Reply, outcome: Outcome) -> Answer {
+        let id = reply.id.as_slice();
+        let mut body = Vec::with_capacity(256);
+        let mut status = 200;
+        let mut headers = Vec::new();
+        match (&reply.to, outcome) {
+            (Answering::Malformed { code, status: s }, Outcome::Refusal(r))
+                if r.kind == RefusalKind::Malformed =>
+            {
+                encode_malformed(id, *code, &r.reason, &mut body);
+                status = *s;
+                if status == 405 {
+                    headers.push(("Allow", "POST"));
+                }
+            }
+            (_, Outcome::Refusal(r)) => {
+                if r.kind == RefusalKind::Unauthenticated {
+                    status = 401;
+                    headers.push(("WWW-Authenticate", "Bearer"));
+                }
+                let object = r.to_json().to_string();
+                encode_call_answer(
+                    id,
+                    CallAnswer::Refusal {
+                        kind: r.kind,
+                        object: object.as_bytes(),
+                    },
+                    &mut body,
+                );
+            }
+            (Answering::Initialize { version }, _) => {
+                let result = initialize_result(version, &self.surface, &self.digest);
+                jsonrpc::encode_response(id, &result, &mut body);
+            }
+            (Answering::Ping, _) => jsonrpc::encode_response(id, b"{}", &mut body),
+            (Answering::Accepted, _) => status = 202,
+            (Answering::Unknown { method }, _) => encode_malformed(
+                id,
+                jsonrpc::METHOD_NOT_FOUND,
+                &format!("no method `{method}`: this server answers initialize, ping, tools/list and tools/call"),
+                &mut body,
+            ),
+            (Answering::ToolsList, Outcome::Description(tools)) => {
+                jsonrpc::encode_response(id, &tools, &mut body)
+            }
+            (_, Outcome::Result(v) | Outcome::Description(v)) => {
+                encode_call_answer(id, CallAnswer::Result(&v), &mut body)
+            }
+            (_, Outcome::HandlerError(e)) => {
+                encode_call_answer(id, CallAnswer::HandlerError(&e), &mut body)
+            }
+            (_, Outcome::ServerError) => encode_call_answer(id, CallAnswer::ServerError, &mut body),
+        }
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -58,7 +58,7 @@ pub fn usage(message: &str) -> i32 {
 
 /// The synopsis.
 pub const USAGE: &str = "usage:
-  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--operator uid:N] [--bound N] [--control PATH]
+  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--mcp ADDR] [--operator uid:N] [--bound N] [--control PATH]
   hale api describe <endpoint> [--json] [--bearer T]
   hale api call <endpoint> <member> [--json '<payload>' | --json - | --<field> <value> …] [--bearer T] [--id ID] [--digest D] [--raw]
   hale describe|call …  (short forms: a bare path is unix:<path>, a bare payload is --json)

@@ -6,7 +6,7 @@
 //! [`classify`] reads one JSON-RPC message into what MCP asks
 //! ([`Incoming`]); [`Framing`] turns a whole HTTP request into an exposure
 //! [`Request`] and the [`Reply`] that remembers how to answer it, and
-//! [`Reply::answer`] encodes the exposure's [`Outcome`] as § Outcomes' MCP
+//! [`Framing::answer`] encodes the exposure's [`Outcome`] as § Outcomes' MCP
 //! column says. Every message goes through the exposure, so authentication
 //! and the check order are the exposure's alone:
 //!

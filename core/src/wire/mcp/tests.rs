@@ -400,6 +400,16 @@ fn the_digest_is_the_header_or_meta_and_checked_before_the_tool() {
             json!({"kind": "digest_mismatch", "reason": format!("the request was generated against {wrong}"), "served": served_digest})
         );
     }
+    // Both given: the header is the one checked.
+    let (_, v) = s.json(
+        &post(
+            Some("t-bob"),
+            &[("Hale-Surface-Digest", wrong)],
+            &with_meta("Book__place", &served_digest),
+        ),
+        None,
+    );
+    assert_eq!(v["error"]["code"], -32003, "the header wins");
     // The served digest in _meta: the call runs.
     let (_, v) = s.json(
         &post(

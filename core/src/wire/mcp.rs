@@ -38,7 +38,7 @@ use crate::flow::canonical::write_string;
 use crate::hale::runtime::{
     Correlation, Credential, ExposureSpec, Outcome, Refusal, RefusalKind, Request, RequestKind,
 };
-use crate::json::{DuplicateKeys, Event, Tokenizer};
+use crate::json::{Event, Tokenizer};
 use crate::wire::http1::HttpRequest;
 use crate::wire::jsonrpc::{self, Message};
 
@@ -154,7 +154,7 @@ pub fn classify(body: &[u8]) -> Incoming<'_> {
         "initialize" => {
             let mut version = None;
             if let Some(params) = params {
-                let walked = object_members(params, |key, value, _| {
+                let walked = object_members(params, &["protocolVersion"], |key, value, _| {
                     if let ("protocolVersion", Event::String(v)) = (key, value) {
                         version = Some(v.clone());
                     }
@@ -192,56 +192,68 @@ fn call_params(
     let mut name = None;
     let mut arguments: Option<&[u8]> = None;
     let mut digest = None;
-    object_members(params, |key, value, raw| {
-        match key {
-            "name" => match value {
-                Event::String(s) => name = Some(s.clone()),
-                _ => return Err("params.name is the tool's name, a string".into()),
-            },
-            "arguments" => arguments = Some(raw),
-            "_meta" => {
-                if !matches!(value, Event::BeginObject) {
-                    return Err("params._meta is an object".into());
-                }
-                object_members(raw, |key, value, _| {
-                    if key == DIGEST_META {
-                        match value {
-                            Event::String(s) => digest = Some(s.clone()),
-                            _ => {
-                                return Err(format!("params._meta[\"{DIGEST_META}\"] is a string"))
+    object_members(
+        params,
+        &["name", "arguments", "_meta"],
+        |key, value, raw| {
+            match key {
+                "name" => match value {
+                    Event::String(s) => name = Some(s.clone()),
+                    _ => return Err("params.name is the tool's name, a string".into()),
+                },
+                "arguments" => arguments = Some(raw),
+                "_meta" => {
+                    if !matches!(value, Event::BeginObject) {
+                        return Err("params._meta is an object".into());
+                    }
+                    object_members(raw, &[DIGEST_META], |key, value, _| {
+                        if key == DIGEST_META {
+                            match value {
+                                Event::String(s) => digest = Some(s.clone()),
+                                _ => {
+                                    return Err(format!(
+                                        "params._meta[\"{DIGEST_META}\"] is a string"
+                                    ))
+                                }
                             }
                         }
-                    }
-                    Ok(())
-                })?;
+                        Ok(())
+                    })?;
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     let name = name.ok_or("params.name names the tool")?;
     Ok((name, arguments.unwrap_or(b"{}"), digest))
 }
 
 /// Calls `each(key, first event, raw value)` for every member of the JSON
-/// object `raw`, refusing a key given twice. The events borrow `raw`.
+/// object `raw`, refusing a key of `read` given twice (a repeated key
+/// nothing reads changes nothing, and tracking only these costs no
+/// allocation). The events borrow `raw`.
 fn object_members<'a>(
     raw: &'a [u8],
+    read: &[&str],
     mut each: impl FnMut(&str, &Event<'a>, &'a [u8]) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut t = Tokenizer::new(raw);
     if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
         return Err("params is an object".into());
     }
-    let mut keys = DuplicateKeys::new();
+    let mut seen = 0u32;
     loop {
         let key = match t.next_event() {
             Ok(Some(Event::Key(k))) => k,
             Ok(Some(Event::EndObject)) => return Ok(()),
             _ => return Err("params is not a well-formed object".into()),
         };
-        if !keys.insert(&key) {
-            return Err(format!("the member `{key}` is given twice"));
+        if let Some(i) = read.iter().position(|r| *r == key) {
+            if seen & (1 << i) != 0 {
+                return Err(format!("the member `{key}` is given twice"));
+            }
+            seen |= 1 << i;
         }
         let first = match t.next_event() {
             Ok(Some(e)) => e,
@@ -298,17 +310,18 @@ pub const SERVER_ERROR_DATA: &[u8] = br#"{"kind":"server"}"#;
 pub fn encode_call_answer(id: &[u8], answer: CallAnswer<'_>, out: &mut Vec<u8>) {
     match answer {
         CallAnswer::Result(value) => {
-            let text = String::from_utf8_lossy(value);
-            let mut result = Vec::with_capacity(2 * value.len() + 64);
-            result.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-            write_string(&text, &mut result);
-            result.extend_from_slice(b"}]");
+            // jsonrpc::encode_response's envelope, written in place.
+            out.reserve(2 * value.len() + id.len() + 112);
+            out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            out.extend_from_slice(id);
+            out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+            write_string(&String::from_utf8_lossy(value), out);
+            out.extend_from_slice(b"}]");
             if value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-                result.extend_from_slice(b",\"structuredContent\":");
-                result.extend_from_slice(value);
+                out.extend_from_slice(b",\"structuredContent\":");
+                out.extend_from_slice(value);
             }
-            result.extend_from_slice(b",\"isError\":false}");
-            jsonrpc::encode_response(id, &result, out);
+            out.extend_from_slice(b",\"isError\":false}}");
         }
         CallAnswer::HandlerError(e) => {
             jsonrpc::encode_error_data(id, HANDLER_ERROR, "handler_error", e, out)

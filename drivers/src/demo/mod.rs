@@ -4,7 +4,10 @@
 //! It serves the exposures `conformance/programs/desk.hl` declares — public
 //! and partner over HTTP, admin over a Unix socket — bound to one set of
 //! receiver instances, and prints each exposure's identity, its address and
-//! commands to try. Every address can be overridden (port 0 allowed), and
+//! commands to try. With [`DemoOptions::mcp`] it also serves Public over
+//! MCP as the exposure `mcp`, bound to public's own `Orders` instance and
+//! under public's sources (the program declares no MCP serve site, so the
+//! demo derives it from public's: [`mcp_exposure`]). Every address can be overridden (port 0 allowed), and
 //! the admin operator is the current user unless `--operator` names
 //! another, so it runs unprivileged and in tests. A control socket
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
@@ -21,7 +24,10 @@ use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
+use limen_core::hale::docs::McpDescriber;
+use limen_core::hale::model::{
+    Exposure as ModelExposure, Listener, Program, Source, TransportKind,
+};
 use limen_core::hale::runtime::{
     BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
 };
@@ -40,6 +46,9 @@ pub struct DemoOptions {
     /// Addresses by exposure name (`public` → `127.0.0.1:0`), overriding
     /// the program's.
     pub addresses: BTreeMap<String, String>,
+    /// Where to serve Public over MCP (`--mcp ADDR`; `hale demo` defaults
+    /// it to `127.0.0.1:8090`); `None` serves no MCP exposure.
+    pub mcp: Option<String>,
     /// Who holds `operator` under the Unix exposure's role source
     /// (`uid:<n>`); the current user when `None`.
     pub operator: Option<String>,
@@ -156,7 +165,18 @@ impl Demo {
         let mut tries = Vec::new();
         let mut endpoints = Vec::new();
         let mut recorded_roles = BTreeMap::new();
-        for e in &program.exposures {
+        let exposures: Vec<ModelExposure> = program
+            .exposures
+            .iter()
+            .cloned()
+            .chain(
+                options
+                    .mcp
+                    .as_deref()
+                    .and_then(|a| mcp_exposure(&program, a)),
+            )
+            .collect();
+        for e in &exposures {
             let Some(listener) = &e.listener else {
                 continue;
             };
@@ -164,6 +184,7 @@ impl Demo {
             let via = match listener.transport {
                 TransportKind::Http => "http",
                 TransportKind::Unix => "unix",
+                TransportKind::Mcp => "mcp",
                 _ => continue,
             };
             let mut spec =
@@ -180,7 +201,7 @@ impl Demo {
                 ))
             };
             let (id, bound) = match listener.transport {
-                TransportKind::Http => {
+                TransportKind::Http | TransportKind::Mcp => {
                     let addr = address.unwrap_or(written);
                     server.bind_http(&addr).map_err(|err| fail(&addr, err))?
                 }
@@ -238,13 +259,24 @@ impl Demo {
             }
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let identity = spec.identity();
-            let docs = describer(&program, e, &bound)
-                .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
+            let over_mcp = listener.transport == TransportKind::Mcp;
+            let docs = if over_mcp {
+                McpDescriber::new(&program, e)
+                    .map(|d| Box::new(d) as Box<dyn Describer + Send>)
+                    .map_err(|err| err.to_string())
+            } else {
+                describer(&program, e, &bound)
+            }
+            .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
             let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
-            server
-                .serve(id, exposure, ids)
-                .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
+            if over_mcp {
+                server.serve_mcp(id, exposure, ids)
+            } else {
+                server.serve(id, exposure, ids)
+            }
+            .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
             let endpoint = match &bound {
+                BoundAddress::Tcp(a) if over_mcp => format!("mcp://{a}"),
                 BoundAddress::Tcp(a) => format!("http://{a}"),
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
@@ -254,7 +286,14 @@ impl Demo {
         }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
-            if endpoint.starts_with("http") {
+            if let Some(addr) = endpoint.strip_prefix("mcp://") {
+                banner.push_str(&format!(
+                    "  hale mcp --app {endpoint} --bearer t-alice   (an MCP server on stdio)\n"
+                ));
+                banner.push_str(&format!(
+                    "  curl -s -H 'Authorization: Bearer t-alice' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' http://{addr}/mcp\n"
+                ));
+            } else if endpoint.starts_with("http") {
                 let token = if name == "partner" {
                     "t-carol"
                 } else {
@@ -331,6 +370,19 @@ impl Demo {
         }
         self.server.run()
     }
+}
+
+/// The exposure `mcp`: public's serve site (its surface, sources, receivers
+/// and bound) over `mcp::Rpc` at `address`. `None` when the program serves
+/// no `public`.
+pub fn mcp_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
+    let mut e = program.exposure("public")?.clone();
+    e.name = Some("mcp".into());
+    e.listener = Some(Listener {
+        transport: TransportKind::Mcp,
+        address: Some(address.to_owned()),
+    });
+    Some(e)
 }
 
 /// The role source of an exposure: its `Grants` literal, with the Unix
@@ -419,14 +471,26 @@ fn control_loop(
             let verb = words.next().unwrap_or("");
             let target = words.next().and_then(&find);
             let answer = match (verb, target) {
+                // Answered before they act: each may let the demo finish
+                // stopping, and its process end, at once.
                 ("stop", _) => {
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
                     stop.stop();
-                    Ok(())
+                    continue;
                 }
-                ("gate" | "open", Some(i)) => {
+                ("open", Some(i)) => {
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
                     let (closed, wake) = &*i.gate;
-                    *closed.lock().expect("gate") = verb == "gate";
+                    *closed.lock().expect("gate") = false;
                     wake.notify_all();
+                    continue;
+                }
+                ("gate", Some(i)) => {
+                    *i.gate.0.lock().expect("gate") = true;
                     Ok(())
                 }
                 ("drain", Some(i)) => {

@@ -7,6 +7,10 @@
 //! hands dispatches to workers and feeds their completions back. A listener
 //! that cannot bind is an error the caller turns into the boot failure
 //! (the diagnostic and exit status 2).
+//!
+//! An MCP exposure ([`Server::serve_mcp`]) runs on the same HTTP machine;
+//! only its framing and encoding are [`mcp`]'s: each connection keeps the
+//! [`mcp::Reply`] its one request needs until the exposure answers it.
 
 mod net;
 pub mod record;
@@ -22,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use limen_core::hale::runtime::{
     Correlation, Delivery, Event, Exposure, PeerCredentials, RequestId,
 };
-use limen_core::wire::{hale_http, http1, line};
+use limen_core::wire::{hale_http, http1, line, mcp};
 use limen_core::Timestamp;
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
@@ -113,6 +117,8 @@ struct ConnEntry {
     machine: Machine,
     peer: PeerCredentials,
     writable: bool,
+    /// Over MCP: how to answer the connection's request, once framed.
+    mcp: Option<mcp::Reply>,
 }
 
 struct ExposureEntry {
@@ -121,6 +127,8 @@ struct ExposureEntry {
     /// The worker of each of the exposure's receivers.
     workers: Vec<WorkerId>,
     listener: ListenerId,
+    /// The MCP framing, for an exposure served over MCP.
+    mcp: Option<mcp::Framing>,
 }
 
 struct ListenerEntry {
@@ -284,8 +292,31 @@ impl Server {
     pub fn serve(
         &mut self,
         listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        self.serve_framed(listener, exposure, workers, None)
+    }
+
+    /// [`serve`](Server::serve) over MCP (§ The MCP transport): `POST /mcp`
+    /// on the HTTP listener `listener`, framed and answered by
+    /// [`mcp::Framing`]. The exposure's describer answers `tools/list`.
+    pub fn serve_mcp(
+        &mut self,
+        listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        let framing = mcp::Framing::new(exposure.spec());
+        self.serve_framed(listener, exposure, workers, Some(framing))
+    }
+
+    fn serve_framed(
+        &mut self,
+        listener: ListenerId,
         mut exposure: Exposure,
         workers: Vec<WorkerId>,
+        mcp: Option<mcp::Framing>,
     ) -> io::Result<()> {
         for (r, &w) in workers.iter().enumerate() {
             exposure.receiver_born(r, self.workers[w].stamp());
@@ -295,6 +326,7 @@ impl Server {
             exposure: Arc::new(Mutex::new(exposure)),
             workers,
             listener,
+            mcp,
         });
         let entry = &mut self.listeners[listener];
         entry.exposure = Some(index);
@@ -460,6 +492,7 @@ impl Server {
                 machine,
                 peer,
                 writable: false,
+                mcp: None,
             });
             let conn = &mut self.conns[key];
             if conn
@@ -612,7 +645,27 @@ impl Server {
             let correlation = conn.correlation;
             let peer = conn.peer;
             let recording = self.recorder.is_some();
+            let framing = self.exposures[exposure].mcp.as_ref();
             let framed = match &mut conn.machine {
+                Machine::Http(m) if framing.is_some() => {
+                    let framing = framing.expect("checked");
+                    match m.poll_event() {
+                        None => return,
+                        Some(http1::ConnEvent::Request(req)) => {
+                            let (request, reply) = framing.frame(&req, correlation);
+                            conn.mcp = Some(reply);
+                            Framed::Request(request, None)
+                        }
+                        Some(http1::ConnEvent::Malformed { reason, head }) => {
+                            let (request, reply) =
+                                framing.frame_malformed(&reason, head.as_ref(), correlation);
+                            conn.mcp = Some(reply);
+                            Framed::Request(request, None)
+                        }
+                        Some(http1::ConnEvent::Lost) => Framed::Lost,
+                        Some(http1::ConnEvent::Close) => Framed::Close,
+                    }
+                }
                 Machine::Http(m) => match m.poll_event() {
                     None => return,
                     Some(http1::ConnEvent::Request(req)) => {
@@ -793,6 +846,17 @@ impl Server {
             return;
         };
         let now = self.mono_now();
+        let conn = &mut self.conns[key];
+        if let (Some(reply), Machine::Http(m)) = (conn.mcp.take(), &mut conn.machine) {
+            if let Some(framing) = &self.exposures[index].mcp {
+                // MCP exchanges are not recorded: the record format has no
+                // `mcp` transport yet.
+                let answer = framing.answer(&reply, d.outcome);
+                m.send(now, answer.status, &answer.headers, &answer.body);
+                self.dirty.push(key);
+                return;
+            }
+        }
         let outcome = recorded.as_ref().map(|_| d.outcome.clone());
         let conn = &mut self.conns[key];
         let peer = conn.peer;

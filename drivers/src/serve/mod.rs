@@ -129,6 +129,8 @@ struct ExposureEntry {
     listener: ListenerId,
     /// The MCP framing, for an exposure served over MCP.
     mcp: Option<mcp::Framing>,
+    /// Its members' names, shared with every job handed out.
+    names: Arc<[String]>,
 }
 
 struct ListenerEntry {
@@ -322,7 +324,14 @@ impl Server {
             exposure.receiver_born(r, self.workers[w].stamp());
         }
         let index = self.exposures.len();
+        let names = exposure
+            .spec()
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
         self.exposures.push(ExposureEntry {
+            names,
             exposure: Arc::new(Mutex::new(exposure)),
             workers,
             listener,
@@ -795,11 +804,10 @@ impl Server {
             Event::Deliver(d) => self.deliver(index, d),
             Event::Dispatch(d) => {
                 let worker = self.exposures[index].workers[d.receiver];
-                let member = self.exposure(index).spec().members[d.member].name.clone();
                 let job = Job {
                     index,
                     exposure: self.exposures[index].exposure.clone(),
-                    member,
+                    names: self.exposures[index].names.clone(),
                     dispatch: d,
                 };
                 if let Err(request_id) = self.workers[worker].hand(job) {

@@ -42,8 +42,8 @@ pub struct Job {
     pub index: ExposureIndex,
     /// The exposure, to report to.
     pub exposure: Arc<Mutex<Exposure>>,
-    /// The member's name, as the receiver is called with it.
-    pub member: String,
+    /// The exposure's member names, as receivers are called with them.
+    pub names: Arc<[String]>,
     /// The call.
     pub dispatch: Dispatch,
 }
@@ -147,14 +147,17 @@ fn run(
     let Job {
         index,
         exposure,
-        member,
+        names,
         dispatch: d,
     } = job;
     // A call handed to another incarnation is not run by this one.
-    let ended = (d.stamp == stamp).then(|| match receiver.call(&member, &d.payload, &d.context) {
-        Completion::Violated => (Completion::Violated, Some((link.on_failure)(owner))),
-        c => (c, None),
-    });
+    let ended =
+        (d.stamp == stamp).then(
+            || match receiver.call(&names[d.member], &d.payload, &d.context) {
+                Completion::Violated => (Completion::Violated, Some((link.on_failure)(owner))),
+                c => (c, None),
+            },
+        );
     if let Some((_, Some(Supervision::ExitProcess))) = ended {
         // Supervision exits the process: every caller sees its connection
         // end, never a swallowed structural failure.
@@ -186,7 +189,7 @@ fn run(
                     next = Some(Job {
                         index,
                         exposure: exposure.clone(),
-                        member: ex.spec().members[n.member].name.clone(),
+                        names: names.clone(),
                         dispatch: n,
                     });
                 }

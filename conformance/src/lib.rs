@@ -1,3 +1,41 @@
-//! limen-conformance: the project's own corpus (`programs/`, the witness
-//! declarations among them) and the replay runner.
+//! limen-conformance: the project's corpus of recorded exchanges, the
+//! deterministic replay runner, and the live check that holds any
+//! implementation's endpoint to the recorded contract.
+//!
+//! - [`record`]: the record format (`docs/conformance.md`) and corpora.
+//! - [`scenario`]: what a record's exchange assumes of the server, stated
+//!   or derived.
+//! - [`mask`]: the comparison as values, with what differs between runs
+//!   masked.
+//! - [`wire`]: a record's request as bytes, and bytes as a record's reply.
+//! - [`world`]: a served program in memory, driven through the real
+//!   machines with a virtual clock.
+//! - [`replay`], [`check`], [`compare`]: the three commands of the
+//!   `limen-conformance` binary ([`cli`]).
 #![warn(missing_docs)]
+
+pub mod check;
+pub mod cli;
+pub mod compare;
+pub mod mask;
+pub mod record;
+pub mod replay;
+pub mod report;
+pub mod scenario;
+pub mod wire;
+pub mod world;
+
+use std::path::PathBuf;
+
+/// The project's own corpus, `conformance/corpus`.
+pub fn project_corpus() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/corpus"))
+}
+
+/// The reference fixtures, `../shared/hale-witness` beside the checkout.
+pub fn reference_corpus() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/hale-witness"
+    ))
+}

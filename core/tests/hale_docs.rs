@@ -289,3 +289,47 @@ fn the_projections_are_the_fixtures() {
         }
     }
 }
+
+#[test]
+fn mcp_tools_for_each_caller_are_the_projections_tools() {
+    let dir = witness_or_skip!();
+    let p = program(&dir);
+    let projection = json(&dir.join("Public.mcp.json"));
+    let all = projection["tools"].as_array().unwrap();
+    // alice holds trader under public: both tools; bob holds nothing: the
+    // one that requires no role. From her served description (the bridge)
+    // and from the live MCP describer alike.
+    let public = p.exposure("public").unwrap();
+    let spec = limen_core::hale::serving::exposure_spec(&p, public, "mcp").unwrap();
+    let live = docs::McpDescriber::new(&p, public).unwrap();
+    for (caller, names) in [
+        ("alice", &["Orders__cancel", "Orders__place"][..]),
+        ("bob", &["Orders__place"][..]),
+    ] {
+        let expected: Vec<&Value> = all
+            .iter()
+            .filter(|t| names.contains(&t["name"].as_str().unwrap()))
+            .collect();
+        let doc = json(&dir.join(format!("public.{caller}.description.json")));
+        let bridged = docs::tools_from_description(&doc);
+        assert_eq!(bridged.iter().collect::<Vec<_>>(), expected, "{caller}");
+        let members: Vec<usize> = doc["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| spec.member_index(m["name"].as_str().unwrap()).unwrap())
+            .collect();
+        let listed: Value =
+            serde_json::from_slice(&live.describe(&Principal::bearer(caller), &[], &members))
+                .unwrap();
+        assert_eq!(
+            listed["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
+            expected,
+            "{caller} live"
+        );
+    }
+}

@@ -80,6 +80,8 @@ fn demo(tag: &str, extra: &[&str]) -> Demo {
             "127.0.0.1:0",
             "--partner",
             "127.0.0.1:0",
+            "--mcp",
+            "127.0.0.1:0",
         ])
         .arg("--admin-socket")
         .arg(&admin)

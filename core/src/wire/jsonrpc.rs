@@ -334,6 +334,20 @@ pub fn encode_error(id: &[u8], code: i64, message: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"}}");
 }
 
+/// Appends `{"jsonrpc":"2.0","id":ID,"error":{"code":CODE,"message":MESSAGE,"data":DATA}}`,
+/// `data` a JSON text already written.
+pub fn encode_error_data(id: &[u8], code: i64, message: &str, data: &[u8], out: &mut Vec<u8>) {
+    use std::io::Write as _;
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id);
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, ",\"error\":{{\"code\":{code},\"message\":");
+    crate::flow::canonical::write_string(message, out);
+    out.extend_from_slice(b",\"data\":");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"}}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +426,17 @@ mod tests {
             parse(&out),
             Ok(Message::Error { code: -32601, .. })
         ));
+        out.clear();
+        encode_error_data(b"0", -32001, "handler_error", br#"{"code":"x"}"#, &mut out);
+        assert_eq!(
+            parse(&out),
+            Ok(Message::Error {
+                id: b"0",
+                code: -32001,
+                message: "handler_error".into(),
+                data: Some(br#"{"code":"x"}"#)
+            })
+        );
     }
 
     #[test]

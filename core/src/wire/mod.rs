@@ -4,6 +4,8 @@
 //! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
 //!   `GET /.description`) and the HTTP column of § Outcomes.
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
+//! - [`mcp`]: the MCP transport's framing of `POST /mcp` and the MCP column of
+//!   § Outcomes.
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages, one to a line (the Flow Tool
 //!   protocol, MCP).
 
@@ -11,3 +13,4 @@ pub mod hale_http;
 pub mod http1;
 pub mod jsonrpc;
 pub mod line;
+pub mod mcp;

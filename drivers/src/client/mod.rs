@@ -3,6 +3,7 @@
 //! program. They read the description the endpoint serves and speak the
 //! wire of § Outcomes, nothing else; each outcome is one exit code.
 
+pub mod mcp_bridge;
 pub mod payload;
 pub mod render;
 pub mod wire;
@@ -37,14 +38,18 @@ fn transport(message: &str) -> i32 {
 }
 
 /// What fetching a description gave.
-enum Described {
+pub(crate) enum Described {
     /// The document's bytes as the exposure wrote them.
     Document(Vec<u8>),
     /// The exposure refused: the wire outcome as written.
     Refused(Vec<u8>),
 }
 
-fn fetch(endpoint: &Endpoint, bearer: Option<&str>, id: &str) -> Result<Described, String> {
+pub(crate) fn fetch(
+    endpoint: &Endpoint,
+    bearer: Option<&str>,
+    id: &str,
+) -> Result<Described, String> {
     match endpoint {
         Endpoint::Unix(path) => {
             let line = format!(
@@ -93,7 +98,7 @@ fn fetch(endpoint: &Endpoint, bearer: Option<&str>, id: &str) -> Result<Describe
     }
 }
 
-fn bearer_header(bearer: Option<&str>) -> Vec<(&'static str, String)> {
+pub(crate) fn bearer_header(bearer: Option<&str>) -> Vec<(&'static str, String)> {
     bearer
         .map(|t| vec![("Authorization", format!("Bearer {t}"))])
         .unwrap_or_default()
@@ -106,7 +111,7 @@ fn is_refusal(reply: &HttpReply) -> bool {
         .is_some()
 }
 
-fn bearer_of(flag: Option<String>) -> Option<String> {
+pub(crate) fn bearer_of(flag: Option<String>) -> Option<String> {
     flag.or_else(|| {
         std::env::var("HALE_API_BEARER")
             .ok()

@@ -4,12 +4,18 @@
 //! It serves the exposures `conformance/programs/desk.hl` declares — public
 //! and partner over HTTP, admin over a Unix socket — bound to one set of
 //! receiver instances, and prints each exposure's identity, its address and
-//! commands to try. Every address can be overridden (port 0 allowed), and
+//! commands to try. With [`DemoOptions::mcp`] it also serves Public over
+//! MCP as the exposure `mcp`, bound to public's own `Orders` instance and
+//! under public's sources (the program declares no MCP serve site, so the
+//! demo derives it from public's: [`mcp_exposure`]). Every address can be overridden (port 0 allowed), and
 //! the admin operator is the current user unless `--operator` names
 //! another, so it runs unprivileged and in tests. A control socket
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
-//! provoke the outcomes that need the server's cooperation.
+//! provoke the outcomes that need the server's cooperation, and
+//! `--record DIR` writes every exchange in the conformance record format
+//! ([`record`]).
 
+pub mod record;
 pub mod witness;
 
 use std::collections::BTreeMap;
@@ -18,7 +24,10 @@ use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
+use limen_core::hale::docs::McpDescriber;
+use limen_core::hale::model::{
+    Exposure as ModelExposure, Listener, Program, Source, TransportKind,
+};
 use limen_core::hale::runtime::{
     BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
 };
@@ -37,6 +46,9 @@ pub struct DemoOptions {
     /// Addresses by exposure name (`public` → `127.0.0.1:0`), overriding
     /// the program's.
     pub addresses: BTreeMap<String, String>,
+    /// Where to serve Public over MCP (`--mcp ADDR`; `hale demo` defaults
+    /// it to `127.0.0.1:8090`); `None` serves no MCP exposure.
+    pub mcp: Option<String>,
     /// Who holds `operator` under the Unix exposure's role source
     /// (`uid:<n>`); the current user when `None`.
     pub operator: Option<String>,
@@ -44,6 +56,9 @@ pub struct DemoOptions {
     pub bound: Option<usize>,
     /// A control socket for tests.
     pub control: Option<PathBuf>,
+    /// Write every exchange as a conformance record under this folder
+    /// (`--record DIR`).
+    pub record: Option<PathBuf>,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -149,7 +164,19 @@ impl Demo {
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
         let mut tries = Vec::new();
         let mut endpoints = Vec::new();
-        for e in &program.exposures {
+        let mut recorded_roles = BTreeMap::new();
+        let exposures: Vec<ModelExposure> = program
+            .exposures
+            .iter()
+            .cloned()
+            .chain(
+                options
+                    .mcp
+                    .as_deref()
+                    .and_then(|a| mcp_exposure(&program, a)),
+            )
+            .collect();
+        for e in &exposures {
             let Some(listener) = &e.listener else {
                 continue;
             };
@@ -157,6 +184,7 @@ impl Demo {
             let via = match listener.transport {
                 TransportKind::Http => "http",
                 TransportKind::Unix => "unix",
+                TransportKind::Mcp => "mcp",
                 _ => continue,
             };
             let mut spec =
@@ -173,7 +201,7 @@ impl Demo {
                 ))
             };
             let (id, bound) = match listener.transport {
-                TransportKind::Http => {
+                TransportKind::Http | TransportKind::Mcp => {
                     let addr = address.unwrap_or(written);
                     server.bind_http(&addr).map_err(|err| fail(&addr, err))?
                 }
@@ -226,15 +254,29 @@ impl Demo {
                 _ => Some(Box::new(witness::tokens())),
             };
             let roles = role_source(&program, e, options);
+            if let Some(grants) = changed_grants(&program, e, options) {
+                recorded_roles.insert(spec.identity(), grants);
+            }
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let identity = spec.identity();
-            let docs = describer(&program, e, &bound)
-                .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
+            let over_mcp = listener.transport == TransportKind::Mcp;
+            let docs = if over_mcp {
+                McpDescriber::new(&program, e)
+                    .map(|d| Box::new(d) as Box<dyn Describer + Send>)
+                    .map_err(|err| err.to_string())
+            } else {
+                describer(&program, e, &bound)
+            }
+            .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
             let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
-            server
-                .serve(id, exposure, ids)
-                .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
+            if over_mcp {
+                server.serve_mcp(id, exposure, ids)
+            } else {
+                server.serve(id, exposure, ids)
+            }
+            .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
             let endpoint = match &bound {
+                BoundAddress::Tcp(a) if over_mcp => format!("mcp://{a}"),
                 BoundAddress::Tcp(a) => format!("http://{a}"),
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
@@ -244,7 +286,14 @@ impl Demo {
         }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
-            if endpoint.starts_with("http") {
+            if let Some(addr) = endpoint.strip_prefix("mcp://") {
+                banner.push_str(&format!(
+                    "  hale mcp --app {endpoint} --bearer t-alice   (an MCP server on stdio)\n"
+                ));
+                banner.push_str(&format!(
+                    "  curl -s -H 'Authorization: Bearer t-alice' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' http://{addr}/mcp\n"
+                ));
+            } else if endpoint.starts_with("http") {
                 let token = if name == "partner" {
                     "t-carol"
                 } else {
@@ -265,6 +314,16 @@ impl Demo {
             }
         }
         banner.push_str("stop with Ctrl-C\n");
+        if let Some(dir) = &options.record {
+            let writer = record::RecordWriter::new(dir, recorded_roles);
+            writer.write_program(witness::DESK).map_err(|err| {
+                BootError(format!(
+                    "hale demo: cannot record into {}: {err}",
+                    dir.display()
+                ))
+            })?;
+            server.set_recorder(Box::new(writer));
+        }
         let control = match &options.control {
             None => None,
             Some(path) => {
@@ -313,28 +372,79 @@ impl Demo {
     }
 }
 
+/// The exposure `mcp`: public's serve site (its surface, sources, receivers
+/// and bound) over `mcp::Rpc` at `address`. `None` when the program serves
+/// no `public`.
+pub fn mcp_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
+    let mut e = program.exposure("public")?.clone();
+    e.name = Some("mcp".into());
+    e.listener = Some(Listener {
+        transport: TransportKind::Mcp,
+        address: Some(address.to_owned()),
+    });
+    Some(e)
+}
+
 /// The role source of an exposure: its `Grants` literal, with the Unix
 /// exposure's `operator` granted to the current user (or `--operator`).
 fn role_source(program: &Program, e: &ModelExposure, options: &DemoOptions) -> RoleTable {
+    served_grants(program, e, options)
+        .into_iter()
+        .fold(RoleTable::new(), |t, (role, holder)| {
+            t.grant(&holder, &role)
+        })
+}
+
+/// The (role, principal name) pairs of an exposure's role source as the
+/// demo serves it: the program's literal, with the Unix exposure's
+/// `operator` the current user (or `--operator`).
+fn served_grants(
+    program: &Program,
+    e: &ModelExposure,
+    options: &DemoOptions,
+) -> Vec<(String, String)> {
     let Source::Param { param, .. } = &e.roles else {
-        return RoleTable::new();
+        return Vec::new();
     };
+    let written = witness::grant_pairs(program, param);
     if e.principals != Source::Kernel {
-        return witness::grants(program, param);
+        return written;
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let me = format!("uid:{}", unsafe { libc::getuid() });
     let operator = options.operator.clone().unwrap_or(me);
-    let mut table = RoleTable::new();
-    for (role, holder) in witness::grant_pairs(program, param) {
-        let holder = if role == "operator" {
-            operator.clone()
-        } else {
-            holder
-        };
-        table = table.grant(&holder, &role);
+    written
+        .into_iter()
+        .map(|(role, holder)| {
+            let holder = if role == "operator" {
+                operator.clone()
+            } else {
+                holder
+            };
+            (role, holder)
+        })
+        .collect()
+}
+
+/// The grants the demo's role source for `e` holds where they differ from
+/// the program's literal, as a record's `scenario.roles` states them:
+/// `{"admin_roles": {"operator": "uid:1001"}}`.
+fn changed_grants(
+    program: &Program,
+    e: &ModelExposure,
+    options: &DemoOptions,
+) -> Option<serde_json::Value> {
+    let Source::Param { param, .. } = &e.roles else {
+        return None;
+    };
+    let written = witness::grant_pairs(program, param);
+    let mut changed = serde_json::Map::new();
+    for (role, holder) in served_grants(program, e, options) {
+        if !written.iter().any(|(r, h)| *r == role && *h == holder) {
+            changed.insert(role, holder.into());
+        }
     }
-    table
+    (!changed.is_empty()).then(|| serde_json::json!({ param.clone(): changed }))
 }
 
 /// Control lines: `gate|open|drain|resume <instance>` and `stop`; each is
@@ -361,14 +471,26 @@ fn control_loop(
             let verb = words.next().unwrap_or("");
             let target = words.next().and_then(&find);
             let answer = match (verb, target) {
+                // Answered before they act: each may let the demo finish
+                // stopping, and its process end, at once.
                 ("stop", _) => {
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
                     stop.stop();
-                    Ok(())
+                    continue;
                 }
-                ("gate" | "open", Some(i)) => {
+                ("open", Some(i)) => {
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
                     let (closed, wake) = &*i.gate;
-                    *closed.lock().expect("gate") = verb == "gate";
+                    *closed.lock().expect("gate") = false;
                     wake.notify_all();
+                    continue;
+                }
+                ("gate", Some(i)) => {
+                    *i.gate.0.lock().expect("gate") = true;
                     Ok(())
                 }
                 ("drain", Some(i)) => {

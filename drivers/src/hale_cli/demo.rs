@@ -1,10 +1,15 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--operator uid:N] [--bound N] [--control PATH]`: the witness program
-//! served on its embedded default (see [`crate::demo`]).
+//! [--mcp ADDR] [--operator uid:N] [--bound N] [--control PATH] [--record DIR]`:
+//! the witness program served on its embedded default (see
+//! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
+//! given); `--record DIR` writes every exchange as a conformance record.
 
 use std::path::PathBuf;
 
 use crate::demo::{Demo, DemoOptions};
+
+/// Where `hale demo` serves Public over MCP unless `--mcp` says.
+pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
 
 /// The exit status of a listener that cannot bind at birth.
 pub const BOOT_EXIT: i32 = 2;
@@ -65,6 +70,7 @@ fn parse(args: &[String]) -> Result<DemoOptions, String> {
                 let v = value()?;
                 options.addresses.insert(flag[2..].to_owned(), v);
             }
+            "--mcp" => options.mcp = Some(value()?),
             "--admin-socket" => {
                 let v = value()?;
                 options.addresses.insert("admin".to_owned(), v);
@@ -90,9 +96,13 @@ fn parse(args: &[String]) -> Result<DemoOptions, String> {
                 options.bound = Some(n);
             }
             "--control" => options.control = Some(PathBuf::from(value()?)),
+            "--record" => options.record = Some(PathBuf::from(value()?)),
             other => return Err(format!("demo: unknown flag `{other}`")),
         }
         i += 1;
+    }
+    if options.mcp.is_none() {
+        options.mcp = Some(DEFAULT_MCP.to_owned());
     }
     Ok(options)
 }

@@ -7,6 +7,8 @@
 //! - `hale demo …` ([`demo`]): the witness program served, the main job;
 //! - `hale api describe|call …` and their short forms `hale describe|call`
 //!   ([`crate::client`]): the operator's verbs;
+//! - `hale mcp --app ENDPOINT` ([`crate::client::mcp_bridge`]): the MCP
+//!   bridge on stdio to a served exposure;
 //! - [`describer`]: the live describer a serving driver gives an exposure.
 //!
 //! Exit codes: 0 success, 1 a check or a document that failed (the reason
@@ -38,6 +40,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("demo") => demo::run(&args[1..]),
         Some("describe") => crate::client::describe_main(&args[1..], true),
         Some("call") => crate::client::call_main(&args[1..], true),
+        Some("mcp") => crate::client::mcp_bridge::main(&args[1..]),
         Some("api") => match args.get(1).map(String::as_str) {
             Some("export") => export::run(&args[2..]),
             Some("describe") => crate::client::describe_main(&args[2..], false),
@@ -58,9 +61,10 @@ pub fn usage(message: &str) -> i32 {
 
 /// The synopsis.
 pub const USAGE: &str = "usage:
-  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--operator uid:N] [--bound N] [--control PATH]
+  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--mcp ADDR] [--operator uid:N] [--bound N] [--control PATH] [--record DIR]
   hale api describe <endpoint> [--json] [--bearer T]
   hale api call <endpoint> <member> [--json '<payload>' | --json - | --<field> <value> …] [--bearer T] [--id ID] [--digest D] [--raw]
+  hale mcp --app <unix:PATH | http://host:port | mcp://host:port> [--bearer T]
   hale describe|call …  (short forms: a bare path is unix:<path>, a bare payload is --json)
   hale check FILE
   hale check --api FILE

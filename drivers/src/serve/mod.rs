@@ -7,27 +7,33 @@
 //! hands dispatches to workers and feeds their completions back. A listener
 //! that cannot bind is an error the caller turns into the boot failure
 //! (the diagnostic and exit status 2).
+//!
+//! An MCP exposure ([`Server::serve_mcp`]) runs on the same HTTP machine;
+//! only its framing and encoding are [`mcp`]'s: each connection keeps the
+//! [`mcp::Reply`] its one request needs until the exposure answers it.
 
 mod net;
+pub mod record;
 pub mod worker;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use limen_core::hale::runtime::{
-    Correlation, Delivery, Event, Exposure, PeerCredentials, Supervision,
+    Correlation, Delivery, Event, Exposure, PeerCredentials, RequestId,
 };
-use limen_core::wire::{hale_http, http1, line};
+use limen_core::wire::{hale_http, http1, line, mcp};
 use limen_core::Timestamp;
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 pub use net::{BoundAddress, Listener};
-use worker::{Completed, Ended, OnFailure, Worker};
+pub use record::{Exchange, RecordedRequest, Recorder};
+use worker::{FromWorker, Job, OnFailure, Worker, WorkerLink};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 40;
@@ -111,13 +117,20 @@ struct ConnEntry {
     machine: Machine,
     peer: PeerCredentials,
     writable: bool,
+    /// Over MCP: how to answer the connection's request, once framed.
+    mcp: Option<mcp::Reply>,
 }
 
 struct ExposureEntry {
-    exposure: Exposure,
+    /// The machine, shared with the workers that report to it.
+    exposure: Arc<Mutex<Exposure>>,
     /// The worker of each of the exposure's receivers.
     workers: Vec<WorkerId>,
     listener: ListenerId,
+    /// The MCP framing, for an exposure served over MCP.
+    mcp: Option<mcp::Framing>,
+    /// Its members' names, shared with every job handed out.
+    names: Arc<[String]>,
 }
 
 struct ListenerEntry {
@@ -132,6 +145,9 @@ pub struct Server {
     poll: Poll,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
+    /// Whether the loop sleeps (or is about to) in the poll, so a worker's
+    /// completion must wake it; otherwise the loop finds it on its own.
+    sleeping: Arc<AtomicBool>,
     listeners: Vec<ListenerEntry>,
     conns: Slab<ConnEntry>,
     by_correlation: HashMap<Correlation, usize>,
@@ -141,13 +157,20 @@ pub struct Server {
     draining: Vec<bool>,
     /// Connections to read again once the loop's events are handled.
     resume: Vec<usize>,
-    done_tx: mpsc::Sender<Completed>,
-    done_rx: mpsc::Receiver<Completed>,
+    /// Connections with output queued this turn, written at its end.
+    dirty: Vec<usize>,
+    from_workers_tx: mpsc::Sender<FromWorker>,
+    from_workers: mpsc::Receiver<FromWorker>,
     commands_tx: mpsc::Sender<Command>,
     commands_rx: mpsc::Receiver<Command>,
     next_correlation: Correlation,
     started: Instant,
     stopping: bool,
+    /// Hears every exchange, when set.
+    recorder: Option<Box<dyn Recorder>>,
+    /// While recording: each request still owed a reply, by exposure and
+    /// request id, with its connection.
+    recording: HashMap<(usize, RequestId), (Correlation, RecordedRequest)>,
 }
 
 impl std::fmt::Debug for Server {
@@ -167,7 +190,7 @@ impl Server {
         net::raise_descriptor_limit();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (done_tx, done_rx) = mpsc::channel();
+        let (from_workers_tx, from_workers) = mpsc::channel();
         let (commands_tx, commands_rx) = mpsc::channel();
         Ok(Server {
             commands_tx,
@@ -176,6 +199,7 @@ impl Server {
             poll,
             waker,
             stop: Arc::new(AtomicBool::new(false)),
+            sleeping: Arc::new(AtomicBool::new(false)),
             listeners: Vec::new(),
             conns: Slab::new(),
             by_correlation: HashMap::new(),
@@ -183,11 +207,14 @@ impl Server {
             workers: Vec::new(),
             draining: Vec::new(),
             resume: Vec::new(),
-            done_tx,
-            done_rx,
+            dirty: Vec::new(),
+            from_workers_tx,
+            from_workers,
             next_correlation: 1,
             started: Instant::now(),
             stopping: false,
+            recorder: None,
+            recording: HashMap::new(),
         })
     }
 
@@ -198,6 +225,11 @@ impl Server {
             waker: self.waker.clone(),
             commands: self.commands_tx.clone(),
         }
+    }
+
+    /// Sets the recorder that hears every exchange from now on.
+    pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) {
+        self.recorder = Some(recorder);
     }
 
     /// Binds an HTTP listener at `addr` (`host:port`; port 0 takes what the
@@ -238,17 +270,20 @@ impl Server {
         on_failure: OnFailure,
     ) -> io::Result<WorkerId> {
         let waker = self.waker.clone();
-        let worker = Worker::spawn(
-            self.workers.len(),
-            name,
-            stamp,
-            receiver,
-            on_failure,
-            self.done_tx.clone(),
-            Arc::new(move || {
-                let _ = waker.wake();
+        let sleeping = self.sleeping.clone();
+        let link = WorkerLink {
+            to_loop: self.from_workers_tx.clone(),
+            wake: Arc::new(move || {
+                // The report is sent before this load, and the loop marks
+                // itself sleeping before its last look at the channel
+                // (SeqCst orders the two), so no report is missed.
+                if sleeping.load(Ordering::SeqCst) {
+                    let _ = waker.wake();
+                }
             }),
-        )?;
+            on_failure,
+        };
+        let worker = Worker::spawn(self.workers.len(), name, stamp, receiver, link)?;
         self.workers.push(worker);
         self.draining.push(false);
         Ok(self.workers.len() - 1)
@@ -259,17 +294,48 @@ impl Server {
     pub fn serve(
         &mut self,
         listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        self.serve_framed(listener, exposure, workers, None)
+    }
+
+    /// [`serve`](Server::serve) over MCP (§ The MCP transport): `POST /mcp`
+    /// on the HTTP listener `listener`, framed and answered by
+    /// [`mcp::Framing`]. The exposure's describer answers `tools/list`.
+    pub fn serve_mcp(
+        &mut self,
+        listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        let framing = mcp::Framing::new(exposure.spec());
+        self.serve_framed(listener, exposure, workers, Some(framing))
+    }
+
+    fn serve_framed(
+        &mut self,
+        listener: ListenerId,
         mut exposure: Exposure,
         workers: Vec<WorkerId>,
+        mcp: Option<mcp::Framing>,
     ) -> io::Result<()> {
         for (r, &w) in workers.iter().enumerate() {
             exposure.receiver_born(r, self.workers[w].stamp());
         }
         let index = self.exposures.len();
+        let names = exposure
+            .spec()
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
         self.exposures.push(ExposureEntry {
-            exposure,
+            names,
+            exposure: Arc::new(Mutex::new(exposure)),
             workers,
             listener,
+            mcp,
         });
         let entry = &mut self.listeners[listener];
         entry.exposure = Some(index);
@@ -284,8 +350,16 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
+            // Nothing queued may wait out a sleep.
+            self.flush();
             let timeout = self.next_timeout();
-            match self.poll.poll(&mut events, timeout) {
+            self.sleeping.store(true, Ordering::SeqCst);
+            // A completion sent before the mark is on the channel now.
+            let ready = self.take_from_workers();
+            let timeout = if ready { Some(Duration::ZERO) } else { timeout };
+            let polled = self.poll.poll(&mut events, timeout);
+            self.sleeping.store(false, Ordering::SeqCst);
+            match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -314,21 +388,22 @@ impl Server {
                     }
                 }
             }
-            self.take_completions();
+            self.take_from_workers();
             while let Some(key) = self.resume.pop() {
                 self.read(key);
             }
+            self.flush();
             if self.stop.load(Ordering::SeqCst) && !self.stopping {
                 self.stopping = true;
                 let now = unix_now();
                 for i in 0..self.exposures.len() {
-                    self.exposures[i].exposure.stop(now);
+                    self.exposure(i).stop(now);
                     self.drain_exposure(i);
                 }
             }
             self.fire_timers();
             if self.stopping
-                && self.exposures.iter().all(|e| e.exposure.is_stopped())
+                && (0..self.exposures.len()).all(|i| self.exposure(i).is_stopped())
                 && self.conns.is_empty()
             {
                 return Ok(());
@@ -354,8 +429,8 @@ impl Server {
         }
         let mut timeout = next.map(|t| Duration::from_nanos(t.saturating_sub(now)));
         let unix = unix_now();
-        for e in &self.exposures {
-            if let Some(t) = e.exposure.poll_timeout() {
+        for i in 0..self.exposures.len() {
+            if let Some(t) = self.exposure(i).poll_timeout() {
                 let d = Duration::from_nanos(t.saturating_sub(unix));
                 timeout = Some(timeout.map_or(d, |x| x.min(d)));
             }
@@ -383,12 +458,10 @@ impl Server {
         }
         let unix = unix_now();
         for i in 0..self.exposures.len() {
-            if self.exposures[i]
-                .exposure
-                .poll_timeout()
-                .is_some_and(|t| t <= unix)
-            {
-                self.exposures[i].exposure.handle_timeout(unix);
+            let mut ex = self.exposure(i);
+            if ex.poll_timeout().is_some_and(|t| t <= unix) {
+                ex.handle_timeout(unix);
+                drop(ex);
                 self.drain_exposure(i);
             }
         }
@@ -428,6 +501,7 @@ impl Server {
                 machine,
                 peer,
                 writable: false,
+                mcp: None,
             });
             let conn = &mut self.conns[key];
             if conn
@@ -472,9 +546,14 @@ impl Server {
                     }
                     self.after_machine(key);
                     // A machine may answer input itself (a line that is not
-                    // a request): write what it queued.
+                    // a request): write what it queued, with the rest.
                     if self.has_output(key) {
-                        self.write(key);
+                        self.dirty.push(key);
+                    }
+                    // A short read emptied the socket: the next byte that
+                    // arrives raises a new edge, so no read to EAGAIN.
+                    if n < buf.len() {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -487,6 +566,18 @@ impl Server {
                     self.after_machine(key);
                     return;
                 }
+            }
+        }
+    }
+
+    /// Writes every connection that queued output this turn.
+    fn flush(&mut self) {
+        while !self.dirty.is_empty() {
+            let mut keys = std::mem::take(&mut self.dirty);
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys {
+                self.write(key);
             }
         }
     }
@@ -562,14 +653,40 @@ impl Server {
             let exposure = conn.exposure;
             let correlation = conn.correlation;
             let peer = conn.peer;
+            let recording = self.recorder.is_some();
+            let framing = self.exposures[exposure].mcp.as_ref();
             let framed = match &mut conn.machine {
+                Machine::Http(m) if framing.is_some() => {
+                    let framing = framing.expect("checked");
+                    match m.poll_event() {
+                        None => return,
+                        Some(http1::ConnEvent::Request(req)) => {
+                            let (request, reply) = framing.frame(&req, correlation);
+                            conn.mcp = Some(reply);
+                            Framed::Request(request, None)
+                        }
+                        Some(http1::ConnEvent::Malformed { reason, head }) => {
+                            let (request, reply) =
+                                framing.frame_malformed(&reason, head.as_ref(), correlation);
+                            conn.mcp = Some(reply);
+                            Framed::Request(request, None)
+                        }
+                        Some(http1::ConnEvent::Lost) => Framed::Lost,
+                        Some(http1::ConnEvent::Close) => Framed::Close,
+                    }
+                }
                 Machine::Http(m) => match m.poll_event() {
                     None => return,
                     Some(http1::ConnEvent::Request(req)) => {
-                        Framed::Request(hale_http::frame(&req, correlation))
+                        let request = hale_http::frame(&req, correlation);
+                        Framed::Request(
+                            request,
+                            recording.then(|| Box::new(RecordedRequest::Http(req))),
+                        )
                     }
                     Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
                         hale_http::frame_malformed(&reason, head.as_ref(), correlation),
+                        None,
                     ),
                     Some(http1::ConnEvent::Lost) => Framed::Lost,
                     Some(http1::ConnEvent::Close) => Framed::Close,
@@ -577,24 +694,24 @@ impl Server {
                 Machine::Line(m) => match m.poll_event() {
                     None => return,
                     Some(line::LineEvent::Request(req)) => {
-                        Framed::Request(line::to_request(req, correlation, peer))
+                        let raw = recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
+                        Framed::Request(line::to_request(req, correlation, peer), raw)
                     }
                     Some(line::LineEvent::Lost) => Framed::Lost,
                     Some(line::LineEvent::Close) => Framed::Close,
                 },
             };
             match framed {
-                Framed::Request(request) => {
+                Framed::Request(request, raw) => {
                     let now = unix_now();
-                    self.exposures[exposure]
-                        .exposure
-                        .handle_request(now, request);
+                    let id = self.exposure(exposure).handle_request(now, request);
+                    if let Some(raw) = raw {
+                        self.recording.insert((exposure, id), (correlation, *raw));
+                    }
                     self.drain_exposure(exposure);
                 }
                 Framed::Lost => {
-                    self.exposures[exposure]
-                        .exposure
-                        .connection_lost(correlation);
+                    self.exposure(exposure).connection_lost(correlation);
                     self.drain_exposure(exposure);
                 }
                 Framed::Close => {
@@ -612,41 +729,41 @@ impl Server {
             let correlation = conn.correlation;
             let exposure = conn.exposure;
             drop(conn);
+            if !self.recording.is_empty() {
+                // No reply reaches a closed connection: forget its requests.
+                self.recording.retain(|_, (c, _)| *c != correlation);
+            }
             // The runtime may still hold requests of this connection: they
             // run, and their replies are dropped.
-            self.exposures[exposure]
-                .exposure
-                .connection_lost(correlation);
+            self.exposure(exposure).connection_lost(correlation);
             self.drain_exposure(exposure);
         }
     }
 
-    fn take_completions(&mut self) {
-        while let Ok(done) = self.done_rx.try_recv() {
-            let i = done.exposure;
-            match done.ended {
-                Ended::NotTaken => self.exposures[i]
-                    .exposure
-                    .dispatch_not_taken(done.request_id),
-                Ended::Ran(completion, supervision) => {
-                    if supervision == Some(Supervision::ExitProcess) {
-                        // Supervision exits the process: every caller sees
-                        // its connection end, never a swallowed failure.
-                        eprintln!(
-                            "hale: a receiver violated and its supervision exits the process"
-                        );
-                        std::process::exit(70);
-                    }
-                    self.exposures[i]
-                        .exposure
-                        .handle_completion(done.request_id, completion);
-                    if supervision == Some(Supervision::Drain) {
-                        self.drain_worker(done.worker);
-                    }
+    /// The exposure `index`, locked: the loop and the workers reporting to
+    /// it take turns, each for one step of the machine.
+    fn exposure(&self, index: usize) -> MutexGuard<'_, Exposure> {
+        self.exposures[index]
+            .exposure
+            .lock()
+            .expect("an exposure's lock is never poisoned: machines do not panic")
+    }
+
+    /// Acts on everything the workers reported; returns whether there was
+    /// anything.
+    fn take_from_workers(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(report) = self.from_workers.try_recv() {
+            any = true;
+            match report {
+                FromWorker::Event(index, event) => {
+                    self.act(index, event);
+                    self.drain_exposure(index);
                 }
+                FromWorker::Draining(worker) => self.drain_worker(worker),
             }
-            self.drain_exposure(i);
         }
+        any
     }
 
     /// Every exposure bound to `worker` learns that its receiver drains:
@@ -659,7 +776,7 @@ impl Server {
                 .filter(|&r| self.exposures[i].workers[r] == worker)
                 .collect();
             for r in receivers {
-                self.exposures[i].exposure.receiver_draining(r, stamp);
+                self.exposure(i).receiver_draining(r, stamp);
             }
             self.drain_exposure(i);
         }
@@ -667,73 +784,132 @@ impl Server {
 
     /// Acts on everything an exposure emitted.
     fn drain_exposure(&mut self, index: usize) {
-        while let Some(event) = self.exposures[index].exposure.poll_event() {
-            match event {
-                Event::Deliver(d) => self.deliver(d),
-                Event::Dispatch(d) => {
-                    let entry = &self.exposures[index];
-                    let worker = entry.workers[d.receiver];
-                    let member = entry.exposure.spec().members[d.member].name.clone();
-                    let request_id = d.request_id;
-                    if !self.workers[worker].hand(index, member, d) {
-                        self.exposures[index]
-                            .exposure
-                            .dispatch_not_taken(request_id);
-                    }
+        loop {
+            let events: Vec<Event> = {
+                let mut ex = self.exposure(index);
+                std::iter::from_fn(|| ex.poll_event()).collect()
+            };
+            if events.is_empty() {
+                return;
+            }
+            for event in events {
+                self.act(index, event);
+            }
+        }
+    }
+
+    /// Acts on one event of exposure `index`.
+    fn act(&mut self, index: usize, event: Event) {
+        match event {
+            Event::Deliver(d) => self.deliver(index, d),
+            Event::Dispatch(d) => {
+                let worker = self.exposures[index].workers[d.receiver];
+                let job = Job {
+                    index,
+                    exposure: self.exposures[index].exposure.clone(),
+                    names: self.exposures[index].names.clone(),
+                    dispatch: d,
+                };
+                if let Err(request_id) = self.workers[worker].hand(job) {
+                    self.exposure(index).dispatch_not_taken(request_id);
                 }
-                Event::Ask(r) => {
-                    let worker = self.exposures[index].workers[r];
-                    if self.draining[worker] {
-                        self.exposures[index].exposure.receiver_absent(r);
-                    } else {
-                        let stamp = self.workers[worker].stamp();
-                        self.exposures[index].exposure.receiver_born(r, stamp);
-                    }
+            }
+            Event::Ask(r) => {
+                let worker = self.exposures[index].workers[r];
+                let stamp = self.workers[worker].stamp();
+                let draining = self.draining[worker];
+                let mut ex = self.exposure(index);
+                if draining {
+                    ex.receiver_absent(r);
+                } else {
+                    ex.receiver_born(r, stamp);
                 }
-                Event::CloseConnection(c) => {
-                    if let Some(&key) = self.by_correlation.get(&c) {
-                        match &mut self.conns[key].machine {
-                            Machine::Http(m) => m.abort(),
-                            Machine::Line(m) => m.abort(),
-                        }
-                        self.after_machine(key);
+            }
+            Event::CloseConnection(c) => {
+                if let Some(&key) = self.by_correlation.get(&c) {
+                    match &mut self.conns[key].machine {
+                        Machine::Http(m) => m.abort(),
+                        Machine::Line(m) => m.abort(),
                     }
+                    self.after_machine(key);
                 }
-                Event::StopListening => {
-                    let l = self.exposures[index].listener;
-                    let entry = &mut self.listeners[l];
-                    if entry.open {
-                        entry.open = false;
-                        entry.listener.close(self.poll.registry());
-                    }
+            }
+            Event::StopListening => {
+                let l = self.exposures[index].listener;
+                let entry = &mut self.listeners[l];
+                if entry.open {
+                    entry.open = false;
+                    entry.listener.close(self.poll.registry());
                 }
             }
         }
     }
 
-    fn deliver(&mut self, d: Delivery) {
+    fn deliver(&mut self, index: usize, d: Delivery) {
+        let recorded = match self.recorder {
+            Some(_) => self.recording.remove(&(index, d.request_id)),
+            None => None,
+        };
         let Some(&key) = self.by_correlation.get(&d.correlation) else {
             return;
         };
         let now = self.mono_now();
-        match &mut self.conns[key].machine {
+        let conn = &mut self.conns[key];
+        if let (Some(reply), Machine::Http(m)) = (conn.mcp.take(), &mut conn.machine) {
+            if let Some(framing) = &self.exposures[index].mcp {
+                // MCP exchanges are not recorded: the record format has no
+                // `mcp` transport yet.
+                let answer = framing.answer(&reply, d.outcome);
+                m.send(now, answer.status, &answer.headers, &answer.body);
+                self.dirty.push(key);
+                return;
+            }
+        }
+        let outcome = recorded.as_ref().map(|_| d.outcome.clone());
+        let conn = &mut self.conns[key];
+        let peer = conn.peer;
+        let reply = match &mut conn.machine {
             Machine::Http(m) => {
                 let (status, body) = hale_http::encode(d.outcome);
                 m.send_json(now, status, &body);
+                recorded.as_ref().map(|_| m.pending_output().to_vec())
             }
             Machine::Line(m) => {
                 let reply = d
                     .outcome
                     .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
                 m.send_line(now, &reply);
+                Some(reply)
             }
+        };
+        if let (Some(recorder), Some((_, request)), Some(outcome), Some(reply)) =
+            (self.recorder.as_mut(), &recorded, &outcome, &reply)
+        {
+            let ex = self.exposures[index]
+                .exposure
+                .lock()
+                .expect("exposure lock");
+            recorder.exchange(&Exchange {
+                exposure: ex.spec(),
+                peer,
+                request,
+                request_id: d.request_id,
+                outcome,
+                reply,
+            });
         }
-        self.write(key);
+        // Written once the loop has heard everything this turn, so the
+        // replies a connection earned together go out in one write.
+        self.dirty.push(key);
     }
 }
 
 enum Framed {
-    Request(limen_core::hale::runtime::Request),
+    /// A framed request, and its wire form while recording.
+    Request(
+        limen_core::hale::runtime::Request,
+        Option<Box<RecordedRequest>>,
+    ),
     Lost,
     Close,
 }

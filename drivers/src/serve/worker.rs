@@ -1,47 +1,51 @@
 //! Serial workers: one thread per receiver instance, so a receiver is an
 //! actor wherever its calls come from, and calls to different receivers
 //! run in parallel.
+//!
+//! A worker reports a finished call to its exposure itself, under the
+//! exposure's lock, and takes the exposure's next call for the same
+//! receiver straight from that report: under load a receiver runs its calls
+//! back to back with no trip through the event loop between them, and the
+//! loop only hears what it must act on (an outcome to write, a connection
+//! to close). The exposure machine still decides every step: which call is
+//! handed over, when, and in which order.
 
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 
-use limen_core::hale::runtime::{Completion, Dispatch, Receiver, RequestId, Supervision};
+use limen_core::hale::runtime::{Completion, Dispatch, Event, Exposure, Receiver, Supervision};
 
-/// Which exposure a dispatch came from, so its completion goes back there.
+/// Which exposure a dispatch came from.
 pub type ExposureIndex = usize;
 
-/// A finished call, on its way back to the event loop.
+/// What a worker tells the event loop.
+// An event is most of what flows here; boxing it to shrink the rare
+// `Draining` would cost an allocation a call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub struct Completed {
-    /// The worker that ran it.
-    pub worker: usize,
-    /// The exposure that handed the call over.
-    pub exposure: ExposureIndex,
-    /// The exposure's request id.
-    pub request_id: RequestId,
-    /// What became of the call.
-    pub ended: Ended,
-}
-
-/// What became of a call handed to a worker.
-#[derive(Debug)]
-pub enum Ended {
-    /// The call was handed to another incarnation and did not run.
-    NotTaken,
-    /// The handler ran and ended so; after a violation, the owner's
-    /// on_failure decided what follows.
-    Ran(Completion, Option<Supervision>),
+pub enum FromWorker {
+    /// An exposure emitted an event the loop acts on.
+    Event(ExposureIndex, Event),
+    /// The worker's receiver drains (its owner's on_failure said so): every
+    /// exposure bound to it learns.
+    Draining(usize),
 }
 
 /// The owner's on_failure, run on the worker after a violation and before
 /// the exposure answers it.
 pub type OnFailure = Arc<dyn Fn(&str) -> Supervision + Send + Sync>;
 
-struct Job {
-    exposure: ExposureIndex,
-    member: String,
-    dispatch: Dispatch,
+/// A call handed to a worker, with the exposure that handed it.
+pub struct Job {
+    /// The exposure's index in the server.
+    pub index: ExposureIndex,
+    /// The exposure, to report to.
+    pub exposure: Arc<Mutex<Exposure>>,
+    /// The exposure's member names, as receivers are called with them.
+    pub names: Arc<[String]>,
+    /// The call.
+    pub dispatch: Dispatch,
 }
 
 /// A receiver instance's serial worker thread.
@@ -60,49 +64,52 @@ impl std::fmt::Debug for Worker {
     }
 }
 
+/// What a worker needs besides its receiver.
+pub struct WorkerLink {
+    /// Where events the loop must act on go.
+    pub to_loop: mpsc::Sender<FromWorker>,
+    /// Wakes the loop when it sleeps.
+    pub wake: Arc<dyn Fn() + Send + Sync>,
+    /// The owner's on_failure.
+    pub on_failure: OnFailure,
+}
+
 impl Worker {
-    /// Starts `receiver` on a thread of its own named `name`. Each finished
-    /// call is sent on `done`, then `wake` is called so the loop looks.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts `receiver`, incarnation `stamp`, on a thread of its own named
+    /// `name`; it is worker `id` of its server.
     pub fn spawn(
         id: usize,
         name: &str,
         stamp: u64,
         mut receiver: Box<dyn Receiver + Send>,
-        on_failure: OnFailure,
-        done: mpsc::Sender<Completed>,
-        wake: Arc<dyn Fn() + Send + Sync>,
+        link: WorkerLink,
     ) -> std::io::Result<Worker> {
         let (jobs, rx) = mpsc::channel::<Job>();
-        let thread_name = format!("receiver {name}");
         let owner = name.to_owned();
-        thread::Builder::new().name(thread_name).spawn(move || {
-            for job in rx {
-                let d = job.dispatch;
-                // A call handed to another incarnation is not run by this
-                // one; the loop reports it not taken.
-                let ended = if d.stamp != stamp {
-                    Ended::NotTaken
-                } else {
-                    match receiver.call(&job.member, &d.payload, &d.context) {
-                        Completion::Violated => {
-                            Ended::Ran(Completion::Violated, Some(on_failure(&owner)))
-                        }
-                        c => Ended::Ran(c, None),
+        thread::Builder::new()
+            .name(format!("receiver {name}"))
+            .spawn(move || {
+                // Calls this worker took for itself from its own reports,
+                // behind any other exposure's call already handed over, so
+                // two exposures bound to one receiver take turns.
+                let mut own: VecDeque<Job> = VecDeque::new();
+                loop {
+                    let job = match rx.try_recv() {
+                        Ok(job) => job,
+                        Err(mpsc::TryRecvError::Disconnected) => return,
+                        Err(mpsc::TryRecvError::Empty) => match own.pop_front() {
+                            Some(job) => job,
+                            None => match rx.recv() {
+                                Ok(job) => job,
+                                Err(_) => return,
+                            },
+                        },
+                    };
+                    if let Some(next) = run(id, stamp, &owner, receiver.as_mut(), job, &link) {
+                        own.push_back(next);
                     }
-                };
-                let sent = done.send(Completed {
-                    worker: id,
-                    exposure: job.exposure,
-                    request_id: d.request_id,
-                    ended,
-                });
-                if sent.is_err() {
-                    return;
                 }
-                wake();
-            }
-        })?;
+            })?;
         Ok(Worker {
             name: name.to_owned(),
             jobs,
@@ -120,14 +127,81 @@ impl Worker {
         &self.name
     }
 
-    /// Hands the worker a call. Returns false when the worker is gone.
-    pub fn hand(&self, exposure: ExposureIndex, member: String, dispatch: Dispatch) -> bool {
-        self.jobs
-            .send(Job {
-                exposure,
-                member,
-                dispatch,
-            })
-            .is_ok()
+    /// Hands the worker a call. Returns the call's request id when the
+    /// worker is gone.
+    pub fn hand(&self, job: Job) -> Result<(), limen_core::hale::runtime::RequestId> {
+        self.jobs.send(job).map_err(|e| e.0.dispatch.request_id)
     }
+}
+
+/// Runs one call and reports it; returns the exposure's next call for the
+/// same receiver, when the report hands one over.
+fn run(
+    id: usize,
+    stamp: u64,
+    owner: &str,
+    receiver: &mut (dyn Receiver + Send),
+    job: Job,
+    link: &WorkerLink,
+) -> Option<Job> {
+    let Job {
+        index,
+        exposure,
+        names,
+        dispatch: d,
+    } = job;
+    // A call handed to another incarnation is not run by this one.
+    let ended =
+        (d.stamp == stamp).then(
+            || match receiver.call(&names[d.member], &d.payload, &d.context) {
+                Completion::Violated => (Completion::Violated, Some((link.on_failure)(owner))),
+                c => (c, None),
+            },
+        );
+    if let Some((_, Some(Supervision::ExitProcess))) = ended {
+        // Supervision exits the process: every caller sees its connection
+        // end, never a swallowed structural failure.
+        eprintln!("hale: {owner} violated and its supervision exits the process");
+        std::process::exit(70);
+    }
+    let mut next = None;
+    let mut told = false;
+    {
+        let mut ex = exposure.lock().expect("exposure lock");
+        match ended {
+            None => ex.dispatch_not_taken(d.request_id),
+            Some((completion, supervision)) => {
+                if supervision == Some(Supervision::Drain) {
+                    // Drained before the completion is taken, so no call is
+                    // handed to a receiver that will not run it.
+                    ex.receiver_draining(d.receiver, stamp);
+                }
+                ex.handle_completion(d.request_id, completion);
+                if supervision == Some(Supervision::Drain) {
+                    let _ = link.to_loop.send(FromWorker::Draining(id));
+                    told = true;
+                }
+            }
+        }
+        while let Some(event) = ex.poll_event() {
+            match event {
+                Event::Dispatch(n) if n.receiver == d.receiver => {
+                    next = Some(Job {
+                        index,
+                        exposure: exposure.clone(),
+                        names: names.clone(),
+                        dispatch: n,
+                    });
+                }
+                other => {
+                    let _ = link.to_loop.send(FromWorker::Event(index, other));
+                    told = true;
+                }
+            }
+        }
+    }
+    if told {
+        (link.wake)();
+    }
+    next
 }

@@ -38,6 +38,6 @@ pub use error::{DocError, Form};
 pub use export::{bundle, Bundle, Drift};
 pub use inventory::{inventory, surface_inventory};
 pub use json_schema::json_schema;
-pub use mcp::mcp;
+pub use mcp::{mcp, tools_from_description, McpDescriber};
 pub use openapi::openapi;
 pub use proto::proto;

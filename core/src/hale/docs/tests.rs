@@ -353,3 +353,87 @@ fn law_6_notes_every_closure_violation_row_once() {
     let bad = crate::hale::check_program("t.hl", "role");
     assert!(!bad.passed() && bad.program.is_none() && bad.errors.len() == 1);
 }
+
+/// A surface of four rows: a record request reaching a nested record, a
+/// scalar request, no request, and a record that refers back to itself;
+/// served over MCP under a role source.
+const TOOLS: &str = "role r;\n\
+    type In { n: Int; inner: Deep; } type Deep { s: String; } type Out { ok: Bool; } type E { why: String; }\n\
+    type Loop { next: Loop; }\n\
+    api S { rpc B::rec requires: [r]; rpc B::scalar; rpc B::none; rpc B::_odd__name; rpc B::looped; }\n\
+    locus B { fn rec(i: In) -> Out fallible(E) { } fn scalar(count: Int) -> Out { } fn none() { }\n\
+              fn _odd__name(i: In) -> Int fallible(ClosureViolation) { } fn looped(l: Loop) -> Loop { } }\n\
+    locus G { fn holds(p: std::api::Principal, r: String) -> Bool { return true; } }\n\
+    main locus M {\n\
+      params { b: B = B { }; g: G = G { }; }\n\
+      run() { let s = api::serve(S, mcp::Rpc { bind: \"127.0.0.1:0\", roles: self.g }, as: \"tools\", bound: 4, on_full: refuse); }\n\
+    }\n";
+
+fn tool_names(tools: &[serde_json::Value]) -> Vec<&str> {
+    tools.iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn the_mcp_describer_lists_the_callers_object_tools_by_name() {
+    let p = program(TOOLS);
+    let e = p.exposure("tools").unwrap();
+    let d = McpDescriber::new(&p, e).unwrap();
+    let spec = crate::hale::serving::exposure_spec(&p, e, "mcp").unwrap();
+    let all: Vec<usize> = (0..spec.members.len()).collect();
+    let listed: serde_json::Value =
+        serde_json::from_slice(&d.describe(&Principal::bearer("x"), &[], &all)).unwrap();
+    let listed = listed["tools"].as_array().unwrap().clone();
+    // Name order; the scalar request has no tool; `_odd__name` escapes.
+    assert_eq!(
+        tool_names(&listed),
+        ["B___-odd_-_-name", "B__looped", "B__none", "B__rec"]
+    );
+    // Each is the --mcp form's tool, as a value.
+    let projection = mcp(&p, "S").unwrap();
+    for t in &listed {
+        let same = projection["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == t["name"])
+            .unwrap();
+        assert_eq!(t, same);
+    }
+    // A caller who may call only `B::none` (spec index 2) sees only it.
+    let rec = spec.member_index("B::rec").unwrap();
+    let none = spec.member_index("B::none").unwrap();
+    let only: serde_json::Value =
+        serde_json::from_slice(&d.describe(&Principal::bearer("x"), &[], &[none])).unwrap();
+    assert_eq!(tool_names(only["tools"].as_array().unwrap()), ["B__none"]);
+    let nothing = d.describe(&Principal::bearer("x"), &[], &[]);
+    assert_eq!(nothing, b"{\"tools\":[]}");
+    assert_ne!(rec, none);
+}
+
+#[test]
+fn tools_from_a_description_are_the_mcp_forms_tools() {
+    let p = program(TOOLS);
+    let doc = describe_offline(&p, "tools", "x", &["r".into()]).unwrap();
+    let bridged = tools_from_description(&doc);
+    let projection = mcp(&p, "S").unwrap();
+    let expected: Vec<&serde_json::Value> = projection["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] != "B__scalar")
+        .collect();
+    assert_eq!(bridged.iter().collect::<Vec<_>>(), expected);
+    // Self-contained: the nested record under $defs, the self-referring
+    // root too.
+    let rec = bridged.iter().find(|t| t["name"] == "B__rec").unwrap();
+    assert_eq!(
+        rec["inputSchema"]["properties"]["inner"],
+        json!({"$ref": "#/$defs/Deep"})
+    );
+    assert!(rec["inputSchema"]["$defs"].get("In").is_none());
+    let looped = bridged.iter().find(|t| t["name"] == "B__looped").unwrap();
+    assert!(looped["inputSchema"]["$defs"].get("Loop").is_some());
+    // Without the role, the description lists less, and so do the tools.
+    let doc = describe_offline(&p, "tools", "x", &[]).unwrap();
+    assert!(!tool_names(&tools_from_description(&doc)).contains(&"B__rec"));
+}

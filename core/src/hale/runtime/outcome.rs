@@ -173,9 +173,10 @@ impl Outcome {
         id: Option<&str>,
         caller: &super::Principal,
     ) -> Vec<u8> {
+        use std::io::Write as _;
         let mut line = Vec::with_capacity(128);
-        line.extend_from_slice(b"{\"request_id\":");
-        line.extend_from_slice(request_id.to_string().as_bytes());
+        // Writing to a Vec cannot fail.
+        let _ = write!(line, "{{\"request_id\":{request_id}");
         line.extend_from_slice(b",\"id\":");
         line.extend_from_slice(id.unwrap_or("null").as_bytes());
         match self {
@@ -196,7 +197,7 @@ impl Outcome {
             }
         }
         line.extend_from_slice(b",\"caller\":");
-        line.extend_from_slice(caller.to_json().to_string().as_bytes());
+        caller.write_json(&mut line);
         line.push(b'}');
         line
     }

@@ -49,6 +49,24 @@ impl Principal {
         }
     }
 
+    /// Appends the principal as the JSON object a reply's `caller` carries
+    /// (what [`to_json`](Principal::to_json) serializes to, written without
+    /// building a map: it is on every reply's path).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        out.extend_from_slice(b"{\"mode\":");
+        crate::flow::canonical::write_string(&self.mode, out);
+        out.extend_from_slice(b",\"name\":");
+        crate::flow::canonical::write_string(&self.name, out);
+        for (k, v) in &self.fields {
+            out.push(b',');
+            crate::flow::canonical::write_string(k, out);
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, ":{v}");
+        }
+        out.push(b'}');
+    }
+
     /// The principal as the JSON object a reply's `caller` carries.
     pub fn to_json(&self) -> serde_json::Value {
         let mut object = serde_json::Map::new();
@@ -401,6 +419,16 @@ mod tests {
         assert_eq!(
             json.to_string(),
             r#"{"mode":"unix","name":"uid:1000","uid":1000,"gid":1000,"pid":4242}"#
+        );
+        let mut written = Vec::new();
+        p.write_json(&mut written);
+        assert_eq!(written, json.to_string().into_bytes());
+        let odd = Principal::bearer("a\"b\u{1}é");
+        let mut written = Vec::new();
+        odd.write_json(&mut written);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&written).unwrap(),
+            odd.to_json()
         );
         assert_eq!(Principal::from_json(&json).unwrap(), p);
     }

@@ -1,0 +1,570 @@
+//! The record format (`docs/conformance.md`): one recorded exchange per file,
+//! `<corpus>/wire/<transport>/<name>.json`, in the form of the reference
+//! fixtures (`../shared/hale-witness/wire/`), and a corpus of them with the
+//! program whose declarations they were recorded against.
+//!
+//! Reading a record checks its envelope and that its reply encodes the
+//! outcome it names (§ Outcomes), so a record that contradicts itself is
+//! refused before anything is replayed; every error names the JSON path
+//! (`$.peer.uid`) of what is wrong.
+
+use std::path::{Path, PathBuf};
+
+use limen_core::hale::runtime::PeerCredentials;
+use serde_json::Value;
+
+use crate::scenario::Scenario;
+use crate::wire;
+
+/// The record format's version this runner reads.
+pub const WIRE: u64 = 1;
+
+/// The outcomes of a Hale record (§ Outcomes; a transport failure is no
+/// record: nothing was answered).
+pub const HALE_OUTCOMES: [&str; 4] = ["result", "handler_error", "refusal", "server_error"];
+
+/// The outcomes of a Tool protocol record: a reply's four, and `BadReply`,
+/// which the runtime decides of a reply that does not decode.
+pub const TOOL_OUTCOMES: [&str; 5] = ["Ok", "Failed", "NotRun", "Unknown", "BadReply"];
+
+/// A transport a record can be of. Records of the transports limen serves
+/// replay and check; the others are read (their envelope is the same) and
+/// reported as having no machine yet.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Transport {
+    /// `unix::Rpc`: JSON lines.
+    Unix,
+    /// `http::Rpc`: HTTP/1.1.
+    Http,
+    /// Any other (`mcp`, `grpc`, `ws`, `udp`, `tool`), as written.
+    Other(String),
+}
+
+impl Transport {
+    /// The transport named `name` in a record.
+    pub fn parse(name: &str) -> Transport {
+        match name {
+            "unix" => Transport::Unix,
+            "http" => Transport::Http,
+            other => Transport::Other(other.to_owned()),
+        }
+    }
+
+    /// Its name in a record.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Http => "http",
+            Transport::Other(s) => s,
+        }
+    }
+}
+
+/// One recorded exchange.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// `<transport>/<name>`, the file's place in its corpus.
+    pub name: String,
+    /// `transport`.
+    pub transport: Transport,
+    /// `exposure`: the identity `<Surface>@<digest>/<name>` (for a Tool
+    /// protocol record, `tool`: the declaration's identity).
+    pub exposure: String,
+    /// `outcome`: one of [`HALE_OUTCOMES`] (of [`TOOL_OUTCOMES`] for a Tool
+    /// protocol record).
+    pub outcome: String,
+    /// `kind`: a refusal's kind.
+    pub kind: Option<String>,
+    /// `peer`: a Unix record's kernel credentials.
+    pub peer: Option<PeerCredentials>,
+    /// `request`, in the transport's form.
+    pub request: Value,
+    /// `reply`, in the transport's form.
+    pub reply: Value,
+    /// `scenario`: the extension that states what the exchange assumes.
+    pub scenario: Option<Scenario>,
+    /// The record as read, whole.
+    pub value: Value,
+}
+
+/// Why a record could not be read: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordError {
+    /// The JSON path of what is wrong (`$` for the whole record).
+    pub path: String,
+    /// What is wrong there.
+    pub message: String,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+pub(crate) fn error(path: &str, message: impl Into<String>) -> RecordError {
+    RecordError {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// The exposure's name in an identity: what follows the last `/`.
+pub fn exposure_name(identity: &str) -> &str {
+    identity.rsplit_once('/').map_or(identity, |(_, n)| n)
+}
+
+pub(crate) fn object<'a>(
+    v: &'a Value,
+    path: &str,
+) -> Result<&'a serde_json::Map<String, Value>, RecordError> {
+    v.as_object()
+        .ok_or_else(|| error(path, "expected an object"))
+}
+
+pub(crate) fn string<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a str, RecordError> {
+    match v {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(error(path, "expected a string")),
+        None => Err(error(path, "missing")),
+    }
+}
+
+pub(crate) fn int(v: Option<&Value>, path: &str) -> Result<i64, RecordError> {
+    match v {
+        Some(v) => v.as_i64().ok_or_else(|| error(path, "expected an integer")),
+        None => Err(error(path, "missing")),
+    }
+}
+
+/// Reads a peer's `{"uid", "gid", "pid"}`.
+pub(crate) fn peer(v: &Value, path: &str) -> Result<PeerCredentials, RecordError> {
+    let o = object(v, path)?;
+    Ok(PeerCredentials {
+        uid: int(o.get("uid"), &format!("{path}.uid"))?,
+        gid: int(o.get("gid"), &format!("{path}.gid"))?,
+        pid: int(o.get("pid"), &format!("{path}.pid"))?,
+    })
+}
+
+/// Checks a request in the form of `transport`.
+pub(crate) fn check_request(
+    transport: &Transport,
+    v: &Value,
+    path: &str,
+) -> Result<(), RecordError> {
+    let o = object(v, path)?;
+    match transport {
+        Transport::Unix => Ok(()),
+        Transport::Http => {
+            string(o.get("method"), &format!("{path}.method"))?;
+            let target = string(o.get("path"), &format!("{path}.path"))?;
+            if !target.starts_with('/') {
+                return Err(error(&format!("{path}.path"), "a path starts with `/`"));
+            }
+            if let Some(h) = o.get("headers") {
+                for (name, value) in object(h, &format!("{path}.headers"))? {
+                    if !value.is_string() {
+                        return Err(error(
+                            &format!("{path}.headers.{name}"),
+                            "a header's value is a string",
+                        ));
+                    }
+                }
+            }
+            if o.contains_key("body") && o.contains_key("body_text") {
+                return Err(error(path, "a body is `body` or `body_text`, not both"));
+            }
+            if let Some(t) = o.get("body_text") {
+                string(Some(t), &format!("{path}.body_text"))?;
+            }
+            Ok(())
+        }
+        Transport::Other(_) => Ok(()),
+    }
+}
+
+impl Record {
+    /// Reads the record `name` (`<transport>/<file stem>`) from its text.
+    pub fn parse(name: &str, text: &str) -> Result<Record, RecordError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| error("$", format!("not JSON: {e}")))?;
+        Record::from_value(name, value)
+    }
+
+    /// Reads the record `name` from its value.
+    pub fn from_value(name: &str, value: Value) -> Result<Record, RecordError> {
+        let o = object(&value, "$")?;
+        let version = o
+            .get("wire")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| error("$.wire", "expected the format's version, 1"))?;
+        if version != WIRE {
+            return Err(error(
+                "$.wire",
+                format!("this runner reads wire {WIRE}, not {version}"),
+            ));
+        }
+        let transport = Transport::parse(string(o.get("transport"), "$.transport")?);
+        if let Some((folder, _)) = name.split_once('/') {
+            if folder != transport.as_str() {
+                return Err(error(
+                    "$.transport",
+                    format!(
+                        "the record is in the folder `{folder}` but says `{}`",
+                        transport.as_str()
+                    ),
+                ));
+            }
+        }
+        let tool = transport == Transport::Other("tool".into());
+        let (exposure, outcome, kind) = if tool {
+            Record::tool_envelope(o)?
+        } else {
+            Record::hale_envelope(o)?
+        };
+        let peer = match (o.get("peer"), &transport) {
+            (Some(p), _) => Some(peer(p, "$.peer")?),
+            (None, Transport::Unix) => {
+                return Err(error("$.peer", "a Unix record states its peer"))
+            }
+            (None, _) => None,
+        };
+        let request = o
+            .get("request")
+            .cloned()
+            .ok_or_else(|| error("$.request", "missing"))?;
+        check_request(&transport, &request, "$.request")?;
+        let reply = o
+            .get("reply")
+            .cloned()
+            .ok_or_else(|| error("$.reply", "missing"))?;
+        object(&reply, "$.reply")?;
+        if let Some((said, said_kind)) = wire::outcome_of(&transport, &reply) {
+            if said != outcome || said_kind != kind {
+                let show = |o: &str, k: &Option<String>| match k {
+                    Some(k) => format!("{o} ({k})"),
+                    None => o.to_owned(),
+                };
+                return Err(error(
+                    "$.reply",
+                    format!(
+                        "the reply encodes {}, the record says {}",
+                        show(&said, &said_kind),
+                        show(&outcome, &kind)
+                    ),
+                ));
+            }
+        }
+        let scenario = match o.get("scenario") {
+            None => None,
+            Some(s) => Some(Scenario::parse(s, "$.scenario")?),
+        };
+        Ok(Record {
+            name: name.to_owned(),
+            transport,
+            exposure,
+            outcome,
+            kind,
+            peer,
+            request,
+            reply,
+            scenario,
+            value,
+        })
+    }
+
+    /// A Hale record's identity, outcome and kind.
+    fn hale_envelope(
+        o: &serde_json::Map<String, Value>,
+    ) -> Result<(String, String, Option<String>), RecordError> {
+        let exposure = string(o.get("exposure"), "$.exposure")?.to_owned();
+        let well_formed = exposure
+            .split_once('@')
+            .and_then(|(s, rest)| rest.rsplit_once('/').map(|(d, n)| (s, d, n)))
+            .is_some_and(|(s, d, n)| !s.is_empty() && !d.is_empty() && !n.is_empty());
+        if !well_formed {
+            return Err(error(
+                "$.exposure",
+                "an exposure identity is <Surface>@<digest>/<name>",
+            ));
+        }
+        let outcome = string(o.get("outcome"), "$.outcome")?.to_owned();
+        if !HALE_OUTCOMES.contains(&outcome.as_str()) {
+            return Err(error(
+                "$.outcome",
+                format!("`{outcome}` is none of {}", HALE_OUTCOMES.join(", ")),
+            ));
+        }
+        let kind = match o.get("kind") {
+            None => None,
+            Some(k) => Some(string(Some(k), "$.kind")?.to_owned()),
+        };
+        match (&*outcome, &kind) {
+            ("refusal", None) => return Err(error("$.kind", "a refusal names its kind")),
+            ("refusal", Some(k)) if limen_core::hale::runtime::RefusalKind::parse(k).is_none() => {
+                return Err(error("$.kind", format!("`{k}` is no refusal kind")))
+            }
+            (o, Some(_)) if o != "refusal" => {
+                return Err(error("$.kind", "only a refusal has a kind"))
+            }
+            _ => {}
+        }
+        Ok((exposure, outcome, kind))
+    }
+
+    /// A Tool protocol record's identity (the declaration's `tool`) and
+    /// outcome (one of the reply's four, or the runtime's `BadReply`).
+    fn tool_envelope(
+        o: &serde_json::Map<String, Value>,
+    ) -> Result<(String, String, Option<String>), RecordError> {
+        let tool = string(o.get("tool"), "$.tool")?.to_owned();
+        string(o.get("fingerprint"), "$.fingerprint")?;
+        let outcome = string(o.get("outcome"), "$.outcome")?.to_owned();
+        if !TOOL_OUTCOMES.contains(&outcome.as_str()) {
+            return Err(error(
+                "$.outcome",
+                format!("`{outcome}` is none of {}", TOOL_OUTCOMES.join(", ")),
+            ));
+        }
+        if o.contains_key("kind") {
+            return Err(error("$.kind", "a Tool protocol outcome has no kind"));
+        }
+        Ok((tool, outcome, None))
+    }
+
+    /// The description document a describe record's reply carries: a Unix
+    /// reply's `value`, an HTTP reply's `body`.
+    pub fn document(&self) -> Option<&Value> {
+        let doc = match self.transport {
+            Transport::Unix => self.reply.get("value"),
+            Transport::Http => self.reply.get("body"),
+            Transport::Other(_) => None,
+        }?;
+        doc.get("description").is_some().then_some(doc)
+    }
+
+    /// The record's file stem: `result`, `refusal_full`.
+    pub fn stem(&self) -> &str {
+        self.name.rsplit_once('/').map_or(&self.name, |(_, s)| s)
+    }
+}
+
+/// A record file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    /// `<transport>/<name>`.
+    pub name: String,
+    /// Why.
+    pub error: String,
+}
+
+/// A corpus: the program its records were recorded against, and the
+/// records, in the order of their names.
+#[derive(Clone, Debug)]
+pub struct Corpus {
+    /// The corpus's folder.
+    pub dir: PathBuf,
+    /// The program's declarations (`program.hl`, or the file `corpus.json`
+    /// names).
+    pub program: PathBuf,
+    /// Every record that could be read, sorted by name.
+    pub records: Vec<Record>,
+    /// Every record file that could not be read, sorted by name.
+    pub unreadable: Vec<Unreadable>,
+    /// The description documents beside the records,
+    /// `DIR/<exposure>.<caller>.description.json`, by `<exposure>.<caller>`
+    /// (the reference fixtures have them; a corpus need not).
+    pub documents: Vec<(String, Value)>,
+}
+
+/// Why a corpus could not be opened at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorpusError(pub String);
+
+impl std::fmt::Display for CorpusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CorpusError {}
+
+impl Corpus {
+    /// Opens the corpus in `dir`: `dir/corpus.json` when present
+    /// (`{"corpus": 1, "program": "<path relative to dir>"}`), else
+    /// `dir/program.hl`; the records are `dir/wire/<transport>/*.json`.
+    pub fn open(dir: &Path) -> Result<Corpus, CorpusError> {
+        if !dir.is_dir() {
+            return Err(CorpusError(format!(
+                "{} is not a corpus folder",
+                dir.display()
+            )));
+        }
+        let manifest = dir.join("corpus.json");
+        let program = if manifest.is_file() {
+            let text = std::fs::read_to_string(&manifest)
+                .map_err(|e| CorpusError(format!("{}: {e}", manifest.display())))?;
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| CorpusError(format!("{}: not JSON: {e}", manifest.display())))?;
+            if v.get("corpus").and_then(Value::as_u64) != Some(1) {
+                return Err(CorpusError(format!(
+                    "{}: $.corpus: expected the manifest's version, 1",
+                    manifest.display()
+                )));
+            }
+            let program = v.get("program").and_then(Value::as_str).ok_or_else(|| {
+                CorpusError(format!(
+                    "{}: $.program: expected the program's path",
+                    manifest.display()
+                ))
+            })?;
+            dir.join(program)
+        } else {
+            dir.join("program.hl")
+        };
+        if !program.is_file() {
+            return Err(CorpusError(format!(
+                "{}: the corpus's program is not there",
+                program.display()
+            )));
+        }
+        let wire_dir = dir.join("wire");
+        let mut files = Vec::new();
+        let transports = std::fs::read_dir(&wire_dir)
+            .map_err(|e| CorpusError(format!("{}: {e}", wire_dir.display())))?;
+        for t in transports.flatten() {
+            if !t.path().is_dir() {
+                continue;
+            }
+            let folder = t.file_name().to_string_lossy().into_owned();
+            for f in std::fs::read_dir(t.path()).into_iter().flatten().flatten() {
+                let path = f.path();
+                if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                    continue;
+                }
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                files.push((format!("{folder}/{stem}"), path));
+            }
+        }
+        files.sort();
+        let mut records = Vec::new();
+        let mut unreadable = Vec::new();
+        for (name, path) in files {
+            let read = std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| Record::parse(&name, &text).map_err(|e| e.to_string()));
+            match read {
+                Ok(r) => records.push(r),
+                Err(error) => unreadable.push(Unreadable { name, error }),
+            }
+        }
+        let mut documents = Vec::new();
+        for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let file = f.file_name().to_string_lossy().into_owned();
+            let Some(name) = file.strip_suffix(".description.json") else {
+                continue;
+            };
+            let text = std::fs::read_to_string(f.path())
+                .map_err(|e| CorpusError(format!("{}: {e}", f.path().display())))?;
+            let doc = serde_json::from_str(&text)
+                .map_err(|e| CorpusError(format!("{}: not JSON: {e}", f.path().display())))?;
+            documents.push((name.to_owned(), doc));
+        }
+        documents.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Corpus {
+            dir: dir.to_owned(),
+            program,
+            records,
+            unreadable,
+            documents,
+        })
+    }
+
+    /// The program's source text.
+    pub fn program_source(&self) -> Result<String, CorpusError> {
+        std::fs::read_to_string(&self.program)
+            .map_err(|e| CorpusError(format!("{}: {e}", self.program.display())))
+    }
+
+    /// The description document `<exposure>.<caller>` (`public.alice`).
+    pub fn document(&self, name: &str) -> Option<&Value> {
+        self.documents
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d)
+    }
+
+    /// The record named `name` (`unix/result`).
+    pub fn record(&self, name: &str) -> Option<&Record> {
+        self.records.iter().find(|r| r.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RESULT: &str = r#"{"wire": 1, "transport": "unix",
+        "exposure": "Admin@fnv1a64:40381db6685c9f75/admin", "outcome": "result",
+        "peer": {"uid": 1000, "gid": 1000, "pid": 4242},
+        "request": {"call": "Orders::cancel", "payload": {"order": 41}, "id": "c-1"},
+        "reply": {"request_id": 1, "id": "c-1", "ok": true, "value": {}, "caller": {}}}"#;
+
+    #[test]
+    fn a_record_reads_its_envelope() {
+        let r = Record::parse("unix/result", RESULT).unwrap();
+        assert_eq!(r.transport, Transport::Unix);
+        assert_eq!(exposure_name(&r.exposure), "admin");
+        assert_eq!(r.peer.unwrap().uid, 1000);
+        assert_eq!(r.stem(), "result");
+    }
+
+    #[test]
+    fn a_tool_protocol_record_has_its_own_envelope() {
+        let text = r#"{"wire": 1, "transport": "tool", "tool": "desk.quote",
+            "fingerprint": "sha256:00", "outcome": "NotRun",
+            "request": {"jsonrpc": "2.0", "id": 1, "method": "call"},
+            "reply": {"jsonrpc": "2.0", "id": 1, "result": {"outcome": {"NotRun": "x"}}}}"#;
+        let r = Record::parse("tool/not_run", text).unwrap();
+        assert_eq!(r.exposure, "desk.quote");
+        let bad = text.replace("NotRun\",", "Refused\",");
+        assert_eq!(
+            Record::parse("tool/not_run", &bad).unwrap_err().path,
+            "$.outcome"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let cases = [
+            (RESULT.replace("\"wire\": 1", "\"wire\": 2"), "$.wire"),
+            (
+                RESULT.replace("\"uid\": 1000", "\"uid\": \"x\""),
+                "$.peer.uid",
+            ),
+            (RESULT.replace("Admin@", "Admin"), "$.exposure"),
+            (
+                RESULT.replace("\"outcome\": \"result\"", "\"outcome\": \"refusal\""),
+                "$.kind",
+            ),
+            (
+                RESULT.replace("\"outcome\": \"result\"", "\"outcome\": \"server_error\""),
+                "$.reply",
+            ),
+            (
+                RESULT.replace("\"transport\": \"unix\"", "\"transport\": \"http\""),
+                "$.transport",
+            ),
+        ];
+        for (text, path) in cases {
+            let e = Record::parse("unix/result", &text).unwrap_err();
+            assert_eq!(e.path, path, "{e}");
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `limen-conformance replay`: each record's request bytes through the
+//! sans-I/O machines of a [`World`], its scenario taken first, and what the
+//! machines emit compared with the recorded reply as a value, masked.
+
+use limen_core::hale::model::{parse_program, Program};
+use limen_core::hale::runtime::PeerCredentials;
+use serde_json::Value;
+
+use crate::mask;
+use crate::record::{exposure_name, Corpus, Record, Transport};
+use crate::report::{Report, Verdict};
+use crate::scenario::{self, Overlay, Step};
+use crate::wire;
+use crate::world::{DescriberFactory, Feed, World};
+
+/// How a replay runs.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// Scenarios for the records that state none.
+    pub overlay: Overlay,
+    /// How the machines are fed.
+    pub feed: Feed,
+    /// The describer the exposures answer a describe with, in place of
+    /// the model's.
+    pub describer: Option<&'a DescriberFactory>,
+}
+
+impl std::fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("feed", &self.feed)
+            .field("describer", &self.describer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Replays every record of `corpus`, in the order of their names; a file
+/// that could not be read fails in its place.
+pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
+    let mut report = Report::default();
+    let program = corpus
+        .program_source()
+        .map_err(|e| e.to_string())
+        .and_then(|src| {
+            parse_program(&corpus.program.to_string_lossy(), &src).map_err(|e| e.to_string())
+        });
+    let mut names: Vec<(&str, Result<&Record, &str>)> = corpus
+        .records
+        .iter()
+        .map(|r| (r.name.as_str(), Ok(r)))
+        .chain(
+            corpus
+                .unreadable
+                .iter()
+                .map(|u| (u.name.as_str(), Err(u.error.as_str()))),
+        )
+        .collect();
+    names.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, record) in names {
+        let verdict = match (&program, record) {
+            (Err(e), _) => Verdict::Fail(format!("the corpus's program: {e}")),
+            (_, Err(e)) => Verdict::Fail(e.to_owned()),
+            (Ok(program), Ok(record)) => match replay(program, record, options) {
+                Ok(()) => Verdict::Pass,
+                Err(why) => Verdict::Fail(why),
+            },
+        };
+        report.push(name, verdict);
+    }
+    report
+}
+
+/// The peer a connection of `transport` is made from: a Unix record's own,
+/// nobody's over TCP.
+fn peer_for(transport: &Transport, peer: Option<PeerCredentials>) -> PeerCredentials {
+    match transport {
+        Transport::Unix => peer.unwrap_or(PeerCredentials::UNNAMED),
+        _ => PeerCredentials::UNNAMED,
+    }
+}
+
+/// The bytes a request of `transport` is sent as.
+pub fn request_bytes(transport: &Transport, request: &Value) -> Result<Vec<u8>, String> {
+    match transport {
+        Transport::Unix => Ok(wire::unix_line(request)),
+        Transport::Http => wire::http_request(request, None),
+        Transport::Other(t) => Err(format!("limen has no `{t}` machine to replay through yet")),
+    }
+}
+
+/// The reply the server wrote, as a record's reply; `None` when none is
+/// whole yet.
+pub fn reply_of(transport: &Transport, raw: &[u8], eof: bool) -> Result<Option<Value>, String> {
+    match transport {
+        Transport::Unix => match wire::first_line(raw) {
+            Some(line) => wire::unix_reply_value(line).map(Some),
+            None if eof && !raw.is_empty() => {
+                Err("the connection ended inside the reply line".into())
+            }
+            None => Ok(None),
+        },
+        Transport::Http => {
+            if raw.is_empty() {
+                return Ok(None);
+            }
+            Ok(wire::parse_http_response(raw, eof)?.map(|r| wire::http_reply_value(&r)))
+        }
+        Transport::Other(t) => Err(format!("no `{t}` reply reader yet")),
+    }
+}
+
+fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(), String> {
+    if let Transport::Other(t) = &record.transport {
+        return Err(format!("limen has no `{t}` machine to replay through yet"));
+    }
+    let roles = record
+        .scenario
+        .as_ref()
+        .map(|s| s.roles.clone())
+        .unwrap_or_default();
+    let mut world = World::new(program, &roles, options.describer, options.feed)?;
+    let name = exposure_name(&record.exposure);
+    let target = world
+        .served(name)
+        .ok_or_else(|| format!("the program serves no exposure `{name}`"))?;
+    let served = world.exposure(target);
+    if served.identity != record.exposure {
+        return Err(format!(
+            "the record is of {}, and the program serves {} as `{name}`",
+            record.exposure, served.identity
+        ));
+    }
+    if served.transport != record.transport {
+        return Err(format!(
+            "the record is over {}, and the program serves `{name}` over {}",
+            record.transport.as_str(),
+            served.transport.as_str()
+        ));
+    }
+    let spec = served.spec().clone();
+    let (steps, _) = scenario::steps(record, &spec, &options.overlay);
+    let bytes = request_bytes(&record.transport, &record.request)?;
+    let peer = peer_for(&record.transport, record.peer);
+    let mut exchange = None;
+    for (i, step) in steps.iter().enumerate() {
+        let at = format!("step {} ({})", i + 1, step.to_json());
+        match step {
+            Step::Gate(r) | Step::Open(r) | Step::Drain(r) | Step::Resume(r)
+                if !world.has_instance(r) =>
+            {
+                return Err(format!("{at}: no receiver instance `{r}`"));
+            }
+            Step::Gate(r) => world.gate(r),
+            Step::Open(r) => world.open(r),
+            Step::Drain(r) => world.drain(r),
+            Step::Resume(r) => world.resume(r),
+            Step::Stop => world.stop(),
+            Step::Copies(n) => {
+                for _ in 0..*n {
+                    let c = world
+                        .connect(target, peer)
+                        .ok_or_else(|| format!("{at}: the listener is closed"))?;
+                    world.send(c, &bytes);
+                }
+            }
+            Step::Exchange => {
+                let c = world
+                    .connect(target, peer)
+                    .ok_or_else(|| format!("{at}: the listener is closed"))?;
+                world.send(c, &bytes);
+                exchange = Some(c);
+            }
+            Step::Call(call) => {
+                let name = exposure_name(&call.exposure);
+                let s = world
+                    .served(name)
+                    .ok_or_else(|| format!("{at}: the program serves no exposure `{name}`"))?;
+                let transport = world.exposure(s).transport.clone();
+                let bytes =
+                    request_bytes(&transport, &call.request).map_err(|e| format!("{at}: {e}"))?;
+                let c = world
+                    .connect(s, peer_for(&transport, call.peer.or(record.peer)))
+                    .ok_or_else(|| format!("{at}: the listener is closed"))?;
+                world.send(c, &bytes);
+                let reply = reply_of(&transport, world.output(c), world.is_closed(c))
+                    .map_err(|e| format!("{at}: {e}"))?
+                    .ok_or_else(|| format!("{at}: no reply"))?;
+                expect(
+                    &transport,
+                    call.outcome.as_deref(),
+                    call.kind.as_deref(),
+                    &reply,
+                )
+                .map_err(|e| format!("{at}: {e}"))?;
+            }
+        }
+    }
+    let c = exchange.ok_or("the scenario sends no exchange")?;
+    let got =
+        reply_of(&record.transport, world.output(c), world.is_closed(c))?.ok_or_else(|| {
+            if world.is_closed(c) {
+                "the connection ended with no reply (a transport failure)".to_owned()
+            } else {
+                "no reply: the request is still with the exposure".to_owned()
+            }
+        })?;
+    match mask::compare_reply(
+        &record.transport,
+        &record.reply,
+        record.peer,
+        &got,
+        Some(peer),
+    ) {
+        None => Ok(()),
+        Some(d) => Err(format!("reply {d}")),
+    }
+}
+
+/// Holds a prior exchange's reply to the outcome its step states.
+pub fn expect(
+    transport: &Transport,
+    outcome: Option<&str>,
+    kind: Option<&str>,
+    reply: &Value,
+) -> Result<(), String> {
+    let Some(want) = outcome else {
+        return Ok(());
+    };
+    let (got, got_kind) = wire::outcome_of(transport, reply)
+        .ok_or_else(|| format!("the reply encodes no outcome: {reply}"))?;
+    if got != want || (kind.is_some() && got_kind.as_deref() != kind) {
+        return Err(format!(
+            "expected {want}{}, got {got}{}: {reply}",
+            kind.map(|k| format!(" ({k})")).unwrap_or_default(),
+            got_kind.map(|k| format!(" ({k})")).unwrap_or_default()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,364 @@
+//! A record's scenario: what its exchange assumes of the server — the
+//! handlers' state, the grants, and for the outcomes that need the server's
+//! cooperation, the gate, the drain or the stop that provoked them.
+//!
+//! The project's records state it in a `scenario` member (an extension of
+//! the reference format, `docs/conformance.md`):
+//!
+//! ```json
+//! "scenario": {
+//!   "note": "why, for the reviewer",
+//!   "roles": {"admin_roles": {"operator": "uid:1001"}},
+//!   "steps": [{"gate": "self.ledger"}, {"copies": 16}, {"exchange": true}]
+//! }
+//! ```
+//!
+//! A record without steps (every reference record) gets them from the
+//! project's record of the same name when that record carries the same
+//! request ([`Overlay`]), and otherwise derives them from its outcome and
+//! kind ([`derive()`]).
+
+use std::collections::BTreeMap;
+
+use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
+use serde_json::Value;
+
+use crate::mask;
+use crate::record::{self, error, object, string, Record, RecordError, Transport};
+use crate::wire;
+
+/// What a record assumes. See the module documentation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scenario {
+    /// Free text for the reviewer.
+    pub note: Option<String>,
+    /// Grants that differ from the program's literal, by role source param
+    /// (`admin_roles`): role → the principal name that holds it instead.
+    pub roles: BTreeMap<String, BTreeMap<String, String>>,
+    /// The steps, in order; `None` when the record states none.
+    pub steps: Option<Vec<Step>>,
+}
+
+/// One step of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// A prior exchange, answered before the next step (`{"call": {…}}`).
+    Call(Call),
+    /// Close the gate of a receiver instance: calls handed to it wait.
+    Gate(String),
+    /// Open it: what waits runs, in order.
+    Open(String),
+    /// The instance drains: its members are refused `unavailable`.
+    Drain(String),
+    /// It is back; the exposure learns so when it next asks.
+    Resume(String),
+    /// `n` copies of the recorded request, each on a connection of its
+    /// own, sent before the exchange and not awaited.
+    Copies(usize),
+    /// The recorded exchange itself.
+    Exchange,
+    /// `stop()` on every exposure.
+    Stop,
+}
+
+/// A prior exchange of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The exposure's identity (its name is what a runner looks it up by).
+    pub exposure: String,
+    /// The request, in the form of that exposure's transport.
+    pub request: Value,
+    /// For a Unix exposure, the peer; the record's own when absent.
+    pub peer: Option<PeerCredentials>,
+    /// The outcome it must have (`result`, `refusal`…), when stated.
+    pub outcome: Option<String>,
+    /// The refusal kind it must have, when stated.
+    pub kind: Option<String>,
+}
+
+impl Step {
+    /// The step as its record writes it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Step::Call(c) => {
+                let mut o = serde_json::Map::new();
+                o.insert("exposure".into(), c.exposure.clone().into());
+                o.insert("request".into(), c.request.clone());
+                if let Some(p) = c.peer {
+                    o.insert(
+                        "peer".into(),
+                        serde_json::json!({"uid": p.uid, "gid": p.gid, "pid": p.pid}),
+                    );
+                }
+                if let Some(out) = &c.outcome {
+                    o.insert("outcome".into(), out.clone().into());
+                }
+                if let Some(k) = &c.kind {
+                    o.insert("kind".into(), k.clone().into());
+                }
+                serde_json::json!({ "call": o })
+            }
+            Step::Gate(r) => serde_json::json!({ "gate": r }),
+            Step::Open(r) => serde_json::json!({ "open": r }),
+            Step::Drain(r) => serde_json::json!({ "drain": r }),
+            Step::Resume(r) => serde_json::json!({ "resume": r }),
+            Step::Copies(n) => serde_json::json!({ "copies": n }),
+            Step::Exchange => serde_json::json!({ "exchange": true }),
+            Step::Stop => serde_json::json!({ "stop": true }),
+        }
+    }
+
+    /// Whether the step needs the server's cooperation (a runner against a
+    /// live server can take it only through a control channel).
+    pub fn needs_cooperation(&self) -> bool {
+        matches!(
+            self,
+            Step::Gate(_) | Step::Open(_) | Step::Drain(_) | Step::Resume(_) | Step::Stop
+        )
+    }
+}
+
+impl Scenario {
+    /// Reads a `scenario` member at `path`.
+    pub fn parse(v: &Value, path: &str) -> Result<Scenario, RecordError> {
+        let o = object(v, path)?;
+        let mut scenario = Scenario::default();
+        for (key, value) in o {
+            let at = format!("{path}.{key}");
+            match key.as_str() {
+                "note" => scenario.note = Some(string(Some(value), &at)?.to_owned()),
+                "roles" => {
+                    for (param, grants) in object(value, &at)? {
+                        let at = format!("{at}.{param}");
+                        let mut table = BTreeMap::new();
+                        for (role, holder) in object(grants, &at)? {
+                            let holder = string(Some(holder), &format!("{at}.{role}"))?;
+                            table.insert(role.clone(), holder.to_owned());
+                        }
+                        scenario.roles.insert(param.clone(), table);
+                    }
+                }
+                "steps" => {
+                    let list = value
+                        .as_array()
+                        .ok_or_else(|| error(&at, "expected a list of steps"))?;
+                    let mut steps = Vec::new();
+                    for (i, s) in list.iter().enumerate() {
+                        steps.push(parse_step(s, &format!("{at}[{i}]"))?);
+                    }
+                    if steps.iter().filter(|s| **s == Step::Exchange).count() > 1 {
+                        return Err(error(&at, "a scenario has one exchange"));
+                    }
+                    scenario.steps = Some(steps);
+                }
+                other => {
+                    return Err(error(
+                        &at,
+                        format!("`{other}` is none of note, roles, steps"),
+                    ))
+                }
+            }
+        }
+        Ok(scenario)
+    }
+}
+
+fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
+    let o = object(v, path)?;
+    let mut members = o.iter();
+    let (Some((verb, arg)), None) = (members.next(), members.next()) else {
+        return Err(error(path, "a step is an object of one member, its verb"));
+    };
+    let at = format!("{path}.{verb}");
+    let instance = |arg: &Value| string(Some(arg), &at).map(str::to_owned);
+    let yes = |arg: &Value| match arg {
+        Value::Bool(true) => Ok(()),
+        _ => Err(error(&at, "expected true")),
+    };
+    Ok(match verb.as_str() {
+        "gate" => Step::Gate(instance(arg)?),
+        "open" => Step::Open(instance(arg)?),
+        "drain" => Step::Drain(instance(arg)?),
+        "resume" => Step::Resume(instance(arg)?),
+        "copies" => Step::Copies(
+            arg.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| *n <= 100_000)
+                .ok_or_else(|| error(&at, "expected a count of at most 100000"))?,
+        ),
+        "exchange" => {
+            yes(arg)?;
+            Step::Exchange
+        }
+        "stop" => {
+            yes(arg)?;
+            Step::Stop
+        }
+        "call" => {
+            let c = object(arg, &at)?;
+            let exposure = string(c.get("exposure"), &format!("{at}.exposure"))?.to_owned();
+            let request = c
+                .get("request")
+                .cloned()
+                .ok_or_else(|| error(&format!("{at}.request"), "missing"))?;
+            let peer = match c.get("peer") {
+                Some(p) => Some(record::peer(p, &format!("{at}.peer"))?),
+                None => None,
+            };
+            let text = |k: &str| -> Result<Option<String>, RecordError> {
+                match c.get(k) {
+                    None => Ok(None),
+                    Some(v) => Ok(Some(string(Some(v), &format!("{at}.{k}"))?.to_owned())),
+                }
+            };
+            Step::Call(Call {
+                exposure,
+                request,
+                peer,
+                outcome: text("outcome")?,
+                kind: text("kind")?,
+            })
+        }
+        other => {
+            return Err(error(
+                path,
+                format!(
+                    "`{other}` is none of call, gate, open, drain, resume, copies, exchange, stop"
+                ),
+            ))
+        }
+    })
+}
+
+/// The steps a record's outcome and kind imply, on the exposure `spec`
+/// serves: `full` gates the member's receiver and fills the bound with
+/// copies; `shutting_down` gates it, sends one copy (which executes), the
+/// exchange (which is queued), then stops; `unavailable` drains the
+/// receiver first. Every other record is its exchange alone: a Unix peer
+/// the kernel did not name is the record's `peer`, which a runner hands its
+/// connection.
+pub fn derive(record: &Record, spec: &ExposureSpec) -> Vec<Step> {
+    let receiver = wire::member_of(&record.transport, &record.request)
+        .and_then(|m| spec.member_index(&m))
+        .map(|i| spec.receivers[spec.members[i].receiver].clone());
+    match (record.kind.as_deref(), receiver) {
+        (Some("full"), Some(r)) => vec![Step::Gate(r), Step::Copies(spec.bound), Step::Exchange],
+        (Some("shutting_down"), Some(r)) => {
+            vec![Step::Gate(r), Step::Copies(1), Step::Exchange, Step::Stop]
+        }
+        (Some("unavailable"), Some(r)) => vec![Step::Drain(r), Step::Exchange],
+        _ => vec![Step::Exchange],
+    }
+}
+
+/// Where a record's steps came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    /// Its own `scenario.steps`.
+    Stated,
+    /// The project's record of the same name and request.
+    Overlay,
+    /// Its outcome and kind ([`derive()`]).
+    Derived,
+}
+
+/// The scenarios of another corpus (the project's), by record name, for
+/// the records that state none.
+#[derive(Clone, Debug, Default)]
+pub struct Overlay {
+    by_name: BTreeMap<String, (Transport, Value, Vec<Step>)>,
+}
+
+impl Overlay {
+    /// No overlay.
+    pub fn none() -> Overlay {
+        Overlay::default()
+    }
+
+    /// The stated steps of every record of `records` that states some.
+    pub fn from_records(records: &[Record]) -> Overlay {
+        let by_name = records
+            .iter()
+            .filter_map(|r| {
+                let steps = r.scenario.as_ref()?.steps.clone()?;
+                Some((
+                    r.name.clone(),
+                    (r.transport.clone(), r.request.clone(), steps),
+                ))
+            })
+            .collect();
+        Overlay { by_name }
+    }
+
+    /// The steps for `record`, if the overlay has a record of its name
+    /// whose request is the same (as a value, masked as § the comparison
+    /// masks a request).
+    pub fn steps_for(&self, record: &Record) -> Option<&[Step]> {
+        let (transport, request, steps) = self.by_name.get(&record.name)?;
+        let same = *transport == record.transport
+            && mask::request(transport, request) == mask::request(transport, &record.request);
+        same.then_some(steps.as_slice())
+    }
+}
+
+/// The steps a runner takes for `record`, and where they came from: its
+/// own, else the overlay's, else derived; with the exchange appended when
+/// the steps name none.
+pub fn steps(record: &Record, spec: &ExposureSpec, overlay: &Overlay) -> (Vec<Step>, Provenance) {
+    let (mut steps, from) = match record.scenario.as_ref().and_then(|s| s.steps.clone()) {
+        Some(s) => (s, Provenance::Stated),
+        None => match overlay.steps_for(record) {
+            Some(s) => (s.to_vec(), Provenance::Overlay),
+            None => (derive(record, spec), Provenance::Derived),
+        },
+    };
+    if !steps.contains(&Step::Exchange) {
+        steps.push(Step::Exchange);
+    }
+    (steps, from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_read_back_as_written() {
+        let v = serde_json::json!({
+            "note": "n",
+            "roles": {"admin_roles": {"operator": "uid:7"}},
+            "steps": [{"gate": "self.ledger"}, {"copies": 16}, {"exchange": true}, {"stop": true},
+                      {"call": {"exposure": "P@d/p", "request": {}, "outcome": "result"}}]
+        });
+        let s = Scenario::parse(&v, "$.scenario").unwrap();
+        assert_eq!(s.roles["admin_roles"]["operator"], "uid:7");
+        let steps = s.steps.unwrap();
+        let back: Vec<Value> = steps.iter().map(Step::to_json).collect();
+        assert_eq!(Value::Array(back), v["steps"]);
+    }
+
+    #[test]
+    fn a_bad_step_is_named_by_its_path() {
+        for (v, path) in [
+            (
+                serde_json::json!({"steps": [{"gate": 1}]}),
+                "$.scenario.steps[0].gate",
+            ),
+            (
+                serde_json::json!({"steps": [{"gate": "a", "open": "b"}]}),
+                "$.scenario.steps[0]",
+            ),
+            (
+                serde_json::json!({"steps": [{"leap": true}]}),
+                "$.scenario.steps[0]",
+            ),
+            (
+                serde_json::json!({"steps": [{"exchange": true}, {"exchange": true}]}),
+                "$.scenario.steps",
+            ),
+            (serde_json::json!({"colour": 1}), "$.scenario.colour"),
+        ] {
+            assert_eq!(Scenario::parse(&v, "$.scenario").unwrap_err().path, path);
+        }
+    }
+}

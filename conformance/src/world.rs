@@ -1,0 +1,491 @@
+//! A served program in memory: the demo's arrangement (every exposure the
+//! program serves over HTTP or a Unix socket, bound to one set of receiver
+//! instances) driven through the real machines — [`LineConn`] and
+//! [`http1::Conn`], Hale's framing, [`Exposure`] — with no socket, no
+//! thread and no clock.
+//!
+//! Time is a virtual clock that starts at [`EPOCH`] and moves one
+//! millisecond per input. Handlers run at once, in the order the exposure
+//! hands them over, unless their instance is gated; a violation is absorbed
+//! (the witness's `on_failure` counts it and lets execution return). The
+//! same inputs therefore give the same bytes, every run.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use limen_core::hale::docs::ExposureDescriber;
+use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
+use limen_core::hale::runtime::{
+    BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
+    Receiver, RoleTable,
+};
+use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::line::{self, LineConn, LineEvent};
+use limen_core::wire::{hale_http, http1};
+use limen_core::{Timestamp, SECOND};
+use limen_drivers::demo::witness::{self, Instances};
+
+use crate::record::Transport;
+
+/// Where the virtual clock starts: 2026-01-01T00:00:00Z, in nanoseconds
+/// since the Unix epoch (the clock a bearer source's expiry is read on).
+pub const EPOCH: Timestamp = 1_767_225_600 * SECOND;
+
+/// How far one input moves the clock.
+pub const TICK: Timestamp = 1_000_000;
+
+/// The incarnation stamp every receiver is born with (no scenario restarts
+/// one).
+const STAMP: u64 = 1;
+
+/// How the machines are fed a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Feed {
+    /// All at once.
+    #[default]
+    Whole,
+    /// One byte at a time (a machine fed in any split yields the same
+    /// events).
+    Bytes,
+}
+
+/// Builds the describer of one exposure, in place of the model's.
+pub type DescriberFactory = dyn Fn(&Program, &ModelExposure) -> Box<dyn Describer + Send>;
+
+enum Machine {
+    Http(http1::Conn),
+    Line(LineConn),
+}
+
+struct Conn {
+    served: usize,
+    machine: Machine,
+    peer: PeerCredentials,
+    output: Vec<u8>,
+    closed: bool,
+}
+
+/// One exposure the world serves.
+pub struct Served {
+    /// `as:`.
+    pub name: String,
+    /// `<Surface>@<digest>/<name>`.
+    pub identity: String,
+    /// Its transport.
+    pub transport: Transport,
+    exposure: Exposure,
+    /// Its receivers' instance names, by receiver id.
+    receivers: Vec<String>,
+    listening: bool,
+}
+
+impl Served {
+    /// What it serves.
+    pub fn spec(&self) -> &limen_core::hale::runtime::ExposureSpec {
+        self.exposure.spec()
+    }
+}
+
+/// The world. See the module documentation.
+pub struct World {
+    now: Timestamp,
+    feed: Feed,
+    served: Vec<Served>,
+    receivers: BTreeMap<String, Box<dyn Receiver + Send>>,
+    gated: BTreeSet<String>,
+    draining: BTreeSet<String>,
+    held: Vec<(usize, Dispatch)>,
+    conns: BTreeMap<Correlation, Conn>,
+    next_correlation: Correlation,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("now", &self.now)
+            .field("served", &self.served.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn role_param(e: &ModelExposure) -> Option<&str> {
+    match &e.roles {
+        Source::Param { param, .. } => Some(param),
+        _ => None,
+    }
+}
+
+impl World {
+    /// Serves every exposure of `program` that has an HTTP or Unix listener,
+    /// its role sources the program's literals with `roles` (by role source
+    /// param, role → holder) in place of theirs, each described by
+    /// `describer` or else by the model's describer, its listener as
+    /// written.
+    pub fn new(
+        program: &Program,
+        roles: &BTreeMap<String, BTreeMap<String, String>>,
+        describer: Option<&DescriberFactory>,
+        feed: Feed,
+    ) -> Result<World, String> {
+        let instances = Instances::new(program);
+        let mut world = World {
+            now: EPOCH,
+            feed,
+            served: Vec::new(),
+            receivers: BTreeMap::new(),
+            gated: BTreeSet::new(),
+            draining: BTreeSet::new(),
+            held: Vec::new(),
+            conns: BTreeMap::new(),
+            next_correlation: 1,
+        };
+        for e in &program.exposures {
+            let transport = match e.listener.as_ref().map(|l| &l.transport) {
+                Some(TransportKind::Http) => Transport::Http,
+                Some(TransportKind::Unix) => Transport::Unix,
+                _ => continue,
+            };
+            let spec = exposure_spec(program, e, transport.as_str()).map_err(|e| e.to_string())?;
+            for r in &spec.receivers {
+                if !world.receivers.contains_key(r) {
+                    let receiver = instances
+                        .receiver(r)
+                        .ok_or_else(|| format!("the witness's loci implement no receiver `{r}`"))?;
+                    world.receivers.insert(r.clone(), receiver);
+                }
+            }
+            let bearer: Option<Box<dyn BearerSource + Send>> = match e.principals {
+                Source::Kernel => None,
+                _ => Some(Box::new(witness::tokens())),
+            };
+            let table = match role_param(e) {
+                None => RoleTable::new(),
+                Some(param) => {
+                    let over = roles.get(param);
+                    witness::grant_pairs(program, param)
+                        .into_iter()
+                        .map(|(role, holder)| match over.and_then(|o| o.get(&role)) {
+                            Some(h) => (role, h.clone()),
+                            None => (role, holder),
+                        })
+                        .fold(RoleTable::new(), |t, (role, holder)| {
+                            t.grant(&holder, &role)
+                        })
+                }
+            };
+            let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
+            let docs: Box<dyn Describer + Send> = match describer {
+                Some(f) => f(program, e),
+                // The listener as written: nothing is bound.
+                None => Box::new(
+                    ExposureDescriber::new(program, &spec.name, None)
+                        .map_err(|e| format!("exposure `{}`: {e}", spec.name))?,
+                ),
+            };
+            let receivers = spec.receivers.clone();
+            let name = spec.name.clone();
+            let identity = spec.identity();
+            let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
+            for r in 0..receivers.len() {
+                exposure.receiver_born(r, STAMP);
+            }
+            world.served.push(Served {
+                name,
+                identity,
+                transport,
+                exposure,
+                receivers,
+                listening: true,
+            });
+            let s = world.served.len() - 1;
+            world.pump(s);
+        }
+        Ok(world)
+    }
+
+    /// The exposure named `name`, by its index.
+    pub fn served(&self, name: &str) -> Option<usize> {
+        self.served.iter().position(|s| s.name == name)
+    }
+
+    /// The exposure at `index`.
+    pub fn exposure(&self, index: usize) -> &Served {
+        &self.served[index]
+    }
+
+    /// Whether `instance` is a receiver instance of the world.
+    pub fn has_instance(&self, instance: &str) -> bool {
+        self.receivers.contains_key(instance)
+    }
+
+    fn tick(&mut self) -> Timestamp {
+        self.now += TICK;
+        self.now
+    }
+
+    /// A connection to exposure `served` from `peer` (a Unix peer's kernel
+    /// credentials; unnamed over TCP). `None` once its listener is closed.
+    pub fn connect(&mut self, served: usize, peer: PeerCredentials) -> Option<Correlation> {
+        if !self.served[served].listening {
+            return None;
+        }
+        let now = self.tick();
+        let machine = match self.served[served].transport {
+            Transport::Unix => Machine::Line(LineConn::new(now, line::Limits::default(), peer)),
+            _ => Machine::Http(http1::Conn::new(now, http1::Limits::default())),
+        };
+        let c = self.next_correlation;
+        self.next_correlation += 1;
+        self.conns.insert(
+            c,
+            Conn {
+                served,
+                machine,
+                peer,
+                output: Vec::new(),
+                closed: false,
+            },
+        );
+        Some(c)
+    }
+
+    /// Bytes from the client of `c`.
+    pub fn send(&mut self, c: Correlation, bytes: &[u8]) {
+        let now = self.tick();
+        let chunks: Vec<&[u8]> = match self.feed {
+            Feed::Whole => vec![bytes],
+            Feed::Bytes => bytes.chunks(1).collect(),
+        };
+        for chunk in chunks {
+            let Some(conn) = self.conns.get_mut(&c) else {
+                return;
+            };
+            match &mut conn.machine {
+                Machine::Http(m) => m.handle_data(now, chunk),
+                Machine::Line(m) => m.handle_data(now, chunk),
+            }
+            self.after_machine(c);
+        }
+    }
+
+    /// Every byte the server wrote to `c`.
+    pub fn output(&self, c: Correlation) -> &[u8] {
+        self.conns
+            .get(&c)
+            .map_or(&[], |conn| conn.output.as_slice())
+    }
+
+    /// Whether the server closed `c`.
+    pub fn is_closed(&self, c: Correlation) -> bool {
+        self.conns.get(&c).is_none_or(|conn| conn.closed)
+    }
+
+    /// Closes `instance`'s gate: calls handed to it wait.
+    pub fn gate(&mut self, instance: &str) {
+        self.tick();
+        self.gated.insert(instance.to_owned());
+    }
+
+    /// Opens `instance`'s gate and runs what waits, in order.
+    pub fn open(&mut self, instance: &str) {
+        self.tick();
+        self.gated.remove(instance);
+        let held = std::mem::take(&mut self.held);
+        let (run, keep): (Vec<_>, Vec<_>) = held
+            .into_iter()
+            .partition(|(s, d)| self.served[*s].receivers[d.receiver] == instance);
+        self.held = keep;
+        for (s, d) in run {
+            self.execute(s, d);
+            self.pump(s);
+        }
+    }
+
+    /// `instance` drains: every exposure bound to it learns so.
+    pub fn drain(&mut self, instance: &str) {
+        self.tick();
+        self.draining.insert(instance.to_owned());
+        for s in 0..self.served.len() {
+            let ids: Vec<usize> = (0..self.served[s].receivers.len())
+                .filter(|&r| self.served[s].receivers[r] == instance)
+                .collect();
+            for r in ids {
+                self.served[s].exposure.receiver_draining(r, STAMP);
+            }
+            self.pump(s);
+        }
+    }
+
+    /// `instance` is back: asked next, it answers.
+    pub fn resume(&mut self, instance: &str) {
+        self.tick();
+        self.draining.remove(instance);
+    }
+
+    /// `stop()` on every exposure.
+    pub fn stop(&mut self) {
+        let now = self.tick();
+        for s in 0..self.served.len() {
+            self.served[s].exposure.stop(now);
+            self.pump(s);
+        }
+    }
+
+    fn execute(&mut self, s: usize, d: Dispatch) {
+        let member = self.served[s].exposure.spec().members[d.member]
+            .name
+            .clone();
+        let instance = &self.served[s].receivers[d.receiver];
+        let Some(receiver) = self.receivers.get_mut(instance) else {
+            self.served[s].exposure.dispatch_not_taken(d.request_id);
+            return;
+        };
+        let completion = receiver.call(&member, &d.payload, &d.context);
+        self.served[s]
+            .exposure
+            .handle_completion(d.request_id, completion);
+    }
+
+    /// Acts on everything exposure `s` emitted.
+    fn pump(&mut self, s: usize) {
+        while let Some(event) = self.served[s].exposure.poll_event() {
+            match event {
+                Event::Deliver(d) => self.deliver(d),
+                Event::Dispatch(d) => {
+                    if self.gated.contains(&self.served[s].receivers[d.receiver]) {
+                        self.held.push((s, d));
+                    } else {
+                        self.execute(s, d);
+                    }
+                }
+                Event::Ask(r) => {
+                    if self.draining.contains(&self.served[s].receivers[r]) {
+                        self.served[s].exposure.receiver_absent(r);
+                    } else {
+                        self.served[s].exposure.receiver_born(r, STAMP);
+                    }
+                }
+                Event::CloseConnection(c) => {
+                    if let Some(conn) = self.conns.get_mut(&c) {
+                        match &mut conn.machine {
+                            Machine::Http(m) => m.abort(),
+                            Machine::Line(m) => m.abort(),
+                        }
+                    }
+                    self.after_machine(c);
+                }
+                Event::StopListening => self.served[s].listening = false,
+            }
+        }
+    }
+
+    fn deliver(&mut self, d: Delivery) {
+        let now = self.now;
+        let Some(conn) = self.conns.get_mut(&d.correlation) else {
+            return;
+        };
+        if conn.closed {
+            return;
+        }
+        match &mut conn.machine {
+            Machine::Http(m) => {
+                let (status, body) = hale_http::encode(d.outcome);
+                m.send_json(now, status, &body);
+            }
+            Machine::Line(m) => {
+                let line = d
+                    .outcome
+                    .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
+                m.send_line(now, &line);
+            }
+        }
+        self.flush(d.correlation);
+    }
+
+    /// Takes what the machine of `c` has to write, as a reader that reads
+    /// everything at once.
+    fn flush(&mut self, c: Correlation) {
+        let now = self.now;
+        let Some(conn) = self.conns.get_mut(&c) else {
+            return;
+        };
+        let pending = match &conn.machine {
+            Machine::Http(m) => m.pending_output().to_vec(),
+            Machine::Line(m) => m.pending_output().to_vec(),
+        };
+        conn.output.extend_from_slice(&pending);
+        match &mut conn.machine {
+            Machine::Http(m) => m.consume_output(now, pending.len()),
+            Machine::Line(m) => m.consume_output(now, pending.len()),
+        }
+        self.after_machine(c);
+    }
+
+    /// Handles what the machine of `c` emitted.
+    fn after_machine(&mut self, c: Correlation) {
+        loop {
+            let Some(conn) = self.conns.get_mut(&c) else {
+                return;
+            };
+            if conn.closed {
+                return;
+            }
+            let s = conn.served;
+            let peer = conn.peer;
+            let framed = match &mut conn.machine {
+                Machine::Http(m) => match m.poll_event() {
+                    None => break,
+                    Some(http1::ConnEvent::Request(req)) => {
+                        Framed::Request(hale_http::frame(&req, c))
+                    }
+                    Some(http1::ConnEvent::Malformed { reason, head }) => {
+                        Framed::Request(hale_http::frame_malformed(&reason, head.as_ref(), c))
+                    }
+                    Some(http1::ConnEvent::Lost) => Framed::Lost,
+                    Some(http1::ConnEvent::Close) => Framed::Close,
+                },
+                Machine::Line(m) => match m.poll_event() {
+                    None => break,
+                    Some(LineEvent::Request(req)) => {
+                        Framed::Request(line::to_request(req, c, peer))
+                    }
+                    Some(LineEvent::Lost) => Framed::Lost,
+                    Some(LineEvent::Close) => Framed::Close,
+                },
+            };
+            match framed {
+                Framed::Request(request) => {
+                    let now = self.now;
+                    self.served[s].exposure.handle_request(now, request);
+                    self.pump(s);
+                }
+                Framed::Lost => {
+                    self.served[s].exposure.connection_lost(c);
+                    self.pump(s);
+                }
+                Framed::Close => {
+                    if let Some(conn) = self.conns.get_mut(&c) {
+                        conn.closed = true;
+                    }
+                    self.served[s].exposure.connection_lost(c);
+                    self.pump(s);
+                    return;
+                }
+            }
+        }
+        // A line the machine refused itself (request_id 0) is queued output
+        // no exposure delivered: take it as well.
+        let has_output = self.conns.get(&c).is_some_and(|conn| match &conn.machine {
+            Machine::Http(m) => !m.pending_output().is_empty(),
+            Machine::Line(m) => !m.pending_output().is_empty(),
+        });
+        if has_output {
+            self.flush(c);
+        }
+    }
+}
+
+enum Framed {
+    Request(limen_core::hale::runtime::Request),
+    Lost,
+    Close,
+}

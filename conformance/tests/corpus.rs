@@ -1,0 +1,121 @@
+//! The project's corpus held to the reference records of the same name as
+//! values, masked: every record the project writes says what the reference
+//! says.
+
+mod common;
+
+use common::*;
+use limen_conformance::compare;
+use limen_conformance::record::Corpus;
+use limen_conformance::report::Verdict;
+
+#[test]
+fn every_record_equals_the_reference_record_of_its_name() {
+    let Some(reference) = reference() else { return };
+    let ours = Corpus::open(&project()).unwrap();
+    let theirs = Corpus::open(&reference).unwrap();
+    let report = compare::run(&ours, &theirs);
+    let failed: Vec<_> = report
+        .lines
+        .iter()
+        .filter(|l| l.verdict != Verdict::Pass)
+        .collect();
+    assert!(failed.is_empty(), "{}", report.render());
+    // Every reference record has a project record of its name.
+    for t in ["unix", "http"] {
+        for name in reference_names(&reference, t) {
+            assert!(ours.record(&name).is_some(), "{name}");
+        }
+    }
+    // Every description document of an HTTP or Unix exposure has its
+    // describe record, held to it; the hub's (ws) are not served here.
+    for (doc, value) in &theirs.documents {
+        let transport = value["listener"]["transport"].as_str().unwrap();
+        let name = format!("{transport}/describe.{doc}");
+        let served = transport == "http" || transport == "unix";
+        assert_eq!(ours.record(&name).is_some(), served, "{name}");
+    }
+    let n = ours.records.len();
+    assert_eq!(n, 26, "ten outcomes and the describes, per transport");
+    let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with(&format!("{n} passed, 0 failed\n")), "{out}");
+}
+
+#[test]
+fn a_description_that_says_otherwise_fails_the_comparison() {
+    let Some(reference) = reference() else { return };
+    let tmp = Temp::new("compare-describe");
+    select(&project(), &["http/describe.public.bob"], &desk(), &tmp.0);
+    let path = tmp.0.join("wire/http/describe.public.bob.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["reply"]["body"]["caller"]["roles"] = serde_json::json!(["trader"]);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let (code, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&tmp.0),
+        "--reference",
+        s(&reference),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "FAIL  http/describe.public.bob: the document $.caller.roles: expected 0 items, got 1"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_project_records_state_their_review() {
+    // Each record says where it came from: recorded and reviewed, or
+    // written by hand and why.
+    let ours = Corpus::open(&project()).unwrap();
+    for r in &ours.records {
+        let note = r.scenario.as_ref().and_then(|s| s.note.as_deref());
+        assert!(
+            note.is_some_and(|n| !n.is_empty()),
+            "{} has no note",
+            r.name
+        );
+    }
+}
+
+#[test]
+fn a_record_that_says_otherwise_fails_the_comparison() {
+    let Some(reference) = reference() else { return };
+    let tmp = Temp::new("compare");
+    select(
+        &project(),
+        &["unix/refusal_unauthorized", "unix/result"],
+        &desk(),
+        &tmp.0,
+    );
+    let path = tmp.0.join("wire/unix/refusal_unauthorized.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"operator\"\n", "\"trader\"\n");
+    std::fs::write(&path, text).unwrap();
+    let (code, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&tmp.0),
+        "--reference",
+        s(&reference),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  unix/refusal_unauthorized: $.reply.refusal.requires[0]: expected \"operator\", got \"trader\""),
+        "{out}"
+    );
+    // The corpus covers unix, so the unix records it lacks fail; it has no
+    // http record, so the http ones are not asked of it.
+    assert!(out.contains("FAIL  unix/handler_error: the corpus has no record of this name"));
+    assert!(out.contains(
+        "FAIL  unix/describe.admin.uid-1000: the corpus has no describe record of admin.uid-1000.description.json"
+    ));
+    assert!(!out.contains("http/"), "{out}");
+    assert!(out.ends_with("1 passed, 11 failed\n"), "{out}");
+}

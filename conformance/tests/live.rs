@@ -1,0 +1,393 @@
+//! The live check against `hale demo`, booted through the library on
+//! ephemeral ports, with its control socket (so the outcomes that need the
+//! server's cooperation are provoked) and its recorder on: what the check
+//! sends, the demo records, and the recordings are held to the reference
+//! records and replayed.
+
+mod common;
+
+use std::path::PathBuf;
+use std::thread;
+
+use common::*;
+
+use limen_drivers::demo::{Demo, DemoOptions};
+use limen_drivers::serve::{BoundAddress, StopHandle};
+
+/// A demo running on a thread of its own, on ephemeral ports, recording.
+struct Running {
+    dir: Temp,
+    endpoints: Vec<(String, String)>,
+    stop: StopHandle,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn endpoint(&self, name: &str) -> String {
+        self.endpoints
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, e)| e.clone())
+            .unwrap()
+    }
+    fn control(&self) -> String {
+        s(&self.dir.0.join("control.sock")).to_owned()
+    }
+    fn recorded(&self) -> PathBuf {
+        self.dir.0.join("recorded")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Boots the demo; `operator` names who holds `operator` under the admin
+/// exposure (the current user when `None`).
+fn boot(tag: &str, operator: Option<&str>) -> Running {
+    let dir = Temp::new(&format!("live-{tag}"));
+    let mut options = DemoOptions::default();
+    for name in ["public", "partner"] {
+        options.addresses.insert(name.into(), "127.0.0.1:0".into());
+    }
+    options
+        .addresses
+        .insert("admin".into(), s(&dir.0.join("admin.sock")).to_owned());
+    options.control = Some(dir.0.join("control.sock"));
+    options.record = Some(dir.0.join("recorded"));
+    options.operator = operator.map(str::to_owned);
+    let demo = Demo::boot(&options).unwrap();
+    let endpoints = demo
+        .endpoints()
+        .iter()
+        .map(|(name, _, bound)| {
+            let endpoint = match bound {
+                BoundAddress::Tcp(a) => format!("http://{a}"),
+                BoundAddress::Unix(p) => format!("unix:{}", p.display()),
+            };
+            (name.clone(), endpoint)
+        })
+        .collect();
+    let stop = demo.stop_handle();
+    let thread = thread::spawn(move || demo.run().unwrap());
+    Running {
+        dir,
+        endpoints,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+fn check(args: &[&str]) -> (i32, String) {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    let (code, out, err) = run(&all);
+    (code, format!("{out}{err}"))
+}
+
+fn lines_of<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(|l| l[prefix.len()..].split(':').next().unwrap())
+        .collect()
+}
+
+/// The names of the project's records of `transport`.
+fn project_names(transport: &str) -> Vec<String> {
+    limen_conformance::record::Corpus::open(&project())
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| r.transport.as_str() == transport)
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// The recordings of a run, held to the reference records of their names
+/// (when the reference is there); then the reviewed selection (the records
+/// of those names) replayed.
+fn recordings_hold(demo: &Running, names: &[&str]) {
+    let recorded = demo.recorded();
+    for name in names {
+        let file = recorded.join("wire").join(format!("{name}.json"));
+        assert!(file.is_file(), "the run recorded no {name}");
+    }
+    let reviewed = demo.dir.0.join("reviewed");
+    select(&recorded, names, &recorded.join("program.hl"), &reviewed);
+    let (code, out, _) = run(&["replay", "--corpus", s(&reviewed)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.ends_with(&format!("{} passed, 0 failed\n", names.len())),
+        "{out}"
+    );
+    let Some(reference) = reference() else { return };
+    // The run recorded more than these (the copies, the setup calls, the
+    // describe, the wake after a resume); these are the ones the reference
+    // names, and the ones a review keeps.
+    let (_, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&recorded),
+        "--reference",
+        s(&reference),
+    ]);
+    for name in names {
+        assert!(out.contains(&format!("pass  {name}\n")), "{name}:\n{out}");
+    }
+}
+
+#[test]
+fn http_every_outcome_live_recorded_and_replayed() {
+    let demo = boot("http", None);
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("public"),
+        "--transport",
+        "http",
+        "--bearer",
+        "t-alice",
+        "--control",
+        &control,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("serves Public@fnv1a64:a8930d6e7998e986/public"),
+        "{out}"
+    );
+    assert!(out.ends_with("12 passed, 0 failed\n"), "{out}");
+    // The cooperative outcomes run last, the stop at the very end.
+    let order = lines_of(&out, "pass  ");
+    assert_eq!(
+        &order[order.len() - 3..],
+        [
+            "http/refusal_full",
+            "http/refusal_unavailable",
+            "http/refusal_shutting_down"
+        ]
+    );
+    // What the check sent of public; the partner's describes it did not.
+    let names: Vec<String> = project_names("http")
+        .into_iter()
+        .filter(|n| !n.contains(".partner."))
+        .collect();
+    assert_eq!(names.len(), 12);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    recordings_hold(&demo, &names);
+}
+
+#[test]
+fn http_without_cooperation_names_what_it_could_not_provoke() {
+    let demo = boot("http-alone", None);
+    let public = demo.endpoint("public");
+    // Described to nobody, the endpoint does not say which exposure it is,
+    // and the HTTP records are of two.
+    let (code, out) = check(&["--endpoint", &public, "--transport", "http"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(
+            "the http records are of partner, public: name the one it serves with --exposure NAME"
+        ),
+        "{out}"
+    );
+    let (code, out) = check(&[
+        "--endpoint",
+        &public,
+        "--transport",
+        "http",
+        "--exposure",
+        "public",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("checked as `public` (the describe was refused unauthenticated)"),
+        "{out}"
+    );
+    assert_eq!(
+        lines_of(&out, "not provoked  "),
+        [
+            "http/refusal_full",
+            "http/refusal_unavailable",
+            "http/refusal_shutting_down"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("needs the server's cooperation: pass --control PATH"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn unix_every_outcome_a_peer_can_provoke_live() {
+    // As the operator: the demo grants it to the user running it, which
+    // stands in for the recorded uid 1000.
+    let demo = boot("unix", None);
+    let control = demo.control();
+    let public = format!("public={}", demo.endpoint("public"));
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &control,
+        "--as-peer",
+        "1000",
+        "--with",
+        &public,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        lines_of(&out, "not provoked  "),
+        [
+            "unix/describe.admin.uid-1001",
+            "unix/refusal_unauthenticated",
+            "unix/refusal_unauthorized"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
+        "{out}"
+    );
+    // The describe was recorded under the user's own uid, not 1000.
+    let names: Vec<String> = project_names("unix")
+        .into_iter()
+        .filter(|n| {
+            !n.contains("describe")
+                && !n.ends_with("unauthenticated")
+                && !n.ends_with("unauthorized")
+        })
+        .collect();
+    assert_eq!(names.len(), 8);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    recordings_hold(&demo, &names);
+
+    // As a peer that holds nothing, standing in for the recorded uid 1001.
+    let demo = boot("unix-nobody", Some("uid:nobody"));
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &control,
+        "--as-peer",
+        "1001",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        lines_of(&out, "pass  "),
+        ["unix/describe.admin.uid-1001", "unix/refusal_unauthorized"],
+        "{out}"
+    );
+    assert!(
+        out.ends_with("2 passed, 0 failed, 10 not provoked\n"),
+        "{out}"
+    );
+    recordings_hold(&demo, &["unix/refusal_unauthorized"]);
+}
+
+#[test]
+fn a_server_that_answers_otherwise_fails_the_check() {
+    let tmp = Temp::new("live-tampered");
+    select(
+        &project(),
+        &["http/result", "http/refusal_unauthorized"],
+        &desk(),
+        &tmp.0,
+    );
+    let path = tmp.0.join("wire/http/result.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"notional\": 125000", "\"notional\": 125001")
+        // A record of another contract than the one served is run, and
+        // said to be.
+        .replace(
+            "Public@fnv1a64:a8930d6e7998e986/public",
+            "Public@fnv1a64:0123456789abcdef/public",
+        );
+    std::fs::write(&path, text).unwrap();
+    let demo = boot("http-tampered", None);
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("public"),
+        "--transport",
+        "http",
+        "--bearer",
+        "t-alice",
+        "--corpus",
+        s(&tmp.0),
+        "--scenarios",
+        "none",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/result: reply $.body.notional: expected 125001, got 125000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("records are of Public@fnv1a64:0123456789abcdef/public, not of what the endpoint serves"),
+        "{out}"
+    );
+    assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn check_speaks_the_transports_it_names() {
+    let (code, out) = check(&["--endpoint", "http://127.0.0.1:9", "--transport", "mcp"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("waits for limen's MCP transport"), "{out}");
+    let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "http"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");
+    let (code, out) = check(&["--endpoint", "grpc://h:1", "--transport", "http"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("is not an endpoint"), "{out}");
+}
+
+#[test]
+fn a_server_that_never_ends_its_reply_fails_without_growing() {
+    // Answers every connection with a head that never ends.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            thread::spawn(move || {
+                use std::io::Write;
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nX: ");
+                let chunk = vec![b'x'; 1 << 16];
+                while conn.write_all(&chunk).is_ok() {}
+            });
+        }
+    });
+    let tmp = Temp::new("live-endless");
+    select(&project(), &["http/result"], &desk(), &tmp.0);
+    let (code, out) = check(&[
+        "--endpoint",
+        &format!("http://{addr}"),
+        "--transport",
+        "http",
+        "--corpus",
+        s(&tmp.0),
+        "--scenarios",
+        "none",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/result: the reply is over 16777216 bytes"),
+        "{out}"
+    );
+}

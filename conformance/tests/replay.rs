@@ -1,0 +1,204 @@
+//! `limen-conformance replay`: the project's corpus and the reference
+//! records through limen's machines, byte for byte the same output every
+//! run and in every split of the input; and the runner failing what it
+//! should.
+
+mod common;
+
+use common::*;
+use limen_conformance::record::Corpus;
+use limen_conformance::scenario::{self, Step};
+use limen_core::hale::serving::exposure_spec;
+
+fn pass_lines(out: &str) -> usize {
+    out.lines().filter(|l| l.starts_with("pass  ")).count()
+}
+
+#[test]
+fn the_project_corpus_replays_whole() {
+    let (code, out, err) = run(&["replay"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let corpus = Corpus::open(&project()).unwrap();
+    let n = corpus.records.len();
+    assert!(corpus.unreadable.is_empty(), "{:?}", corpus.unreadable);
+    assert!(
+        n >= 20,
+        "the corpus holds every reference outcome per transport"
+    );
+    assert_eq!(pass_lines(&out), n, "{out}");
+    assert!(out.ends_with(&format!("{n} passed, 0 failed\n")), "{out}");
+}
+
+#[test]
+fn the_reference_records_replay_whole() {
+    let Some(reference) = reference() else { return };
+    let (code, out, err) = run(&["replay", "--corpus", s(&reference)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(pass_lines(&out), 20, "{out}");
+    assert!(out.ends_with("20 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn replay_is_deterministic_and_split_invariant() {
+    let mut corpora = vec![project()];
+    corpora.extend(reference());
+    for corpus in corpora {
+        let whole = run(&["replay", "--corpus", s(&corpus)]);
+        let again = run(&["replay", "--corpus", s(&corpus)]);
+        let bytes = run(&["replay", "--corpus", s(&corpus), "--feed", "bytes"]);
+        assert_eq!(whole, again, "two runs over {}", corpus.display());
+        assert_eq!(
+            whole,
+            bytes,
+            "whole and byte by byte over {}",
+            corpus.display()
+        );
+    }
+}
+
+#[test]
+fn without_its_state_the_recorded_result_is_not_the_reply() {
+    // The reference result cancels order 41: only the project's scenario
+    // (an order placed through public first) makes it so.
+    let Some(reference) = reference() else { return };
+    let (code, out, _) = run(&["replay", "--corpus", s(&reference), "--scenarios", "none"]);
+    assert_eq!(code, 1, "{out}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(
+        failed,
+        ["FAIL  unix/result: reply $.ok: expected true, got false"],
+        "{out}"
+    );
+    assert!(out.ends_with("19 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn derived_scenarios_provoke_what_the_outcome_needs() {
+    let Some(reference) = reference() else { return };
+    let corpus = Corpus::open(&reference).unwrap();
+    let program =
+        limen_core::hale::model::parse_program("program.hl", &corpus.program_source().unwrap())
+            .unwrap();
+    let derived = |name: &str| {
+        let r = corpus.record(name).unwrap();
+        let e = program
+            .exposure(limen_conformance::record::exposure_name(&r.exposure))
+            .unwrap();
+        let spec = exposure_spec(&program, e, r.transport.as_str()).unwrap();
+        scenario::derive(r, &spec)
+    };
+    let gate = |r: &str| Step::Gate(r.into());
+    assert_eq!(
+        derived("unix/refusal_full"),
+        [gate("self.ledger"), Step::Copies(16), Step::Exchange]
+    );
+    assert_eq!(
+        derived("http/refusal_full"),
+        [gate("self.orders"), Step::Copies(64), Step::Exchange]
+    );
+    assert_eq!(
+        derived("http/refusal_shutting_down"),
+        [
+            gate("self.orders"),
+            Step::Copies(1),
+            Step::Exchange,
+            Step::Stop
+        ]
+    );
+    assert_eq!(
+        derived("unix/refusal_unavailable"),
+        [Step::Drain("self.ledger".into()), Step::Exchange]
+    );
+    assert_eq!(derived("unix/refusal_unauthenticated"), [Step::Exchange]);
+    assert_eq!(derived("http/result"), [Step::Exchange]);
+}
+
+/// The project's corpus copied into `dir` with its program beside it.
+fn copy_project(dir: &std::path::Path) {
+    let names: Vec<String> = Corpus::open(&project())
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    select(&project(), &names, &desk(), dir);
+}
+
+fn edit(dir: &std::path::Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("wire").join(format!("{name}.json"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn a_record_the_machines_do_not_answer_fails_with_its_path() {
+    let tmp = Temp::new("replay-tampered");
+    copy_project(&tmp.0);
+    edit(&tmp.0, "http/refusal_full", |v| {
+        v["reply"]["body"]["refusal"]["reason"] = "the queue is long".into();
+    });
+    edit(&tmp.0, "unix/handler_error", |v| {
+        v["reply"]["error"]["code"] = "no_such_order".into();
+    });
+    edit(&tmp.0, "http/result", |v| {
+        v["reply"]["headers"]["Content-Type"] = "text/plain".into();
+    });
+    // Without its gate, the bound is never full: the scenario matters.
+    edit(&tmp.0, "unix/refusal_full", |v| {
+        v["scenario"] = serde_json::json!({"steps": [{"exchange": true}]});
+    });
+    // A record that contradicts itself is refused before it replays.
+    edit(&tmp.0, "unix/server_error", |v| {
+        v["outcome"] = "result".into();
+    });
+    std::fs::write(tmp.0.join("wire/unix/broken.json"), "{\"wire\": 1,").unwrap();
+    let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
+    assert_eq!(code, 1, "{out}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(
+        failed,
+        [
+            "FAIL  http/refusal_full: reply $.body.refusal.reason: expected \"the queue is long\", got \"the exposure holds its bound of requests accepted and not yet answered\"",
+            "FAIL  http/result: reply $.headers.content-type: expected \"text/plain\", got \"application/json\"",
+            "FAIL  unix/broken: $: not JSON: EOF while parsing a value at line 1 column 11",
+            "FAIL  unix/handler_error: reply $.error.code: expected \"no_such_order\", got \"unknown_order\"",
+            "FAIL  unix/refusal_full: reply $.ok: expected false, got true",
+            "FAIL  unix/server_error: $.reply: the reply encodes server_error, the record says result",
+        ],
+        "{out}"
+    );
+    assert!(out.ends_with("21 passed, 6 failed\n"), "{out}");
+}
+
+#[test]
+fn a_transport_without_a_machine_is_not_passed() {
+    let tmp = Temp::new("replay-mcp");
+    select(&project(), &["http/result"], &desk(), &tmp.0);
+    let record = std::fs::read_to_string(tmp.0.join("wire/http/result.json"))
+        .unwrap()
+        .replace("\"transport\": \"http\"", "\"transport\": \"mcp\"");
+    std::fs::create_dir_all(tmp.0.join("wire/mcp")).unwrap();
+    std::fs::write(tmp.0.join("wire/mcp/result.json"), record).unwrap();
+    let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  mcp/result: limen has no `mcp` machine to replay through yet"),
+        "{out}"
+    );
+    assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn usage_and_corpus_errors_exit_2() {
+    assert_eq!(run(&[]).0, 2);
+    assert_eq!(run(&["replay", "--feed", "halves"]).0, 2);
+    let (code, _, err) = run(&["replay", "--corpus", "/nonexistent/corpus"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a corpus folder"), "{err}");
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("replay") && out.contains("check") && out.contains("compare"));
+}

@@ -172,6 +172,17 @@ def generated(target):
             '{"jsonrpc":"2.0","id":2,"method":"shutdown"}\n',
         ]
         return [l.encode() for l in lines] + ["".join(lines).encode()]
+    if target == "mcp_http":
+        bodies = [
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}',
+            '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+            '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"A_open",'
+            '"arguments":{"ok":1},"_meta":{"hale/digest":"fnv1a64:0000000000000001"}}}',
+            '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+            '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+        ]
+        return [("POST /mcp HTTP/1.1\r\nAuthorization: Bearer t-ann\r\n"
+                 "Content-Length: {}\r\n\r\n{}").format(len(b), b).encode() for b in bodies]
     if target == "jsonrpc":
         return [l.encode() for l in [
             '{"jsonrpc":"2.0","id":1,"method":"describe"}',

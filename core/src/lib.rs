@@ -18,6 +18,7 @@
 pub mod flow;
 pub mod hale;
 pub mod json;
+pub mod percent;
 pub mod wire;
 
 /// A point in time as the machines see it: nanoseconds on the driver's

@@ -8,12 +8,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const HALE: &str = env!("CARGO_BIN_EXE_hale");
+mod support;
+
+use support::{demo, peer, HALE};
 
 fn shared() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(
@@ -28,112 +30,9 @@ fn shared() -> Option<PathBuf> {
     }
 }
 
-/// Whether a peer program is on the PATH; absent, the test skips unless
-/// LIMEN_REQUIRE_PEERS=1 makes that a failure.
-fn peer(name: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
-            "{name} is required (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
-        );
-        eprintln!("skipped: {name} is absent (scripts/install-peers installs it)");
-    }
-    found
-}
-
 fn record(dir: &Path, transport: &str, name: &str) -> Value {
     let text = std::fs::read_to_string(dir.join(transport).join(format!("{name}.json"))).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-struct Demo {
-    child: Child,
-    public: String,
-    partner: String,
-    admin: PathBuf,
-    control: PathBuf,
-    dir: PathBuf,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn demo(tag: &str, extra: &[&str]) -> Demo {
-    let dir = std::env::temp_dir().join(format!("limen-live-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let admin = dir.join("admin.sock");
-    let control = dir.join("control.sock");
-    let mut child = Command::new(HALE)
-        .args([
-            "demo",
-            "--public",
-            "127.0.0.1:0",
-            "--partner",
-            "127.0.0.1:0",
-            "--mcp",
-            "127.0.0.1:0",
-        ])
-        .arg("--admin-socket")
-        .arg(&admin)
-        .arg("--control")
-        .arg(&control)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(out).lines();
-    let (mut public, mut partner) = (String::new(), String::new());
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if line.starts_with("stop with") {
-            break;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if let [identity, endpoint] = words[..] {
-            let addr = endpoint.trim_start_matches("http://").to_owned();
-            if identity.ends_with("/public") {
-                public = addr;
-            } else if identity.ends_with("/partner") {
-                partner = addr;
-            }
-        }
-    }
-    // Keep the pipe drained so the demo never blocks on stdout.
-    std::thread::spawn(move || for _ in lines {});
-    assert!(
-        !public.is_empty() && !partner.is_empty(),
-        "the banner names both HTTP endpoints"
-    );
-    Demo {
-        child,
-        public,
-        partner,
-        admin,
-        control,
-        dir,
-    }
-}
-
-impl Demo {
-    fn control(&self, line: &str) {
-        let mut s = UnixStream::connect(&self.control).unwrap();
-        writeln!(s, "{line}").unwrap();
-        let mut answer = String::new();
-        BufReader::new(s).read_line(&mut answer).unwrap();
-        assert_eq!(answer, "ok\n", "control `{line}`");
-    }
 }
 
 /// A curl of a recorded HTTP request against `addr`: (status, body).

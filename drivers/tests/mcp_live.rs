@@ -11,18 +11,19 @@
 //! under `<repo>/.peers/`; a test skips with a message when one is absent,
 //! unless `LIMEN_REQUIRE_PEERS=1`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use limen_core::hale::docs::rows::tool_name;
 use limen_drivers::client::wire::http_exchange;
 use serde_json::{json, Value};
 
-const HALE: &str = env!("CARGO_BIN_EXE_hale");
+mod support;
+
+use support::{absent, demo, Demo, HALE};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -36,14 +37,6 @@ fn witness() -> Option<PathBuf> {
         eprintln!("skipped: ../shared/hale-witness is absent");
         None
     }
-}
-
-fn absent(why: &str) {
-    assert!(
-        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
-    );
-    eprintln!("skipped: {why}; scripts/install-peers installs it");
 }
 
 /// An MCP client peer: the program that runs `drivers/tests/peer/mcp_client.*`.
@@ -120,87 +113,18 @@ impl Sdk {
     }
 }
 
-struct Demo {
-    child: Child,
-    public: String,
-    mcp: String,
-    admin: PathBuf,
-    control: PathBuf,
-    dir: PathBuf,
+/// What the MCP tests ask of a running demo.
+trait Mcp {
+    fn post(
+        &self,
+        token: Option<&str>,
+        extra: &[(&'static str, String)],
+        body: &Value,
+    ) -> (u16, Value);
+    fn http_url(&self) -> String;
 }
 
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn demo(tag: &str, extra: &[&str]) -> Demo {
-    let dir = std::env::temp_dir().join(format!("limen-mcp-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let admin = dir.join("admin.sock");
-    let control = dir.join("control.sock");
-    let mut child = Command::new(HALE)
-        .args([
-            "demo",
-            "--public",
-            "127.0.0.1:0",
-            "--partner",
-            "127.0.0.1:0",
-        ])
-        .args(["--mcp", "127.0.0.1:0"])
-        .arg("--admin-socket")
-        .arg(&admin)
-        .arg("--control")
-        .arg(&control)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let (mut public, mut mcp) = (String::new(), String::new());
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if line.starts_with("stop with") {
-            break;
-        }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if let [identity, endpoint] = words[..] {
-            if identity.ends_with("/public") {
-                public = endpoint.trim_start_matches("http://").to_owned();
-            } else if identity.ends_with("/mcp") {
-                mcp = endpoint.trim_start_matches("mcp://").to_owned();
-            }
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    assert!(
-        !public.is_empty() && !mcp.is_empty(),
-        "the banner names public and mcp"
-    );
-    Demo {
-        child,
-        public,
-        mcp,
-        admin,
-        control,
-        dir,
-    }
-}
-
-impl Demo {
-    fn control(&self, line: &str) {
-        let mut s = UnixStream::connect(&self.control).unwrap();
-        writeln!(s, "{line}").unwrap();
-        let mut answer = String::new();
-        BufReader::new(s).read_line(&mut answer).unwrap();
-        assert_eq!(answer, "ok\n", "control `{line}`");
-    }
-
+impl Mcp for Demo {
     /// One message as `POST /mcp` under `token`: status and body.
     fn post(
         &self,

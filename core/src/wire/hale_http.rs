@@ -77,26 +77,7 @@ fn path(target: &str) -> &str {
 /// Decodes `%XX` escapes (`Orders%3A%3Aplace`); `None` for a broken escape
 /// or bytes that are not UTF-8.
 pub fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            // Two hex digits (RFC 3986 § 2.1): `from_str_radix` alone would
-            // also take a sign, `%+A` for a newline.
-            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::percent::decode(s)
 }
 
 #[cfg(test)]

@@ -126,27 +126,7 @@ pub fn def_ref(key: &str) -> String {
 /// The `$defs` key a `$ref` names, if it is `#/$defs/` and one pointer
 /// token: percent-decoded, then `~1` and `~0` unescaped.
 pub(crate) fn def_key_of_ref(reference: &str) -> Option<String> {
-    let token = reference.strip_prefix("#/$defs/")?;
-    let bytes = token.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            // Two hex digits (RFC 3986 § 2.1): `from_str_radix` alone would
-            // also take a sign, reading `%+1` as U+0001.
-            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            let hex = std::str::from_utf8(hex).ok()?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            decoded.push(bytes[i]);
-            i += 1;
-        }
-    }
-    let token = String::from_utf8(decoded).ok()?;
+    let token = crate::percent::decode(reference.strip_prefix("#/$defs/")?)?;
     if token.contains('/') {
         return None;
     }

@@ -1,0 +1,136 @@
+//! What the live tests share: `hale demo` run as a process on ephemeral
+//! ports with a control socket, and the rule for absent peers.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The `hale` binary under test.
+pub const HALE: &str = env!("CARGO_BIN_EXE_hale");
+
+/// A peer the test needs is absent: skip with a message, unless
+/// LIMEN_REQUIRE_PEERS=1 makes that a failure.
+pub fn absent(why: &str) {
+    assert!(
+        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
+    );
+    eprintln!("skipped: {why}; scripts/install-peers installs it");
+}
+
+/// Whether a peer program is on the PATH ([`absent`] when not).
+pub fn peer(name: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        absent(&format!("{name} is absent"));
+    }
+    found
+}
+
+/// A running `hale demo`, killed when dropped.
+pub struct Demo {
+    child: Child,
+    /// public's `host:port`.
+    pub public: String,
+    /// partner's `host:port`.
+    pub partner: String,
+    /// The MCP exposure's `host:port`.
+    pub mcp: String,
+    /// The admin socket.
+    pub admin: PathBuf,
+    /// The control socket.
+    pub control: PathBuf,
+    /// The demo's scratch directory.
+    pub dir: PathBuf,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts `hale demo` with every listener on an ephemeral port (or in a
+/// scratch directory) and `extra` flags; `tag` names the scratch directory.
+pub fn demo(tag: &str, extra: &[&str]) -> Demo {
+    let dir = std::env::temp_dir().join(format!("limen-live-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let admin = dir.join("admin.sock");
+    let control = dir.join("control.sock");
+    let mut child = Command::new(HALE)
+        .args([
+            "demo",
+            "--public",
+            "127.0.0.1:0",
+            "--partner",
+            "127.0.0.1:0",
+            "--mcp",
+            "127.0.0.1:0",
+        ])
+        .arg("--admin-socket")
+        .arg(&admin)
+        .arg("--control")
+        .arg(&control)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut public, mut partner, mut mcp) = (String::new(), String::new(), String::new());
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.starts_with("stop with") {
+            break;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [identity, endpoint] = words[..] {
+            let addr = endpoint
+                .trim_start_matches("http://")
+                .trim_start_matches("mcp://")
+                .to_owned();
+            if identity.ends_with("/public") {
+                public = addr;
+            } else if identity.ends_with("/partner") {
+                partner = addr;
+            } else if identity.ends_with("/mcp") {
+                mcp = addr;
+            }
+        }
+    }
+    // Keep the pipe drained so the demo never blocks on stdout.
+    std::thread::spawn(move || for _ in lines {});
+    assert!(
+        !public.is_empty() && !partner.is_empty() && !mcp.is_empty(),
+        "the banner names public, partner and mcp"
+    );
+    Demo {
+        child,
+        public,
+        partner,
+        mcp,
+        admin,
+        control,
+        dir,
+    }
+}
+
+impl Demo {
+    /// Sends one control line and asserts it was answered `ok`.
+    pub fn control(&self, line: &str) {
+        let mut s = UnixStream::connect(&self.control).unwrap();
+        writeln!(s, "{line}").unwrap();
+        let mut answer = String::new();
+        BufReader::new(s).read_line(&mut answer).unwrap();
+        assert_eq!(answer, "ok\n", "control `{line}`");
+    }
+}

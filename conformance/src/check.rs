@@ -30,9 +30,11 @@
 //! (over HTTP the server may read the connections in any order; whichever
 //! was refused is the one the record describes).
 //!
-//! The transports are [`Wire`] values: a new one (MCP, whose records are
-//! the HTTP ones sent as `tools/call`) slots in as a variant with its
-//! request builder and reply reader.
+//! The transports are [`Wire`] values, each with its request builder and
+//! reply reader. Over MCP the records are `wire/mcp`'s, or in a corpus
+//! that has none (the reference's), the HTTP call records sent as
+//! `tools/call`; the endpoint is described by its `initialize`, whose
+//! `serverInfo` names the surface and digest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -70,7 +72,12 @@ impl Endpoint {
                 return Ok(Endpoint::Unix(PathBuf::from(path)));
             }
         }
-        if let Some(rest) = text.strip_prefix("http://") {
+        // An MCP listener is an HTTP one (`POST /mcp`); `mcp://` is how
+        // `hale demo` prints it.
+        if let Some(rest) = text
+            .strip_prefix("http://")
+            .or_else(|| text.strip_prefix("mcp://"))
+        {
             let authority = rest.strip_suffix('/').unwrap_or(rest);
             let valid = authority
                 .rsplit_once(':')
@@ -80,7 +87,7 @@ impl Endpoint {
             }
         }
         Err(format!(
-            "`{text}` is not an endpoint: name unix:<path> or http://host:port"
+            "`{text}` is not an endpoint: name unix:<path>, http://host:port or mcp://host:port"
         ))
     }
 
@@ -121,6 +128,10 @@ pub enum Wire {
     Unix,
     /// `http::Rpc`: the records of `wire/http`.
     Http,
+    /// `mcp::Rpc`: the records of `wire/mcp`, or, in a corpus that has
+    /// none, the call records of `wire/http` sent as `tools/call`
+    /// ([`crate::mcp::from_http`]).
+    Mcp,
 }
 
 impl Wire {
@@ -129,6 +140,7 @@ impl Wire {
         match self {
             Wire::Unix => Transport::Unix,
             Wire::Http => Transport::Http,
+            Wire::Mcp => Transport::Mcp,
         }
     }
 
@@ -136,7 +148,7 @@ impl Wire {
     fn request(self, request: &Value, endpoint: &Endpoint) -> Result<Vec<u8>, String> {
         match self {
             Wire::Unix => Ok(wire::unix_line(request)),
-            Wire::Http => wire::http_request(request, endpoint.host()),
+            Wire::Http | Wire::Mcp => wire::http_request(request, endpoint.host()),
         }
     }
 
@@ -367,11 +379,41 @@ fn own_peer() -> PeerCredentials {
 }
 
 /// Describes the endpoint: the exposure identity its document names, or
-/// why there is none.
-fn describe(options: &Options) -> Result<String, String> {
+/// why there is none. An MCP endpoint has no description on the wire; its
+/// `initialize` names the surface and digest, and the identity is the one
+/// exposure of `records` that has them.
+fn describe(options: &Options, records: &[&Record]) -> Result<String, String> {
+    if options.wire == Wire::Mcp {
+        let request = crate::mcp::initialize(options.bearer.as_deref());
+        let bytes = options.wire.request(&request, &options.endpoint)?;
+        let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
+        let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
+        let Some(surface) = crate::mcp::served_surface(&reply) else {
+            return Err(match wire::outcome_of(&Transport::Mcp, &reply) {
+                Some((_, Some(k))) => format!("the initialize was refused {k}"),
+                _ => "its initialize names no surface".into(),
+            });
+        };
+        let prefix = format!("{surface}/");
+        let mut names: Vec<&str> = records
+            .iter()
+            .filter(|r| r.exposure.starts_with(&prefix))
+            .map(|r| exposure_name(&r.exposure))
+            .collect();
+        names.sort();
+        names.dedup();
+        return match names.as_slice() {
+            [one] => Ok(format!("{prefix}{one}")),
+            [] => Err(format!("it serves {surface}, which no mcp record is of")),
+            several => Err(format!(
+                "it serves {surface}, which the mcp records of {} serve",
+                several.join(", ")
+            )),
+        };
+    }
     let request = match options.wire {
         Wire::Unix => serde_json::json!({"describe": true, "id": "limen-conformance"}),
-        Wire::Http => {
+        Wire::Http | Wire::Mcp => {
             let mut headers = serde_json::Map::new();
             if let Some(t) = &options.bearer {
                 headers.insert("Authorization".into(), format!("Bearer {t}").into());
@@ -384,7 +426,7 @@ fn describe(options: &Options) -> Result<String, String> {
     let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
     let document = match options.wire {
         Wire::Unix => reply.get("value"),
-        Wire::Http => reply.get("body"),
+        Wire::Http | Wire::Mcp => reply.get("body"),
     };
     document
         .and_then(|d| d.get("exposure"))
@@ -423,14 +465,32 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
         .map_err(|e| format!("the corpus's program: {e}"))?;
     let transport = options.wire.transport();
     let mut report = Report::default();
-    let of_transport: Vec<&Record> = corpus
+    let mut of_transport: Vec<&Record> = corpus
         .records
         .iter()
         .filter(|r| r.transport == transport)
         .collect();
+    // A corpus with no MCP records (the reference's) is checked over MCP
+    // by its HTTP call records, sent as tools/call.
+    let translated: Vec<Record> = if transport == Transport::Mcp && of_transport.is_empty() {
+        corpus
+            .records
+            .iter()
+            .filter_map(|r| crate::mcp::from_http(r, &r.exposure))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !translated.is_empty() {
+        report.notes.push(format!(
+            "corpus  no mcp records: its {} http call records are sent as tools/call",
+            translated.len()
+        ));
+        of_transport = translated.iter().collect();
+    }
     // Which exposure the endpoint serves: --exposure, else what its
     // description names, else the one exposure the records are of.
-    let described = describe(options);
+    let described = describe(options, &of_transport);
     let exposure = match (&options.exposure, &described) {
         (Some(name), _) => {
             report.notes.push(format!(
@@ -442,6 +502,15 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
                 }
             ));
             name.clone()
+        }
+        (None, Ok(id)) if options.wire == Wire::Mcp => {
+            let name = exposure_name(id);
+            report.notes.push(format!(
+                "describe  {}: its initialize names {}; checking the mcp records of `{name}`",
+                options.endpoint,
+                &id[..id.len() - name.len() - 1]
+            ));
+            name.to_owned()
         }
         (None, Ok(id)) => {
             report
@@ -505,10 +574,11 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
     let mut planned = Vec::new();
     for r in records {
         let name = exposure_name(&r.exposure);
-        let steps = program
-            .exposure(name)
+        let steps = crate::world::served_exposure(&program, name)
             .ok_or_else(|| format!("the program serves no exposure `{name}`"))
-            .and_then(|e| exposure_spec(&program, e, transport.as_str()).map_err(|e| e.to_string()))
+            .and_then(|e| {
+                exposure_spec(&program, &e, transport.as_str()).map_err(|e| e.to_string())
+            })
             .map(|spec| scenario::steps(r, &spec, &options.overlay).0);
         planned.push((r, steps));
     }
@@ -675,6 +745,12 @@ impl Run<'_> {
                     };
                     let call_wire = match endpoint {
                         Endpoint::Unix(_) => Wire::Unix,
+                        Endpoint::Http(_)
+                            if call.request.get("path").and_then(Value::as_str)
+                                == Some(limen_core::wire::mcp::PATH) =>
+                        {
+                            Wire::Mcp
+                        }
                         Endpoint::Http(_) => Wire::Http,
                     };
                     let bytes = call_wire.request(&call.request, endpoint).map_err(fail)?;

@@ -31,8 +31,10 @@ usage: limen-conformance <command> [options]
   check   --endpoint URL --transport unix|http|mcp [--bearer T] [--corpus DIR]
           [--scenarios DIR|none] [--control PATH] [--exposure NAME]
           [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
-      Run the recorded exchanges against a live server (unix:<path> or
-      http://host:port) and compare its replies with the recorded ones.
+      Run the recorded exchanges against a live server (unix:<path>,
+      http://host:port, or mcp://host:port for an MCP listener) and compare
+      its replies with the recorded ones. Over MCP a corpus with no wire/mcp
+      records sends its wire/http call records as tools/call.
       --control names the server's control socket (gate|open|drain|resume
       <instance>, stop), without which full, shutting_down and unavailable
       are reported not provoked; --exposure names the exposure the endpoint
@@ -193,19 +195,13 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     let wire = match transport.as_deref() {
         Some("unix") => Wire::Unix,
         Some("http") => Wire::Http,
-        Some("mcp") => {
-            eprintln!(
-                "limen-conformance: check --transport mcp waits for limen's MCP transport; \
-                 it will send the records of wire/http as tools/call messages (§ Outcomes)"
-            );
-            return Err(2);
-        }
+        Some("mcp") => Wire::Mcp,
         Some(other) => return Err(usage(&format!("--transport unix|http|mcp, not `{other}`"))),
         None => return Err(usage("check needs --transport unix|http|mcp")),
     };
     let fits = matches!(
         (&endpoint, wire),
-        (Endpoint::Unix(_), Wire::Unix) | (Endpoint::Http(_), Wire::Http)
+        (Endpoint::Unix(_), Wire::Unix) | (Endpoint::Http(_), Wire::Http | Wire::Mcp)
     );
     if !fits {
         return Err(usage(&format!(

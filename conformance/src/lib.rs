@@ -18,6 +18,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod mask;
+pub mod mcp;
 pub mod record;
 pub mod replay;
 pub mod report;

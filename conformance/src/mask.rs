@@ -134,7 +134,7 @@ fn with_headers(v: &Value, drop_host: bool) -> Value {
 /// A request, masked for comparison.
 pub fn request(transport: &Transport, request: &Value) -> Value {
     match transport {
-        Transport::Http => with_headers(request, true),
+        Transport::Http | Transport::Mcp => with_headers(request, true),
         _ => request.clone(),
     }
 }
@@ -145,6 +145,11 @@ pub fn reply(transport: &Transport, reply: &Value, peer: Option<PeerCredentials>
     match transport {
         Transport::Unix => unix_reply(reply, peer),
         Transport::Http => http_reply(reply),
+        Transport::Mcp => {
+            let mut reply = with_headers(reply, false);
+            crate::mcp::mask_reply(&mut reply);
+            reply
+        }
         Transport::Other(_) => reply.clone(),
     }
 }
@@ -193,7 +198,7 @@ pub fn compare_reply(
 ) -> Option<String> {
     let want = reply(transport, expected, expected_peer);
     let mut have = reply(transport, got, got_peer);
-    if *transport == Transport::Http {
+    if transport.is_http_form() {
         have = restrict_headers(&have, &want);
     }
     first_difference(&want, &have)
@@ -204,7 +209,7 @@ pub fn compare_reply(
 pub fn compare_record(reference: &Record, ours: &Record) -> Option<String> {
     let want = record(reference);
     let mut have = record(ours);
-    if ours.transport == Transport::Http {
+    if ours.transport.is_http_form() {
         if let (Some(w), Some(h)) = (want.get("reply"), have.get("reply")) {
             let restricted = restrict_headers(h, w);
             have["reply"] = restricted;

@@ -36,7 +36,9 @@ pub enum Transport {
     Unix,
     /// `http::Rpc`: HTTP/1.1.
     Http,
-    /// Any other (`mcp`, `grpc`, `ws`, `udp`, `tool`), as written.
+    /// `mcp::Rpc`: one JSON-RPC message in `POST /mcp`, in the HTTP form.
+    Mcp,
+    /// Any other (`grpc`, `ws`, `udp`, `tool`), as written.
     Other(String),
 }
 
@@ -46,6 +48,7 @@ impl Transport {
         match name {
             "unix" => Transport::Unix,
             "http" => Transport::Http,
+            "mcp" => Transport::Mcp,
             other => Transport::Other(other.to_owned()),
         }
     }
@@ -55,8 +58,16 @@ impl Transport {
         match self {
             Transport::Unix => "unix",
             Transport::Http => "http",
+            Transport::Mcp => "mcp",
             Transport::Other(s) => s,
         }
+    }
+
+    /// Whether its requests and replies take the HTTP form
+    /// (`{"method", "path", "headers", "body"}`, `{"status", "headers",
+    /// "body"}`): HTTP's own, and MCP's, which is carried over HTTP.
+    pub fn is_http_form(&self) -> bool {
+        matches!(self, Transport::Http | Transport::Mcp)
     }
 }
 
@@ -158,7 +169,7 @@ pub(crate) fn check_request(
     let o = object(v, path)?;
     match transport {
         Transport::Unix => Ok(()),
-        Transport::Http => {
+        Transport::Http | Transport::Mcp => {
             string(o.get("method"), &format!("{path}.method"))?;
             let target = string(o.get("path"), &format!("{path}.path"))?;
             if !target.starts_with('/') {
@@ -341,7 +352,7 @@ impl Record {
         let doc = match self.transport {
             Transport::Unix => self.reply.get("value"),
             Transport::Http => self.reply.get("body"),
-            Transport::Other(_) => None,
+            Transport::Mcp | Transport::Other(_) => None,
         }?;
         doc.get("description").is_some().then_some(doc)
     }

@@ -83,7 +83,7 @@ fn peer_for(transport: &Transport, peer: Option<PeerCredentials>) -> PeerCredent
 pub fn request_bytes(transport: &Transport, request: &Value) -> Result<Vec<u8>, String> {
     match transport {
         Transport::Unix => Ok(wire::unix_line(request)),
-        Transport::Http => wire::http_request(request, None),
+        Transport::Http | Transport::Mcp => wire::http_request(request, None),
         Transport::Other(t) => Err(format!("limen has no `{t}` machine to replay through yet")),
     }
 }
@@ -99,7 +99,7 @@ pub fn reply_of(transport: &Transport, raw: &[u8], eof: bool) -> Result<Option<V
             }
             None => Ok(None),
         },
-        Transport::Http => {
+        Transport::Http | Transport::Mcp => {
             if raw.is_empty() {
                 return Ok(None);
             }

@@ -238,7 +238,11 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
 /// the kernel did not name is the record's `peer`, which a runner hands its
 /// connection.
 pub fn derive(record: &Record, spec: &ExposureSpec) -> Vec<Step> {
-    let receiver = wire::member_of(&record.transport, &record.request)
+    let member = match record.transport {
+        Transport::Mcp => crate::mcp::member_of(&record.request, spec),
+        _ => wire::member_of(&record.transport, &record.request),
+    };
+    let receiver = member
         .and_then(|m| spec.member_index(&m))
         .map(|i| spec.receivers[spec.members[i].receiver].clone());
     match (record.kind.as_deref(), receiver) {

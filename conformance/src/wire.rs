@@ -209,12 +209,15 @@ pub fn outcome_of(transport: &Transport, reply: &Value) -> Option<(String, Optio
                 _ => Some(named(refusal_kind(refusal))),
             }
         }
+        Transport::Mcp => crate::mcp::outcome_of(reply),
         Transport::Other(_) => None,
     }
 }
 
 /// The member a call names: a Unix request's `call`, an HTTP request's
-/// `/call/<member>` (with `%3A%3A` read as `::`).
+/// `/call/<member>` (with `%3A%3A` read as `::`). An MCP request names a
+/// tool, which only the exposure's rows turn into a member
+/// ([`crate::mcp::member_of`]).
 pub fn member_of(transport: &Transport, request: &Value) -> Option<String> {
     match transport {
         Transport::Unix => request.get("call")?.as_str().map(str::to_owned),
@@ -223,7 +226,7 @@ pub fn member_of(transport: &Transport, request: &Value) -> Option<String> {
             let path = path.split_once('?').map_or(path, |(p, _)| p);
             limen_core::wire::hale_http::percent_decode(path.strip_prefix("/call/")?)
         }
-        Transport::Other(_) => None,
+        Transport::Mcp | Transport::Other(_) => None,
     }
 }
 

@@ -1,8 +1,9 @@
 //! A served program in memory: the demo's arrangement (every exposure the
-//! program serves over HTTP or a Unix socket, bound to one set of receiver
-//! instances) driven through the real machines — [`LineConn`] and
-//! [`http1::Conn`], Hale's framing, [`Exposure`] — with no socket, no
-//! thread and no clock.
+//! program serves over HTTP, MCP or a Unix socket, and Public over MCP as
+//! the demo adds it, bound to one set of receiver instances) driven through
+//! the real machines — [`LineConn`] and [`http1::Conn`], Hale's framing or
+//! MCP's ([`mcp::Framing`]), [`Exposure`] — with no socket, no thread and
+//! no clock.
 //!
 //! Time is a virtual clock that starts at [`EPOCH`] and moves one
 //! millisecond per input. Handlers run at once, in the order the exposure
@@ -13,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use limen_core::hale::docs::ExposureDescriber;
+use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
@@ -20,7 +22,7 @@ use limen_core::hale::runtime::{
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::line::{self, LineConn, LineEvent};
-use limen_core::wire::{hale_http, http1};
+use limen_core::wire::{hale_http, http1, mcp};
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
@@ -62,6 +64,8 @@ struct Conn {
     peer: PeerCredentials,
     output: Vec<u8>,
     closed: bool,
+    /// Over MCP, how the request framed on this connection is answered.
+    mcp: Option<mcp::Reply>,
 }
 
 /// One exposure the world serves.
@@ -76,6 +80,8 @@ pub struct Served {
     /// Its receivers' instance names, by receiver id.
     receivers: Vec<String>,
     listening: bool,
+    /// Over MCP, its framing.
+    framing: Option<mcp::Framing>,
 }
 
 impl Served {
@@ -115,11 +121,12 @@ fn role_param(e: &ModelExposure) -> Option<&str> {
 }
 
 impl World {
-    /// Serves every exposure of `program` that has an HTTP or Unix listener,
-    /// its role sources the program's literals with `roles` (by role source
-    /// param, role → holder) in place of theirs, each described by
-    /// `describer` or else by the model's describer, its listener as
-    /// written.
+    /// Serves every exposure of [`served_exposures`] that has an HTTP, MCP
+    /// or Unix listener, its role sources the program's literals with
+    /// `roles` (by role source param, role → holder) in place of theirs,
+    /// each described by `describer` or else by the model's describer, its
+    /// listener as written (an MCP exposure by its tools, as over the
+    /// wire).
     pub fn new(
         program: &Program,
         roles: &BTreeMap<String, BTreeMap<String, String>>,
@@ -138,10 +145,11 @@ impl World {
             conns: BTreeMap::new(),
             next_correlation: 1,
         };
-        for e in &program.exposures {
+        for e in &served_exposures(program) {
             let transport = match e.listener.as_ref().map(|l| &l.transport) {
                 Some(TransportKind::Http) => Transport::Http,
                 Some(TransportKind::Unix) => Transport::Unix,
+                Some(TransportKind::Mcp) => Transport::Mcp,
                 _ => continue,
             };
             let spec = exposure_spec(program, e, transport.as_str()).map_err(|e| e.to_string())?;
@@ -174,6 +182,11 @@ impl World {
             };
             let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
             let docs: Box<dyn Describer + Send> = match describer {
+                // Over MCP a describe is tools/list: the caller's tools.
+                _ if transport == Transport::Mcp => Box::new(
+                    McpDescriber::new(program, e)
+                        .map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
+                ),
                 Some(f) => f(program, e),
                 // The listener as written: nothing is bound.
                 None => Box::new(
@@ -184,6 +197,7 @@ impl World {
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();
             let identity = spec.identity();
+            let framing = (transport == Transport::Mcp).then(|| mcp::Framing::new(&spec));
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
                 exposure.receiver_born(r, STAMP);
@@ -195,6 +209,7 @@ impl World {
                 exposure,
                 receivers,
                 listening: true,
+                framing,
             });
             let s = world.served.len() - 1;
             world.pump(s);
@@ -243,6 +258,7 @@ impl World {
                 peer,
                 output: Vec::new(),
                 closed: false,
+                mcp: None,
             },
         );
         Some(c)
@@ -386,11 +402,18 @@ impl World {
         if conn.closed {
             return;
         }
+        let framing = self.served[conn.served].framing.as_ref();
         match &mut conn.machine {
-            Machine::Http(m) => {
-                let (status, body) = hale_http::encode(d.outcome);
-                m.send_json(now, status, &body);
-            }
+            Machine::Http(m) => match (framing, conn.mcp.take()) {
+                (Some(framing), Some(reply)) => {
+                    let answer = framing.answer(&reply, d.outcome);
+                    m.send(now, answer.status, &answer.headers, &answer.body);
+                }
+                _ => {
+                    let (status, body) = hale_http::encode(d.outcome);
+                    m.send_json(now, status, &body);
+                }
+            },
             Machine::Line(m) => {
                 let line = d
                     .outcome
@@ -431,17 +454,28 @@ impl World {
             }
             let s = conn.served;
             let peer = conn.peer;
+            let framing = self.served[s].framing.as_ref();
             let framed = match &mut conn.machine {
-                Machine::Http(m) => match m.poll_event() {
-                    None => break,
-                    Some(http1::ConnEvent::Request(req)) => {
+                Machine::Http(m) => match (m.poll_event(), framing) {
+                    (None, _) => break,
+                    (Some(http1::ConnEvent::Request(req)), Some(framing)) => {
+                        let (request, reply) = framing.frame(&req, c);
+                        conn.mcp = Some(reply);
+                        Framed::Request(request)
+                    }
+                    (Some(http1::ConnEvent::Malformed { reason, head }), Some(framing)) => {
+                        let (request, reply) = framing.frame_malformed(&reason, head.as_ref(), c);
+                        conn.mcp = Some(reply);
+                        Framed::Request(request)
+                    }
+                    (Some(http1::ConnEvent::Request(req)), None) => {
                         Framed::Request(hale_http::frame(&req, c))
                     }
-                    Some(http1::ConnEvent::Malformed { reason, head }) => {
+                    (Some(http1::ConnEvent::Malformed { reason, head }), None) => {
                         Framed::Request(hale_http::frame_malformed(&reason, head.as_ref(), c))
                     }
-                    Some(http1::ConnEvent::Lost) => Framed::Lost,
-                    Some(http1::ConnEvent::Close) => Framed::Close,
+                    (Some(http1::ConnEvent::Lost), _) => Framed::Lost,
+                    (Some(http1::ConnEvent::Close), _) => Framed::Close,
                 },
                 Machine::Line(m) => match m.poll_event() {
                     None => break,
@@ -483,6 +517,32 @@ impl World {
         }
     }
 }
+
+/// The exposures a program is served with, as `hale demo` serves them:
+/// its own, and when it declares no MCP serve site, Public's over MCP as
+/// the exposure `mcp` (the demo's `--mcp`, [`limen_drivers::demo::mcp_exposure`]).
+pub fn served_exposures(program: &Program) -> Vec<ModelExposure> {
+    let declares_mcp = program
+        .exposures
+        .iter()
+        .any(|e| e.listener.as_ref().map(|l| &l.transport) == Some(&TransportKind::Mcp));
+    let mut all = program.exposures.clone();
+    if !declares_mcp && program.exposure("mcp").is_none() {
+        all.extend(limen_drivers::demo::mcp_exposure(program, DEMO_MCP));
+    }
+    all
+}
+
+/// The exposure named `name` among [`served_exposures`].
+pub fn served_exposure(program: &Program, name: &str) -> Option<ModelExposure> {
+    served_exposures(program)
+        .into_iter()
+        .find(|e| e.name.as_deref() == Some(name))
+}
+
+/// Where the demo serves MCP unless told otherwise (the address a
+/// description of it would name; nothing is bound).
+const DEMO_MCP: &str = "127.0.0.1:8090";
 
 enum Framed {
     Request(limen_core::hale::runtime::Request),

@@ -35,11 +35,94 @@ fn every_record_equals_the_reference_record_of_its_name() {
         let served = transport == "http" || transport == "unix";
         assert_eq!(ours.record(&name).is_some(), served, "{name}");
     }
+    // Every reference HTTP call has its MCP record, held to what it
+    // implies (§ Outcomes), and the caller's tools/list is listed.
+    for name in reference_names(&reference, "http") {
+        let stem = name.strip_prefix("http/").unwrap();
+        assert!(ours.record(&format!("mcp/{stem}")).is_some(), "mcp/{stem}");
+    }
+    for caller in ["alice", "bob"] {
+        let name = format!("mcp/tools_list.{caller}");
+        assert!(
+            report
+                .lines
+                .iter()
+                .any(|l| l.name == name && l.verdict == Verdict::Pass),
+            "{name}: {}",
+            report.render()
+        );
+    }
     let n = ours.records.len();
-    assert_eq!(n, 26, "ten outcomes and the describes, per transport");
+    assert_eq!(
+        n, 49,
+        "ten outcomes and the describes per transport, and what only MCP has"
+    );
     let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.ends_with(&format!("{n} passed, 0 failed\n")), "{out}");
+    // The MCP records the reference implies nothing of are new, not passed.
+    let new = out.lines().filter(|l| l.starts_with("new ")).count();
+    assert!(
+        out.ends_with(&format!("{} passed, 0 failed\n", n - new)),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_mcp_record_is_held_to_what_the_http_record_implies() {
+    let Some(reference) = reference() else { return };
+    let tmp = Temp::new("compare-mcp");
+    select(
+        &project(),
+        &[
+            "mcp/refusal_unauthorized",
+            "mcp/tools_list.bob",
+            "mcp/result",
+        ],
+        &desk(),
+        &tmp.0,
+    );
+    let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let path = tmp.0.join(format!("wire/{name}.json"));
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    edit("mcp/refusal_unauthorized", &|v| {
+        v["reply"]["body"]["error"]["code"] = (-32602).into();
+    });
+    edit("mcp/tools_list.bob", &|v| {
+        v["reply"]["body"]["result"]["tools"][0]["description"] = "places an order".into();
+    });
+    // The text of a result is compared as the JSON it holds.
+    edit("mcp/result", &|v| {
+        let p = "/reply/body/result/content/0/text";
+        let text = v.pointer(p).unwrap().as_str().unwrap().to_owned();
+        let reread: serde_json::Value = serde_json::from_str(&text).unwrap();
+        *v.pointer_mut(p).unwrap() = serde_json::to_string_pretty(&reread).unwrap().into();
+    });
+    let (code, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(&tmp.0),
+        "--reference",
+        s(&reference),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("pass  mcp/result\n"), "{out}");
+    assert!(
+        out.contains("FAIL  mcp/refusal_unauthorized: $.reply.body.error.code: expected -32005, got -32602 (as http/refusal_unauthorized implies)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL  mcp/tools_list.bob: tool `Orders__place` $.description: expected"),
+        "{out}"
+    );
+    // The corpus covers mcp, so the reference calls it has no record of fail.
+    assert!(
+        out.contains("FAIL  mcp/handler_error: the corpus has no mcp record of what http/handler_error implies"),
+        "{out}"
+    );
 }
 
 #[test]

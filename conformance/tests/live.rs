@@ -55,6 +55,7 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
     for name in ["public", "partner"] {
         options.addresses.insert(name.into(), "127.0.0.1:0".into());
     }
+    options.mcp = Some("127.0.0.1:0".into());
     options
         .addresses
         .insert("admin".into(), s(&dir.0.join("admin.sock")).to_owned());
@@ -179,6 +180,87 @@ fn http_every_outcome_live_recorded_and_replayed() {
     assert_eq!(names.len(), 12);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     recordings_hold(&demo, &names);
+}
+
+#[test]
+fn mcp_every_outcome_live_recorded_and_replayed() {
+    let demo = boot("mcp", None);
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("mcp"),
+        "--transport",
+        "mcp",
+        "--bearer",
+        "t-alice",
+        "--control",
+        &control,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "its initialize names Public@fnv1a64:a8930d6e7998e986; checking the mcp records of `mcp`"
+        ),
+        "{out}"
+    );
+    let names = project_names("mcp");
+    assert!(
+        out.ends_with(&format!("{} passed, 0 failed\n", names.len())),
+        "{out}"
+    );
+    let order = lines_of(&out, "pass  ");
+    assert_eq!(
+        &order[order.len() - 3..],
+        [
+            "mcp/refusal_full",
+            "mcp/refusal_unavailable",
+            "mcp/refusal_shutting_down"
+        ]
+    );
+    // The recorder names what the check sent as the corpus does; these
+    // are the ones the reference implies (the outcomes of its HTTP calls,
+    // and each caller's tools). The rest the reference says nothing of
+    // (ping, a batch, a GET…), and a review renamed two the recorder names
+    // by their outcome alone (`.meta_digest`, `.unknown_tool`).
+    let implied: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| {
+            let stem = n.strip_prefix("mcp/").unwrap();
+            stem == "tools_list.alice"
+                || stem == "tools_list.bob"
+                || (!stem.contains('.')
+                    && stem != "initialize"
+                    && stem != "ping"
+                    && stem != "notifications_initialized")
+        })
+        .collect();
+    assert_eq!(implied.len(), 12, "{implied:?}");
+    recordings_hold(&demo, &implied);
+
+    // The reference has no MCP records: its HTTP calls are sent as
+    // tools/call, and each answer is what the HTTP record implies.
+    let Some(reference) = reference() else { return };
+    let demo = boot("mcp-reference", None);
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("mcp"),
+        "--transport",
+        "mcp",
+        "--bearer",
+        "t-alice",
+        "--control",
+        &control,
+        "--corpus",
+        s(&reference),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("no mcp records: its 10 http call records are sent as tools/call"),
+        "{out}"
+    );
+    assert!(out.ends_with("10 passed, 0 failed\n"), "{out}");
 }
 
 #[test]
@@ -346,9 +428,9 @@ fn a_server_that_answers_otherwise_fails_the_check() {
 
 #[test]
 fn check_speaks_the_transports_it_names() {
-    let (code, out) = check(&["--endpoint", "http://127.0.0.1:9", "--transport", "mcp"]);
+    let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "mcp"]);
     assert_eq!(code, 2);
-    assert!(out.contains("waits for limen's MCP transport"), "{out}");
+    assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");
     let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "http"]);
     assert_eq!(code, 2);
     assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");

@@ -110,6 +110,18 @@ fn derived_scenarios_provoke_what_the_outcome_needs() {
         [Step::Drain("self.ledger".into()), Step::Exchange]
     );
     assert_eq!(derived("unix/refusal_unauthenticated"), [Step::Exchange]);
+    // Over MCP the member is the tool's, found through the rows.
+    let mcp = limen_conformance::mcp::from_http(
+        corpus.record("http/refusal_unavailable").unwrap(),
+        "Public@fnv1a64:a8930d6e7998e986/public",
+    )
+    .unwrap();
+    let e = program.exposure("public").unwrap();
+    let spec = exposure_spec(&program, e, "mcp").unwrap();
+    assert_eq!(
+        scenario::derive(&mcp, &spec),
+        [Step::Drain("self.orders".into()), Step::Exchange]
+    );
     assert_eq!(derived("http/result"), [Step::Exchange]);
 }
 
@@ -154,6 +166,13 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
     edit(&tmp.0, "unix/server_error", |v| {
         v["outcome"] = "result".into();
     });
+    // Over MCP: the handler's error is the data, and the bound needs its gate.
+    edit(&tmp.0, "mcp/handler_error", |v| {
+        v["reply"]["body"]["error"]["data"]["code"] = "no_such_order".into();
+    });
+    edit(&tmp.0, "mcp/refusal_full", |v| {
+        v["scenario"] = serde_json::json!({"steps": [{"exchange": true}]});
+    });
     std::fs::write(tmp.0.join("wire/unix/broken.json"), "{\"wire\": 1,").unwrap();
     let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
     assert_eq!(code, 1, "{out}");
@@ -163,6 +182,8 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
         [
             "FAIL  http/refusal_full: reply $.body.refusal.reason: expected \"the queue is long\", got \"the exposure holds its bound of requests accepted and not yet answered\"",
             "FAIL  http/result: reply $.headers.content-type: expected \"text/plain\", got \"application/json\"",
+            "FAIL  mcp/handler_error: reply $.body.error.data.code: expected \"no_such_order\", got \"unknown_order\"",
+            "FAIL  mcp/refusal_full: reply $.body.error: expected {\"code\":-32006,\"message\":\"full\",\"data\":{\"kind\":\"full\",\"reason\":\"the exposure holds its bound ..., got nothing",
             "FAIL  unix/broken: $: not JSON: EOF while parsing a value at line 1 column 11",
             "FAIL  unix/handler_error: reply $.error.code: expected \"no_such_order\", got \"unknown_order\"",
             "FAIL  unix/refusal_full: reply $.ok: expected false, got true",
@@ -170,25 +191,60 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
         ],
         "{out}"
     );
-    assert!(out.ends_with("21 passed, 6 failed\n"), "{out}");
+    assert!(out.ends_with("42 passed, 8 failed\n"), "{out}");
 }
 
 #[test]
 fn a_transport_without_a_machine_is_not_passed() {
-    let tmp = Temp::new("replay-mcp");
+    let tmp = Temp::new("replay-grpc");
     select(&project(), &["http/result"], &desk(), &tmp.0);
     let record = std::fs::read_to_string(tmp.0.join("wire/http/result.json"))
         .unwrap()
-        .replace("\"transport\": \"http\"", "\"transport\": \"mcp\"");
-    std::fs::create_dir_all(tmp.0.join("wire/mcp")).unwrap();
-    std::fs::write(tmp.0.join("wire/mcp/result.json"), record).unwrap();
+        .replace("\"transport\": \"http\"", "\"transport\": \"grpc\"");
+    std::fs::create_dir_all(tmp.0.join("wire/grpc")).unwrap();
+    std::fs::write(tmp.0.join("wire/grpc/result.json"), record).unwrap();
     let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("FAIL  mcp/result: limen has no `mcp` machine to replay through yet"),
+        out.contains("FAIL  grpc/result: limen has no `grpc` machine to replay through yet"),
         "{out}"
     );
     assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn the_mcp_records_replay_through_the_mcp_framing() {
+    // Every MCP record of the project's corpus, alone: the exposure `mcp`
+    // the demo adds is served from the program by the world as well.
+    let tmp = Temp::new("replay-mcp");
+    let names: Vec<String> = Corpus::open(&project())
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| r.transport.as_str() == "mcp")
+        .map(|r| r.name.clone())
+        .collect();
+    assert!(names.len() >= 20, "{names:?}");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    select(&project(), &names, &desk(), &tmp.0);
+    for feed in ["whole", "bytes"] {
+        let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0), "--feed", feed]);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.ends_with(&format!("{} passed, 0 failed\n", names.len())),
+            "{out}"
+        );
+    }
+    // A tool call whose id is 0 or a string is answered with that id.
+    edit(&tmp.0, "mcp/result", |v| {
+        v["request"]["body"]["id"] = 0.into();
+    });
+    let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  mcp/result: reply $.body.id: expected 1, got 0"),
+        "{out}"
+    );
 }
 
 #[test]

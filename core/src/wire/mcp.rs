@@ -38,8 +38,9 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use message::{
-    classify, encode_call_answer, encode_malformed, initialize_result, refusal_code, CallAnswer,
-    Incoming, DIGEST_META, HANDLER_ERROR, PROTOCOL_VERSION, SERVER_ERROR, SERVER_ERROR_DATA,
+    answered, classify, encode_call_answer, encode_malformed, initialize_result, refusal_code,
+    Answered, CallAnswer, Incoming, DIGEST_META, HANDLER_ERROR, PROTOCOL_VERSION, SERVER_ERROR,
+    SERVER_ERROR_DATA,
 };
 
 use crate::hale::runtime::{

@@ -7,7 +7,10 @@
 //! `result`, `handler_error`, `server_error`, `refusal_<kind>`; a describe
 //! is `describe.<exposure>.<caller>` (`describe.public.alice`,
 //! `describe.admin.uid-1000`), as the reference names a description
-//! document for its exposure and caller, or `describe_refusal_<kind>`. A name already
+//! document for its exposure and caller, or `describe_refusal_<kind>`. An
+//! MCP exchange (`wire/mcp`) takes the outcome its answer encodes and is
+//! named as a call by it, or by its method (`initialize`,
+//! `tools_list.<caller>`) with `.refusal_<kind>` when refused. A name already
 //! taken in the folder gets the next free `-2`, `-3`, … suffix, so nothing
 //! written earlier is overwritten. The HTTP framing headers
 //! (`Content-Length`, `Connection`, `Transfer-Encoding`) are left out: the
@@ -23,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use limen_core::hale::runtime::{Outcome, PeerCredentials};
 use limen_core::wire::line::LineRequest;
+use limen_core::wire::mcp;
 use serde_json::{Map, Value};
 
 use crate::serve::{Exchange, RecordedRequest, Recorder};
@@ -115,26 +119,32 @@ pub fn to_record(
     roles: &BTreeMap<String, Value>,
 ) -> Option<(&'static str, String, Value)> {
     let identity = exchange.exposure.identity();
-    let (outcome, kind) = outcome_name(exchange.outcome);
+    let (mut outcome, mut kind) = outcome_name(exchange.outcome);
     let (transport, describe, request, reply) = match exchange.request {
         RecordedRequest::Line(line) => {
             let (describe, request) = line_request(line)?;
             let reply = serde_json::from_slice(exchange.reply).ok()?;
             ("unix", describe, request, reply)
         }
-        RecordedRequest::Http(http) => {
+        RecordedRequest::Http(http) | RecordedRequest::Mcp(http) => {
             let describe = http.method == "GET";
             let mut request = Map::new();
             request.insert("method".into(), http.method.clone().into());
             request.insert("path".into(), http.target.clone().into());
             request.insert("headers".into(), headers(&http.headers));
             body_into(&mut request, &http.body);
-            (
-                "http",
-                describe,
-                Value::Object(request),
-                http_reply(exchange.reply)?,
-            )
+            let reply = http_reply(exchange.reply)?;
+            let transport = match exchange.request {
+                RecordedRequest::Mcp(_) => {
+                    // Over MCP the record's outcome is what the answer
+                    // says: the exposure describes an unknown method, and
+                    // the transport answers it -32601, malformed.
+                    (outcome, kind) = mcp_outcome(&reply)?;
+                    "mcp"
+                }
+                _ => "http",
+            };
+            (transport, describe, Value::Object(request), reply)
         }
     };
     let mut record = Map::new();
@@ -153,7 +163,24 @@ pub fn to_record(
     if let Some(grants) = roles.get(&identity) {
         record.insert("scenario".into(), serde_json::json!({ "roles": grants }));
     }
-    let name = match (describe, kind) {
+    let name = match exchange.request {
+        RecordedRequest::Mcp(http) => mcp_name(http, exchange.caller, outcome, kind),
+        _ => exchange_name(exchange, &record, transport, describe, kind),
+    };
+    Some((transport, name, Value::Object(record)))
+}
+
+/// The name of a Unix or HTTP record: its outcome, or for a describe
+/// `describe.<exposure>.<caller>`.
+fn exchange_name(
+    exchange: &Exchange<'_>,
+    record: &Map<String, Value>,
+    transport: &str,
+    describe: bool,
+    kind: Option<&str>,
+) -> String {
+    let outcome = outcome_name(exchange.outcome).0;
+    match (describe, kind) {
         (false, None) => outcome.to_owned(),
         (false, Some(kind)) => format!("refusal_{kind}"),
         (true, None) => {
@@ -172,8 +199,43 @@ pub fn to_record(
             )
         }
         (true, Some(kind)) => format!("describe_refusal_{kind}"),
+    }
+}
+
+/// The name of an MCP record: a `tools/call` by its outcome, as over HTTP;
+/// any other message by its method (`/` as `_`: `initialize`,
+/// `tools_list.<caller>`, `notifications_initialized`), or by what it is
+/// when it names none (`get`, `batch`, `not_json`, `message`), and
+/// `.refusal_<kind>` after it when it was refused.
+fn mcp_name(
+    http: &limen_core::wire::http1::HttpRequest,
+    caller: &limen_core::hale::runtime::Principal,
+    outcome: &str,
+    kind: Option<&str>,
+) -> String {
+    let message: Option<Value> = serde_json::from_slice(&http.body).ok();
+    let method = message
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str);
+    if method == Some("tools/call") {
+        return match kind {
+            Some(kind) => format!("refusal_{kind}"),
+            None => outcome.to_owned(),
+        };
+    }
+    let base = match (method, &message) {
+        _ if http.method != "POST" => file_word(&http.method.to_ascii_lowercase()),
+        (Some("tools/list"), _) => format!("tools_list.{}", file_word(&caller.name)),
+        (Some(m), _) => file_word(&m.replace('/', "_")),
+        (None, Some(Value::Array(_))) => "batch".to_owned(),
+        (None, Some(_)) => "message".to_owned(),
+        (None, None) => "not_json".to_owned(),
     };
-    Some((transport, name, Value::Object(record)))
+    match kind {
+        Some(kind) => format!("{base}.refusal_{kind}"),
+        None => base,
+    }
 }
 
 /// A name as a word of a file name: `uid:1000` → `uid-1000`.
@@ -193,6 +255,17 @@ fn file_word(name: &str) -> String {
     } else {
         word
     }
+}
+
+/// The outcome and kind an MCP reply encodes (§ Outcomes' MCP column).
+fn mcp_outcome(reply: &Value) -> Option<(&'static str, Option<&'static str>)> {
+    let status = u16::try_from(reply.get("status")?.as_u64()?).ok()?;
+    Some(match mcp::answered(status, reply.get("body"))? {
+        mcp::Answered::Result => ("result", None),
+        mcp::Answered::HandlerError => ("handler_error", None),
+        mcp::Answered::ServerError => ("server_error", None),
+        mcp::Answered::Refusal(k) => ("refusal", Some(k.as_str())),
+    })
 }
 
 /// The record's `outcome` and `kind`.

@@ -663,7 +663,10 @@ impl Server {
                         Some(http1::ConnEvent::Request(req)) => {
                             let (request, reply) = framing.frame(&req, correlation);
                             conn.mcp = Some(reply);
-                            Framed::Request(request, None)
+                            Framed::Request(
+                                request,
+                                recording.then(|| Box::new(RecordedRequest::Mcp(req))),
+                            )
                         }
                         Some(http1::ConnEvent::Malformed { reason, head }) => {
                             let (request, reply) =
@@ -854,21 +857,20 @@ impl Server {
             return;
         };
         let now = self.mono_now();
-        let conn = &mut self.conns[key];
-        if let (Some(reply), Machine::Http(m)) = (conn.mcp.take(), &mut conn.machine) {
-            if let Some(framing) = &self.exposures[index].mcp {
-                // MCP exchanges are not recorded: the record format has no
-                // `mcp` transport yet.
-                let answer = framing.answer(&reply, d.outcome);
-                m.send(now, answer.status, &answer.headers, &answer.body);
-                self.dirty.push(key);
-                return;
-            }
-        }
         let outcome = recorded.as_ref().map(|_| d.outcome.clone());
         let conn = &mut self.conns[key];
         let peer = conn.peer;
+        let mcp = match (&self.exposures[index].mcp, conn.mcp.take()) {
+            (Some(framing), Some(reply)) => Some((framing, reply)),
+            _ => None,
+        };
         let reply = match &mut conn.machine {
+            Machine::Http(m) if mcp.is_some() => {
+                let (framing, reply) = mcp.expect("checked");
+                let answer = framing.answer(&reply, d.outcome);
+                m.send(now, answer.status, &answer.headers, &answer.body);
+                recorded.as_ref().map(|_| m.pending_output().to_vec())
+            }
             Machine::Http(m) => {
                 let (status, body) = hale_http::encode(d.outcome);
                 m.send_json(now, status, &body);
@@ -894,6 +896,7 @@ impl Server {
                 peer,
                 request,
                 request_id: d.request_id,
+                caller: &d.caller,
                 outcome,
                 reply,
             });

@@ -9,7 +9,7 @@
 //! HTTP request the machine could not read whole, and a reply dropped
 //! because its connection was lost.
 
-use limen_core::hale::runtime::{ExposureSpec, Outcome, PeerCredentials, RequestId};
+use limen_core::hale::runtime::{ExposureSpec, Outcome, PeerCredentials, Principal, RequestId};
 use limen_core::wire::http1::HttpRequest;
 use limen_core::wire::line::LineRequest;
 
@@ -20,6 +20,8 @@ pub enum RecordedRequest {
     Line(LineRequest),
     /// An HTTP request, read whole.
     Http(HttpRequest),
+    /// An MCP request: one JSON-RPC message in an HTTP request, read whole.
+    Mcp(HttpRequest),
 }
 
 /// One request and its reply, as the server handled them.
@@ -33,10 +35,12 @@ pub struct Exchange<'a> {
     pub request: &'a RecordedRequest,
     /// The exposure's request id for it.
     pub request_id: RequestId,
+    /// The caller the exposure established (or would have).
+    pub caller: &'a Principal,
     /// The outcome the exposure decided.
     pub outcome: &'a Outcome,
     /// The reply exactly as queued for the socket: the Unix line without
-    /// its newline, or the whole HTTP response.
+    /// its newline, or the whole HTTP response (over MCP too).
     pub reply: &'a [u8],
 }
 

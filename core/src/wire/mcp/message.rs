@@ -32,6 +32,40 @@ pub fn refusal_code(kind: RefusalKind) -> i64 {
     }
 }
 
+/// The outcome an MCP answer encodes, as a client reads it back
+/// (§ Outcomes' MCP column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// A JSON-RPC result, or a notification's `202` with no body.
+    Result,
+    /// -32001, `handler_error`.
+    HandlerError,
+    /// -32603, `server_error`.
+    ServerError,
+    /// Any other error: a refusal, of the kind its `message` names
+    /// (`malformed` for -32700, -32600, -32601 and -32602).
+    Refusal(RefusalKind),
+}
+
+/// Reads the outcome an HTTP answer of `status` with the JSON `body`
+/// (`None` when it has none) encodes; `None` when it encodes none (an
+/// error whose message is no refusal kind, a body that is no JSON-RPC
+/// response).
+pub fn answered(status: u16, body: Option<&serde_json::Value>) -> Option<Answered> {
+    let Some(body) = body else {
+        return (status == 202).then_some(Answered::Result);
+    };
+    if body.get("result").is_some() {
+        return Some(Answered::Result);
+    }
+    let error = body.get("error")?;
+    match error.get("code")?.as_i64()? {
+        HANDLER_ERROR => Some(Answered::HandlerError),
+        SERVER_ERROR => Some(Answered::ServerError),
+        _ => RefusalKind::parse(error.get("message")?.as_str()?).map(Answered::Refusal),
+    }
+}
+
 /// What one JSON-RPC message asks of an MCP server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Incoming<'a> {

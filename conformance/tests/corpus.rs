@@ -9,6 +9,18 @@ use limen_conformance::compare;
 use limen_conformance::record::Corpus;
 use limen_conformance::report::Verdict;
 
+/// `compare --corpus CORPUS --reference REFERENCE`: its status and output.
+fn compare_with(corpus: &std::path::Path, reference: &std::path::Path) -> (i32, String) {
+    let (code, out, _) = run(&[
+        "compare",
+        "--corpus",
+        s(corpus),
+        "--reference",
+        s(reference),
+    ]);
+    (code, out)
+}
+
 #[test]
 fn every_record_equals_the_reference_record_of_its_name() {
     let Some(reference) = reference() else { return };
@@ -81,33 +93,20 @@ fn an_mcp_record_is_held_to_what_the_http_record_implies() {
         &desk(),
         &tmp.0,
     );
-    let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
-        let path = tmp.0.join(format!("wire/{name}.json"));
-        let mut v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        f(&mut v);
-        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    };
-    edit("mcp/refusal_unauthorized", &|v| {
+    edit(&tmp.0, "mcp/refusal_unauthorized", |v| {
         v["reply"]["body"]["error"]["code"] = (-32602).into();
     });
-    edit("mcp/tools_list.bob", &|v| {
+    edit(&tmp.0, "mcp/tools_list.bob", |v| {
         v["reply"]["body"]["result"]["tools"][0]["description"] = "places an order".into();
     });
     // The text of a result is compared as the JSON it holds.
-    edit("mcp/result", &|v| {
+    edit(&tmp.0, "mcp/result", |v| {
         let p = "/reply/body/result/content/0/text";
         let text = v.pointer(p).unwrap().as_str().unwrap().to_owned();
         let reread: serde_json::Value = serde_json::from_str(&text).unwrap();
         *v.pointer_mut(p).unwrap() = serde_json::to_string_pretty(&reread).unwrap().into();
     });
-    let (code, out, _) = run(&[
-        "compare",
-        "--corpus",
-        s(&tmp.0),
-        "--reference",
-        s(&reference),
-    ]);
+    let (code, out) = compare_with(&tmp.0, &reference);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("pass  mcp/result\n"), "{out}");
     assert!(
@@ -130,18 +129,10 @@ fn a_description_that_says_otherwise_fails_the_comparison() {
     let Some(reference) = reference() else { return };
     let tmp = Temp::new("compare-describe");
     select(&project(), &["http/describe.public.bob"], &desk(), &tmp.0);
-    let path = tmp.0.join("wire/http/describe.public.bob.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    v["reply"]["body"]["caller"]["roles"] = serde_json::json!(["trader"]);
-    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    let (code, out, _) = run(&[
-        "compare",
-        "--corpus",
-        s(&tmp.0),
-        "--reference",
-        s(&reference),
-    ]);
+    edit(&tmp.0, "http/describe.public.bob", |v| {
+        v["reply"]["body"]["caller"]["roles"] = serde_json::json!(["trader"]);
+    });
+    let (code, out) = compare_with(&tmp.0, &reference);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains(
@@ -181,13 +172,7 @@ fn a_record_that_says_otherwise_fails_the_comparison() {
         .unwrap()
         .replace("\"operator\"\n", "\"trader\"\n");
     std::fs::write(&path, text).unwrap();
-    let (code, out, _) = run(&[
-        "compare",
-        "--corpus",
-        s(&tmp.0),
-        "--reference",
-        s(&reference),
-    ]);
+    let (code, out) = compare_with(&tmp.0, &reference);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("FAIL  unix/refusal_unauthorized: $.reply.refusal.requires[0]: expected \"operator\", got \"trader\""),

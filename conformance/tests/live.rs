@@ -91,6 +91,25 @@ fn check(args: &[&str]) -> (i32, String) {
     (code, format!("{out}{err}"))
 }
 
+/// Checks the demo's exposure `name` over `transport` as alice, with its
+/// control socket, and `extra` flags.
+fn check_cooperating(demo: &Running, name: &str, transport: &str, extra: &[&str]) -> (i32, String) {
+    let endpoint = demo.endpoint(name);
+    let control = demo.control();
+    let mut args = vec![
+        "--endpoint",
+        &endpoint,
+        "--transport",
+        transport,
+        "--bearer",
+        "t-alice",
+        "--control",
+        &control,
+    ];
+    args.extend_from_slice(extra);
+    check(&args)
+}
+
 fn lines_of<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
     out.lines()
         .filter(|l| l.starts_with(prefix))
@@ -145,17 +164,7 @@ fn recordings_hold(demo: &Running, names: &[&str]) {
 #[test]
 fn http_every_outcome_live_recorded_and_replayed() {
     let demo = boot("http", None);
-    let control = demo.control();
-    let (code, out) = check(&[
-        "--endpoint",
-        &demo.endpoint("public"),
-        "--transport",
-        "http",
-        "--bearer",
-        "t-alice",
-        "--control",
-        &control,
-    ]);
+    let (code, out) = check_cooperating(&demo, "public", "http", &[]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("serves Public@fnv1a64:a8930d6e7998e986/public"),
@@ -185,17 +194,7 @@ fn http_every_outcome_live_recorded_and_replayed() {
 #[test]
 fn mcp_every_outcome_live_recorded_and_replayed() {
     let demo = boot("mcp", None);
-    let control = demo.control();
-    let (code, out) = check(&[
-        "--endpoint",
-        &demo.endpoint("mcp"),
-        "--transport",
-        "mcp",
-        "--bearer",
-        "t-alice",
-        "--control",
-        &control,
-    ]);
+    let (code, out) = check_cooperating(&demo, "mcp", "mcp", &[]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(
@@ -242,19 +241,7 @@ fn mcp_every_outcome_live_recorded_and_replayed() {
     // tools/call, and each answer is what the HTTP record implies.
     let Some(reference) = reference() else { return };
     let demo = boot("mcp-reference", None);
-    let control = demo.control();
-    let (code, out) = check(&[
-        "--endpoint",
-        &demo.endpoint("mcp"),
-        "--transport",
-        "mcp",
-        "--bearer",
-        "t-alice",
-        "--control",
-        &control,
-        "--corpus",
-        s(&reference),
-    ]);
+    let (code, out) = check_cooperating(&demo, "mcp", "mcp", &["--corpus", s(&reference)]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("no mcp records: its 10 http call records are sent as tools/call"),

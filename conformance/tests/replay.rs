@@ -137,14 +137,6 @@ fn copy_project(dir: &std::path::Path) {
     select(&project(), &names, &desk(), dir);
 }
 
-fn edit(dir: &std::path::Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) {
-    let path = dir.join("wire").join(format!("{name}.json"));
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    f(&mut v);
-    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-}
-
 #[test]
 fn a_record_the_machines_do_not_answer_fails_with_its_path() {
     let tmp = Temp::new("replay-tampered");

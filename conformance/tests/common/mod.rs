@@ -95,3 +95,12 @@ pub fn reference_names(reference: &Path, transport: &str) -> Vec<String> {
 pub fn desk() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/programs/desk.hl"))
 }
+
+/// Rewrites the record `name` (`http/result`) of the corpus in `dir`.
+pub fn edit(dir: &Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("wire").join(format!("{name}.json"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}

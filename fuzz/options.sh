@@ -8,7 +8,7 @@ fuzz_dict_of() {
   case $1 in
     json_tokenizer) echo fuzz/dict/json.dict ;;
     flow_*) echo fuzz/dict/flow.dict ;;
-    jsonrpc | tool_conn | tool_toolkit | mcp_http) echo fuzz/dict/tool.dict ;;
+    jsonrpc | tool_conn | tool_toolkit | mcp_http | conformance_reply) echo fuzz/dict/tool.dict ;;
     tool_texts) echo fuzz/dict/flow.dict ;;
     *) if [ -f "fuzz/dict/$1.dict" ]; then echo "fuzz/dict/$1.dict"; fi ;;
   esac

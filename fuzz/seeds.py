@@ -110,6 +110,40 @@ def payloads(shared):
     return out
 
 
+def http_response(reply):
+    """An HTTP response for a record's reply, with its framing headers."""
+    body = b"" if reply.get("body") is None else compact(reply["body"])
+    head = "HTTP/1.1 {} X\r\n".format(reply.get("status", 200))
+    for name, value in (reply.get("headers") or {}).items():
+        head += "{}: {}\r\n".format(name, value)
+    head += "Content-Length: {}\r\nConnection: close\r\n\r\n".format(len(body))
+    return head.encode() + body
+
+
+def conformance_seeds(shared):
+    """Replies as a server writes them (mode 0) and record texts (mode 1),
+    from the reference records and the project's corpus (ours, so read
+    from the checkout)."""
+    corpus = os.path.join(HERE, "..", "conformance", "corpus", "wire")
+    paths = files(os.path.join(shared, "hale-witness", "wire"), ".json") + files(corpus, ".json")
+    out = []
+    for path in paths:
+        text = read(path)
+        out.append(b"\x01" + text)
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        reply = record.get("reply")
+        if not isinstance(reply, dict):
+            continue
+        if record.get("transport") == "unix":
+            out.append(b"\x00" + compact(reply) + b"\n")
+        else:
+            out.append(b"\x00" + http_response(reply))
+    return [s for s in out if len(s) <= MAX_SEED]
+
+
 def made(shared, target):
     """The seeds TARGET gets from SHARED."""
     texts = json_texts(shared)
@@ -129,6 +163,8 @@ def made(shared, target):
         return http_requests(shared)
     if target == "hale_syntax":
         return [read(p) for p in files(os.path.join(shared, "hale-witness"), ".hl")]
+    if target == "conformance_reply":
+        return conformance_seeds(shared)
     return []
 
 

@@ -69,7 +69,16 @@ pub struct Scope<'a> {
 pub fn ty(u: &mut Unstructured, scope: &Scope, depth: u32) -> Result<Type> {
     let compound = depth < MAX_DEPTH && u.ratio(2, 5)?;
     if !compound {
-        let n = 10 + 3 * usize::from(!scope.params.is_empty()) + 3 * scope.arities.len();
+        // A named type's arguments are types too: past twice the depth
+        // bound no named type is chosen, or a chain of generic named types
+        // would nest without bound (each argument a named type applied to
+        // more), and the target would measure that depth alone.
+        let named_types = if depth < 2 * MAX_DEPTH {
+            scope.arities.len()
+        } else {
+            0
+        };
+        let n = 10 + 3 * usize::from(!scope.params.is_empty()) + 3 * named_types;
         let k = u.choose_index(n)?;
         return Ok(match k {
             0 => Type::Int,
@@ -122,7 +131,7 @@ pub fn ty(u: &mut Unstructured, scope: &Scope, depth: u32) -> Result<Type> {
 /// Named type `i` applied to as many arguments as it declares.
 fn named(u: &mut Unstructured, scope: &Scope, i: usize, depth: u32) -> Result<Type> {
     let args = (0..scope.arities[i])
-        .map(|_| ty(u, scope, depth.max(MAX_DEPTH - 1)))
+        .map(|_| ty(u, scope, (depth + 1).max(MAX_DEPTH - 1)))
         .collect::<Result<_>>()?;
     Ok(Type::applied(ident(i), args))
 }

@@ -160,85 +160,72 @@ pub(crate) enum Line<'a> {
 /// Splits the process's output into lines, holding at most the limit.
 #[derive(Debug, Default)]
 pub(crate) struct LineReader {
+    /// A partial line, cut by the end of a read.
     buf: Vec<u8>,
-    scanned: usize,
     /// Reading past the limit: the bytes skipped so far and the scanner.
     skipping: Option<(usize, IdScanner)>,
 }
 
 impl LineReader {
-    /// Feeds `data`; calls `each` for every line completed.
+    /// Feeds `data`; calls `each` for every line completed. Lines are
+    /// taken from `data` in place; only a line cut by the end of a read is
+    /// copied, and only until its newline comes.
     pub(crate) fn feed(&mut self, data: &[u8], max_line: usize, mut each: impl FnMut(Line<'_>)) {
         let mut data = data;
         while !data.is_empty() {
+            let nl = memchr::memchr(b'\n', data);
             if let Some((len, scanner)) = &mut self.skipping {
-                match data.iter().position(|&b| b == b'\n') {
-                    None => {
-                        *len += data.len();
-                        scanner.feed(data);
-                        return;
-                    }
-                    Some(nl) => {
-                        *len += nl;
-                        scanner.feed(&data[..nl]);
-                        data = &data[nl + 1..];
-                        if let Some((len, scanner)) = self.skipping.take() {
-                            each(Line::Oversized {
-                                len,
-                                ids: scanner.finish(),
-                            });
-                        }
-                        continue;
-                    }
+                let Some(nl) = nl else {
+                    *len += data.len();
+                    scanner.feed(data);
+                    return;
+                };
+                *len += nl;
+                scanner.feed(&data[..nl]);
+                data = &data[nl + 1..];
+                if let Some((len, scanner)) = self.skipping.take() {
+                    each(Line::Oversized {
+                        len,
+                        ids: scanner.finish(),
+                    });
                 }
+                continue;
             }
-            // Take whole lines straight from `data` when nothing is held.
+            let Some(nl) = nl else {
+                // A partial line: held until its newline, up to the limit.
+                self.buf.extend_from_slice(data);
+                if self.buf.len() > max_line {
+                    let mut scanner = IdScanner::new();
+                    scanner.feed(&self.buf);
+                    self.skipping = Some((self.buf.len(), scanner));
+                    self.buf = Vec::new();
+                }
+                return;
+            };
             if self.buf.is_empty() {
-                if let Some(nl) = data.iter().position(|&b| b == b'\n') {
-                    let line = strip_cr(&data[..nl]);
-                    if line.len() > max_line {
-                        each(Line::Oversized {
-                            len: line.len(),
-                            ids: super::oversize::scan(line),
-                        });
-                    } else {
-                        each(Line::Whole(line));
-                    }
-                    data = &data[nl + 1..];
-                    continue;
-                }
+                Self::whole(strip_cr(&data[..nl]), max_line, &mut each);
+            } else {
+                // The end of the line held: completed, then `data` is read
+                // in place again.
+                self.buf.extend_from_slice(&data[..nl]);
+                let buf = std::mem::take(&mut self.buf);
+                Self::whole(strip_cr(&buf), max_line, &mut each);
+                self.buf = buf;
+                self.buf.clear();
             }
-            self.buf.extend_from_slice(data);
-            data = &[];
-            loop {
-                match self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
-                    Some(nl) => {
-                        let end = self.scanned + nl;
-                        let line = strip_cr(&self.buf[..end]);
-                        if line.len() > max_line {
-                            each(Line::Oversized {
-                                len: line.len(),
-                                ids: super::oversize::scan(line),
-                            });
-                        } else {
-                            each(Line::Whole(line));
-                        }
-                        self.buf.drain(..=end);
-                        self.scanned = 0;
-                    }
-                    None => {
-                        self.scanned = self.buf.len();
-                        if self.buf.len() > max_line {
-                            let mut scanner = IdScanner::new();
-                            scanner.feed(&self.buf);
-                            self.skipping = Some((self.buf.len(), scanner));
-                            self.buf = Vec::new();
-                            self.scanned = 0;
-                        }
-                        break;
-                    }
-                }
-            }
+            data = &data[nl + 1..];
+        }
+    }
+
+    /// Hands out one complete line (without its newline).
+    fn whole(line: &[u8], max_line: usize, each: &mut impl FnMut(Line<'_>)) {
+        if line.len() > max_line {
+            each(Line::Oversized {
+                len: line.len(),
+                ids: super::oversize::scan(line),
+            });
+        } else {
+            each(Line::Whole(line));
         }
     }
 

@@ -46,11 +46,42 @@ fn write_key(key: &CallKey, out: &mut Vec<u8>) {
     write_string(&key.call, out);
 }
 
+/// The part of a call message fixed by its declaration: `,"tool":…,"args":{`
+/// and the order its args are written in (by parameter name). Made once
+/// per declaration by a host that sends many calls, so a call costs no
+/// identity formatting and no sort.
+#[derive(Clone, Debug)]
+pub(crate) struct CallShape {
+    middle: Vec<u8>,
+    order: Vec<usize>,
+}
+
+impl CallShape {
+    pub(crate) fn of(tool: &super::Tool) -> CallShape {
+        let decl = &tool.declaration;
+        let mut middle = b",\"tool\":".to_vec();
+        write_string(&decl.identity.to_string(), &mut middle);
+        middle.extend_from_slice(b",\"args\":{");
+        let mut order: Vec<usize> = (0..decl.params.len()).collect();
+        order.sort_by(|&a, &b| decl.params[a].name.cmp(&decl.params[b].name));
+        CallShape { middle, order }
+    }
+}
+
 /// Appends a call notification: args keyed by parameter name in code-point
 /// order (so the args object is itself canonical), each a canonical value;
 /// for a generic Tool, `expects`, the schema of the success type the caller
 /// expects.
 pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
+    write_shaped_call(call, &CallShape::of(&call.tool), out)
+}
+
+/// [`write_call`] with the declaration's part made beforehand.
+pub(crate) fn write_shaped_call(
+    call: &Call,
+    shape: &CallShape,
+    out: &mut Vec<u8>,
+) -> Result<(), SendError> {
     let decl = &call.tool.declaration;
     let expects = if decl.generic.is_empty() {
         None
@@ -63,12 +94,8 @@ pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
     };
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":");
     write_key(&call.key, out);
-    out.extend_from_slice(b",\"tool\":");
-    write_string(&decl.identity.to_string(), out);
-    out.extend_from_slice(b",\"args\":{");
-    let mut order: Vec<usize> = (0..decl.params.len()).collect();
-    order.sort_by(|&a, &b| decl.params[a].name.cmp(&decl.params[b].name));
-    for (n, &i) in order.iter().enumerate() {
+    out.extend_from_slice(&shape.middle);
+    for (n, &i) in shape.order.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }

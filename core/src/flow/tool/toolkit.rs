@@ -9,7 +9,9 @@
 //! the author's code never runs. What the author's code returns is written
 //! by [`ToolkitConn::reply`], once per call.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::conn::{Line, LineReader};
@@ -78,7 +80,10 @@ pub struct ToolkitConn {
     limits: ToolkitLimits,
     reader: LineReader,
     out: Vec<u8>,
-    open: BTreeSet<CallKey>,
+    /// The calls yielded and not answered. A fixed hasher (core reads no
+    /// entropy): a host flooding one set with colliding keys only slows
+    /// its own calls.
+    open: HashSet<CallKey, BuildHasherDefault<DefaultHasher>>,
     events: VecDeque<ToolkitEvent>,
 }
 
@@ -100,7 +105,7 @@ impl ToolkitConn {
             limits,
             reader: LineReader::default(),
             out: Vec::new(),
-            open: BTreeSet::new(),
+            open: HashSet::default(),
             events: VecDeque::new(),
         }
     }

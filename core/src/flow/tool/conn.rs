@@ -149,6 +149,59 @@ pub trait ToolConn {
     fn open_calls(&self) -> usize;
 }
 
+/// A map or set with a fixed hasher (FxHash's word-at-a-time multiply):
+/// core reads no entropy, and the keys of the tool machines' maps are the
+/// host's own (a reply only looks one up), so there is nothing to flood;
+/// SipHash cost more than the rest of a call's bookkeeping.
+pub(crate) type Fixed = std::hash::BuildHasherDefault<FxHasher>;
+
+/// See [`Fixed`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
 /// A line read from the process, framed.
 pub(crate) enum Line<'a> {
     /// A whole line within the limit (without its newline).

@@ -13,9 +13,7 @@
 //! Unknown if its message was written to the process in full and NotRun if
 //! not; the next call starts it again, and it describes itself again first.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::binding::{status_of, Status};
@@ -30,11 +28,10 @@ use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
 use crate::wire::jsonrpc::{self, Message};
 use crate::Timestamp;
 
-/// A hash map with a fixed hasher: core reads no entropy, and the keys are
-/// the host's own (an implementation's reply only looks one up, it never
-/// adds one), so there is nothing to flood. Hashing a key once beats a
-/// tree's dozen string comparisons per call with hundreds in flight.
-type Fixed<K, V> = HashMap<K, V, BuildHasherDefault<DefaultHasher>>;
+/// A hash map with a fixed hasher ([`super::conn::Fixed`]): hashing a key once
+/// beats a tree's dozen string comparisons per call with hundreds in
+/// flight.
+type Fixed<K, V> = HashMap<K, V, super::conn::Fixed>;
 
 /// The most declarations whose call shape is kept: a caller that makes a
 /// new `Arc<Tool>` per call must not grow the cache without end.

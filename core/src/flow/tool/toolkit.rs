@@ -9,9 +9,7 @@
 //! the author's code never runs. What the author's code returns is written
 //! by [`ToolkitConn::reply`], once per call.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::conn::{Line, LineReader};
@@ -81,9 +79,9 @@ pub struct ToolkitConn {
     reader: LineReader,
     out: Vec<u8>,
     /// The calls yielded and not answered. A fixed hasher (core reads no
-    /// entropy): a host flooding one set with colliding keys only slows
-    /// its own calls.
-    open: HashSet<CallKey, BuildHasherDefault<DefaultHasher>>,
+    /// entropy): a host flooding the set with colliding keys only slows its
+    /// own calls.
+    open: HashSet<CallKey, super::conn::Fixed>,
     events: VecDeque<ToolkitEvent>,
 }
 
@@ -303,6 +301,19 @@ pub fn decode_args(
     limits: &DecodeLimits,
 ) -> Result<Vec<Value>, String> {
     let decl = &tool.declaration;
+    // Most calls' args decode: one pass over them. Anything else is read
+    // again member by member, which says what is wrong.
+    let fields: Vec<(&str, &Type)> = decl
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), &p.ty))
+        .collect();
+    let depth = crate::json::DEFAULT_MAX_DEPTH;
+    if let Some(values) =
+        crate::flow::decode::decode_members_fast(args, &fields, &tool.env, binds, limits, depth)
+    {
+        return Ok(values);
+    }
     let members = protocol::members(args).map_err(|e| format!("`args` {e}"))?;
     let mut values: Vec<Option<Value>> = vec![None; decl.params.len()];
     for (name, raw) in members {

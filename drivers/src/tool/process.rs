@@ -624,8 +624,16 @@ fn write_out(
 ) -> Flushed {
     loop {
         if out.is_empty() {
+            // Output queued since `out` was taken (a reader's answer) would
+            // otherwise wait for the writer thread's next look.
             let mut inner = shared.lock();
-            return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
+            if inner.generation != generation {
+                return Flushed::Gone;
+            }
+            if inner.conn.poll_transmit(&mut out) == 0 {
+                return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
+            }
+            continue;
         }
         match stdin.write(&out) {
             Ok(0) => return gone(shared, generation),

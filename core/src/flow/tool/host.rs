@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use super::binding::{status_of, Status};
 use super::conn::{
-    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
-    SendError,
+    check_call, decode_outcome, Events, KeyView, Limits, Line, LineReader, Open, Outbox,
+    RawOutcome, SendError,
 };
 use super::listing::{Described, Tool};
 use super::oversize;
@@ -213,7 +213,14 @@ impl HostConn {
     }
 
     fn reply(&mut self, key: CallKey, outcome: Result<RawOutcome<'_>, String>) {
-        let Some(open) = self.open.remove(&key) else {
+        self.reply_to((&key.run, &key.call), outcome);
+    }
+
+    /// A reply for the call `(run, call)` names: the open call's own key
+    /// closes it, so the reply's texts are never copied.
+    fn reply_to(&mut self, (run, call): (&str, &str), outcome: Result<RawOutcome<'_>, String>) {
+        let Some((key, open)) = self.open.remove_entry(&(run, call) as &dyn KeyView) else {
+            let key = CallKey::new(run, call);
             return self.events.push_back(ConnEvent::Dropped(format!(
                 "a reply for {key}, which is not open (never sent, or already answered): dropped"
             )));
@@ -259,8 +266,8 @@ impl HostConn {
             return;
         }
         // Most lines are well-formed replies: one pass reads them.
-        if let Some((key, outcome)) = protocol::fast_reply(bytes) {
-            return self.reply(key, Ok(outcome));
+        if let Some(((run, call), outcome)) = protocol::fast_reply(bytes) {
+            return self.reply_to((&run, &call), Ok(outcome));
         }
         let message = match jsonrpc::parse(bytes) {
             Ok(m) => m,

@@ -322,11 +322,16 @@ const REPLY_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"reply\",\"param
 /// How a call written as [`write_call`] writes it opens, likewise.
 const CALL_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":{";
 
+/// A reply's run id and call id as its line holds them: borrowed unless
+/// escaped, so the open call is found without copying them
+/// ([`KeyView`](super::conn::KeyView)).
+pub(crate) type FastKey<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// Reads a line that is exactly a well-formed reply in one pass:
 /// `{"jsonrpc": "2.0", "method": "reply", "params": {"runId", "callId",
 /// "outcome": {tag: value}}}` in any key order and nothing else. `None` for
 /// anything else, which the general path then reads (and judges).
-pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
+pub(crate) fn fast_reply(line: &[u8]) -> Option<(FastKey<'_>, RawOutcome<'_>)> {
     let (mut version, mut method, mut key, mut outcome) = (false, false, None, None);
     let mut t = if line.starts_with(REPLY_OPENING) {
         // The opening our own writer (and most toolkits) put first, matched
@@ -334,7 +339,7 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
         let mut t = Tokenizer::inside_objects(line, REPLY_OPENING.len(), 2);
         let (run, call, o) = fast_reply_params(&mut t, line)?;
         (version, method) = (true, true);
-        key = Some(CallKey { run, call });
+        key = Some((run, call));
         outcome = Some(o);
         t
     } else {
@@ -352,7 +357,7 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
                 ("method", Event::String(m)) if !method && m == REPLY => method = true,
                 ("params", Event::BeginObject) if key.is_none() => {
                     let (run, call, o) = fast_reply_params(&mut t, line)?;
-                    key = Some(CallKey { run, call });
+                    key = Some((run, call));
                     outcome = Some(o);
                 }
                 _ => return None,
@@ -370,14 +375,14 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
 fn fast_reply_params<'a>(
     t: &mut Tokenizer<'a>,
     line: &'a [u8],
-) -> Option<(String, String, RawOutcome<'a>)> {
+) -> Option<(Cow<'a, str>, Cow<'a, str>, RawOutcome<'a>)> {
     let (mut run, mut call, mut outcome) = (None, None, None);
     loop {
         match t.next_event().ok()?? {
             Event::EndObject => break,
             Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
-                ("runId", Event::String(s)) if run.is_none() => run = Some(s.into_owned()),
-                ("callId", Event::String(s)) if call.is_none() => call = Some(s.into_owned()),
+                ("runId", Event::String(s)) if run.is_none() => run = Some(s),
+                ("callId", Event::String(s)) if call.is_none() => call = Some(s),
                 ("outcome", Event::BeginObject) if outcome.is_none() => {
                     let Event::Key(tag) = t.next_event().ok()?? else {
                         return None;

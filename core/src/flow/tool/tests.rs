@@ -768,7 +768,7 @@ fn the_fast_paths_read_exactly_what_the_general_path_reads() {
                 };
                 assert_eq!(method, "reply");
                 let (k, o) = protocol::parse_reply(params.unwrap()).unwrap();
-                assert_eq!(k, key, "{line}");
+                assert_eq!(k, CallKey::new(&key.0, &key.1), "{line}");
                 assert_eq!(
                     format!("{:?}", o.unwrap()),
                     format!("{outcome:?}"),

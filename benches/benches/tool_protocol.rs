@@ -385,6 +385,21 @@ fn main() {
         }
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--toolkit-only") {
+        // For a profiler: the toolkit echo alone, `--toolkit-only IN_FLIGHT`.
+        let k = args.get(i + 1).and_then(|a| a.parse().ok()).unwrap_or(256);
+        let (process, rx) = toolkit_process();
+        let mut best = Duration::MAX;
+        for _ in 0..10 {
+            best = best.min(run_toolkit(&process, &rx, k, 100_000));
+        }
+        println!(
+            "{k} in flight: {:.0} calls/s",
+            100_000.0 / best.as_secs_f64()
+        );
+        process.shutdown();
+        return;
+    }
     if args.iter().any(|a| a == "--machines") {
         // For a profiler: the machines alone.
         for _ in 0..20 {

@@ -65,12 +65,20 @@ pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
 
 /// The keys seen so far in one object, to refuse a key given twice.
 ///
-/// Ordered (not hashed), so it needs no entropy and costs `O(log n)` per key
-/// however many keys an object holds.
+/// The first few are kept in place and compared one by one (most objects
+/// have a handful of members, and one made per object must not allocate
+/// for them); past those, ordered (not hashed), so it needs no entropy and
+/// costs `O(log n)` per key however many keys an object holds.
 #[derive(Clone, Debug, Default)]
 pub struct DuplicateKeys<'a> {
+    few: [Cow<'a, str>; FEW],
+    /// How many of `few` hold keys.
+    held: usize,
     seen: BTreeSet<Cow<'a, str>>,
 }
+
+/// The keys kept in place before the ordered set takes over.
+const FEW: usize = 8;
 
 impl<'a> DuplicateKeys<'a> {
     /// No keys seen.
@@ -82,6 +90,20 @@ impl<'a> DuplicateKeys<'a> {
     // A `&Cow` rather than `&str`: a borrowed key is kept borrowed, not copied.
     #[allow(clippy::ptr_arg)]
     pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
+        if self.held < FEW {
+            if self.few[..self.held].iter().any(|k| k == key) {
+                return false;
+            }
+            self.few[self.held] = key.clone();
+            self.held += 1;
+            return true;
+        }
+        if self.seen.is_empty() {
+            // The place is full: every key moves to the ordered set.
+            for k in &mut self.few {
+                self.seen.insert(std::mem::take(k));
+            }
+        }
         if self.seen.contains(key.as_ref()) {
             return false;
         }

@@ -232,3 +232,47 @@ fn duplicate_keys_helper() {
     assert!(seen.insert(&Cow::Owned("b".to_owned())));
     assert!(!seen.insert(&Cow::Owned("a".to_owned())));
 }
+
+/// The nesting is kept a bit per container, 64 to a word: arrays and
+/// objects mixed across the words' edges close as they opened.
+#[test]
+fn mixed_nesting_across_the_nestings_words_closes_in_order() {
+    for depth in [63usize, 64, 65, 127, 128, 129, 200] {
+        let mut text = String::new();
+        for i in 0..depth {
+            text.push_str(if i % 3 == 0 { "{\"k\":" } else { "[" });
+        }
+        text.push('1');
+        for i in (0..depth).rev() {
+            text.push(if i % 3 == 0 { '}' } else { ']' });
+        }
+        let mut t = Tokenizer::with_max_depth(text.as_bytes(), 1000);
+        let mut closes = Vec::new();
+        while let Some(e) = t.next_event().unwrap() {
+            match e {
+                Event::EndObject => closes.push('}'),
+                Event::EndArray => closes.push(']'),
+                _ => {}
+            }
+            assert!(t.depth() <= depth);
+        }
+        let want: Vec<char> = (0..depth)
+            .rev()
+            .map(|i| if i % 3 == 0 { '}' } else { ']' })
+            .collect();
+        assert_eq!(closes, want, "depth {depth}");
+        // A close of the wrong kind is refused at any depth.
+        let mut wrong = text.clone().into_bytes();
+        let last = wrong.len() - 1;
+        wrong[last] = if wrong[last] == b'}' { b']' } else { b'}' };
+        let mut t = Tokenizer::with_max_depth(&wrong, 1000);
+        let refused = loop {
+            match t.next_event() {
+                Ok(Some(_)) => {}
+                Ok(None) => break false,
+                Err(_) => break true,
+            }
+        };
+        assert!(refused, "depth {depth}");
+    }
+}

@@ -41,6 +41,66 @@ enum Container {
     Object,
 }
 
+/// The open arrays and objects, innermost last: one bit each (set for an
+/// object) in a word while they fit, the words further out spilled to a
+/// list. Most texts nest a few levels, and a tokenizer is made per message
+/// and per value: it must not allocate for them.
+#[derive(Clone, Debug, Default)]
+struct Nesting {
+    /// The innermost word's bits (up to 64 containers).
+    bits: u64,
+    /// How many containers are open.
+    depth: usize,
+    /// The full words further out, outermost first.
+    outer: Vec<u64>,
+}
+
+impl Nesting {
+    #[inline]
+    fn len(&self) -> usize {
+        self.depth
+    }
+
+    #[inline]
+    fn last(&self) -> Option<Container> {
+        let depth = self.depth.checked_sub(1)?;
+        Some(Self::of(self.bits >> (depth % 64)))
+    }
+
+    #[inline]
+    fn push(&mut self, container: Container) {
+        if self.depth > 0 && self.depth % 64 == 0 {
+            self.outer.push(self.bits);
+            self.bits = 0;
+        }
+        let bit = 1u64 << (self.depth % 64);
+        match container {
+            Container::Object => self.bits |= bit,
+            Container::Array => self.bits &= !bit,
+        }
+        self.depth += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Container> {
+        self.depth = self.depth.checked_sub(1)?;
+        let container = Self::of(self.bits >> (self.depth % 64));
+        if self.depth > 0 && self.depth % 64 == 0 {
+            self.bits = self.outer.pop().unwrap_or(0);
+        }
+        Some(container)
+    }
+
+    #[inline]
+    fn of(bits: u64) -> Container {
+        if bits & 1 == 1 {
+            Container::Object
+        } else {
+            Container::Array
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// A value must come next: the start, after `:`, after `,` in an array.
@@ -72,7 +132,7 @@ pub struct Tokenizer<'a> {
     pub(super) text: &'a str,
     pub(super) pos: usize,
     event_start: usize,
-    stack: Vec<Container>,
+    stack: Nesting,
     state: State,
     max_depth: usize,
     failed: Option<Error>,
@@ -96,11 +156,30 @@ impl<'a> Tokenizer<'a> {
             text,
             pos: 0,
             event_start: 0,
-            stack: Vec::new(),
+            stack: Nesting::default(),
             state: State::Value,
             max_depth,
             failed: None,
         }
+    }
+
+    /// A tokenizer over `input` as it stands once it has read `input[..pos]`,
+    /// a text that opens `objects` objects and nothing else, the last one
+    /// just opened (a key or `}` comes next). For a reader that has matched
+    /// a known opening byte for byte: the rest is read as strictly as ever.
+    pub(crate) fn inside_objects(input: &'a [u8], pos: usize, objects: usize) -> Tokenizer<'a> {
+        let mut t = Tokenizer::new(input);
+        for _ in 0..objects {
+            t.stack.push(Container::Object);
+        }
+        t.pos = pos;
+        t.event_start = pos;
+        t.state = if objects == 0 {
+            State::Value
+        } else {
+            State::ObjectStart
+        };
+        t
     }
 
     /// The text being read.

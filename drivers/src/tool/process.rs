@@ -85,13 +85,20 @@ struct Inner {
     closed: bool,
     /// Outcomes to hand to `on_closed` once the lock is released.
     outcomes: Vec<(CallKey, Outcome)>,
+    /// Threads waiting on `settled`: a notify is a system call even with
+    /// no one waiting, so it is made only when someone is.
+    settling: usize,
 }
 
 struct Shared {
     inner: Mutex<Inner>,
-    /// Signalled when there is output to write, a describe result, or a
+    /// Wakes the writer thread: there is output to write, a timer, or a
     /// change of generation.
     wake: Condvar,
+    /// Wakes a describe waiting for its result, and the reader of an ended
+    /// process waiting for a write under way to report: kept apart from
+    /// `wake` so that a call sent, written and reported wakes no one.
+    settled: Condvar,
     base: Instant,
     on_closed: OnClosed,
 }
@@ -122,8 +129,10 @@ impl Process {
                     starts: 0,
                     closed: false,
                     outcomes: Vec::new(),
+                    settling: 0,
                 }),
                 wake: Condvar::new(),
+                settled: Condvar::new(),
                 base: Instant::now(),
                 on_closed,
             }),
@@ -157,12 +166,14 @@ impl Process {
                     timeout.as_millis()
                 ));
             }
+            inner.settling += 1;
             inner = self
                 .shared
-                .wake
+                .settled
                 .wait_timeout(inner, left)
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
+            inner.settling -= 1;
         }
     }
 
@@ -174,6 +185,8 @@ impl Process {
     /// Sends calls, written together; returns how many were taken before
     /// the first refused one (whose error is returned).
     pub fn send_all(&self, calls: impl IntoIterator<Item = Call>) -> Result<usize, SendError> {
+        // Made before the lock is taken: the reader needs it for replies.
+        let calls: Vec<Call> = calls.into_iter().collect();
         let mut inner = self.shared.lock();
         let now = self.shared.now();
         let mut taken = 0;
@@ -192,11 +205,12 @@ impl Process {
         let generation = inner.generation;
         let stdin = inner.stdin.take();
         inner.writing |= stdin.is_some();
+        let out = stdin.as_ref().map(|_| take_output(&mut inner));
         let outcomes = std::mem::take(&mut inner.outcomes);
         drop(inner);
         deliver(&self.shared, outcomes);
-        if let Some(stdin) = stdin {
-            flush(&self.shared, generation, stdin);
+        if let (Some(stdin), Some(out)) = (stdin, out) {
+            write_out(&self.shared, generation, stdin, out);
         }
         match refused {
             Some(e) => Err(e),
@@ -256,6 +270,7 @@ impl Process {
             inner.child.take()
         };
         self.shared.wake.notify_all();
+        self.shared.settled.notify_all();
         if let Some(mut child) = child {
             let _ = child.kill();
             let _ = child.wait();
@@ -287,10 +302,18 @@ impl Shared {
     }
 }
 
-/// Acts on every event the machine has, then wakes the writer.
+/// Acts on every event the machine has, then wakes the writer (not on
+/// the path of a call and its reply, so it wakes it unasked).
 fn pump(shared: &Arc<Shared>, inner: &mut Inner) {
     drain(shared, inner);
     shared.wake.notify_all();
+}
+
+/// Wakes the threads waiting on `settled`, if any.
+fn settle(shared: &Shared, inner: &Inner) {
+    if inner.settling > 0 {
+        shared.settled.notify_all();
+    }
 }
 
 /// Hands outcomes to `on_closed`, with no lock held (so a caller woken by
@@ -316,7 +339,7 @@ fn drain(shared: &Arc<Shared>, inner: &mut Inner) {
                     note(inner, format!("describe failed: {why}"));
                 }
                 inner.described = (inner.described.0 + 1, Some(result));
-                shared.wake.notify_all();
+                settle(shared, inner);
             }
             ConnEvent::Closed { key, outcome } => inner.outcomes.push((key, outcome)),
             ConnEvent::Dropped(why) => note(inner, why),
@@ -446,11 +469,13 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
         let mut inner = shared.lock();
         let deadline = Instant::now() + Duration::from_secs(5);
         while inner.writing && inner.generation == generation && Instant::now() < deadline {
+            inner.settling += 1;
             inner = shared
-                .wake
+                .settled
                 .wait_timeout(inner, Duration::from_millis(50))
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
+            inner.settling -= 1;
         }
         if inner.generation != generation {
             return;
@@ -479,7 +504,7 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
 fn piece(data: &[u8], lines: usize) -> usize {
     let mut end = 0;
     for _ in 0..lines {
-        match data[end..].iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', &data[end..]) {
             Some(nl) => end += nl + 1,
             None => return data.len(),
         }
@@ -565,41 +590,53 @@ enum Flushed {
     Gone,
 }
 
-/// Writes what the machine hands out with `stdin` (taken out of the shared
-/// state, which says a write is under way) until it is all written or the
-/// pipe is full, reporting what was written, then puts it back. Written
-/// outside the lock: a full pipe must not stop replies from being read.
-fn flush(shared: &Arc<Shared>, generation: u64, stdin: Sender) -> Flushed {
-    let flushed = write_out(shared, generation, stdin);
-    let mut inner = shared.lock();
-    if inner.generation == generation {
-        inner.writing = false;
-    }
-    shared.wake.notify_all();
-    flushed
+/// What is to be written: what did not fit the pipe last time, then what
+/// the machine hands out.
+fn take_output(inner: &mut Inner) -> Vec<u8> {
+    let mut out = std::mem::take(&mut inner.unwritten);
+    inner.conn.poll_transmit(&mut out);
+    out
 }
 
-fn write_out(shared: &Arc<Shared>, generation: u64, mut stdin: Sender) -> Flushed {
-    let mut out = {
+/// Writes what the machine hands out with `stdin` (taken out of the shared
+/// state, which says a write is under way) until it is all written or the
+/// pipe is full, reporting what was written, then puts it back.
+fn flush(shared: &Arc<Shared>, generation: u64, stdin: Sender) -> Flushed {
+    let out = {
         let mut inner = shared.lock();
         if inner.generation != generation {
             return Flushed::Gone;
         }
-        std::mem::take(&mut inner.unwritten)
+        take_output(&mut inner)
     };
+    write_out(shared, generation, stdin, out)
+}
+
+/// Writes `out`, then whatever the machine hands out meanwhile, with
+/// `stdin`. Written outside the lock (a full pipe must not stop replies
+/// from being read), and the lock taken once per write, to report it and
+/// take what came since: the reader of replies needs the same lock.
+fn write_out(
+    shared: &Arc<Shared>,
+    generation: u64,
+    mut stdin: Sender,
+    mut out: Vec<u8>,
+) -> Flushed {
     loop {
         if out.is_empty() {
+            // Output queued since `out` was taken (a reader's answer) would
+            // otherwise wait for the writer thread's next look.
             let mut inner = shared.lock();
             if inner.generation != generation {
                 return Flushed::Gone;
             }
             if inner.conn.poll_transmit(&mut out) == 0 {
-                inner.stdin = Some(stdin);
-                return Flushed::Done;
+                return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
             }
+            continue;
         }
         match stdin.write(&out) {
-            Ok(0) => return Flushed::Gone,
+            Ok(0) => return gone(shared, generation),
             Ok(n) => {
                 out.drain(..n);
                 // Reported as it goes: a call whose text reached the pipe is
@@ -609,20 +646,50 @@ fn write_out(shared: &Arc<Shared>, generation: u64, mut stdin: Sender) -> Flushe
                     return Flushed::Gone;
                 }
                 inner.conn.handle_sent(n);
+                if out.is_empty() && inner.conn.poll_transmit(&mut out) == 0 {
+                    return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let mut inner = shared.lock();
-                if inner.generation != generation {
-                    return Flushed::Gone;
-                }
-                inner.unwritten = out;
-                inner.stdin = Some(stdin);
+                // The writer thread waits for room.
                 shared.wake.notify_all();
-                return Flushed::Full;
+                return put_back(shared, &mut inner, generation, stdin, out, Flushed::Full);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // The process no longer reads; the reader sees it end.
-            Err(_) => return Flushed::Gone,
+            Err(_) => return gone(shared, generation),
         }
     }
+}
+
+/// Ends a write: `stdin` and what is left of `out` back in the shared
+/// state, the write no longer under way.
+fn put_back(
+    shared: &Shared,
+    inner: &mut Inner,
+    generation: u64,
+    stdin: Sender,
+    out: Vec<u8>,
+    how: Flushed,
+) -> Flushed {
+    if inner.generation != generation {
+        return Flushed::Gone;
+    }
+    inner.unwritten = out;
+    inner.stdin = Some(stdin);
+    inner.writing = false;
+    // What waits for the write to be reported waits on `settled`.
+    settle(shared, inner);
+    how
+}
+
+/// Ends a write to a process that no longer reads.
+fn gone(shared: &Shared, generation: u64) -> Flushed {
+    let mut inner = shared.lock();
+    if inner.generation == generation {
+        inner.writing = false;
+        settle(shared, &inner);
+    }
+    Flushed::Gone
 }

@@ -126,6 +126,56 @@ pub fn decode_with_params(
     Ok(value)
 }
 
+/// Decodes the object `bytes` holds in one pass, member `name` at the type
+/// `fields` pairs with it, each member's value held to `limits` as
+/// [`decode_with_params`] holds a value of its own (a value nested `d`
+/// deep inside the object is refused past the limit as it would be alone;
+/// the canonical growth of all members together stays within the budget
+/// of the object's text, which no member alone could exceed). Returns the
+/// values in `fields`' order, or `None` when anything is amiss — a
+/// member missing, unknown or given twice, a value that does not decode,
+/// text that is not JSON — so that the caller reads the object again the
+/// slow way and says exactly what. `outer_depth` is the deepest the
+/// caller's own tokenizer lets the object nest its members, so this reads
+/// no more than that one did.
+pub(crate) fn decode_members_fast(
+    bytes: &[u8],
+    fields: &[(&str, &Type)],
+    env: &TypeEnv,
+    params: &[(String, Type)],
+    limits: &Limits,
+    outer_depth: usize,
+) -> Option<Vec<Value>> {
+    let depth = limits.depth().saturating_add(1).min(outer_depth);
+    let mut d = Decoder::with_depth(bytes, env, limits, depth).ok()?;
+    if !matches!(d.next().ok()?, Event::BeginObject) {
+        return None;
+    }
+    let mut values: Vec<Option<Value>> = Vec::with_capacity(fields.len());
+    values.resize_with(fields.len(), || None);
+    let scope = Scope::Root(params);
+    loop {
+        let key = match d.next().ok()? {
+            Event::EndObject => break,
+            Event::Key(key) => key,
+            _ => return None,
+        };
+        let i = fields.iter().position(|(name, _)| *name == key)?;
+        if values[i].is_some() {
+            return None;
+        }
+        let first = d.next().ok()?;
+        let start = d.tok.event_offset();
+        let value = d.value(fields[i].1, &scope, first).ok()?;
+        if d.tok.offset() - start > limits.max_bytes {
+            return None;
+        }
+        values[i] = Some(value);
+    }
+    d.finish().ok()?;
+    values.into_iter().collect()
+}
+
 /// Parses `bytes` as a `json.Value` under `limits`: any JSON, numbers
 /// exact, an object repeating a key refused.
 pub fn parse_json_value(bytes: &[u8], limits: &Limits) -> Result<JsonValue, DecodeError> {
@@ -233,6 +283,17 @@ impl std::fmt::Display for Shape<'_> {
 
 impl<'a, 'e> Decoder<'a, 'e> {
     fn new(bytes: &'a [u8], env: &'e TypeEnv, limits: &'e Limits) -> Result<Self, DecodeError> {
+        Decoder::with_depth(bytes, env, limits, limits.depth())
+    }
+
+    /// [`Decoder::new`] with arrays and objects nesting at most
+    /// `max_depth` deep.
+    fn with_depth(
+        bytes: &'a [u8],
+        env: &'e TypeEnv,
+        limits: &'e Limits,
+        max_depth: usize,
+    ) -> Result<Self, DecodeError> {
         if bytes.len() > limits.max_bytes {
             return Err(DecodeError::new(
                 DecodeErrorKind::Limit,
@@ -244,7 +305,7 @@ impl<'a, 'e> Decoder<'a, 'e> {
             ));
         }
         Ok(Decoder {
-            tok: Tokenizer::with_max_depth(bytes, limits.depth()),
+            tok: Tokenizer::with_max_depth(bytes, max_depth),
             env,
             limits,
             budget: (limits.max_bytes - bytes.len()) as u64,

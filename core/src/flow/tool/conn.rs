@@ -149,6 +149,102 @@ pub trait ToolConn {
     fn open_calls(&self) -> usize;
 }
 
+/// A map or set with a fixed hasher (FxHash's word-at-a-time multiply):
+/// core reads no entropy, and the keys of the tool machines' maps are the
+/// host's own (a reply only looks one up), so there is nothing to flood;
+/// SipHash cost more than the rest of a call's bookkeeping.
+pub(crate) type Fixed = std::hash::BuildHasherDefault<FxHasher>;
+
+/// See [`Fixed`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// A call key's two texts however they are held, so that a map of open
+/// calls keyed by [`CallKey`] is searched with the texts a reply's line
+/// holds, without copying them into a key first. Hashes and compares as
+/// `CallKey`'s derived `Hash` and `Eq` do (its run id, then its call id).
+pub trait KeyView {
+    /// The run id and the call id.
+    fn parts(&self) -> (&str, &str);
+}
+
+impl KeyView for CallKey {
+    fn parts(&self) -> (&str, &str) {
+        (&self.run, &self.call)
+    }
+}
+
+impl KeyView for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for CallKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl std::hash::Hash for dyn KeyView + '_ {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let (run, call) = self.parts();
+        run.hash(state);
+        call.hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
 /// A line read from the process, framed.
 pub(crate) enum Line<'a> {
     /// A whole line within the limit (without its newline).
@@ -160,85 +256,72 @@ pub(crate) enum Line<'a> {
 /// Splits the process's output into lines, holding at most the limit.
 #[derive(Debug, Default)]
 pub(crate) struct LineReader {
+    /// A partial line, cut by the end of a read.
     buf: Vec<u8>,
-    scanned: usize,
     /// Reading past the limit: the bytes skipped so far and the scanner.
     skipping: Option<(usize, IdScanner)>,
 }
 
 impl LineReader {
-    /// Feeds `data`; calls `each` for every line completed.
+    /// Feeds `data`; calls `each` for every line completed. Lines are
+    /// taken from `data` in place; only a line cut by the end of a read is
+    /// copied, and only until its newline comes.
     pub(crate) fn feed(&mut self, data: &[u8], max_line: usize, mut each: impl FnMut(Line<'_>)) {
         let mut data = data;
         while !data.is_empty() {
+            let nl = memchr::memchr(b'\n', data);
             if let Some((len, scanner)) = &mut self.skipping {
-                match data.iter().position(|&b| b == b'\n') {
-                    None => {
-                        *len += data.len();
-                        scanner.feed(data);
-                        return;
-                    }
-                    Some(nl) => {
-                        *len += nl;
-                        scanner.feed(&data[..nl]);
-                        data = &data[nl + 1..];
-                        if let Some((len, scanner)) = self.skipping.take() {
-                            each(Line::Oversized {
-                                len,
-                                ids: scanner.finish(),
-                            });
-                        }
-                        continue;
-                    }
+                let Some(nl) = nl else {
+                    *len += data.len();
+                    scanner.feed(data);
+                    return;
+                };
+                *len += nl;
+                scanner.feed(&data[..nl]);
+                data = &data[nl + 1..];
+                if let Some((len, scanner)) = self.skipping.take() {
+                    each(Line::Oversized {
+                        len,
+                        ids: scanner.finish(),
+                    });
                 }
+                continue;
             }
-            // Take whole lines straight from `data` when nothing is held.
+            let Some(nl) = nl else {
+                // A partial line: held until its newline, up to the limit.
+                self.buf.extend_from_slice(data);
+                if self.buf.len() > max_line {
+                    let mut scanner = IdScanner::new();
+                    scanner.feed(&self.buf);
+                    self.skipping = Some((self.buf.len(), scanner));
+                    self.buf = Vec::new();
+                }
+                return;
+            };
             if self.buf.is_empty() {
-                if let Some(nl) = data.iter().position(|&b| b == b'\n') {
-                    let line = strip_cr(&data[..nl]);
-                    if line.len() > max_line {
-                        each(Line::Oversized {
-                            len: line.len(),
-                            ids: super::oversize::scan(line),
-                        });
-                    } else {
-                        each(Line::Whole(line));
-                    }
-                    data = &data[nl + 1..];
-                    continue;
-                }
+                Self::whole(strip_cr(&data[..nl]), max_line, &mut each);
+            } else {
+                // The end of the line held: completed, then `data` is read
+                // in place again.
+                self.buf.extend_from_slice(&data[..nl]);
+                let buf = std::mem::take(&mut self.buf);
+                Self::whole(strip_cr(&buf), max_line, &mut each);
+                self.buf = buf;
+                self.buf.clear();
             }
-            self.buf.extend_from_slice(data);
-            data = &[];
-            loop {
-                match self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
-                    Some(nl) => {
-                        let end = self.scanned + nl;
-                        let line = strip_cr(&self.buf[..end]);
-                        if line.len() > max_line {
-                            each(Line::Oversized {
-                                len: line.len(),
-                                ids: super::oversize::scan(line),
-                            });
-                        } else {
-                            each(Line::Whole(line));
-                        }
-                        self.buf.drain(..=end);
-                        self.scanned = 0;
-                    }
-                    None => {
-                        self.scanned = self.buf.len();
-                        if self.buf.len() > max_line {
-                            let mut scanner = IdScanner::new();
-                            scanner.feed(&self.buf);
-                            self.skipping = Some((self.buf.len(), scanner));
-                            self.buf = Vec::new();
-                            self.scanned = 0;
-                        }
-                        break;
-                    }
-                }
-            }
+            data = &data[nl + 1..];
+        }
+    }
+
+    /// Hands out one complete line (without its newline).
+    fn whole(line: &[u8], max_line: usize, each: &mut impl FnMut(Line<'_>)) {
+        if line.len() > max_line {
+            each(Line::Oversized {
+                len: line.len(),
+                ids: super::oversize::scan(line),
+            });
+        } else {
+            each(Line::Whole(line));
         }
     }
 

@@ -13,19 +13,40 @@
 //! Unknown if its message was written to the process in full and NotRun if
 //! not; the next call starts it again, and it describes itself again first.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use super::binding::{status_of, Status};
 use super::conn::{
-    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
-    SendError,
+    check_call, decode_outcome, Events, KeyView, Limits, Line, LineReader, Open, Outbox,
+    RawOutcome, SendError,
 };
-use super::listing::Described;
+use super::listing::{Described, Tool};
 use super::oversize;
-use super::protocol::{self, REPLY};
+use super::protocol::{self, CallShape, REPLY};
 use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
 use crate::wire::jsonrpc::{self, Message};
 use crate::Timestamp;
+
+/// A hash map with a fixed hasher ([`super::conn::Fixed`]): hashing a key once
+/// beats a tree's dozen string comparisons per call with hundreds in
+/// flight.
+type Fixed<K, V> = HashMap<K, V, super::conn::Fixed>;
+
+/// The most declarations whose call shape is kept: a caller that makes a
+/// new `Arc<Tool>` per call must not grow the cache without end.
+const SHAPES_KEPT: usize = 64;
+
+/// What a declaration's calls to the running process need, made once per
+/// declaration and process: whether it serves the declaration (why not),
+/// and the fixed part of the call message.
+#[derive(Debug)]
+struct Sendable {
+    /// Held so the pointer it is keyed by stays this declaration's.
+    _tool: Arc<Tool>,
+    refusal: Option<String>,
+    shape: CallShape,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -51,7 +72,10 @@ pub struct HostConn {
     reader: LineReader,
     outbox: Outbox,
     /// Calls written (or queued to be written) to the running process.
-    open: BTreeMap<CallKey, Open>,
+    open: Fixed<CallKey, Open>,
+    /// Per declaration (by its `Arc`'s address), what its calls to the
+    /// running process need; emptied when what it described changes.
+    sendable: Fixed<usize, Sendable>,
     /// Calls waiting for the process to describe itself.
     waiting: VecDeque<Call>,
     described: Option<Described>,
@@ -69,7 +93,8 @@ impl HostConn {
             state: State::Down,
             reader: LineReader::default(),
             outbox: Outbox::default(),
-            open: BTreeMap::new(),
+            open: Fixed::default(),
+            sendable: Fixed::default(),
             waiting: VecDeque::new(),
             described: None,
             restart: false,
@@ -98,13 +123,13 @@ impl HostConn {
         self.events.push_back(ConnEvent::Closed { key, outcome });
     }
 
-    /// Writes `call` to the process, or closes it NotRun when the process
-    /// does not serve its declaration as declared.
-    fn write(&mut self, call: Call) {
+    /// Why the running process does not serve `tool` as declared, if it
+    /// does not.
+    fn refusal(&self, tool: &Tool) -> Option<String> {
         let described = self.described.as_ref();
-        let status = described.map_or(Status::NotServed, |d| status_of(&call.tool, d));
-        let identity = call.tool.identity();
-        let refusal = match status {
+        let status = described.map_or(Status::NotServed, |d| status_of(tool, d));
+        let identity = tool.identity();
+        match status {
             Status::Bound => None,
             Status::Version(theirs) => Some(format!(
                 "the implementation speaks data version {theirs}, whose major differs from ours \
@@ -114,14 +139,39 @@ impl HostConn {
             Status::Mismatch { listed } => Some(format!(
                 "the implementation no longer fits {identity}: its describe lists fingerprint \
                  {listed} where the declaration's is {}",
-                call.tool.fingerprint
+                tool.fingerprint
             )),
             _ => Some(format!("the implementation no longer serves {identity}")),
+        }
+    }
+
+    /// Writes `call` to the process, or closes it NotRun when the process
+    /// does not serve its declaration as declared.
+    fn write(&mut self, call: Call) {
+        let at = Arc::as_ptr(&call.tool) as usize;
+        if !self.sendable.contains_key(&at) {
+            if self.sendable.len() >= SHAPES_KEPT {
+                self.sendable.clear();
+            }
+            let sendable = Sendable {
+                refusal: self.refusal(&call.tool),
+                shape: CallShape::of(&call.tool),
+                _tool: call.tool.clone(),
+            };
+            self.sendable.insert(at, sendable);
+        }
+        let Some(sendable) = self.sendable.get(&at) else {
+            return;
         };
-        if let Some(why) = refusal {
+        if let Some(why) = &sendable.refusal {
+            let why = why.clone();
             return self.close(call.key, Outcome::NotRun(why));
         }
-        let end = match self.outbox.try_push(|out| protocol::write_call(&call, out)) {
+        let shape = &sendable.shape;
+        let written = self
+            .outbox
+            .try_push(|out| protocol::write_shaped_call(&call, shape, out));
+        let end = match written {
             Ok(end) => end,
             Err(e) => return self.close(call.key, Outcome::NotRun(e.to_string())),
         };
@@ -141,6 +191,7 @@ impl HostConn {
                 self.events
                     .push_back(ConnEvent::Described(Ok(described.clone())));
                 self.described = Some(described);
+                self.sendable.clear();
                 self.state = State::Ready;
                 while let Some(call) = self.waiting.pop_front() {
                     self.write(call);
@@ -162,7 +213,14 @@ impl HostConn {
     }
 
     fn reply(&mut self, key: CallKey, outcome: Result<RawOutcome<'_>, String>) {
-        let Some(open) = self.open.remove(&key) else {
+        self.reply_to((&key.run, &key.call), outcome);
+    }
+
+    /// A reply for the call `(run, call)` names: the open call's own key
+    /// closes it, so the reply's texts are never copied.
+    fn reply_to(&mut self, (run, call): (&str, &str), outcome: Result<RawOutcome<'_>, String>) {
+        let Some((key, open)) = self.open.remove_entry(&(run, call) as &dyn KeyView) else {
+            let key = CallKey::new(run, call);
             return self.events.push_back(ConnEvent::Dropped(format!(
                 "a reply for {key}, which is not open (never sent, or already answered): dropped"
             )));
@@ -208,8 +266,8 @@ impl HostConn {
             return;
         }
         // Most lines are well-formed replies: one pass reads them.
-        if let Some((key, outcome)) = protocol::fast_reply(bytes) {
-            return self.reply(key, Ok(outcome));
+        if let Some(((run, call), outcome)) = protocol::fast_reply(bytes) {
+            return self.reply_to((&run, &call), Ok(outcome));
         }
         let message = match jsonrpc::parse(bytes) {
             Ok(m) => m,
@@ -266,7 +324,10 @@ impl HostConn {
     /// The process ended (or never started, `why` says): every call out is
     /// closed, Unknown if it reached the process and NotRun if it did not.
     fn ended(&mut self, why: &str) {
-        for (key, open) in std::mem::take(&mut self.open) {
+        // Closed in key order, whatever the map's order.
+        let mut open: Vec<(CallKey, Open)> = std::mem::take(&mut self.open).into_iter().collect();
+        open.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, open) in open {
             let outcome = if self.outbox.reached(open.end) {
                 Outcome::Unknown("the implementation's process ended with the call out".into())
             } else {
@@ -278,6 +339,7 @@ impl HostConn {
         }
         let was = self.state;
         self.described = None;
+        self.sendable.clear();
         self.reader.reset();
         self.outbox.reset();
         self.state = State::Down;

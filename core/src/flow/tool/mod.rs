@@ -16,6 +16,9 @@
 //!   ([`HostConn`]): calls in flight, replies, restarts.
 //! - [`mcp`]: the MCP adapter ([`McpConn`]), the same interface in front of
 //!   an MCP server.
+//! - [`inprocess`]: an implementation registered in process: what it
+//!   declares, the fields of a call as values, its answer admitted at the
+//!   declared types.
 //! - [`toolkit`]: the implementation's side ([`ToolkitConn`]), what a
 //!   toolkit library drives.
 //! - [`fuzz_host_replies`]: the host machine fed arbitrary reply lines, for
@@ -27,6 +30,7 @@ mod conn;
 mod decoding;
 mod fuzz;
 pub mod host;
+pub mod inprocess;
 pub mod listing;
 pub mod mcp;
 mod oversize;
@@ -42,6 +46,7 @@ pub use conn::{ConnEvent, Limits, SendError, ToolConn};
 pub use decoding::DecodeLimits;
 pub use fuzz::fuzz_host_replies;
 pub use host::HostConn;
+pub use inprocess::InProcessCall;
 pub use listing::{Described, Listing, ListingError, Tool};
 pub use mcp::McpConn;
 pub use toolkit::{Incoming, Reply, ToolkitConn, ToolkitEvent};

@@ -46,11 +46,42 @@ fn write_key(key: &CallKey, out: &mut Vec<u8>) {
     write_string(&key.call, out);
 }
 
+/// The part of a call message fixed by its declaration: `,"tool":…,"args":{`
+/// and the order its args are written in (by parameter name). Made once
+/// per declaration by a host that sends many calls, so a call costs no
+/// identity formatting and no sort.
+#[derive(Clone, Debug)]
+pub(crate) struct CallShape {
+    middle: Vec<u8>,
+    order: Vec<usize>,
+}
+
+impl CallShape {
+    pub(crate) fn of(tool: &super::Tool) -> CallShape {
+        let decl = &tool.declaration;
+        let mut middle = b",\"tool\":".to_vec();
+        write_string(&decl.identity.to_string(), &mut middle);
+        middle.extend_from_slice(b",\"args\":{");
+        let mut order: Vec<usize> = (0..decl.params.len()).collect();
+        order.sort_by(|&a, &b| decl.params[a].name.cmp(&decl.params[b].name));
+        CallShape { middle, order }
+    }
+}
+
 /// Appends a call notification: args keyed by parameter name in code-point
 /// order (so the args object is itself canonical), each a canonical value;
 /// for a generic Tool, `expects`, the schema of the success type the caller
 /// expects.
 pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
+    write_shaped_call(call, &CallShape::of(&call.tool), out)
+}
+
+/// [`write_call`] with the declaration's part made beforehand.
+pub(crate) fn write_shaped_call(
+    call: &Call,
+    shape: &CallShape,
+    out: &mut Vec<u8>,
+) -> Result<(), SendError> {
     let decl = &call.tool.declaration;
     let expects = if decl.generic.is_empty() {
         None
@@ -63,12 +94,8 @@ pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
     };
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":");
     write_key(&call.key, out);
-    out.extend_from_slice(b",\"tool\":");
-    write_string(&decl.identity.to_string(), out);
-    out.extend_from_slice(b",\"args\":{");
-    let mut order: Vec<usize> = (0..decl.params.len()).collect();
-    order.sort_by(|&a, &b| decl.params[a].name.cmp(&decl.params[b].name));
-    for (n, &i) in order.iter().enumerate() {
+    out.extend_from_slice(&shape.middle);
+    for (n, &i) in shape.order.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
@@ -289,16 +316,39 @@ pub(crate) fn parse_cancel(params: &[u8]) -> Result<CallKey, String> {
     key_of(&members)
 }
 
+/// How a reply written as [`write_reply`] writes it opens, up to the first
+/// key of its params.
+const REPLY_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"reply\",\"params\":{";
+/// How a call written as [`write_call`] writes it opens, likewise.
+const CALL_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":{";
+
+/// A reply's run id and call id as its line holds them: borrowed unless
+/// escaped, so the open call is found without copying them
+/// ([`KeyView`](super::conn::KeyView)).
+pub(crate) type FastKey<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// Reads a line that is exactly a well-formed reply in one pass:
 /// `{"jsonrpc": "2.0", "method": "reply", "params": {"runId", "callId",
 /// "outcome": {tag: value}}}` in any key order and nothing else. `None` for
 /// anything else, which the general path then reads (and judges).
-pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
-    let mut t = Tokenizer::new(line);
-    if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
-        return None;
-    }
+pub(crate) fn fast_reply(line: &[u8]) -> Option<(FastKey<'_>, RawOutcome<'_>)> {
     let (mut version, mut method, mut key, mut outcome) = (false, false, None, None);
+    let mut t = if line.starts_with(REPLY_OPENING) {
+        // The opening our own writer (and most toolkits) put first, matched
+        // byte for byte: six events the tokenizer need not make.
+        let mut t = Tokenizer::inside_objects(line, REPLY_OPENING.len(), 2);
+        let (run, call, o) = fast_reply_params(&mut t, line)?;
+        (version, method) = (true, true);
+        key = Some((run, call));
+        outcome = Some(o);
+        t
+    } else {
+        let mut t = Tokenizer::new(line);
+        if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
+            return None;
+        }
+        t
+    };
     loop {
         match t.next_event().ok()?? {
             Event::EndObject => break,
@@ -307,7 +357,7 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
                 ("method", Event::String(m)) if !method && m == REPLY => method = true,
                 ("params", Event::BeginObject) if key.is_none() => {
                     let (run, call, o) = fast_reply_params(&mut t, line)?;
-                    key = Some(CallKey { run, call });
+                    key = Some((run, call));
                     outcome = Some(o);
                 }
                 _ => return None,
@@ -325,14 +375,14 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(CallKey, RawOutcome<'_>)> {
 fn fast_reply_params<'a>(
     t: &mut Tokenizer<'a>,
     line: &'a [u8],
-) -> Option<(String, String, RawOutcome<'a>)> {
+) -> Option<(Cow<'a, str>, Cow<'a, str>, RawOutcome<'a>)> {
     let (mut run, mut call, mut outcome) = (None, None, None);
     loop {
         match t.next_event().ok()?? {
             Event::EndObject => break,
             Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
-                ("runId", Event::String(s)) if run.is_none() => run = Some(s.into_owned()),
-                ("callId", Event::String(s)) if call.is_none() => call = Some(s.into_owned()),
+                ("runId", Event::String(s)) if run.is_none() => run = Some(s),
+                ("callId", Event::String(s)) if call.is_none() => call = Some(s),
                 ("outcome", Event::BeginObject) if outcome.is_none() => {
                     let Event::Key(tag) = t.next_event().ok()?? else {
                         return None;
@@ -365,11 +415,20 @@ fn fast_reply_params<'a>(
 /// order, nothing else); `None` for anything else, which the general path
 /// then reads.
 pub(crate) fn fast_call(line: &[u8]) -> Option<CallParams<'_>> {
-    let mut t = Tokenizer::new(line);
-    if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
-        return None;
-    }
     let (mut version, mut method, mut params) = (false, false, None);
+    let mut t = if line.starts_with(CALL_OPENING) {
+        // As in `fast_reply`: the usual opening matched byte for byte.
+        let mut t = Tokenizer::inside_objects(line, CALL_OPENING.len(), 2);
+        params = Some(fast_call_params(&mut t, line)?);
+        (version, method) = (true, true);
+        t
+    } else {
+        let mut t = Tokenizer::new(line);
+        if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
+            return None;
+        }
+        t
+    };
     loop {
         match t.next_event().ok()?? {
             Event::EndObject => break,

@@ -768,7 +768,7 @@ fn the_fast_paths_read_exactly_what_the_general_path_reads() {
                 };
                 assert_eq!(method, "reply");
                 let (k, o) = protocol::parse_reply(params.unwrap()).unwrap();
-                assert_eq!(k, key, "{line}");
+                assert_eq!(k, CallKey::new(&key.0, &key.1), "{line}");
                 assert_eq!(
                     format!("{:?}", o.unwrap()),
                     format!("{outcome:?}"),
@@ -918,4 +918,83 @@ fn an_mcp_server_of_another_protocol_version_is_not_described() {
             ConnEvent::Stop
         ]
     );
+}
+
+/// The args decoded member by member, the slow way `decode_args` falls
+/// back to: `None` when it refuses them.
+fn args_the_slow_way(tool: &Tool, args: &[u8], limits: &DecodeLimits) -> Option<Vec<Value>> {
+    let decl = &tool.declaration;
+    let members = protocol::members(args).ok()?;
+    let mut values: Vec<Option<Value>> = vec![None; decl.params.len()];
+    for (name, raw) in members {
+        let i = decl.params.iter().position(|p| p.name == name)?;
+        let v = decoding::decode_at(raw, &decl.params[i].ty, &tool.env, &[], limits).ok()?;
+        values[i] = Some(v);
+    }
+    values.into_iter().collect()
+}
+
+/// The one-pass args decoder accepts exactly what the member-by-member
+/// reading accepts, with the same values, under tight limits too: where
+/// it refuses, `decode_args` reads the args again the slow way, so its
+/// errors are the slow way's.
+#[test]
+fn one_pass_args_decode_accepts_what_the_member_by_member_reading_does() {
+    let decl = Declaration::new(
+        Identity::in_repository("example.com/r", "1.0.0", "t.flow", "t"),
+        vec![
+            Param::new("b", Type::List(Box::new(Type::List(Box::new(Type::Int))))),
+            Param::new("a", Type::Text),
+        ],
+        Type::Text,
+        Type::Text,
+    );
+    let tool = Tool::new(decl, TypeEnv::new()).unwrap();
+    let texts: &[&str] = &[
+        r#"{"a":"x","b":[[1],[2,3]]}"#,
+        r#"{"b":[],"a":"x"}"#,
+        r#" { "a" : "x" , "b" : [ ] } "#,
+        r#"{"a":"x"}"#,
+        r#"{"a":"x","b":[],"a":"y"}"#,
+        r#"{"a":"x","b":[],"c":1}"#,
+        r#"{"a":1,"b":[]}"#,
+        r#"{"a":"x","b":[[1.5]]}"#,
+        r#"{"a":"x","b":[[1]]"#,
+        r#"{"a":"x","b":[[1]]} x"#,
+        r#"{"a":"\u00e9\n","b":[[1e2]]}"#,
+        r#"{"a":"x","b":[[100000000000000000000000000000]]}"#,
+        r#"[]"#,
+        r#"{}"#,
+    ];
+    let tight = DecodeLimits {
+        max_depth: 1,
+        max_bytes: 12,
+        ..DecodeLimits::default()
+    };
+    let shallow = DecodeLimits {
+        max_depth: 2,
+        ..DecodeLimits::default()
+    };
+    let shallower = DecodeLimits {
+        max_depth: 1,
+        ..DecodeLimits::default()
+    };
+    for limits in [DecodeLimits::default(), tight, shallow, shallower] {
+        for text in texts {
+            let slow = args_the_slow_way(&tool, text.as_bytes(), &limits);
+            let fast = crate::flow::decode::decode_members_fast(
+                text.as_bytes(),
+                &[("b", &tool.declaration.params[0].ty), ("a", &Type::Text)],
+                &tool.env,
+                &[],
+                &limits,
+                crate::json::DEFAULT_MAX_DEPTH,
+            );
+            if let Some(fast) = &fast {
+                assert_eq!(Some(fast), slow.as_ref(), "{text} under {limits:?}");
+            }
+            let decoded = toolkit::decode_args(&tool, text.as_bytes(), &[], &limits).ok();
+            assert_eq!(decoded, slow, "{text} under {limits:?}");
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //! the author's code never runs. What the author's code returns is written
 //! by [`ToolkitConn::reply`], once per call.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::conn::{Line, LineReader};
@@ -78,7 +78,10 @@ pub struct ToolkitConn {
     limits: ToolkitLimits,
     reader: LineReader,
     out: Vec<u8>,
-    open: BTreeSet<CallKey>,
+    /// The calls yielded and not answered. A fixed hasher (core reads no
+    /// entropy): a host flooding the set with colliding keys only slows its
+    /// own calls.
+    open: HashSet<CallKey, super::conn::Fixed>,
     events: VecDeque<ToolkitEvent>,
 }
 
@@ -100,7 +103,7 @@ impl ToolkitConn {
             limits,
             reader: LineReader::default(),
             out: Vec::new(),
-            open: BTreeSet::new(),
+            open: HashSet::default(),
             events: VecDeque::new(),
         }
     }
@@ -298,6 +301,19 @@ pub fn decode_args(
     limits: &DecodeLimits,
 ) -> Result<Vec<Value>, String> {
     let decl = &tool.declaration;
+    // Most calls' args decode: one pass over them. Anything else is read
+    // again member by member, which says what is wrong.
+    let fields: Vec<(&str, &Type)> = decl
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), &p.ty))
+        .collect();
+    let depth = crate::json::DEFAULT_MAX_DEPTH;
+    if let Some(values) =
+        crate::flow::decode::decode_members_fast(args, &fields, &tool.env, binds, limits, depth)
+    {
+        return Ok(values);
+    }
     let members = protocol::members(args).map_err(|e| format!("`args` {e}"))?;
     let mut values: Vec<Option<Value>> = vec![None; decl.params.len()];
     for (name, raw) in members {

@@ -274,10 +274,13 @@ impl Server {
         let link = WorkerLink {
             to_loop: self.from_workers_tx.clone(),
             wake: Arc::new(move || {
-                // The report is sent before this load, and the loop marks
+                // The report is sent before this swap, and the loop marks
                 // itself sleeping before its last look at the channel
-                // (SeqCst orders the two), so no report is missed.
-                if sleeping.load(Ordering::SeqCst) {
+                // (SeqCst orders the two), so no report is missed. The
+                // first report after the mark clears it and wakes the loop;
+                // the rest of that sleep's reports find it cleared and make
+                // no syscall (the loop reads every report once awake).
+                if sleeping.swap(false, Ordering::SeqCst) {
                     let _ = waker.wake();
                 }
             }),

@@ -159,6 +159,14 @@ pub struct Server {
     resume: Vec<usize>,
     /// Connections with output queued this turn, written at its end.
     dirty: Vec<usize>,
+    /// Requests framed from one connection's input, admitted together
+    /// (kept between reads so framing allocates no list).
+    batch: Vec<(
+        limen_core::hale::runtime::Request,
+        Option<Box<RecordedRequest>>,
+    )>,
+    /// Events drained from an exposure, acted on once its lock is released.
+    events: Vec<Event>,
     from_workers_tx: mpsc::Sender<FromWorker>,
     from_workers: mpsc::Receiver<FromWorker>,
     commands_tx: mpsc::Sender<Command>,
@@ -208,6 +216,8 @@ impl Server {
             draining: Vec::new(),
             resume: Vec::new(),
             dirty: Vec::new(),
+            batch: Vec::new(),
+            events: Vec::new(),
             from_workers_tx,
             from_workers,
             next_correlation: 1,
@@ -647,82 +657,117 @@ impl Server {
         }
     }
 
-    /// Handles what a connection's machine emitted.
+    /// Handles what a connection's machine emitted. The requests a read
+    /// framed together are admitted under one hold of the exposure's lock,
+    /// and what they caused is acted on after it: the workers reporting to
+    /// the exposure wait once a read, not once a line.
     fn after_machine(&mut self, key: usize) {
+        let mut batch = std::mem::take(&mut self.batch);
         loop {
             let Some(conn) = self.conns.get_mut(key) else {
-                return;
+                break;
             };
             let exposure = conn.exposure;
             let correlation = conn.correlation;
             let peer = conn.peer;
             let recording = self.recorder.is_some();
             let framing = self.exposures[exposure].mcp.as_ref();
-            let framed = match &mut conn.machine {
-                Machine::Http(m) if framing.is_some() => {
-                    let framing = framing.expect("checked");
-                    match m.poll_event() {
-                        None => return,
+            // Frames every request the machine has, in order, up to the
+            // first event that is not one. An HTTP connection's request is
+            // answered before the next is framed (its MCP reply is kept on
+            // the connection), so a batch there is one request.
+            let mut end = None;
+            while end.is_none() {
+                let framed = match &mut conn.machine {
+                    Machine::Http(m) if framing.is_some() => {
+                        let framing = framing.expect("checked");
+                        match m.poll_event() {
+                            None => break,
+                            Some(http1::ConnEvent::Request(req)) => {
+                                let (request, reply) = framing.frame(&req, correlation);
+                                conn.mcp = Some(reply);
+                                Framed::Request(request, None)
+                            }
+                            Some(http1::ConnEvent::Malformed { reason, head }) => {
+                                let (request, reply) =
+                                    framing.frame_malformed(&reason, head.as_ref(), correlation);
+                                conn.mcp = Some(reply);
+                                Framed::Request(request, None)
+                            }
+                            Some(http1::ConnEvent::Lost) => Framed::Lost,
+                            Some(http1::ConnEvent::Close) => Framed::Close,
+                        }
+                    }
+                    Machine::Http(m) => match m.poll_event() {
+                        None => break,
                         Some(http1::ConnEvent::Request(req)) => {
-                            let (request, reply) = framing.frame(&req, correlation);
-                            conn.mcp = Some(reply);
-                            Framed::Request(request, None)
+                            let request = hale_http::frame(&req, correlation);
+                            Framed::Request(
+                                request,
+                                recording.then(|| Box::new(RecordedRequest::Http(req))),
+                            )
                         }
-                        Some(http1::ConnEvent::Malformed { reason, head }) => {
-                            let (request, reply) =
-                                framing.frame_malformed(&reason, head.as_ref(), correlation);
-                            conn.mcp = Some(reply);
-                            Framed::Request(request, None)
-                        }
+                        Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
+                            hale_http::frame_malformed(&reason, head.as_ref(), correlation),
+                            None,
+                        ),
                         Some(http1::ConnEvent::Lost) => Framed::Lost,
                         Some(http1::ConnEvent::Close) => Framed::Close,
+                    },
+                    Machine::Line(m) => match m.poll_event() {
+                        None => break,
+                        Some(line::LineEvent::Request(req)) => {
+                            let raw =
+                                recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
+                            Framed::Request(line::to_request(req, correlation, peer), raw)
+                        }
+                        Some(line::LineEvent::Lost) => Framed::Lost,
+                        Some(line::LineEvent::Close) => Framed::Close,
+                    },
+                };
+                match framed {
+                    Framed::Request(request, raw) => {
+                        batch.push((request, raw));
+                        if matches!(conn.machine, Machine::Http(_)) {
+                            break;
+                        }
+                    }
+                    other => end = Some(other),
+                }
+            }
+            if batch.is_empty() && end.is_none() {
+                break;
+            }
+            if !batch.is_empty() {
+                let now = unix_now();
+                {
+                    let mut ex = self.exposures[exposure]
+                        .exposure
+                        .lock()
+                        .expect("exposure lock");
+                    for (request, raw) in batch.drain(..) {
+                        let id = ex.handle_request(now, request);
+                        if let Some(raw) = raw {
+                            self.recording.insert((exposure, id), (correlation, *raw));
+                        }
                     }
                 }
-                Machine::Http(m) => match m.poll_event() {
-                    None => return,
-                    Some(http1::ConnEvent::Request(req)) => {
-                        let request = hale_http::frame(&req, correlation);
-                        Framed::Request(
-                            request,
-                            recording.then(|| Box::new(RecordedRequest::Http(req))),
-                        )
-                    }
-                    Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
-                        hale_http::frame_malformed(&reason, head.as_ref(), correlation),
-                        None,
-                    ),
-                    Some(http1::ConnEvent::Lost) => Framed::Lost,
-                    Some(http1::ConnEvent::Close) => Framed::Close,
-                },
-                Machine::Line(m) => match m.poll_event() {
-                    None => return,
-                    Some(line::LineEvent::Request(req)) => {
-                        let raw = recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
-                        Framed::Request(line::to_request(req, correlation, peer), raw)
-                    }
-                    Some(line::LineEvent::Lost) => Framed::Lost,
-                    Some(line::LineEvent::Close) => Framed::Close,
-                },
-            };
-            match framed {
-                Framed::Request(request, raw) => {
-                    let now = unix_now();
-                    let id = self.exposure(exposure).handle_request(now, request);
-                    if let Some(raw) = raw {
-                        self.recording.insert((exposure, id), (correlation, *raw));
-                    }
-                    self.drain_exposure(exposure);
-                }
-                Framed::Lost => {
+                self.drain_exposure(exposure);
+            }
+            match end {
+                None => {}
+                Some(Framed::Lost) => {
                     self.exposure(exposure).connection_lost(correlation);
                     self.drain_exposure(exposure);
                 }
-                Framed::Close => {
+                Some(Framed::Close) => {
                     self.close(key);
-                    return;
+                    break;
                 }
+                Some(Framed::Request(..)) => unreachable!("a request is batched"),
             }
         }
+        self.batch = batch;
     }
 
     fn close(&mut self, key: usize) {
@@ -787,18 +832,23 @@ impl Server {
 
     /// Acts on everything an exposure emitted.
     fn drain_exposure(&mut self, index: usize) {
+        // The buffer is the server's, kept between calls so draining
+        // allocates nothing; `act` may drain again (a nested call finds it
+        // taken and uses a fresh one).
+        let mut events = std::mem::take(&mut self.events);
         loop {
-            let events: Vec<Event> = {
+            {
                 let mut ex = self.exposure(index);
-                std::iter::from_fn(|| ex.poll_event()).collect()
-            };
-            if events.is_empty() {
-                return;
+                events.extend(std::iter::from_fn(|| ex.poll_event()));
             }
-            for event in events {
+            if events.is_empty() {
+                break;
+            }
+            for event in events.drain(..) {
                 self.act(index, event);
             }
         }
+        self.events = events;
     }
 
     /// Acts on one event of exposure `index`.

@@ -801,15 +801,28 @@ impl Server {
     /// anything.
     fn take_from_workers(&mut self) -> bool {
         let mut any = false;
+        // Which exposures heard a report: each is drained once, after every
+        // report is acted on, so the loop takes an exposure's lock once a
+        // wake-up rather than once a completion.
+        let mut heard = 0u64;
         while let Ok(report) = self.from_workers.try_recv() {
             any = true;
             match report {
                 FromWorker::Event(index, event) => {
                     self.act(index, event);
-                    self.drain_exposure(index);
+                    if index < 64 {
+                        heard |= 1 << index;
+                    } else {
+                        self.drain_exposure(index);
+                    }
                 }
                 FromWorker::Draining(worker) => self.drain_worker(worker),
             }
+        }
+        while heard != 0 {
+            let index = heard.trailing_zeros() as usize;
+            heard &= heard - 1;
+            self.drain_exposure(index);
         }
         any
     }
@@ -927,12 +940,19 @@ impl Server {
                 m.send_json(now, status, &body);
                 recorded.as_ref().map(|_| m.pending_output().to_vec())
             }
-            Machine::Line(m) => {
+            Machine::Line(m) if recorded.is_some() => {
                 let reply = d
                     .outcome
                     .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
                 m.send_line(now, &reply);
                 Some(reply)
+            }
+            Machine::Line(m) => {
+                m.send_line_with(now, |out| {
+                    d.outcome
+                        .write_unix_line(d.request_id, d.client_id.as_deref(), &d.caller, out)
+                });
+                None
             }
         };
         if let (Some(recorder), Some((_, request)), Some(outcome), Some(reply)) =

@@ -305,6 +305,8 @@ pub struct Exposure {
     events: VecDeque<Event>,
     /// `spec.via` and `spec.name`, shared by every context handed out.
     via: std::sync::Arc<str>,
+    /// The principal of the Unix peer last authenticated.
+    unix_caller: Option<(PeerCredentials, Principal)>,
     name: std::sync::Arc<str>,
 }
 
@@ -355,6 +357,7 @@ impl Exposure {
             slots,
             lifecycle: Lifecycle::Serving,
             events: VecDeque::new(),
+            unix_caller: None,
         }
     }
 
@@ -853,13 +856,23 @@ impl Exposure {
     }
 
     fn authenticate(
-        &self,
+        &mut self,
         now: Timestamp,
         credential: &Credential,
     ) -> Result<Principal, (Principal, String)> {
         match credential {
             Credential::Peer(peer) => {
-                let principal = Principal::unix(*peer);
+                // A connection's requests come from one peer: its principal
+                // is built once and shared (its texts are reference
+                // counted), not formatted again for every request.
+                let principal = match &self.unix_caller {
+                    Some((known, p)) if known == peer => p.clone(),
+                    _ => {
+                        let p = Principal::unix(*peer);
+                        self.unix_caller = Some((*peer, p.clone()));
+                        p
+                    }
+                };
                 if peer.uid < 0 {
                     Err((principal, reasons::UNNAMED_PEER.to_owned()))
                 } else {

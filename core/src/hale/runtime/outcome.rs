@@ -173,8 +173,21 @@ impl Outcome {
         id: Option<&str>,
         caller: &super::Principal,
     ) -> Vec<u8> {
-        use std::io::Write as _;
         let mut line = Vec::with_capacity(128);
+        self.write_unix_line(request_id, id, caller, &mut line);
+        line
+    }
+
+    /// [`unix_line`](Outcome::unix_line) appended to `line`, so a transport
+    /// writes the reply straight into its output buffer.
+    pub fn write_unix_line(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        caller: &super::Principal,
+        line: &mut Vec<u8>,
+    ) {
+        use std::io::Write as _;
         // Writing to a Vec cannot fail.
         let _ = write!(line, "{{\"request_id\":{request_id}");
         line.extend_from_slice(b",\"id\":");
@@ -197,9 +210,8 @@ impl Outcome {
             }
         }
         line.extend_from_slice(b",\"caller\":");
-        caller.write_json(&mut line);
+        caller.write_json(line);
         line.push(b'}');
-        line
     }
 }
 

@@ -69,8 +69,14 @@ pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
 /// however many keys an object holds.
 #[derive(Clone, Debug, Default)]
 pub struct DuplicateKeys<'a> {
+    /// The first keys, searched in place: most objects have a few, and a
+    /// set for them would cost an allocation an object.
+    few: [Option<Cow<'a, str>>; FEW_KEYS],
+    /// The keys past the first few.
     seen: BTreeSet<Cow<'a, str>>,
 }
+
+const FEW_KEYS: usize = 8;
 
 impl<'a> DuplicateKeys<'a> {
     /// No keys seen.
@@ -82,6 +88,16 @@ impl<'a> DuplicateKeys<'a> {
     // A `&Cow` rather than `&str`: a borrowed key is kept borrowed, not copied.
     #[allow(clippy::ptr_arg)]
     pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
+        for slot in &mut self.few {
+            match slot {
+                Some(k) if k.as_ref() == key.as_ref() => return false,
+                Some(_) => {}
+                None => {
+                    *slot = Some(key.clone());
+                    return true;
+                }
+            }
+        }
         if self.seen.contains(key.as_ref()) {
             return false;
         }

@@ -117,6 +117,9 @@ struct ConnEntry {
     machine: Machine,
     peer: PeerCredentials,
     writable: bool,
+    /// A read stopped for backpressure, leaving input the edge-triggered
+    /// poll will not announce again: read once the output drains.
+    read_paused: bool,
     /// Over MCP: how to answer the connection's request, once framed.
     mcp: Option<mcp::Reply>,
 }
@@ -514,6 +517,7 @@ impl Server {
                 machine,
                 peer,
                 writable: false,
+                read_paused: false,
                 mcp: None,
             });
             let conn = &mut self.conns[key];
@@ -539,6 +543,7 @@ impl Server {
                 // Backpressure: a peer that does not read its replies is not
                 // read from until it does (or the stalled write ends it).
                 if !m.wants_read() {
+                    conn.read_paused = true;
                     return;
                 }
             }
@@ -635,9 +640,12 @@ impl Server {
             Machine::Http(m) => !m.pending_output().is_empty(),
             Machine::Line(m) => !m.pending_output().is_empty(),
         };
-        // Output drained below the backpressure mark: input may be waiting
-        // that an edge-triggered poll will not announce again.
-        let resume_read = matches!(&conn.machine, Machine::Line(m) if m.wants_read());
+        // Output drained below the backpressure mark after a read stopped
+        // for it: input may be waiting that an edge-triggered poll will not
+        // announce again. (Otherwise every read ran to a short read or
+        // EAGAIN, and reading again would only cost an empty syscall.)
+        let resume_read =
+            conn.read_paused && matches!(&conn.machine, Machine::Line(m) if m.wants_read());
         if want_write != conn.writable {
             conn.writable = want_write;
             let interest = if want_write {
@@ -653,6 +661,9 @@ impl Server {
         if resume_read && !want_write {
             // Read again from the loop, not from here: a reply written
             // from a read would otherwise nest reads without bound.
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.read_paused = false;
+            }
             self.resume.push(key);
         }
     }

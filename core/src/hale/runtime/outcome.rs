@@ -187,9 +187,8 @@ impl Outcome {
         caller: &super::Principal,
         line: &mut Vec<u8>,
     ) {
-        use std::io::Write as _;
-        // Writing to a Vec cannot fail.
-        let _ = write!(line, "{{\"request_id\":{request_id}");
+        line.extend_from_slice(b"{\"request_id\":");
+        super::sources::write_u64(request_id, line);
         line.extend_from_slice(b",\"id\":");
         line.extend_from_slice(id.unwrap_or("null").as_bytes());
         match self {

@@ -54,7 +54,6 @@ impl Principal {
     /// (what [`to_json`](Principal::to_json) serializes to, written without
     /// building a map: it is on every reply's path).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        use std::io::Write as _;
         out.extend_from_slice(b"{\"mode\":");
         crate::flow::canonical::write_string(&self.mode, out);
         out.extend_from_slice(b",\"name\":");
@@ -62,8 +61,11 @@ impl Principal {
         for (k, v) in self.fields.iter() {
             out.push(b',');
             crate::flow::canonical::write_string(k, out);
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, ":{v}");
+            out.push(b':');
+            if *v < 0 {
+                out.push(b'-');
+            }
+            write_u64(v.unsigned_abs(), out);
         }
         out.push(b'}');
     }
@@ -108,6 +110,22 @@ impl Principal {
             fields: fields.into(),
         })
     }
+}
+
+/// Appends `n` in decimal: replies write a few integers each, and the
+/// formatting machinery costs more than the digits.
+pub(crate) fn write_u64(mut n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// A Unix peer's kernel credentials (SO_PEERCRED). A peer the kernel will

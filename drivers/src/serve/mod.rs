@@ -33,7 +33,7 @@ use slab::Slab;
 
 pub use net::{BoundAddress, Listener};
 pub use record::{Exchange, RecordedRequest, Recorder};
-use worker::{FromWorker, Job, OnFailure, Worker, WorkerLink};
+use worker::{FromWorker, Job, OnFailure, Outbox, Worker, WorkerLink};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 40;
@@ -170,8 +170,11 @@ pub struct Server {
     )>,
     /// Events drained from an exposure, acted on once its lock is released.
     events: Vec<Event>,
-    from_workers_tx: mpsc::Sender<FromWorker>,
-    from_workers: mpsc::Receiver<FromWorker>,
+    /// Where workers leave their reports.
+    from_workers: Arc<Outbox>,
+    /// The reports taken from the outbox, acted on one by one (kept, so
+    /// taking allocates nothing).
+    reports: Vec<FromWorker>,
     commands_tx: mpsc::Sender<Command>,
     commands_rx: mpsc::Receiver<Command>,
     next_correlation: Correlation,
@@ -201,7 +204,6 @@ impl Server {
         net::raise_descriptor_limit();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (from_workers_tx, from_workers) = mpsc::channel();
         let (commands_tx, commands_rx) = mpsc::channel();
         Ok(Server {
             commands_tx,
@@ -221,8 +223,8 @@ impl Server {
             dirty: Vec::new(),
             batch: Vec::new(),
             events: Vec::new(),
-            from_workers_tx,
-            from_workers,
+            from_workers: Arc::new(Outbox::default()),
+            reports: Vec::new(),
             next_correlation: 1,
             started: Instant::now(),
             stopping: false,
@@ -285,7 +287,7 @@ impl Server {
         let waker = self.waker.clone();
         let sleeping = self.sleeping.clone();
         let link = WorkerLink {
-            to_loop: self.from_workers_tx.clone(),
+            to_loop: self.from_workers.clone(),
             wake: Arc::new(move || {
                 // The report is sent before this swap, and the loop marks
                 // itself sleeping before its last look at the channel
@@ -816,7 +818,9 @@ impl Server {
         // report is acted on, so the loop takes an exposure's lock once a
         // wake-up rather than once a completion.
         let mut heard = 0u64;
-        while let Ok(report) = self.from_workers.try_recv() {
+        let mut reports = std::mem::take(&mut self.reports);
+        self.from_workers.take(&mut reports);
+        for report in reports.drain(..) {
             any = true;
             match report {
                 FromWorker::Event(index, event) => {
@@ -835,6 +839,7 @@ impl Server {
             heard &= heard - 1;
             self.drain_exposure(index);
         }
+        self.reports = reports;
         any
     }
 

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use limen_core::hale::runtime::{Completion, Dispatch, Event, Exposure, Receiver, Supervision};
@@ -31,6 +31,31 @@ pub enum FromWorker {
     /// The worker's receiver drains (its owner's on_failure said so): every
     /// exposure bound to it learns.
     Draining(usize),
+}
+
+/// Where workers leave their reports for the loop: a list the loop takes
+/// whole (swapping in an empty one), so a report costs a push under a lock
+/// neither side holds for long, and no allocation once the lists have grown.
+#[derive(Debug, Default)]
+pub struct Outbox(Mutex<Vec<FromWorker>>);
+
+impl Outbox {
+    /// Leaves reports for the loop.
+    pub fn send(&self, reports: impl IntoIterator<Item = FromWorker>) {
+        self.reports().extend(reports);
+    }
+
+    /// Takes every report left so far, into `into` (which is emptied
+    /// first; its allocation is kept for the next take).
+    pub fn take(&self, into: &mut Vec<FromWorker>) {
+        into.clear();
+        std::mem::swap(&mut *self.reports(), into);
+    }
+
+    fn reports(&self) -> std::sync::MutexGuard<'_, Vec<FromWorker>> {
+        // The lock guards a plain list and no code that can panic holds it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The owner's on_failure, run on the worker after a violation and before
@@ -118,7 +143,7 @@ impl std::fmt::Debug for Worker {
 /// What a worker needs besides its receiver.
 pub struct WorkerLink {
     /// Where events the loop must act on go.
-    pub to_loop: mpsc::Sender<FromWorker>,
+    pub to_loop: Arc<Outbox>,
     /// Wakes the loop when it sleeps.
     pub wake: Arc<dyn Fn() + Send + Sync>,
     /// The owner's on_failure.
@@ -148,6 +173,9 @@ impl Worker {
                 // behind any other exposure's call already handed over, so
                 // two exposures bound to one receiver take turns.
                 let mut own: VecDeque<Job> = VecDeque::new();
+                // What a call's report tells the loop, gathered while the
+                // exposure is locked and left in the outbox after.
+                let mut reports: Vec<FromWorker> = Vec::new();
                 loop {
                     if handed.is_empty() && inbox.0.queued.load(Ordering::SeqCst) {
                         let mut state = inbox.0.state();
@@ -171,7 +199,15 @@ impl Worker {
                             continue;
                         }
                     };
-                    if let Some(next) = run(id, stamp, &owner, receiver.as_mut(), job, &link) {
+                    if let Some(next) = run(
+                        id,
+                        stamp,
+                        &owner,
+                        receiver.as_mut(),
+                        job,
+                        &link,
+                        &mut reports,
+                    ) {
                         own.push_back(next);
                     }
                 }
@@ -222,6 +258,7 @@ fn run(
     receiver: &mut (dyn Receiver + Send),
     job: Job,
     link: &WorkerLink,
+    reports: &mut Vec<FromWorker>,
 ) -> Option<Job> {
     let Job {
         index,
@@ -257,7 +294,7 @@ fn run(
                 }
                 ex.handle_completion(d.request_id, completion);
                 if supervision == Some(Supervision::Drain) {
-                    let _ = link.to_loop.send(FromWorker::Draining(id));
+                    reports.push(FromWorker::Draining(id));
                     told = true;
                 }
             }
@@ -273,13 +310,14 @@ fn run(
                     });
                 }
                 other => {
-                    let _ = link.to_loop.send(FromWorker::Event(index, other));
+                    reports.push(FromWorker::Event(index, other));
                     told = true;
                 }
             }
         }
     }
     if told {
+        link.to_loop.send(reports.drain(..));
         (link.wake)();
     }
     next

@@ -676,10 +676,7 @@ impl Server {
     /// the exposure wait once a read, not once a line.
     fn after_machine(&mut self, key: usize) {
         let mut batch = std::mem::take(&mut self.batch);
-        loop {
-            let Some(conn) = self.conns.get_mut(key) else {
-                break;
-            };
+        while let Some(conn) = self.conns.get_mut(key) {
             let exposure = conn.exposure;
             let correlation = conn.correlation;
             let peer = conn.peer;

@@ -289,9 +289,9 @@ impl Server {
         let link = WorkerLink {
             to_loop: self.from_workers.clone(),
             wake: Arc::new(move || {
-                // The report is sent before this swap, and the loop marks
-                // itself sleeping before its last look at the channel
-                // (SeqCst orders the two), so no report is missed. The
+                // The report is in the outbox before this swap, and the
+                // loop marks itself sleeping before its last look at the
+                // outbox (SeqCst orders the two), so no report is missed. The
                 // first report after the mark clears it and wakes the loop;
                 // the rest of that sleep's reports find it cleared and make
                 // no syscall (the loop reads every report once awake).
@@ -372,7 +372,7 @@ impl Server {
             self.flush();
             let timeout = self.next_timeout();
             self.sleeping.store(true, Ordering::SeqCst);
-            // A completion sent before the mark is on the channel now.
+            // A report left before the mark is in the outbox now.
             let ready = self.take_from_workers();
             let timeout = if ready { Some(Duration::ZERO) } else { timeout };
             let polled = self.poll.poll(&mut events, timeout);

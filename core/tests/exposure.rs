@@ -341,7 +341,7 @@ fn the_context_carries_caller_role_via_exposure_and_generation() {
     call(&mut s, 1, "Other::work", r#"{"n":1}"#, "t-ann");
     let ctx = s.other.calls.lock().unwrap()[0].clone();
     assert_eq!(ctx.caller, Principal::bearer("ann"));
-    assert_eq!(ctx.role, "ops");
+    assert_eq!(&*ctx.role, "ops");
     assert_eq!(&*ctx.via, "test");
     assert_eq!(&*ctx.exposure, "t");
     assert_eq!(ctx.generation, 1);

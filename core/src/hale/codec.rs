@@ -76,20 +76,47 @@ pub fn decode(shape: &Shape, payload: &[u8]) -> Result<serde_json::Value, String
         Ok(Some(e)) => e,
         _ => return Err("wrong_type: payload".into()),
     };
-    let value = read(&mut t, first, shape, "payload")?;
+    let value = read(&mut t, first, shape, &Path::Payload)?;
     t.finish().map_err(|_| "wrong_type: payload".to_owned())?;
     Ok(value)
 }
 
-fn wrong(path: &str) -> String {
+fn wrong(path: &Path<'_>) -> String {
     format!("wrong_type: {path}")
+}
+
+/// Where a value sits in the payload: `payload`, a top-level field's name,
+/// or a nested field's dotted path. Written out only for an error, so a
+/// payload that decodes builds no path text.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Payload,
+    Field(&'p Path<'p>, &'p str),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Payload => f.write_str("payload"),
+            Path::Field(parent, name) => {
+                // A top-level field is named alone, a nested one after its
+                // parent's path.
+                let parent = parent.to_string();
+                if parent == "payload" {
+                    f.write_str(name)
+                } else {
+                    write!(f, "{parent}.{name}")
+                }
+            }
+        }
+    }
 }
 
 fn read<'a>(
     t: &mut Tokenizer<'a>,
     first: Event<'a>,
     shape: &Shape,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<serde_json::Value, String> {
     match (shape, first) {
         (Shape::Int { min, max }, Event::Number(n)) => {
@@ -123,16 +150,20 @@ fn read<'a>(
 fn read_struct<'a>(
     t: &mut Tokenizer<'a>,
     fields: &[FieldShape],
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<serde_json::Value, String> {
-    let child = |f: &FieldShape| {
-        if path == "payload" {
-            f.name.clone()
-        } else {
-            format!("{path}.{}", f.name)
-        }
+    let child = |f: &FieldShape| Path::Field(path, &f.name).to_string();
+    // The fields' values, in place for a struct of a few fields (most are):
+    // a list for them would cost an allocation a struct.
+    const FEW: usize = 8;
+    let mut few: [Option<serde_json::Value>; FEW] = Default::default();
+    let mut many: Vec<Option<serde_json::Value>> = Vec::new();
+    let values: &mut [Option<serde_json::Value>] = if fields.len() <= FEW {
+        &mut few[..fields.len()]
+    } else {
+        many.resize(fields.len(), None);
+        &mut many
     };
-    let mut values: Vec<Option<serde_json::Value>> = vec![None; fields.len()];
     // A known field's repeat shows in `values`; the keys the shape does not
     // name (rare) are kept to find theirs.
     let mut unknown = DuplicateKeys::new();
@@ -156,16 +187,19 @@ fn read_struct<'a>(
             _ => return Err(wrong(path)),
         };
         match field {
-            Some(i) => values[i] = Some(read(t, first, &fields[i].shape, &child(&fields[i]))?),
+            Some(i) => {
+                let at = Path::Field(path, &fields[i].name);
+                values[i] = Some(read(t, first, &fields[i].shape, &at)?)
+            }
             // A key the shape does not name is passed over.
             None => {
                 t.skip_value(&first).map_err(|_| wrong(path))?;
             }
         }
     }
-    let mut object = serde_json::Map::new();
-    for (f, v) in fields.iter().zip(values) {
-        let v = match v.or_else(|| f.default.clone()) {
+    let mut object = serde_json::Map::with_capacity(fields.len());
+    for (f, v) in fields.iter().zip(values.iter_mut()) {
+        let v = match v.take().or_else(|| f.default.clone()) {
             Some(v) => v,
             None => return Err(format!("missing_field: {}", child(f))),
         };

@@ -71,14 +71,14 @@ pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};
 /// costs `O(log n)` per key however many keys an object holds.
 #[derive(Clone, Debug, Default)]
 pub struct DuplicateKeys<'a> {
-    few: [Cow<'a, str>; FEW],
-    /// How many of `few` hold keys.
-    held: usize,
+    /// The first keys, searched in place: most objects have a few, and a
+    /// set for them would cost an allocation an object.
+    few: [Option<Cow<'a, str>>; FEW_KEYS],
+    /// The keys past the first few.
     seen: BTreeSet<Cow<'a, str>>,
 }
 
-/// The keys kept in place before the ordered set takes over.
-const FEW: usize = 8;
+const FEW_KEYS: usize = 8;
 
 impl<'a> DuplicateKeys<'a> {
     /// No keys seen.
@@ -90,18 +90,14 @@ impl<'a> DuplicateKeys<'a> {
     // A `&Cow` rather than `&str`: a borrowed key is kept borrowed, not copied.
     #[allow(clippy::ptr_arg)]
     pub fn insert(&mut self, key: &Cow<'a, str>) -> bool {
-        if self.held < FEW {
-            if self.few[..self.held].iter().any(|k| k == key) {
-                return false;
-            }
-            self.few[self.held] = key.clone();
-            self.held += 1;
-            return true;
-        }
-        if self.seen.is_empty() {
-            // The place is full: every key moves to the ordered set.
-            for k in &mut self.few {
-                self.seen.insert(std::mem::take(k));
+        for slot in &mut self.few {
+            match slot {
+                Some(k) if k.as_ref() == key.as_ref() => return false,
+                Some(_) => {}
+                None => {
+                    *slot = Some(key.clone());
+                    return true;
+                }
             }
         }
         if self.seen.contains(key.as_ref()) {

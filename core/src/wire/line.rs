@@ -196,6 +196,12 @@ impl LineConn {
 
     /// Queues one reply line (without its newline).
     pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
+        self.send_line_with(now, |out| out.extend_from_slice(line));
+    }
+
+    /// Queues one reply line that `write` appends (without its newline)
+    /// straight to the output, so a reply costs no buffer of its own.
+    pub fn send_line_with(&mut self, now: Timestamp, write: impl FnOnce(&mut Vec<u8>)) {
         if self.state == State::Closed {
             return;
         }
@@ -204,7 +210,7 @@ impl LineConn {
             self.out.clear();
             self.out_pos = 0;
         }
-        self.out.extend_from_slice(line);
+        write(&mut self.out);
         self.out.push(b'\n');
     }
 

@@ -234,7 +234,10 @@ impl Receiver for Ledger {
                     return Completion::Violated;
                 }
                 s.moved += 1500;
-                Completion::Returned(json(serde_json::json!({"moved": 1500})))
+                // A constant answer, written as its bytes: building a JSON
+                // map for it was most of the handler's cost on the Unix
+                // bench's path.
+                Completion::Returned(br#"{"moved":1500}"#.to_vec())
             }
             _ => Completion::ProcessExits,
         }

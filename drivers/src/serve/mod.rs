@@ -33,7 +33,7 @@ use slab::Slab;
 
 pub use net::{BoundAddress, Listener};
 pub use record::{Exchange, RecordedRequest, Recorder};
-use worker::{FromWorker, Job, OnFailure, Worker, WorkerLink};
+use worker::{FromWorker, Job, OnFailure, Outbox, Worker, WorkerLink};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 40;
@@ -117,6 +117,9 @@ struct ConnEntry {
     machine: Machine,
     peer: PeerCredentials,
     writable: bool,
+    /// A read stopped for backpressure, leaving input the edge-triggered
+    /// poll will not announce again: read once the output drains.
+    read_paused: bool,
     /// Over MCP: how to answer the connection's request, once framed.
     mcp: Option<mcp::Reply>,
 }
@@ -159,8 +162,19 @@ pub struct Server {
     resume: Vec<usize>,
     /// Connections with output queued this turn, written at its end.
     dirty: Vec<usize>,
-    from_workers_tx: mpsc::Sender<FromWorker>,
-    from_workers: mpsc::Receiver<FromWorker>,
+    /// Requests framed from one connection's input, admitted together
+    /// (kept between reads so framing allocates no list).
+    batch: Vec<(
+        limen_core::hale::runtime::Request,
+        Option<Box<RecordedRequest>>,
+    )>,
+    /// Events drained from an exposure, acted on once its lock is released.
+    events: Vec<Event>,
+    /// Where workers leave their reports.
+    from_workers: Arc<Outbox>,
+    /// The reports taken from the outbox, acted on one by one (kept, so
+    /// taking allocates nothing).
+    reports: Vec<FromWorker>,
     commands_tx: mpsc::Sender<Command>,
     commands_rx: mpsc::Receiver<Command>,
     next_correlation: Correlation,
@@ -190,7 +204,6 @@ impl Server {
         net::raise_descriptor_limit();
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (from_workers_tx, from_workers) = mpsc::channel();
         let (commands_tx, commands_rx) = mpsc::channel();
         Ok(Server {
             commands_tx,
@@ -208,8 +221,10 @@ impl Server {
             draining: Vec::new(),
             resume: Vec::new(),
             dirty: Vec::new(),
-            from_workers_tx,
-            from_workers,
+            batch: Vec::new(),
+            events: Vec::new(),
+            from_workers: Arc::new(Outbox::default()),
+            reports: Vec::new(),
             next_correlation: 1,
             started: Instant::now(),
             stopping: false,
@@ -272,12 +287,15 @@ impl Server {
         let waker = self.waker.clone();
         let sleeping = self.sleeping.clone();
         let link = WorkerLink {
-            to_loop: self.from_workers_tx.clone(),
+            to_loop: self.from_workers.clone(),
             wake: Arc::new(move || {
-                // The report is sent before this load, and the loop marks
-                // itself sleeping before its last look at the channel
-                // (SeqCst orders the two), so no report is missed.
-                if sleeping.load(Ordering::SeqCst) {
+                // The report is in the outbox before this swap, and the
+                // loop marks itself sleeping before its last look at the
+                // outbox (SeqCst orders the two), so no report is missed. The
+                // first report after the mark clears it and wakes the loop;
+                // the rest of that sleep's reports find it cleared and make
+                // no syscall (the loop reads every report once awake).
+                if sleeping.swap(false, Ordering::SeqCst) {
                     let _ = waker.wake();
                 }
             }),
@@ -354,7 +372,7 @@ impl Server {
             self.flush();
             let timeout = self.next_timeout();
             self.sleeping.store(true, Ordering::SeqCst);
-            // A completion sent before the mark is on the channel now.
+            // A report left before the mark is in the outbox now.
             let ready = self.take_from_workers();
             let timeout = if ready { Some(Duration::ZERO) } else { timeout };
             let polled = self.poll.poll(&mut events, timeout);
@@ -501,6 +519,7 @@ impl Server {
                 machine,
                 peer,
                 writable: false,
+                read_paused: false,
                 mcp: None,
             });
             let conn = &mut self.conns[key];
@@ -526,6 +545,7 @@ impl Server {
                 // Backpressure: a peer that does not read its replies is not
                 // read from until it does (or the stalled write ends it).
                 if !m.wants_read() {
+                    conn.read_paused = true;
                     return;
                 }
             }
@@ -622,9 +642,12 @@ impl Server {
             Machine::Http(m) => !m.pending_output().is_empty(),
             Machine::Line(m) => !m.pending_output().is_empty(),
         };
-        // Output drained below the backpressure mark: input may be waiting
-        // that an edge-triggered poll will not announce again.
-        let resume_read = matches!(&conn.machine, Machine::Line(m) if m.wants_read());
+        // Output drained below the backpressure mark after a read stopped
+        // for it: input may be waiting that an edge-triggered poll will not
+        // announce again. (Otherwise every read ran to a short read or
+        // EAGAIN, and reading again would only cost an empty syscall.)
+        let resume_read =
+            conn.read_paused && matches!(&conn.machine, Machine::Line(m) if m.wants_read());
         if want_write != conn.writable {
             conn.writable = want_write;
             let interest = if want_write {
@@ -640,89 +663,124 @@ impl Server {
         if resume_read && !want_write {
             // Read again from the loop, not from here: a reply written
             // from a read would otherwise nest reads without bound.
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.read_paused = false;
+            }
             self.resume.push(key);
         }
     }
 
-    /// Handles what a connection's machine emitted.
+    /// Handles what a connection's machine emitted. The requests a read
+    /// framed together are admitted under one hold of the exposure's lock,
+    /// and what they caused is acted on after it: the workers reporting to
+    /// the exposure wait once a read, not once a line.
     fn after_machine(&mut self, key: usize) {
-        loop {
-            let Some(conn) = self.conns.get_mut(key) else {
-                return;
-            };
+        let mut batch = std::mem::take(&mut self.batch);
+        while let Some(conn) = self.conns.get_mut(key) {
             let exposure = conn.exposure;
             let correlation = conn.correlation;
             let peer = conn.peer;
             let recording = self.recorder.is_some();
             let framing = self.exposures[exposure].mcp.as_ref();
-            let framed = match &mut conn.machine {
-                Machine::Http(m) if framing.is_some() => {
-                    let framing = framing.expect("checked");
-                    match m.poll_event() {
-                        None => return,
+            // Frames every request the machine has, in order, up to the
+            // first event that is not one. An HTTP connection's request is
+            // answered before the next is framed (its MCP reply is kept on
+            // the connection), so a batch there is one request.
+            let mut end = None;
+            while end.is_none() {
+                let framed = match &mut conn.machine {
+                    Machine::Http(m) if framing.is_some() => {
+                        let framing = framing.expect("checked");
+                        match m.poll_event() {
+                            None => break,
+                            Some(http1::ConnEvent::Request(req)) => {
+                                let (request, reply) = framing.frame(&req, correlation);
+                                conn.mcp = Some(reply);
+                                Framed::Request(
+                                    request,
+                                    recording.then(|| Box::new(RecordedRequest::Mcp(req))),
+                                )
+                            }
+                            Some(http1::ConnEvent::Malformed { reason, head }) => {
+                                let (request, reply) =
+                                    framing.frame_malformed(&reason, head.as_ref(), correlation);
+                                conn.mcp = Some(reply);
+                                Framed::Request(request, None)
+                            }
+                            Some(http1::ConnEvent::Lost) => Framed::Lost,
+                            Some(http1::ConnEvent::Close) => Framed::Close,
+                        }
+                    }
+                    Machine::Http(m) => match m.poll_event() {
+                        None => break,
                         Some(http1::ConnEvent::Request(req)) => {
-                            let (request, reply) = framing.frame(&req, correlation);
-                            conn.mcp = Some(reply);
+                            let request = hale_http::frame(&req, correlation);
                             Framed::Request(
                                 request,
-                                recording.then(|| Box::new(RecordedRequest::Mcp(req))),
+                                recording.then(|| Box::new(RecordedRequest::Http(req))),
                             )
                         }
-                        Some(http1::ConnEvent::Malformed { reason, head }) => {
-                            let (request, reply) =
-                                framing.frame_malformed(&reason, head.as_ref(), correlation);
-                            conn.mcp = Some(reply);
-                            Framed::Request(request, None)
-                        }
+                        Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
+                            hale_http::frame_malformed(&reason, head.as_ref(), correlation),
+                            None,
+                        ),
                         Some(http1::ConnEvent::Lost) => Framed::Lost,
                         Some(http1::ConnEvent::Close) => Framed::Close,
+                    },
+                    Machine::Line(m) => match m.poll_event() {
+                        None => break,
+                        Some(line::LineEvent::Request(req)) => {
+                            let raw =
+                                recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
+                            Framed::Request(line::to_request(req, correlation, peer), raw)
+                        }
+                        Some(line::LineEvent::Lost) => Framed::Lost,
+                        Some(line::LineEvent::Close) => Framed::Close,
+                    },
+                };
+                match framed {
+                    Framed::Request(request, raw) => {
+                        batch.push((request, raw));
+                        if matches!(conn.machine, Machine::Http(_)) {
+                            break;
+                        }
+                    }
+                    other => end = Some(other),
+                }
+            }
+            if batch.is_empty() && end.is_none() {
+                break;
+            }
+            if !batch.is_empty() {
+                let now = unix_now();
+                {
+                    let mut ex = self.exposures[exposure]
+                        .exposure
+                        .lock()
+                        .expect("exposure lock");
+                    for (request, raw) in batch.drain(..) {
+                        let id = ex.handle_request(now, request);
+                        if let Some(raw) = raw {
+                            self.recording.insert((exposure, id), (correlation, *raw));
+                        }
                     }
                 }
-                Machine::Http(m) => match m.poll_event() {
-                    None => return,
-                    Some(http1::ConnEvent::Request(req)) => {
-                        let request = hale_http::frame(&req, correlation);
-                        Framed::Request(
-                            request,
-                            recording.then(|| Box::new(RecordedRequest::Http(req))),
-                        )
-                    }
-                    Some(http1::ConnEvent::Malformed { reason, head }) => Framed::Request(
-                        hale_http::frame_malformed(&reason, head.as_ref(), correlation),
-                        None,
-                    ),
-                    Some(http1::ConnEvent::Lost) => Framed::Lost,
-                    Some(http1::ConnEvent::Close) => Framed::Close,
-                },
-                Machine::Line(m) => match m.poll_event() {
-                    None => return,
-                    Some(line::LineEvent::Request(req)) => {
-                        let raw = recording.then(|| Box::new(RecordedRequest::Line(req.clone())));
-                        Framed::Request(line::to_request(req, correlation, peer), raw)
-                    }
-                    Some(line::LineEvent::Lost) => Framed::Lost,
-                    Some(line::LineEvent::Close) => Framed::Close,
-                },
-            };
-            match framed {
-                Framed::Request(request, raw) => {
-                    let now = unix_now();
-                    let id = self.exposure(exposure).handle_request(now, request);
-                    if let Some(raw) = raw {
-                        self.recording.insert((exposure, id), (correlation, *raw));
-                    }
-                    self.drain_exposure(exposure);
-                }
-                Framed::Lost => {
+                self.drain_exposure(exposure);
+            }
+            match end {
+                None => {}
+                Some(Framed::Lost) => {
                     self.exposure(exposure).connection_lost(correlation);
                     self.drain_exposure(exposure);
                 }
-                Framed::Close => {
+                Some(Framed::Close) => {
                     self.close(key);
-                    return;
+                    break;
                 }
+                Some(Framed::Request(..)) => unreachable!("a request is batched"),
             }
         }
+        self.batch = batch;
     }
 
     fn close(&mut self, key: usize) {
@@ -756,16 +814,32 @@ impl Server {
     /// anything.
     fn take_from_workers(&mut self) -> bool {
         let mut any = false;
-        while let Ok(report) = self.from_workers.try_recv() {
+        // Which exposures heard a report: each is drained once, after every
+        // report is acted on, so the loop takes an exposure's lock once a
+        // wake-up rather than once a completion.
+        let mut heard = 0u64;
+        let mut reports = std::mem::take(&mut self.reports);
+        self.from_workers.take(&mut reports);
+        for report in reports.drain(..) {
             any = true;
             match report {
                 FromWorker::Event(index, event) => {
                     self.act(index, event);
-                    self.drain_exposure(index);
+                    if index < 64 {
+                        heard |= 1 << index;
+                    } else {
+                        self.drain_exposure(index);
+                    }
                 }
                 FromWorker::Draining(worker) => self.drain_worker(worker),
             }
         }
+        while heard != 0 {
+            let index = heard.trailing_zeros() as usize;
+            heard &= heard - 1;
+            self.drain_exposure(index);
+        }
+        self.reports = reports;
         any
     }
 
@@ -787,18 +861,23 @@ impl Server {
 
     /// Acts on everything an exposure emitted.
     fn drain_exposure(&mut self, index: usize) {
+        // The buffer is the server's, kept between calls so draining
+        // allocates nothing; `act` may drain again (a nested call finds it
+        // taken and uses a fresh one).
+        let mut events = std::mem::take(&mut self.events);
         loop {
-            let events: Vec<Event> = {
+            {
                 let mut ex = self.exposure(index);
-                std::iter::from_fn(|| ex.poll_event()).collect()
-            };
-            if events.is_empty() {
-                return;
+                events.extend(std::iter::from_fn(|| ex.poll_event()));
             }
-            for event in events {
+            if events.is_empty() {
+                break;
+            }
+            for event in events.drain(..) {
                 self.act(index, event);
             }
         }
+        self.events = events;
     }
 
     /// Acts on one event of exposure `index`.
@@ -876,12 +955,19 @@ impl Server {
                 m.send_json(now, status, &body);
                 recorded.as_ref().map(|_| m.pending_output().to_vec())
             }
-            Machine::Line(m) => {
+            Machine::Line(m) if recorded.is_some() => {
                 let reply = d
                     .outcome
                     .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
                 m.send_line(now, &reply);
                 Some(reply)
+            }
+            Machine::Line(m) => {
+                m.send_line_with(now, |out| {
+                    d.outcome
+                        .write_unix_line(d.request_id, d.client_id.as_deref(), &d.caller, out)
+                });
+                None
             }
         };
         if let (Some(recorder), Some((_, request)), Some(outcome), Some(reply)) =

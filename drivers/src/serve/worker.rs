@@ -11,7 +11,8 @@
 //! handed over, when, and in which order.
 
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use limen_core::hale::runtime::{Completion, Dispatch, Event, Exposure, Receiver, Supervision};
@@ -30,6 +31,31 @@ pub enum FromWorker {
     /// The worker's receiver drains (its owner's on_failure said so): every
     /// exposure bound to it learns.
     Draining(usize),
+}
+
+/// Where workers leave their reports for the loop: a list the loop takes
+/// whole (swapping in an empty one), so a report costs a push under a lock
+/// neither side holds for long, and no allocation once the lists have grown.
+#[derive(Debug, Default)]
+pub struct Outbox(Mutex<Vec<FromWorker>>);
+
+impl Outbox {
+    /// Leaves reports for the loop.
+    pub fn send(&self, reports: impl IntoIterator<Item = FromWorker>) {
+        self.reports().extend(reports);
+    }
+
+    /// Takes every report left so far, into `into` (which is emptied
+    /// first; its allocation is kept for the next take).
+    pub fn take(&self, into: &mut Vec<FromWorker>) {
+        into.clear();
+        std::mem::swap(&mut *self.reports(), into);
+    }
+
+    fn reports(&self) -> std::sync::MutexGuard<'_, Vec<FromWorker>> {
+        // The lock guards a plain list and no code that can panic holds it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The owner's on_failure, run on the worker after a violation and before
@@ -51,8 +77,58 @@ pub struct Job {
 /// A receiver instance's serial worker thread.
 pub struct Worker {
     name: String,
-    jobs: mpsc::Sender<Job>,
+    inbox: Arc<Inbox>,
+    thread: thread::Thread,
     stamp: u64,
+}
+
+/// The calls the loop handed a worker and it has not taken yet.
+///
+/// Not a channel: the loop hands calls without a wake-up syscall while the
+/// worker is busy (an unpark of a thread that is not parked is one atomic
+/// swap), and the worker takes every call queued for it under one hold of
+/// the lock, then parks only when there is none.
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    /// Whether `state.jobs` may be non-empty: the worker looks at the lock
+    /// only when it is set.
+    queued: AtomicBool,
+}
+
+#[derive(Default)]
+struct InboxState {
+    jobs: VecDeque<Job>,
+    /// The server let the worker go: it ends once its calls are run.
+    closed: bool,
+    /// The worker's thread has ended: nothing handed is run.
+    gone: bool,
+}
+
+impl Inbox {
+    fn state(&self) -> std::sync::MutexGuard<'_, InboxState> {
+        // The lock guards plain data and no code that can panic holds it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Marks the inbox gone when the worker's thread ends, however it ends.
+struct Gone(Arc<Inbox>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.gone = true;
+        state.jobs.clear();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.inbox.state().closed = true;
+        self.inbox.queued.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
 }
 
 impl std::fmt::Debug for Worker {
@@ -67,7 +143,7 @@ impl std::fmt::Debug for Worker {
 /// What a worker needs besides its receiver.
 pub struct WorkerLink {
     /// Where events the loop must act on go.
-    pub to_loop: mpsc::Sender<FromWorker>,
+    pub to_loop: Arc<Outbox>,
     /// Wakes the loop when it sleeps.
     pub wake: Arc<dyn Fn() + Send + Sync>,
     /// The owner's on_failure.
@@ -84,35 +160,62 @@ impl Worker {
         mut receiver: Box<dyn Receiver + Send>,
         link: WorkerLink,
     ) -> std::io::Result<Worker> {
-        let (jobs, rx) = mpsc::channel::<Job>();
+        let inbox = Arc::new(Inbox::default());
+        let mine = inbox.clone();
         let owner = name.to_owned();
-        thread::Builder::new()
+        let handle = thread::Builder::new()
             .name(format!("receiver {name}"))
             .spawn(move || {
+                let inbox = Gone(mine);
+                // Calls the loop handed over, taken from the inbox together.
+                let mut handed: VecDeque<Job> = VecDeque::new();
                 // Calls this worker took for itself from its own reports,
                 // behind any other exposure's call already handed over, so
                 // two exposures bound to one receiver take turns.
                 let mut own: VecDeque<Job> = VecDeque::new();
+                // What a call's report tells the loop, gathered while the
+                // exposure is locked and left in the outbox after.
+                let mut reports: Vec<FromWorker> = Vec::new();
                 loop {
-                    let job = match rx.try_recv() {
-                        Ok(job) => job,
-                        Err(mpsc::TryRecvError::Disconnected) => return,
-                        Err(mpsc::TryRecvError::Empty) => match own.pop_front() {
-                            Some(job) => job,
-                            None => match rx.recv() {
-                                Ok(job) => job,
-                                Err(_) => return,
-                            },
-                        },
+                    if handed.is_empty() && inbox.0.queued.load(Ordering::SeqCst) {
+                        let mut state = inbox.0.state();
+                        // Once closed it stays set, so the worker comes
+                        // back to find the close after the last calls.
+                        if !state.closed {
+                            inbox.0.queued.store(false, Ordering::SeqCst);
+                        }
+                        std::mem::swap(&mut handed, &mut state.jobs);
+                        if state.closed && handed.is_empty() {
+                            return;
+                        }
+                    }
+                    let job = match handed.pop_front().or_else(|| own.pop_front()) {
+                        Some(job) => job,
+                        None => {
+                            // Parks until a hand (or the close) unparks it;
+                            // an unpark that came first returns at once, and
+                            // a spurious return only looks again.
+                            thread::park();
+                            continue;
+                        }
                     };
-                    if let Some(next) = run(id, stamp, &owner, receiver.as_mut(), job, &link) {
+                    if let Some(next) = run(
+                        id,
+                        stamp,
+                        &owner,
+                        receiver.as_mut(),
+                        job,
+                        &link,
+                        &mut reports,
+                    ) {
                         own.push_back(next);
                     }
                 }
             })?;
         Ok(Worker {
             name: name.to_owned(),
-            jobs,
+            inbox,
+            thread: handle.thread().clone(),
             stamp,
         })
     }
@@ -130,7 +233,19 @@ impl Worker {
     /// Hands the worker a call. Returns the call's request id when the
     /// worker is gone.
     pub fn hand(&self, job: Job) -> Result<(), limen_core::hale::runtime::RequestId> {
-        self.jobs.send(job).map_err(|e| e.0.dispatch.request_id)
+        {
+            let mut state = self.inbox.state();
+            if state.gone {
+                return Err(job.dispatch.request_id);
+            }
+            state.jobs.push_back(job);
+        }
+        // Set after the push and read by the worker before it parks again
+        // (SeqCst on both), so a hand is never left unseen; the unpark is a
+        // syscall only when the worker is parked.
+        self.inbox.queued.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+        Ok(())
     }
 }
 
@@ -143,6 +258,7 @@ fn run(
     receiver: &mut (dyn Receiver + Send),
     job: Job,
     link: &WorkerLink,
+    reports: &mut Vec<FromWorker>,
 ) -> Option<Job> {
     let Job {
         index,
@@ -178,7 +294,7 @@ fn run(
                 }
                 ex.handle_completion(d.request_id, completion);
                 if supervision == Some(Supervision::Drain) {
-                    let _ = link.to_loop.send(FromWorker::Draining(id));
+                    reports.push(FromWorker::Draining(id));
                     told = true;
                 }
             }
@@ -194,13 +310,14 @@ fn run(
                     });
                 }
                 other => {
-                    let _ = link.to_loop.send(FromWorker::Event(index, other));
+                    reports.push(FromWorker::Event(index, other));
                     told = true;
                 }
             }
         }
     }
     if told {
+        link.to_loop.send(reports.drain(..));
         (link.wake)();
     }
     next

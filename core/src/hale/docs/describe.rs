@@ -375,7 +375,7 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
         return Ok(Principal {
             mode: mode.into(),
             name: arg.into(),
-            fields: Vec::new(),
+            fields: std::sync::Arc::new([]),
         });
     }
     let value: Value = serde_json::from_str(arg)
@@ -399,8 +399,9 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
             p.mode
         )));
     }
-    p.fields
-        .sort_by_key(|(k, _)| FIELDS.iter().position(|f| f == k));
+    let mut fields = p.fields.to_vec();
+    fields.sort_by_key(|(k, _)| FIELDS.iter().position(|f| f == k));
+    p.fields = fields.into();
     Ok(p)
 }
 

@@ -126,8 +126,9 @@ pub struct ServedContext {
     pub request_id: RequestId,
     /// The transport the request came through.
     pub via: std::sync::Arc<str>,
-    /// The first role of the row's requires as written, or empty.
-    pub role: String,
+    /// The first role of the row's requires as written, or empty (shared:
+    /// every call of the row carries it).
+    pub role: std::sync::Arc<str>,
     /// The exposure's name.
     pub exposure: std::sync::Arc<str>,
     /// The receiver's execution generation the call was admitted under.
@@ -305,6 +306,10 @@ pub struct Exposure {
     events: VecDeque<Event>,
     /// `spec.via` and `spec.name`, shared by every context handed out.
     via: std::sync::Arc<str>,
+    /// Each member's first required role, as its calls' contexts carry it.
+    roles_first: Vec<std::sync::Arc<str>>,
+    /// The principal of the Unix peer last authenticated.
+    unix_caller: Option<(PeerCredentials, Principal)>,
     name: std::sync::Arc<str>,
 }
 
@@ -342,6 +347,11 @@ impl Exposure {
             })
             .collect();
         Exposure {
+            roles_first: spec
+                .members
+                .iter()
+                .map(|m| m.requires.first().map_or("", String::as_str).into())
+                .collect(),
             via: spec.via.as_str().into(),
             name: spec.name.as_str().into(),
             spec,
@@ -355,6 +365,7 @@ impl Exposure {
             slots,
             lifecycle: Lifecycle::Serving,
             events: VecDeque::new(),
+            unix_caller: None,
         }
     }
 
@@ -777,12 +788,11 @@ impl Exposure {
         let Place::Queued(payload) = std::mem::replace(&mut pending.place, Place::Executing) else {
             unreachable!("a queued id is queued");
         };
-        let row = &self.spec.members[pending.member];
         let context = ServedContext {
             caller: pending.caller.clone(),
             request_id: id,
             via: self.via.clone(),
-            role: row.requires.first().cloned().unwrap_or_default(),
+            role: self.roles_first[pending.member].clone(),
             exposure: self.name.clone(),
             generation: pending.generation,
         };
@@ -853,13 +863,23 @@ impl Exposure {
     }
 
     fn authenticate(
-        &self,
+        &mut self,
         now: Timestamp,
         credential: &Credential,
     ) -> Result<Principal, (Principal, String)> {
         match credential {
             Credential::Peer(peer) => {
-                let principal = Principal::unix(*peer);
+                // A connection's requests come from one peer: its principal
+                // is built once and shared (its texts are reference
+                // counted), not formatted again for every request.
+                let principal = match &self.unix_caller {
+                    Some((known, p)) if known == peer => p.clone(),
+                    _ => {
+                        let p = Principal::unix(*peer);
+                        self.unix_caller = Some((*peer, p.clone()));
+                        p
+                    }
+                };
                 if peer.uid < 0 {
                     Err((principal, reasons::UNNAMED_PEER.to_owned()))
                 } else {

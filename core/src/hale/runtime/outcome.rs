@@ -173,10 +173,22 @@ impl Outcome {
         id: Option<&str>,
         caller: &super::Principal,
     ) -> Vec<u8> {
-        use std::io::Write as _;
         let mut line = Vec::with_capacity(128);
-        // Writing to a Vec cannot fail.
-        let _ = write!(line, "{{\"request_id\":{request_id}");
+        self.write_unix_line(request_id, id, caller, &mut line);
+        line
+    }
+
+    /// [`unix_line`](Outcome::unix_line) appended to `line`, so a transport
+    /// writes the reply straight into its output buffer.
+    pub fn write_unix_line(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        caller: &super::Principal,
+        line: &mut Vec<u8>,
+    ) {
+        line.extend_from_slice(b"{\"request_id\":");
+        super::sources::write_u64(request_id, line);
         line.extend_from_slice(b",\"id\":");
         line.extend_from_slice(id.unwrap_or("null").as_bytes());
         match self {
@@ -197,9 +209,8 @@ impl Outcome {
             }
         }
         line.extend_from_slice(b",\"caller\":");
-        caller.write_json(&mut line);
+        caller.write_json(line);
         line.push(b'}');
-        line
     }
 }
 

@@ -22,8 +22,9 @@ pub struct Principal {
     /// The principal's name: the bearer source's, or `uid:<n>`.
     pub name: Arc<str>,
     /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
-    /// in the order they are written.
-    pub fields: Vec<(String, i64)>,
+    /// in the order they are written; shared like the texts, since every
+    /// call's context and reply hold a copy.
+    pub fields: Arc<[(String, i64)]>,
 }
 
 impl Principal {
@@ -32,7 +33,7 @@ impl Principal {
         Principal {
             mode: "bearer".into(),
             name: name.into(),
-            fields: Vec::new(),
+            fields: Arc::new([]),
         }
     }
 
@@ -41,11 +42,11 @@ impl Principal {
         Principal {
             mode: "unix".into(),
             name: format!("uid:{}", peer.uid).into(),
-            fields: vec![
+            fields: Arc::new([
                 ("uid".to_owned(), peer.uid),
                 ("gid".to_owned(), peer.gid),
                 ("pid".to_owned(), peer.pid),
-            ],
+            ]),
         }
     }
 
@@ -53,16 +54,18 @@ impl Principal {
     /// (what [`to_json`](Principal::to_json) serializes to, written without
     /// building a map: it is on every reply's path).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        use std::io::Write as _;
         out.extend_from_slice(b"{\"mode\":");
         crate::flow::canonical::write_string(&self.mode, out);
         out.extend_from_slice(b",\"name\":");
         crate::flow::canonical::write_string(&self.name, out);
-        for (k, v) in &self.fields {
+        for (k, v) in self.fields.iter() {
             out.push(b',');
             crate::flow::canonical::write_string(k, out);
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, ":{v}");
+            out.push(b':');
+            if *v < 0 {
+                out.push(b'-');
+            }
+            write_u64(v.unsigned_abs(), out);
         }
         out.push(b'}');
     }
@@ -72,7 +75,7 @@ impl Principal {
         let mut object = serde_json::Map::new();
         object.insert("mode".into(), (*self.mode).into());
         object.insert("name".into(), (*self.name).into());
-        for (k, v) in &self.fields {
+        for (k, v) in self.fields.iter() {
             object.insert(k.clone(), (*v).into());
         }
         serde_json::Value::Object(object)
@@ -104,9 +107,25 @@ impl Principal {
         Ok(Principal {
             mode: text("mode")?,
             name: text("name")?,
-            fields,
+            fields: fields.into(),
         })
     }
+}
+
+/// Appends `n` in decimal: replies write a few integers each, and the
+/// formatting machinery costs more than the digits.
+pub(crate) fn write_u64(mut n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// A Unix peer's kernel credentials (SO_PEERCRED). A peer the kernel will

@@ -16,7 +16,9 @@
 //! Time is passed in as nanoseconds since the Unix epoch (the clock a bearer
 //! source's expiry is stated on); the machine reads no clock.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::flow::tool::Fixed;
 
 use super::outcome::{reasons, Outcome, Refusal, RefusalKind};
 use super::sources::{
@@ -299,7 +301,12 @@ pub struct Exposure {
     codec: Box<dyn PayloadCodec + Send>,
     describer: Box<dyn Describer + Send>,
     next_id: RequestId,
-    pending: BTreeMap<RequestId, Pending>,
+    /// The accepted requests not yet terminal. A hash map, not an ordered
+    /// one: ids are assigned in order, so a B-tree inserted at the back and
+    /// removed at the front shifts a leaf's records (over a hundred bytes
+    /// each) on nearly every call; nothing reads the table in id order but
+    /// the shutdown deadline, which sorts what it takes.
+    pending: HashMap<RequestId, Pending, Fixed>,
     connections: BTreeMap<Correlation, Connection>,
     slots: Vec<Slot>,
     lifecycle: Lifecycle,
@@ -360,7 +367,7 @@ impl Exposure {
             codec,
             describer,
             next_id: 1,
-            pending: BTreeMap::new(),
+            pending: HashMap::default(),
             connections: BTreeMap::new(),
             slots,
             lifecycle: Lifecycle::Serving,
@@ -694,12 +701,15 @@ impl Exposure {
         if now < deadline {
             return;
         }
-        let executing: Vec<RequestId> = self
+        let mut executing: Vec<RequestId> = self
             .pending
             .iter()
             .filter(|(_, p)| matches!(p.place, Place::Executing))
             .map(|(id, _)| *id)
             .collect();
+        // In id order, as an ordered table gave them: the events of a run
+        // stay the same from one run to the next.
+        executing.sort_unstable();
         for id in executing {
             self.abandon(id);
         }

@@ -88,14 +88,10 @@ impl Default for Options {
 pub fn run_call(service: &dyn Service, tool: usize, cx: &Context, args: Vec<Value>) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| service.call(tool, cx, args))) {
         Ok(reply) => reply,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_owned());
-            Reply::Unknown(format!("the Tool's code panicked: {what}"))
-        }
+        Err(panic) => Reply::Unknown(format!(
+            "the Tool's code panicked: {}",
+            limen_core::flow::tool::panic_text(&*panic)
+        )),
     }
 }
 

@@ -365,14 +365,10 @@ impl InProcessRun {
         let implementation = &self.implementation;
         let reply = match catch_unwind(AssertUnwindSafe(|| implementation.call(fields))) {
             Ok(reply) => reply,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".to_owned());
-                Reply::Unknown(format!("the in-process implementation panicked: {what}"))
-            }
+            Err(panic) => Reply::Unknown(format!(
+                "the in-process implementation panicked: {}",
+                limen_core::flow::tool::panic_text(&*panic)
+            )),
         };
         let outcome = admit(&self.tool, &self.type_args, reply, &self.limits.decode);
         lock(&self.open).remove(&key);

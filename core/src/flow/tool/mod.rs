@@ -54,6 +54,18 @@ pub use listing::{Described, Listing, ListingError, Tool};
 pub use mcp::McpConn;
 pub use toolkit::{Incoming, Reply, ToolkitConn, ToolkitEvent};
 
+/// What a caught panic said: its message when it was a string, else "a
+/// panic". An implementation's panic is the outcome Unknown, and the reason
+/// names what the code said (the toolkit's and the in-process host's
+/// reasons alike).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
 use super::value::Value;
 
 /// The data version this implementation speaks: the value encoding, this

@@ -1,30 +1,16 @@
-//! A small Tool for the Tool-protocol targets, the same shape as the
-//! core's own (`flow::tool::fuzz_host_replies`): `Echo(text: Text) ->
-//! Result<Out, Text>`, `Out` a record of an Int and an optional list of
-//! Text; and a generic `Pick<T>(items: List<T>) -> Result<T, Text>`.
+//! The Tools of the Tool-protocol targets: the core's own Echo
+//! (`flow::tool::fuzz_echo_tool`, `Echo(text: Text) -> Result<Out, Text>`,
+//! `Out` a record of an Int and an optional list of Text) and a generic
+//! `Pick<T>(items: List<T>) -> Result<T, Text>`.
 
 use std::sync::Arc;
 
-use limen_core::flow::tool::Tool;
-use limen_core::flow::{Declaration, Field, Identity, Param, Type, TypeDecl, TypeEnv};
+use limen_core::flow::tool::{fuzz_echo_tool, Tool};
+use limen_core::flow::{Declaration, Identity, Param, Type};
 
-/// The Tools the targets serve or call.
+/// The Tools the targets serve or call: the core's Echo, and Pick.
 pub fn tools() -> Vec<Arc<Tool>> {
-    let out = Identity::in_repository("fuzz", "1", "f.flow", "Out");
-    let mut env = TypeEnv::new();
-    env.declare(TypeDecl::record(
-        out.clone(),
-        vec![
-            Field::new("n", Type::Int),
-            Field::new("tags", Type::option(Type::list(Type::Text))),
-        ],
-    ));
-    let echo = Declaration::new(
-        Identity::in_repository("fuzz", "1", "f.flow", "Echo"),
-        vec![Param::new("text", Type::Text)],
-        Type::named(out),
-        Type::Text,
-    );
+    let echo = fuzz_echo_tool();
     let pick = Declaration::new(
         Identity::in_repository("fuzz", "1", "f.flow", "Pick"),
         vec![Param::new("items", Type::list(Type::param("T")))],
@@ -32,8 +18,6 @@ pub fn tools() -> Vec<Arc<Tool>> {
         Type::Text,
     )
     .generic(&["T"]);
-    [echo, pick]
-        .into_iter()
-        .map(|d| Arc::new(Tool::new(d, env.clone()).expect("a well-formed declaration")))
-        .collect()
+    let pick = Tool::new(pick, echo.env.clone()).expect("a well-formed declaration");
+    vec![echo, Arc::new(pick)]
 }

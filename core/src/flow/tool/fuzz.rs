@@ -18,7 +18,7 @@ use crate::wire::jsonrpc;
 /// twice, every call must be closed once the process has ended, and nothing
 /// may panic inside. A fuzz target calls this with its input.
 pub fn fuzz_host_replies(data: &[u8]) {
-    let tool = fuzz_tool();
+    let tool = fuzz_echo_tool();
     let limits = Limits {
         max_line: 4096,
         ..Limits::default()
@@ -68,8 +68,9 @@ pub fn fuzz_host_replies(data: &[u8]) {
 }
 
 /// `fuzz@1/f.flow.Echo(text: Text) -> Result<fuzz@1/f.flow.Out, Text>`,
-/// `Out` a record of an Int and an optional list of Text.
-fn fuzz_tool() -> Arc<Tool> {
+/// `Out` a record of an Int and an optional list of Text: the Tool
+/// [`fuzz_host_replies`] calls, and one the fuzz targets serve.
+pub fn fuzz_echo_tool() -> Arc<Tool> {
     let out = Identity::in_repository("fuzz", "1", "f.flow", "Out");
     let mut env = TypeEnv::new();
     env.declare(TypeDecl::record(

@@ -47,7 +47,7 @@ pub use binding::{plan, BindingReport, Implementation, Planned, Source, Status};
 pub use config::{split_command, ConfigError, Entry, ToolConfig};
 pub use conn::{ConnEvent, Limits, SendError, ToolConn};
 pub use decoding::DecodeLimits;
-pub use fuzz::fuzz_host_replies;
+pub use fuzz::{fuzz_echo_tool, fuzz_host_replies};
 pub use host::HostConn;
 pub use inprocess::InProcessCall;
 pub use listing::{Described, Listing, ListingError, Tool};

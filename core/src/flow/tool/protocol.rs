@@ -332,15 +332,26 @@ pub(crate) type FastKey<'a> = (Cow<'a, str>, Cow<'a, str>);
 /// "outcome": {tag: value}}}` in any key order and nothing else. `None` for
 /// anything else, which the general path then reads (and judges).
 pub(crate) fn fast_reply(line: &[u8]) -> Option<(FastKey<'_>, RawOutcome<'_>)> {
-    let (mut version, mut method, mut key, mut outcome) = (false, false, None, None);
-    let mut t = if line.starts_with(REPLY_OPENING) {
-        // The opening our own writer (and most toolkits) put first, matched
-        // byte for byte: six events the tokenizer need not make.
-        let mut t = Tokenizer::inside_objects(line, REPLY_OPENING.len(), 2);
-        let (run, call, o) = fast_reply_params(&mut t, line)?;
+    let (run, call, outcome) = fast_envelope(line, REPLY_OPENING, REPLY, fast_reply_params)?;
+    Some(((run, call), outcome))
+}
+
+/// Reads a line that is exactly `{"jsonrpc": "2.0", "method": <method>,
+/// "params": {…}}` in any key order and nothing else, its params read by
+/// `params` (which sees the tokenizer just inside them). The usual opening,
+/// `opening` (how our own writer, and most peers, put the envelope first),
+/// is matched byte for byte: six events the tokenizer need not make.
+fn fast_envelope<'a, P>(
+    line: &'a [u8],
+    opening: &[u8],
+    method_name: &str,
+    params: impl Fn(&mut Tokenizer<'a>, &'a [u8]) -> Option<P>,
+) -> Option<P> {
+    let (mut version, mut method, mut read) = (false, false, None);
+    let mut t = if line.starts_with(opening) {
+        let mut t = Tokenizer::inside_objects(line, opening.len(), 2);
+        read = Some(params(&mut t, line)?);
         (version, method) = (true, true);
-        key = Some((run, call));
-        outcome = Some(o);
         t
     } else {
         let mut t = Tokenizer::new(line);
@@ -354,11 +365,9 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(FastKey<'_>, RawOutcome<'_>)> {
             Event::EndObject => break,
             Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
                 ("jsonrpc", Event::String(v)) if !version && v == "2.0" => version = true,
-                ("method", Event::String(m)) if !method && m == REPLY => method = true,
-                ("params", Event::BeginObject) if key.is_none() => {
-                    let (run, call, o) = fast_reply_params(&mut t, line)?;
-                    key = Some((run, call));
-                    outcome = Some(o);
+                ("method", Event::String(m)) if !method && m == method_name => method = true,
+                ("params", Event::BeginObject) if read.is_none() => {
+                    read = Some(params(&mut t, line)?);
                 }
                 _ => return None,
             },
@@ -366,8 +375,8 @@ pub(crate) fn fast_reply(line: &[u8]) -> Option<(FastKey<'_>, RawOutcome<'_>)> {
         }
     }
     t.finish().ok()?;
-    match (version, method, key, outcome) {
-        (true, true, Some(key), Some(outcome)) => Some((key, outcome)),
+    match (version, method) {
+        (true, true) => read,
         _ => None,
     }
 }
@@ -415,39 +424,7 @@ fn fast_reply_params<'a>(
 /// order, nothing else); `None` for anything else, which the general path
 /// then reads.
 pub(crate) fn fast_call(line: &[u8]) -> Option<CallParams<'_>> {
-    let (mut version, mut method, mut params) = (false, false, None);
-    let mut t = if line.starts_with(CALL_OPENING) {
-        // As in `fast_reply`: the usual opening matched byte for byte.
-        let mut t = Tokenizer::inside_objects(line, CALL_OPENING.len(), 2);
-        params = Some(fast_call_params(&mut t, line)?);
-        (version, method) = (true, true);
-        t
-    } else {
-        let mut t = Tokenizer::new(line);
-        if !matches!(t.next_event(), Ok(Some(Event::BeginObject))) {
-            return None;
-        }
-        t
-    };
-    loop {
-        match t.next_event().ok()?? {
-            Event::EndObject => break,
-            Event::Key(k) => match (k.as_ref(), t.next_event().ok()??) {
-                ("jsonrpc", Event::String(v)) if !version && v == "2.0" => version = true,
-                ("method", Event::String(m)) if !method && m == CALL => method = true,
-                ("params", Event::BeginObject) if params.is_none() => {
-                    params = Some(fast_call_params(&mut t, line)?);
-                }
-                _ => return None,
-            },
-            _ => return None,
-        }
-    }
-    t.finish().ok()?;
-    match (version, method) {
-        (true, true) => params,
-        _ => None,
-    }
+    fast_envelope(line, CALL_OPENING, CALL, fast_call_params)
 }
 
 fn fast_call_params<'a>(t: &mut Tokenizer<'a>, line: &'a [u8]) -> Option<CallParams<'a>> {

@@ -393,13 +393,15 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
     };
     // Non-blocking, so a caller never waits on a full pipe: what does not
     // fit is left to the writer thread, which waits for room.
-    let stdin = Sender::from(stdin);
+    let mut stdin = Sender::from(stdin);
     let poll = Poll::new().and_then(|poll| {
         stdin.set_nonblocking(true)?;
+        poll.registry()
+            .register(&mut stdin, Token(0), Interest::WRITABLE)?;
         Ok(poll)
     });
-    let (mut stdin, poll) = match poll {
-        Ok(poll) => (stdin, poll),
+    let poll = match poll {
+        Ok(poll) => poll,
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
@@ -409,17 +411,6 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             return;
         }
     };
-    if let Err(e) = poll
-        .registry()
-        .register(&mut stdin, Token(0), Interest::WRITABLE)
-    {
-        let _ = child.kill();
-        let _ = child.wait();
-        inner
-            .conn
-            .handle_start_failed(now, &format!("its standard input: {e}"));
-        return;
-    }
     inner.child = Some(child);
     inner.stdin = Some(stdin);
     inner.unwritten.clear();

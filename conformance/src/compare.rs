@@ -11,6 +11,7 @@
 //! projection of the surface (`<Surface>.mcp.json`) and the caller's
 //! description, whose members are exactly the tools listed.
 
+use limen_core::hale::model::Program;
 use serde_json::Value;
 
 use crate::mask;
@@ -22,16 +23,14 @@ fn surface_of(identity: &str) -> &str {
     identity.split_once('/').map_or(identity, |(s, _)| s)
 }
 
-/// The exposures of `ours`'s program that a caller's description of the
+/// The exposures of the corpus's program that a caller's description of the
 /// exposure `name` stands for: itself, and those serving the same surface
 /// under the same sources (the demo's `mcp` serves Public under public's).
-fn same_sources(ours: &Corpus, name: &str) -> Vec<String> {
-    let Some(program) = ours.program_source().ok().and_then(|src| {
-        limen_core::hale::model::parse_program(&ours.program.to_string_lossy(), &src).ok()
-    }) else {
+fn same_sources(program: Option<&Program>, name: &str) -> Vec<String> {
+    let Some(program) = program else {
         return vec![name.to_owned()];
     };
-    let Some(e) = crate::world::served_exposure(&program, name) else {
+    let Some(e) = crate::world::served_exposure(program, name) else {
         return vec![name.to_owned()];
     };
     let mut names = vec![name.to_owned()];
@@ -51,7 +50,12 @@ fn same_sources(ours: &Corpus, name: &str) -> Vec<String> {
 /// names are the members of the caller's description of the exposure (or
 /// of one serving the surface under the same sources), as tools, and each
 /// tool is the projection's tool of its name.
-fn compare_tools(r: &Record, caller: &str, ours: &Corpus, reference: &Corpus) -> Option<String> {
+fn compare_tools(
+    r: &Record,
+    caller: &str,
+    program: Option<&Program>,
+    reference: &Corpus,
+) -> Option<String> {
     let surface_digest = surface_of(&r.exposure);
     let Some((surface, _)) = surface_digest.split_once('@') else {
         return Some("the record's exposure names no surface".into());
@@ -64,7 +68,7 @@ fn compare_tools(r: &Record, caller: &str, ours: &Corpus, reference: &Corpus) ->
         Ok(v) => v,
         Err(e) => return Some(format!("{}: {e}", projection_file.display())),
     };
-    let description = same_sources(ours, crate::record::exposure_name(&r.exposure))
+    let description = same_sources(program, crate::record::exposure_name(&r.exposure))
         .into_iter()
         .find_map(|n| {
             let doc = format!("{n}.{caller}");
@@ -133,6 +137,10 @@ fn document_name(r: &Record) -> Option<&str> {
 /// transport is to cover the reference's records of it.
 pub fn run(ours: &Corpus, reference: &Corpus) -> Report {
     let mut report = Report::default();
+    // Read once: the tools_list records ask it which exposures share sources.
+    let program = ours.program_source().ok().and_then(|src| {
+        limen_core::hale::model::parse_program(&ours.program.to_string_lossy(), &src).ok()
+    });
     for u in &ours.unreadable {
         report.push(&u.name, Verdict::Fail(u.error.clone()));
     }
@@ -149,7 +157,7 @@ pub fn run(ours: &Corpus, reference: &Corpus) -> Report {
         } else if let Some(want) = &implied {
             mask::compare_record(want, r).map(|d| format!("{d} (as http/{} implies)", r.stem()))
         } else if let Some(caller) = caller {
-            compare_tools(r, caller, ours, reference)
+            compare_tools(r, caller, program.as_ref(), reference)
         } else if let Some(want) = document_name(r).and_then(|d| reference.document(d)) {
             match r.document() {
                 None => Some("the record's reply carries no description".into()),

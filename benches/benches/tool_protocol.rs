@@ -290,8 +290,11 @@ fn memory_per_call(n: u64) -> (f64, usize) {
 }
 
 /// The machines' own cost per call, no I/O: `n` calls through a
-/// HostConn and a ToolkitConn wired back to back, stage by stage.
+/// HostConn and a ToolkitConn wired back to back, stage by stage, in rounds
+/// of 256 (the bench's deepest flight), so the maps and buffers stay at
+/// the size a steady run keeps them.
 fn machine_costs(n: u32) -> [Duration; 4] {
+    const ROUND: u64 = 256;
     let tool = echo_tool();
     let mut host = HostConn::new(Limits::default());
     host.send_call(0, call(&tool, u64::MAX)).expect("sent");
@@ -305,35 +308,41 @@ fn machine_costs(n: u32) -> [Duration; 4] {
     tk.poll_transmit(&mut back);
     host.handle_data(0, &back);
     while host.poll_event().is_some() {}
-    let t = Instant::now();
-    for i in 0..u64::from(n) {
-        host.send_call(0, call(&tool, i)).expect("sent");
-    }
-    let mut wire = Vec::new();
-    host.poll_transmit(&mut wire);
-    let encode = t.elapsed();
-    let t = Instant::now();
-    tk.handle_data(&wire);
-    let mut calls = Vec::new();
-    while let Some(e) = tk.poll_event() {
-        if let ToolkitEvent::Call(c) = e {
-            calls.push(c);
+    let mut stages = [Duration::ZERO; 4];
+    let mut calls = Vec::with_capacity(ROUND as usize);
+    let mut next = 0u64;
+    while next < u64::from(n) {
+        let round = next..(next + ROUND).min(u64::from(n));
+        next = round.end;
+        let t = Instant::now();
+        for i in round {
+            host.send_call(0, call(&tool, i)).expect("sent");
         }
+        wire.clear();
+        host.poll_transmit(&mut wire);
+        stages[0] += t.elapsed();
+        let t = Instant::now();
+        tk.handle_data(&wire);
+        while let Some(e) = tk.poll_event() {
+            if let ToolkitEvent::Call(c) = e {
+                calls.push(c);
+            }
+        }
+        stages[1] += t.elapsed();
+        let t = Instant::now();
+        for c in calls.drain(..) {
+            let v = c.args.into_iter().next().unwrap_or(Value::text(""));
+            tk.reply(&c.key, &Reply::Ok(v));
+        }
+        back.clear();
+        tk.poll_transmit(&mut back);
+        stages[2] += t.elapsed();
+        let t = Instant::now();
+        host.handle_data(0, &back);
+        while host.poll_event().is_some() {}
+        stages[3] += t.elapsed();
     }
-    let read_call = t.elapsed();
-    let t = Instant::now();
-    for c in calls {
-        let v = c.args.into_iter().next().unwrap_or(Value::text(""));
-        tk.reply(&c.key, &Reply::Ok(v));
-    }
-    let mut back = Vec::new();
-    tk.poll_transmit(&mut back);
-    let reply = t.elapsed();
-    let t = Instant::now();
-    host.handle_data(0, &back);
-    while host.poll_event().is_some() {}
-    let admit = t.elapsed();
-    [encode / n, read_call / n, reply / n, admit / n]
+    stages.map(|s| s / n)
 }
 
 fn bench(c: &mut Criterion) {

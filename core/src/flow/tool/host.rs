@@ -21,10 +21,13 @@ use super::conn::{
     check_call, decode_outcome, Events, KeyView, Limits, Line, LineReader, Open, Outbox,
     RawOutcome, SendError,
 };
+use super::decoding::decode_at;
+use super::exact::{self, ExactOutcome, Scalar};
 use super::listing::{Described, Tool};
 use super::oversize;
 use super::protocol::{self, CallShape, REPLY};
 use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
+use crate::flow::value::Value;
 use crate::wire::jsonrpc::{self, Message};
 use crate::Timestamp;
 
@@ -83,6 +86,8 @@ pub struct HostConn {
     restart: bool,
     next_id: u64,
     events: Events,
+    /// Whether a reply in exactly the writer's form is read in place.
+    exact_reading: bool,
 }
 
 impl HostConn {
@@ -100,7 +105,16 @@ impl HostConn {
             restart: false,
             next_id: 1,
             events: Events::new(),
+            exact_reading: true,
         }
+    }
+
+    /// Whether a reply line in exactly the form our toolkit writes is read
+    /// in place, byte by byte (on by default). Off, every line takes the
+    /// general path; the two yield the same, which the differential tests
+    /// and the fuzz targets check by running both.
+    pub fn set_exact_reading(&mut self, on: bool) {
+        self.exact_reading = on;
     }
 
     /// What the running process described, if it has.
@@ -232,6 +246,48 @@ impl HostConn {
         self.close(key, outcome);
     }
 
+    /// A reply read in exactly the writer's form ([`exact::reply`]): closes
+    /// its call when the outcome's value decodes at the declared type.
+    /// `false`, and nothing changed, sends the line down the general path,
+    /// which judges it (and says why a value does not decode).
+    fn exact_reply(&mut self, run: &str, call: &str, outcome: ExactOutcome<'_>) -> bool {
+        let Some((key, open)) = self.open.remove_entry(&(run, call) as &dyn KeyView) else {
+            return false;
+        };
+        let decl = &open.tool.declaration;
+        let decoded = match outcome {
+            ExactOutcome::Ok(text) => self.decode_exact(text, &decl.ok, &open).map(Outcome::Ok),
+            ExactOutcome::Failed(text) => self
+                .decode_exact(text, &decl.err, &open)
+                .map(Outcome::Failed),
+            ExactOutcome::NotRun(why) => Some(Outcome::NotRun(why.to_owned())),
+            ExactOutcome::Unknown(why) => Some(Outcome::Unknown(why.to_owned())),
+        };
+        match decoded {
+            Some(outcome) => {
+                self.close(key, outcome);
+                true
+            }
+            None => {
+                self.open.insert(key, open);
+                false
+            }
+        }
+    }
+
+    /// An outcome's value at `ty`: a scalar read in place, anything else
+    /// (or a scalar written otherwise) by the decoder.
+    fn decode_exact(&self, text: &str, ty: &crate::flow::Type, open: &Open) -> Option<Value> {
+        let limits = &self.limits.decode;
+        if open.type_args.is_empty() {
+            if let Some(value) = Scalar::of(ty).and_then(|s| s.decode(text, limits)) {
+                return Some(value);
+            }
+        }
+        let binds = super::conn::bindings(&open.tool, &open.type_args);
+        decode_at(text.as_bytes(), ty, &open.tool.env, &binds, limits).ok()
+    }
+
     /// A line that could not be read as a message, or was too large: if it
     /// names an open call as a reply, that call is BadReply; else dropped.
     fn unreadable(&mut self, ids: oversize::Ids, why: String) {
@@ -265,7 +321,13 @@ impl HostConn {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        // Most lines are well-formed replies: one pass reads them.
+        // Nearly every line is a reply as our toolkit writes it.
+        if let Some((run, call, outcome)) = exact::reply(bytes).filter(|_| self.exact_reading) {
+            if self.exact_reply(run, call, outcome) {
+                return;
+            }
+        }
+        // Most others are well-formed replies: one pass reads them.
         if let Some(((run, call), outcome)) = protocol::fast_reply(bytes) {
             return self.reply_to((&run, &call), Ok(outcome));
         }

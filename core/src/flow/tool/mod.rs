@@ -31,6 +31,7 @@ mod conn;
 // like the tool machines' maps: the same fixed hasher serves it.
 pub(crate) use conn::Fixed;
 mod decoding;
+mod exact;
 mod fuzz;
 pub mod host;
 pub mod inprocess;

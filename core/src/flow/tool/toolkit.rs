@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::conn::{Line, LineReader};
 use super::decoding::{decode_at, DecodeLimits};
+use super::exact::{self, ArgsPlan, ExactCall};
 use super::listing::{describe_result, Tool};
 use super::oversize;
 use super::protocol::{self, CALL, CANCEL, DESCRIBE};
@@ -73,6 +74,8 @@ pub enum ToolkitEvent {
 #[derive(Debug)]
 pub struct ToolkitConn {
     tools: Vec<Arc<Tool>>,
+    /// Per declaration, how its args are read in place, if they can be.
+    plans: Vec<Option<ArgsPlan>>,
     by_identity: BTreeMap<String, usize>,
     describe: Vec<u8>,
     limits: ToolkitLimits,
@@ -83,6 +86,8 @@ pub struct ToolkitConn {
     /// own calls.
     open: HashSet<CallKey, super::conn::Fixed>,
     events: VecDeque<ToolkitEvent>,
+    /// Whether a call in exactly the writer's form is read in place.
+    exact_reading: bool,
 }
 
 impl ToolkitConn {
@@ -96,8 +101,19 @@ impl ToolkitConn {
         // Written in the generator's key order, which a schema reader reads
         // a record's field order from (so not as canonical text).
         let describe = serde_json::to_vec(&describe_result(&tools)).unwrap_or_default();
+        let plans = tools
+            .iter()
+            .map(|t| {
+                let decl = &t.declaration;
+                decl.generic
+                    .is_empty()
+                    .then(|| ArgsPlan::of(&decl.params))
+                    .flatten()
+            })
+            .collect();
         ToolkitConn {
             tools,
+            plans,
             by_identity,
             describe,
             limits,
@@ -105,7 +121,16 @@ impl ToolkitConn {
             out: Vec::new(),
             open: HashSet::default(),
             events: VecDeque::new(),
+            exact_reading: true,
         }
+    }
+
+    /// Whether a call line in exactly the form our host writes is read in
+    /// place, byte by byte (on by default). Off, every line takes the
+    /// general path; the two yield the same, which the differential tests
+    /// and the fuzz targets check by running both.
+    pub fn set_exact_reading(&mut self, on: bool) {
+        self.exact_reading = on;
     }
 
     /// The declarations served.
@@ -182,7 +207,13 @@ impl ToolkitConn {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        // Most lines are well-formed calls: one pass reads them.
+        // Nearly every line is a call as our host writes it.
+        if let Some(call) = exact::call(bytes).filter(|_| self.exact_reading) {
+            if self.take_exact(call) {
+                return;
+            }
+        }
+        // Most others are well-formed calls: one pass reads them.
         if let Some(call) = protocol::fast_call(bytes) {
             return self.take_call(call);
         }
@@ -246,6 +277,33 @@ impl ToolkitConn {
             }
         };
         self.take_call(call);
+    }
+
+    /// A call read in exactly the writer's form ([`exact::call`]), to a
+    /// Tool whose args are read in place: yielded when they decode and the
+    /// call is not open. `false`, and nothing changed, sends the line down
+    /// the general path, which judges it.
+    fn take_exact(&mut self, call: ExactCall<'_>) -> bool {
+        let Some(&index) = self.by_identity.get(call.tool) else {
+            return false;
+        };
+        let Some(plan) = &self.plans[index] else {
+            return false;
+        };
+        let Some(args) = plan.decode(call.args, &self.limits.decode) else {
+            return false;
+        };
+        let key = CallKey::new(call.run, call.call);
+        if !self.open.insert(key.clone()) {
+            return false;
+        }
+        self.events.push_back(ToolkitEvent::Call(Incoming {
+            key,
+            tool: index,
+            args,
+            expects: None,
+        }));
+        true
     }
 
     fn take_call(&mut self, call: protocol::CallParams<'_>) {

@@ -7,8 +7,10 @@
 //! MCP adapter); the rest is what the process writes. Checks: the same
 //! events and the same bytes written whether the output comes whole, byte
 //! by byte or in arbitrary pieces; every call sent is closed exactly once
-//! once the process has ended, and none is closed that was not sent. The
-//! host mode also runs the core's own `fuzz_host_replies`.
+//! once the process has ended, and none is closed that was not sent; the
+//! host reading replies in the writer's exact form in place yields what it
+//! yields reading every line the general way. The host mode also runs the
+//! core's own `fuzz_host_replies`.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -112,6 +114,15 @@ fuzz_target!(|data: &[u8]| {
             other,
             "whole and split differ; pieces: {:?}",
             feed.iter().map(|p| hex(p)).collect::<Vec<_>>()
+        );
+    }
+    if mode % 2 == 0 {
+        let mut general = HostConn::new(limits());
+        general.set_exact_reading(false);
+        assert_eq!(
+            first,
+            run(&mut general, true, &all[0]),
+            "the exact reading and the general one differ"
         );
     }
     let mut closed: BTreeMap<CallKey, usize> = BTreeMap::new();

@@ -2,7 +2,9 @@
 //! (`core/src/flow/tool/toolkit.rs`) fed an arbitrary host's lines.
 //!
 //! Checks: the same events and the same bytes written whether the input
-//! comes whole, byte by byte or in arbitrary pieces; a call is yielded with
+//! comes whole, byte by byte or in arbitrary pieces, and whether calls in
+//! the writer's exact form are read in place or the general way; a call is
+//! yielded with
 //! as many args as its Tool takes, at most once per key while open, and a
 //! reply to it closes it (a second reply is refused); every line written
 //! is one JSON-RPC message.
@@ -24,7 +26,12 @@ fn limits() -> ToolkitLimits {
 }
 
 fn run(feed: &[&[u8]]) -> (Vec<ToolkitEvent>, Vec<u8>) {
+    run_with(feed, true)
+}
+
+fn run_with(feed: &[&[u8]], exact: bool) -> (Vec<ToolkitEvent>, Vec<u8>) {
     let mut conn = ToolkitConn::new(tools(), limits());
+    conn.set_exact_reading(exact);
     let mut events = Vec::new();
     let mut out = Vec::new();
     for piece in feed {
@@ -46,6 +53,11 @@ fuzz_target!(|data: &[u8]| {
             feed.iter().map(|p| hex(p)).collect::<Vec<_>>()
         );
     }
+    assert_eq!(
+        first,
+        run_with(&all[0], false),
+        "the exact reading and the general one differ"
+    );
     for line in first.1.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         assert!(
             jsonrpc::parse(line).is_ok(),

@@ -15,15 +15,28 @@ use crate::wire::jsonrpc;
 /// Runs a [`HostConn`] with eight calls out through `data` as the
 /// process's output (split where `data`'s first byte says), then ends the
 /// process. Panics only if the machine breaks a rule: no call may be closed
-/// twice, every call must be closed once the process has ended, and nothing
-/// may panic inside. A fuzz target calls this with its input.
+/// twice, every call must be closed once the process has ended, nothing
+/// may panic inside, and the events must be the same whether replies in
+/// the writer's exact form are read in place or not. A fuzz target calls
+/// this with its input.
 pub fn fuzz_host_replies(data: &[u8]) {
+    let exact = host_replies(data, true);
+    let general = host_replies(data, false);
+    assert_eq!(
+        exact, general,
+        "the exact reading and the general one differ"
+    );
+}
+
+/// The events of one run of [`fuzz_host_replies`].
+fn host_replies(data: &[u8], exact: bool) -> Vec<ConnEvent> {
     let tool = fuzz_echo_tool();
     let limits = Limits {
         max_line: 4096,
         ..Limits::default()
     };
     let mut conn = HostConn::new(limits);
+    conn.set_exact_reading(exact);
     let keys: Vec<CallKey> = (0..8).map(|i| CallKey::new("r", &i.to_string())).collect();
     for key in &keys {
         let call = Call {
@@ -36,11 +49,13 @@ pub fn fuzz_host_replies(data: &[u8]) {
         let _ = conn.send_call(0, call);
     }
     let mut closed: BTreeMap<CallKey, usize> = BTreeMap::new();
+    let mut events = Vec::new();
     let mut drain = |conn: &mut HostConn| {
         while let Some(event) = conn.poll_event() {
-            if let ConnEvent::Closed { key, .. } = event {
-                *closed.entry(key).or_default() += 1;
+            if let ConnEvent::Closed { key, .. } = &event {
+                *closed.entry(key.clone()).or_default() += 1;
             }
+            events.push(event);
         }
         let mut out = Vec::new();
         let n = conn.poll_transmit(&mut out);
@@ -65,6 +80,7 @@ pub fn fuzz_host_replies(data: &[u8]) {
     }
     assert_eq!(closed.len(), keys.len(), "only calls sent are closed");
     assert_eq!(conn.open_calls(), 0);
+    events
 }
 
 /// `fuzz@1/f.flow.Echo(text: Text) -> Result<fuzz@1/f.flow.Out, Text>`,

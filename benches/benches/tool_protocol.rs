@@ -131,7 +131,7 @@ fn call(tool: &Arc<Tool>, n: u64) -> Call {
     Call {
         key: CallKey {
             run: "bench".into(),
-            call: n.to_string(),
+            call: n.to_string().into(),
         },
         tool: tool.clone(),
         args: vec![Value::text(TEXT)],

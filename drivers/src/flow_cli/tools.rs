@@ -329,8 +329,8 @@ fn call(args: &[String]) -> i32 {
         return refused(binding.report.refusal().unwrap_or_default());
     };
     let key = CallKey {
-        run: run.unwrap_or_else(|| "flow-tools-call".into()),
-        call: call_id.unwrap_or_else(|| "1".into()),
+        run: run.as_deref().unwrap_or("flow-tools-call").into(),
+        call: call_id.as_deref().unwrap_or("1").into(),
     };
     let outcome = host.call(key, &identity, values, type_args);
     println!("{}", outcome.to_json());

@@ -297,7 +297,10 @@ impl HostConn {
             }
         }
         if let (Some(REPLY), Some(run), Some(call)) = (ids.method.as_deref(), ids.run, ids.call) {
-            let key = CallKey { run, call };
+            let key = CallKey {
+                run: run.into(),
+                call: call.into(),
+            };
             if self.open.contains_key(&key) {
                 return self.reply(key, Err(format!("the reply {why}")));
             }

@@ -24,7 +24,7 @@ use super::conn::{
 use super::listing::{describe_result, Described, Tool};
 use super::oversize;
 use super::protocol::{members, string};
-use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
+use super::{Call, CallKey, ConnEvent, DataVersion, KeyText, Outcome, ToolConn};
 use crate::flow::canonical::{write_canonical, write_string};
 use crate::json::{Event, Tokenizer};
 use crate::wire::jsonrpc::{self, Message};
@@ -66,7 +66,7 @@ pub struct McpConn {
     reader: LineReader,
     outbox: Outbox,
     /// Calls out, by MCP request id (the call's history id).
-    open: BTreeMap<String, (CallKey, Open)>,
+    open: BTreeMap<KeyText, (CallKey, Open)>,
     /// Calls waiting for the handshake.
     waiting: VecDeque<Call>,
     /// Calls whose history id is the id of a call out (of another run):
@@ -326,7 +326,7 @@ impl McpConn {
         }
         if let Some(id) = ids.id.as_deref().and_then(string) {
             let id = id.into_owned();
-            if self.open.contains_key(&id) {
+            if self.open.contains_key(id.as_str()) {
                 return self.call_result(&id, Err(format!("the MCP response {why}")));
             }
         }

@@ -115,24 +115,119 @@ impl fmt::Display for DataVersion {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CallKey {
     /// The run id.
-    pub run: String,
+    pub run: KeyText,
     /// The call's history id.
-    pub call: String,
+    pub call: KeyText,
 }
 
 impl CallKey {
     /// The key of call `call` of run `run`.
     pub fn new(run: &str, call: &str) -> CallKey {
         CallKey {
-            run: run.to_owned(),
-            call: call.to_owned(),
+            run: run.into(),
+            call: call.into(),
         }
     }
 }
 
 impl fmt::Display for CallKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "run {:?}, call {:?}", self.run, self.call)
+        write!(
+            f,
+            "run {:?}, call {:?}",
+            self.run.as_str(),
+            self.call.as_str()
+        )
+    }
+}
+
+/// One of a [`CallKey`]'s texts: read as a `str`, and cheap to make and to
+/// copy, since every call's key is made from its line, kept while the call
+/// is open and handed to whoever answers it. A text of up to 23 bytes (a
+/// call's history id, most run ids) is held in place, with no allocation;
+/// a longer one is shared, so a copy only counts a reference. It hashes,
+/// compares and orders as the `str` it holds.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyText(smol_str::SmolStr);
+
+impl KeyText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::ops::Deref for KeyText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl AsRef<str> for KeyText {
+    fn as_ref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for KeyText {
+    fn borrow(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl From<&str> for KeyText {
+    fn from(text: &str) -> KeyText {
+        KeyText(smol_str::SmolStr::new(text))
+    }
+}
+
+impl From<String> for KeyText {
+    fn from(text: String) -> KeyText {
+        KeyText(smol_str::SmolStr::from(text))
+    }
+}
+
+impl From<&String> for KeyText {
+    fn from(text: &String) -> KeyText {
+        KeyText(smol_str::SmolStr::new(text))
+    }
+}
+
+impl From<KeyText> for String {
+    fn from(text: KeyText) -> String {
+        text.0.into()
+    }
+}
+
+impl PartialEq<str> for KeyText {
+    fn eq(&self, other: &str) -> bool {
+        self.0.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for KeyText {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for KeyText {
+    fn eq(&self, other: &String) -> bool {
+        self.0.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for KeyText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.0.as_str(), f)
+    }
+}
+
+impl fmt::Display for KeyText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.as_str())
     }
 }
 

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 
 use super::conn::{RawOutcome, SendError};
-use super::{Call, CallKey};
+use super::{Call, CallKey, KeyText};
 use crate::flow::canonical::{write_canonical, write_string};
 use crate::flow::schema::schema_of;
 use crate::flow::types::Type;
@@ -235,7 +235,7 @@ fn find<'a>(members: &[Member<'a>], key: &str) -> Option<&'a [u8]> {
 fn key_of(members: &[Member<'_>]) -> Result<CallKey, String> {
     let field = |name: &str| match find(members, name) {
         Some(raw) => string(raw)
-            .map(Cow::into_owned)
+            .map(|s| KeyText::from(s.as_ref()))
             .ok_or_else(|| format!("`{name}` is not a string")),
         None => Err(format!("it has no `{name}`")),
     };
@@ -435,8 +435,10 @@ fn fast_call_params<'a>(t: &mut Tokenizer<'a>, line: &'a [u8]) -> Option<CallPar
             Event::Key(k) => {
                 let first = t.next_event().ok()??;
                 match (k.as_ref(), first) {
-                    ("runId", Event::String(s)) if run.is_none() => run = Some(s.into_owned()),
-                    ("callId", Event::String(s)) if call.is_none() => call = Some(s.into_owned()),
+                    ("runId", Event::String(s)) if run.is_none() => run = Some(KeyText::from(&*s)),
+                    ("callId", Event::String(s)) if call.is_none() => {
+                        call = Some(KeyText::from(&*s))
+                    }
                     ("tool", Event::String(s)) if tool.is_none() => tool = Some(s),
                     ("args", first @ Event::BeginObject) if args.is_none() => {
                         let start = t.event_offset();

@@ -84,7 +84,7 @@ fn closed(events: &[ConnEvent]) -> Vec<(String, Outcome)> {
     events
         .iter()
         .filter_map(|e| match e {
-            ConnEvent::Closed { key, outcome } => Some((key.call.clone(), outcome.clone())),
+            ConnEvent::Closed { key, outcome } => Some((key.call.to_string(), outcome.clone())),
             _ => None,
         })
         .collect()

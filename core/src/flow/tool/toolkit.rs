@@ -197,7 +197,9 @@ impl ToolkitConn {
                     self.limits.max_line
                 );
                 return match (ids.method.as_deref(), ids.run, ids.call) {
-                    (Some(CALL), Some(run), Some(call)) => self.not_run(CallKey { run, call }, why),
+                    (Some(CALL), Some(run), Some(call)) => {
+                        self.not_run(CallKey::new(&run, &call), why)
+                    }
                     _ => self.events.push_back(ToolkitEvent::Dropped(format!(
                         "a line of {len} bytes: dropped"
                     ))),
@@ -255,7 +257,7 @@ impl ToolkitConn {
                     (ids.method.as_deref(), ids.run, ids.call)
                 {
                     return self.not_run(
-                        CallKey { run, call },
+                        CallKey::new(&run, &call),
                         format!("the call is not a JSON-RPC 2.0 message: {e}"),
                     );
                 }

@@ -61,6 +61,11 @@ impl Spawn {
     }
 }
 
+thread_local! {
+    /// A sending thread's list of calls being sent, kept between sends.
+    static BATCH: std::cell::RefCell<Vec<Call>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Called once per call with its outcome, on a driver thread.
 pub type OnClosed = Box<dyn Fn(CallKey, Outcome) + Send + Sync>;
 
@@ -185,19 +190,32 @@ impl Process {
     /// Sends calls, written together; returns how many were taken before
     /// the first refused one (whose error is returned).
     pub fn send_all(&self, calls: impl IntoIterator<Item = Call>) -> Result<usize, SendError> {
-        // Made before the lock is taken: the reader needs it for replies.
-        let calls: Vec<Call> = calls.into_iter().collect();
+        // Made before the lock is taken (the reader needs it for replies),
+        // into a list this thread keeps from one send to the next: a batch
+        // of calls is kilobytes, and allocating it each time cost more than
+        // the rest of the send. Taken out of its cell, so a send made from
+        // `on_closed` while this one delivers finds the cell usable.
+        let mut batch = BATCH.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        batch.extend(calls);
         let mut inner = self.shared.lock();
         let now = self.shared.now();
         let mut taken = 0;
         let mut refused = None;
-        for call in calls {
+        let mut calls = batch.drain(..);
+        for call in calls.by_ref() {
             if let Err(e) = inner.conn.send_call(now, call) {
                 refused = Some(e);
                 break;
             }
             taken += 1;
         }
+        drop(calls);
+        BATCH.with(|b| {
+            let mut cell = b.borrow_mut();
+            if cell.capacity() < batch.capacity() {
+                *cell = batch;
+            }
+        });
         drain(&self.shared, &mut inner);
         // Written from the sending thread when no write is under way (so a
         // call costs no hand-off to the writer); else the writer that is
@@ -324,6 +342,14 @@ fn deliver(shared: &Shared, outcomes: Vec<(CallKey, Outcome)>) {
     }
 }
 
+/// [`deliver`] from a list that is kept (emptied, its room left for the
+/// next outcomes).
+fn deliver_from(shared: &Shared, outcomes: &mut Vec<(CallKey, Outcome)>) {
+    for (key, outcome) in outcomes.drain(..) {
+        (shared.on_closed)(key, outcome);
+    }
+}
+
 /// Acts on every event the machine has.
 fn drain(shared: &Arc<Shared>, inner: &mut Inner) {
     while let Some(event) = inner.conn.poll_event() {
@@ -426,6 +452,8 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
 
 fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
     let mut buf = vec![0u8; 64 << 10];
+    // Swapped with the shared list each time, so neither is reallocated.
+    let mut outcomes = Vec::new();
     loop {
         let n = match stdout.read(&mut buf) {
             Ok(0) | Err(_) => break,
@@ -446,9 +474,9 @@ fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
             if inner.conn.wants_write() {
                 shared.wake.notify_all();
             }
-            let outcomes = std::mem::take(&mut inner.outcomes);
+            std::mem::swap(&mut inner.outcomes, &mut outcomes);
             drop(inner);
-            deliver(&shared, outcomes);
+            deliver_from(&shared, &mut outcomes);
             data = &data[cut..];
         }
     }

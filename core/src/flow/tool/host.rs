@@ -13,6 +13,7 @@
 //! Unknown if its message was written to the process in full and NotRun if
 //! not; the next call starts it again, and it describes itself again first.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use super::decoding::decode_at;
 use super::exact::{self, ExactOutcome, Scalar};
 use super::listing::{Described, Tool};
 use super::oversize;
-use super::protocol::{self, CallShape, REPLY};
+use super::protocol::{self, CallParts, CallShape, REPLY};
 use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
 use crate::flow::value::Value;
 use crate::wire::jsonrpc::{self, Message};
@@ -160,8 +161,9 @@ impl HostConn {
     }
 
     /// Writes `call` to the process, or closes it NotRun when the process
-    /// does not serve its declaration as declared.
-    fn write(&mut self, call: Call) {
+    /// does not serve its declaration as declared. A call whose key is open
+    /// is refused, and nothing is written.
+    fn write(&mut self, call: Call) -> Result<(), SendError> {
         let at = Arc::as_ptr(&call.tool) as usize;
         if !self.sendable.contains_key(&at) {
             if self.sendable.len() >= SHAPES_KEPT {
@@ -175,28 +177,48 @@ impl HostConn {
             self.sendable.insert(at, sendable);
         }
         let Some(sendable) = self.sendable.get(&at) else {
-            return;
+            return Ok(());
+        };
+        let Call {
+            key,
+            tool,
+            args,
+            type_args,
+        } = call;
+        // The key is hashed once: the open call's place is found, the
+        // message written, and the place filled.
+        let slot = match self.open.entry(key) {
+            Entry::Occupied(taken) => return Err(SendError::Duplicate(taken.key().clone())),
+            Entry::Vacant(slot) => slot,
         };
         if let Some(why) = &sendable.refusal {
             let why = why.clone();
-            return self.close(call.key, Outcome::NotRun(why));
+            let key = slot.into_key();
+            self.close(key, Outcome::NotRun(why));
+            return Ok(());
         }
-        let shape = &sendable.shape;
+        let parts = CallParts {
+            tool: &tool,
+            args: &args,
+            type_args: &type_args,
+        };
         let written = self
             .outbox
-            .try_push(|out| protocol::write_shaped_call(&call, shape, out));
-        let end = match written {
-            Ok(end) => end,
-            Err(e) => return self.close(call.key, Outcome::NotRun(e.to_string())),
-        };
-        self.open.insert(
-            call.key,
-            Open {
-                tool: call.tool,
-                type_args: call.type_args,
-                end,
-            },
-        );
+            .try_push(|out| protocol::write_shaped_call(slot.key(), &parts, &sendable.shape, out));
+        match written {
+            Ok(end) => {
+                slot.insert(Open {
+                    tool,
+                    type_args,
+                    end,
+                });
+            }
+            Err(e) => {
+                let key = slot.into_key();
+                self.close(key, Outcome::NotRun(e.to_string()));
+            }
+        }
+        Ok(())
     }
 
     fn on_described(&mut self, result: Result<Described, String>) {
@@ -208,7 +230,9 @@ impl HostConn {
                 self.sendable.clear();
                 self.state = State::Ready;
                 while let Some(call) = self.waiting.pop_front() {
-                    self.write(call);
+                    // A waiting call's key was held to the open ones and the
+                    // other waiting ones when it was sent.
+                    let _ = self.write(call);
                 }
             }
             Err(why) => {
@@ -442,15 +466,17 @@ impl ToolConn for HostConn {
 
     fn send_call(&mut self, _now: Timestamp, call: Call) -> Result<(), SendError> {
         check_call(&call)?;
+        if self.state == State::Ready {
+            // Nothing waits once the process is ready: the open calls are
+            // all a key can be taken by.
+            debug_assert!(self.waiting.is_empty());
+            return self.write(call);
+        }
         if self.open.contains_key(&call.key) || self.waiting.iter().any(|c| c.key == call.key) {
             return Err(SendError::Duplicate(call.key));
         }
-        if self.state == State::Ready {
-            self.write(call);
-        } else {
-            self.waiting.push_back(call);
-            self.start();
-        }
+        self.waiting.push_back(call);
+        self.start();
         Ok(())
     }
 

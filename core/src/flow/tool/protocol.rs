@@ -73,12 +73,16 @@ impl CallShape {
 /// for a generic Tool, `expects`, the schema of the success type the caller
 /// expects.
 pub fn write_call(call: &Call, out: &mut Vec<u8>) -> Result<(), SendError> {
-    write_shaped_call(call, &CallShape::of(&call.tool), out)
+    let shape = CallShape::of(&call.tool);
+    write_shaped_call(&call.key, &call.into(), &shape, out)
 }
 
-/// [`write_call`] with the declaration's part made beforehand.
+/// [`write_call`] with the declaration's part made beforehand, the call's
+/// key given apart from its other parts (a host has moved it into its
+/// table of open calls by then).
 pub(crate) fn write_shaped_call(
-    call: &Call,
+    key: &CallKey,
+    call: &CallParts<'_>,
     shape: &CallShape,
     out: &mut Vec<u8>,
 ) -> Result<(), SendError> {
@@ -86,14 +90,14 @@ pub(crate) fn write_shaped_call(
     let expects = if decl.generic.is_empty() {
         None
     } else {
-        let binds = super::conn::bindings(&call.tool, &call.type_args);
+        let binds = super::conn::bindings(call.tool, call.type_args);
         let ty = substitute(&decl.ok, &binds);
         let schema =
             schema_of(&ty, &call.tool.env).map_err(|e| SendError::Unwritable(e.to_string()))?;
         Some(serde_json::to_string(&schema).unwrap_or_default())
     };
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":");
-    write_key(&call.key, out);
+    write_key(key, out);
     out.extend_from_slice(&shape.middle);
     for (n, &i) in shape.order.iter().enumerate() {
         if n > 0 {
@@ -110,6 +114,23 @@ pub(crate) fn write_shaped_call(
     }
     out.extend_from_slice(b"}}");
     Ok(())
+}
+
+/// What a call message says besides its key.
+pub(crate) struct CallParts<'a> {
+    pub tool: &'a super::Tool,
+    pub args: &'a [Value],
+    pub type_args: &'a [Type],
+}
+
+impl<'a> From<&'a Call> for CallParts<'a> {
+    fn from(call: &'a Call) -> CallParts<'a> {
+        CallParts {
+            tool: &call.tool,
+            args: &call.args,
+            type_args: &call.type_args,
+        }
+    }
 }
 
 /// Appends a cancel notification.

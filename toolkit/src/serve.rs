@@ -156,33 +156,35 @@ pub fn serve_on(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        let mut c = lock(&conn);
-        c.handle_data(&buf[..n]);
-        while let Some(event) = c.poll_event() {
-            match event {
-                ToolkitEvent::Call(incoming) => {
-                    let cx = Context {
-                        key: incoming.key,
-                        expects: incoming.expects,
-                    };
-                    match &jobs {
-                        Some(tx) => {
-                            let _ = tx.send((incoming.tool, cx, incoming.args));
-                        }
-                        None => {
-                            let reply = run_call(&*service, incoming.tool, &cx, incoming.args);
-                            c.reply(&cx.key, &reply);
+        for piece in pieces(&buf[..n], PIECE_LINES) {
+            let mut c = lock(&conn);
+            c.handle_data(piece);
+            while let Some(event) = c.poll_event() {
+                match event {
+                    ToolkitEvent::Call(incoming) => {
+                        let cx = Context {
+                            key: incoming.key,
+                            expects: incoming.expects,
+                        };
+                        match &jobs {
+                            Some(tx) => {
+                                let _ = tx.send((incoming.tool, cx, incoming.args));
+                            }
+                            None => {
+                                let reply = run_call(&*service, incoming.tool, &cx, incoming.args);
+                                c.reply(&cx.key, &reply);
+                            }
                         }
                     }
+                    ToolkitEvent::Cancel(_) => {}
+                    ToolkitEvent::Dropped(why) => eprintln!("limen-toolkit: {why}"),
                 }
-                ToolkitEvent::Cancel(_) => {}
-                ToolkitEvent::Dropped(why) => eprintln!("limen-toolkit: {why}"),
             }
+            out.clear();
+            c.poll_transmit(&mut out);
+            drop(c);
+            write_all(&output, &out)?;
         }
-        out.clear();
-        c.poll_transmit(&mut out);
-        drop(c);
-        write_all(&output, &out)?;
     }
     drop(jobs);
     for worker in workers {
@@ -191,6 +193,36 @@ pub fn serve_on(
     out.clear();
     lock(&conn).poll_transmit(&mut out);
     write_all(&output, &out)
+}
+
+/// How many lines of a read are answered before their replies are
+/// written. A read can hold hundreds of calls; answering them all before
+/// writing any would keep the host idle while this process works and this
+/// process idle while the host reads.
+const PIECE_LINES: usize = 32;
+
+/// `data` cut after every `lines` lines (the last piece may be shorter, or
+/// end inside a line).
+fn pieces(data: &[u8], lines: usize) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = 0;
+        for _ in 0..lines {
+            match memchr::memchr(b'\n', &rest[end..]) {
+                Some(nl) => end += nl + 1,
+                None => {
+                    end = rest.len();
+                    break;
+                }
+            }
+        }
+        let (piece, more) = rest.split_at(end);
+        rest = more;
+        Some(piece)
+    })
 }
 
 fn write_all(output: &Mutex<impl Write>, bytes: &[u8]) -> io::Result<()> {
@@ -204,4 +236,23 @@ fn write_all(output: &Mutex<impl Write>, bytes: &[u8]) -> io::Result<()> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    /// A read is cut after every `lines` lines, nothing lost, nothing cut
+    /// inside a line but the read's own unfinished end.
+    #[test]
+    fn a_read_is_cut_after_every_few_lines() {
+        let data = b"a\nbb\n\nccc\nd";
+        let cut: Vec<&[u8]> = pieces(data, 2).collect();
+        assert_eq!(cut, [&b"a\nbb\n"[..], b"\nccc\n", b"d"]);
+        assert_eq!(pieces(data, 100).collect::<Vec<_>>(), [&data[..]]);
+        assert_eq!(pieces(b"", 3).count(), 0);
+        for lines in 1..6 {
+            assert_eq!(pieces(data, lines).collect::<Vec<_>>().concat(), data);
+        }
+    }
 }

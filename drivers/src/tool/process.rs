@@ -437,17 +437,38 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             return;
         }
     };
+    // Named, so a profile or a debugger tells them apart.
+    let threads = {
+        let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+        thread::Builder::new()
+            .name("tool stdout".into())
+            .spawn(move || read_stdout(s1, generation, stdout))
+            .and_then(|_| {
+                thread::Builder::new()
+                    .name("tool stderr".into())
+                    .spawn(move || drain_stderr(s2, stderr))
+            })
+            .and_then(|_| {
+                thread::Builder::new()
+                    .name("tool stdin".into())
+                    .spawn(move || write_stdin(s3, generation, poll))
+            })
+    };
+    if let Err(e) = threads {
+        // A thread that did start sees a newer generation and ends.
+        inner.generation += 1;
+        let _ = child.kill();
+        let _ = child.wait();
+        inner
+            .conn
+            .handle_start_failed(now, &format!("its threads could not be started: {e}"));
+        return;
+    }
     inner.child = Some(child);
     inner.stdin = Some(stdin);
     inner.unwritten.clear();
     inner.writing = false;
     inner.conn.handle_started(now);
-    let s = shared.clone();
-    thread::spawn(move || read_stdout(s, generation, stdout));
-    let s = shared.clone();
-    thread::spawn(move || drain_stderr(s, stderr));
-    let s = shared.clone();
-    thread::spawn(move || write_stdin(s, generation, poll));
 }
 
 fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {

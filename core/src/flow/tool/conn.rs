@@ -215,49 +215,6 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
-/// A call key's two texts however they are held, so that a map of open
-/// calls keyed by [`CallKey`] is searched with the texts a reply's line
-/// holds, without copying them into a key first. Hashes and compares as
-/// `CallKey`'s derived `Hash` and `Eq` do (its run id, then its call id).
-pub trait KeyView {
-    /// The run id and the call id.
-    fn parts(&self) -> (&str, &str);
-}
-
-impl KeyView for CallKey {
-    fn parts(&self) -> (&str, &str) {
-        (&self.run, &self.call)
-    }
-}
-
-impl KeyView for (&str, &str) {
-    fn parts(&self) -> (&str, &str) {
-        (self.0, self.1)
-    }
-}
-
-impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for CallKey {
-    fn borrow(&self) -> &(dyn KeyView + 'a) {
-        self
-    }
-}
-
-impl std::hash::Hash for dyn KeyView + '_ {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let (run, call) = self.parts();
-        run.hash(state);
-        call.hash(state);
-    }
-}
-
-impl PartialEq for dyn KeyView + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.parts() == other.parts()
-    }
-}
-
-impl Eq for dyn KeyView + '_ {}
-
 /// A line read from the process, framed.
 pub(crate) enum Line<'a> {
     /// A whole line within the limit (without its newline).

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use super::binding::{status_of, Status};
 use super::conn::{
-    check_call, decode_outcome, Events, KeyView, Limits, Line, LineReader, Open, Outbox,
-    RawOutcome, SendError,
+    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
+    SendError,
 };
 use super::decoding::decode_at;
 use super::exact::{self, ExactOutcome, Scalar};
@@ -250,15 +250,9 @@ impl HostConn {
         }
     }
 
+    /// A reply for the call `key` names.
     fn reply(&mut self, key: CallKey, outcome: Result<RawOutcome<'_>, String>) {
-        self.reply_to((&key.run, &key.call), outcome);
-    }
-
-    /// A reply for the call `(run, call)` names: the open call's own key
-    /// closes it, so the reply's texts are never copied.
-    fn reply_to(&mut self, (run, call): (&str, &str), outcome: Result<RawOutcome<'_>, String>) {
-        let Some((key, open)) = self.open.remove_entry(&(run, call) as &dyn KeyView) else {
-            let key = CallKey::new(run, call);
+        let Some(open) = self.open.remove(&key) else {
             return self.events.push_back(ConnEvent::Dropped(format!(
                 "a reply for {key}, which is not open (never sent, or already answered): dropped"
             )));
@@ -275,7 +269,9 @@ impl HostConn {
     /// `false`, and nothing changed, sends the line down the general path,
     /// which judges it (and says why a value does not decode).
     fn exact_reply(&mut self, run: &str, call: &str, outcome: ExactOutcome<'_>) -> bool {
-        let Some((key, open)) = self.open.remove_entry(&(run, call) as &dyn KeyView) else {
+        // A key of short texts is made in place: no copy to the heap.
+        let key = CallKey::new(run, call);
+        let Some(open) = self.open.remove(&key) else {
             return false;
         };
         let decl = &open.tool.declaration;
@@ -356,7 +352,7 @@ impl HostConn {
         }
         // Most others are well-formed replies: one pass reads them.
         if let Some(((run, call), outcome)) = protocol::fast_reply(bytes) {
-            return self.reply_to((&run, &call), Ok(outcome));
+            return self.reply(CallKey::new(&run, &call), Ok(outcome));
         }
         let message = match jsonrpc::parse(bytes) {
             Ok(m) => m,

@@ -344,8 +344,7 @@ const REPLY_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"reply\",\"param
 const CALL_OPENING: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":{";
 
 /// A reply's run id and call id as its line holds them: borrowed unless
-/// escaped, so the open call is found without copying them
-/// ([`KeyView`](super::conn::KeyView)).
+/// escaped.
 pub(crate) type FastKey<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Reads a line that is exactly a well-formed reply in one pass:

@@ -4,11 +4,26 @@
 //!
 //! The bench binary is its own child: `--child toolkit` serves an echo
 //! declaration with limen-toolkit (calls run on the reading thread), and
-//! `--child line` copies each line of standard input to standard output.
-//! The host side of the Tool process is limen-drivers' `Process` over the
-//! `HostConn` machine; the bare echo's host writes the very same call lines
-//! from one thread and counts the lines that come back on another, and
-//! decodes nothing. `cargo bench -p limen-benches --bench tool_protocol`.
+//! `--child line` copies standard input to standard output. The host side
+//! of the Tool process is limen-drivers' `Process` over the `HostConn`
+//! machine; the bare echo's host writes the very same call lines and counts
+//! the lines that come back, decoding nothing.
+//!
+//! Each side is driven two ways, keeping N calls out the same way (each
+//! time outcomes arrive, as many calls as closed are sent again, together):
+//!
+//! - **one host thread**: the thread that sends also reads. limen's
+//!   `Process::queued`, whose `wait` reads the process's output on the
+//!   caller's thread; the echo's host writing lines and reading them back
+//!   on one thread.
+//! - **a reader thread**: the output read on a thread of its own, each
+//!   outcome (each line) handed to the sending thread through a channel.
+//!   limen's `Process::new` with an `on_closed` callback; the echo's host
+//!   with a thread counting lines.
+//!
+//! `cargo bench -p limen-benches --bench tool_protocol`; `--toolkit-only N
+//! [queued|callback]`, `--machines`, `--echo-only N [one|threaded]` run one
+//! part alone, for a profiler.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -110,7 +125,8 @@ fn me() -> String {
         .to_string()
 }
 
-/// The Tool process and a channel of its outcomes.
+/// The Tool process, its outcomes handed through a channel by the thread
+/// that reads its output.
 fn toolkit_process() -> (Process, mpsc::Receiver<Outcome>) {
     let (tx, rx) = mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
@@ -125,6 +141,51 @@ fn toolkit_process() -> (Process, mpsc::Receiver<Outcome>) {
         .describe(Duration::from_secs(10))
         .expect("the toolkit child describes itself");
     (process, rx)
+}
+
+/// The Tool process, its outcomes queued for the thread that sends.
+fn toolkit_queued() -> Process {
+    let process = Process::queued(
+        Spawn::new(&me(), &["--child", "toolkit"]),
+        Box::new(HostConn::new(Limits::default())),
+    );
+    process
+        .describe(Duration::from_secs(10))
+        .expect("the toolkit child describes itself");
+    process
+}
+
+/// `total` calls through the queued process, `in_flight` out at once, on
+/// this thread alone.
+fn run_queued(process: &Process, in_flight: u64, total: u64) -> Duration {
+    let tool = echo_tool();
+    let start = Instant::now();
+    let first = in_flight.min(total);
+    process
+        .send_all((0..first).map(|n| call(&tool, n)))
+        .expect("sent");
+    let mut sent = first;
+    let mut done = 0;
+    let mut got = Vec::new();
+    while done < total {
+        got.clear();
+        let closed = process.wait(&mut got, Duration::from_secs(10)) as u64;
+        assert!(closed > 0, "no outcome within 10 s");
+        for (_, o) in &got {
+            if !matches!(o, Outcome::Ok(_)) {
+                panic!("{o:?}");
+            }
+        }
+        done += closed;
+        let more = closed.min(total - sent);
+        if more > 0 {
+            process
+                .send_all((sent..sent + more).map(|n| call(&tool, n)))
+                .expect("sent");
+            sent += more;
+        }
+    }
+    start.elapsed()
 }
 
 fn call(tool: &Arc<Tool>, n: u64) -> Call {
@@ -178,7 +239,25 @@ fn run_toolkit(
     start.elapsed()
 }
 
-/// The bare echo: the same call lines out, lines counted back.
+/// The same call lines a host would write for calls `from..to`.
+fn call_lines(tool: &Arc<Tool>, from: u64, to: u64, lines: &mut Vec<u8>) {
+    lines.clear();
+    for n in from..to {
+        limen_core::flow::tool::protocol::write_call(&call(tool, n), lines).expect("written");
+        lines.push(b'\n');
+    }
+}
+
+fn line_child() -> std::process::Child {
+    Command::new(me())
+        .args(["--child", "line"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the line child")
+}
+
+/// The bare echo, lines counted back by a thread of its own.
 struct LineEcho {
     stdin: std::process::ChildStdin,
     back: mpsc::Receiver<()>,
@@ -187,12 +266,7 @@ struct LineEcho {
 
 impl LineEcho {
     fn start() -> LineEcho {
-        let mut child = Command::new(me())
-            .args(["--child", "line"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the line child");
+        let mut child = line_child();
         let stdout = child.stdout.take().expect("stdout");
         let (tx, back) = mpsc::channel();
         std::thread::spawn(move || {
@@ -216,17 +290,9 @@ impl LineEcho {
         let tool = echo_tool();
         let start = Instant::now();
         let mut lines = Vec::new();
-        let mut send = |from: u64, to: u64, stdin: &mut std::process::ChildStdin| {
-            lines.clear();
-            for n in from..to {
-                limen_core::flow::tool::protocol::write_call(&call(&tool, n), &mut lines)
-                    .expect("written");
-                lines.push(b'\n');
-            }
-            stdin.write_all(&lines).expect("written");
-        };
         let first = in_flight.min(total);
-        send(0, first, &mut self.stdin);
+        call_lines(&tool, 0, first, &mut lines);
+        self.stdin.write_all(&lines).expect("written");
         let mut sent = first;
         let mut done = 0;
         while done < total {
@@ -238,7 +304,8 @@ impl LineEcho {
             done += closed;
             let more = closed.min(total - sent);
             if more > 0 {
-                send(sent, sent + more, &mut self.stdin);
+                call_lines(&tool, sent, sent + more, &mut lines);
+                self.stdin.write_all(&lines).expect("written");
                 sent += more;
             }
         }
@@ -247,6 +314,57 @@ impl LineEcho {
 }
 
 impl Drop for LineEcho {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The bare echo, lines written and counted back on one thread.
+struct LineEchoOneThread {
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    child: std::process::Child,
+    buf: Vec<u8>,
+}
+
+impl LineEchoOneThread {
+    fn start() -> LineEchoOneThread {
+        let mut child = line_child();
+        LineEchoOneThread {
+            stdin: child.stdin.take().expect("stdin"),
+            stdout: child.stdout.take().expect("stdout"),
+            child,
+            buf: vec![0u8; 64 << 10],
+        }
+    }
+
+    fn run(&mut self, in_flight: u64, total: u64) -> Duration {
+        let tool = echo_tool();
+        let start = Instant::now();
+        let mut lines = Vec::new();
+        let first = in_flight.min(total);
+        call_lines(&tool, 0, first, &mut lines);
+        self.stdin.write_all(&lines).expect("written");
+        let mut sent = first;
+        let mut done = 0;
+        while done < total {
+            let n = self.stdout.read(&mut self.buf).expect("read");
+            assert!(n > 0, "the line child ended");
+            let closed = memchr::memchr_iter(b'\n', &self.buf[..n]).count() as u64;
+            done += closed;
+            let more = closed.min(total - sent);
+            if more > 0 {
+                call_lines(&tool, sent, sent + more, &mut lines);
+                self.stdin.write_all(&lines).expect("written");
+                sent += more;
+            }
+        }
+        start.elapsed()
+    }
+}
+
+impl Drop for LineEchoOneThread {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -347,37 +465,62 @@ fn machine_costs(n: u32) -> [Duration; 4] {
 
 fn bench(c: &mut Criterion) {
     let (process, rx) = toolkit_process();
+    let queued = toolkit_queued();
     let mut line = LineEcho::start();
+    let mut line_one = LineEchoOneThread::start();
     let mut group = c.benchmark_group("tool_protocol");
     group.sample_size(10);
     for in_flight in [1u64, 16, 256] {
         group.throughput(Throughput::Elements(1));
         group.bench_with_input(
-            BenchmarkId::new("toolkit_echo", in_flight),
+            BenchmarkId::new("toolkit_echo_one_thread", in_flight),
+            &in_flight,
+            |b, &k| b.iter_custom(|iters| run_queued(&queued, k, iters)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("toolkit_echo_reader_thread", in_flight),
             &in_flight,
             |b, &k| b.iter_custom(|iters| run_toolkit(&process, &rx, k, iters)),
         );
         group.bench_with_input(
-            BenchmarkId::new("bare_line_echo", in_flight),
+            BenchmarkId::new("bare_line_echo_one_thread", in_flight),
+            &in_flight,
+            |b, &k| b.iter_custom(|iters| line_one.run(k, iters)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("bare_line_echo_reader_thread", in_flight),
             &in_flight,
             |b, &k| b.iter_custom(|iters| line.run(k, iters)),
         );
     }
     group.finish();
 
-    // Side by side, alternating, so load on the shared machine hits both.
-    println!("\ncalls per second, best of 7 alternating runs of 20000 calls:");
-    println!("in flight | toolkit echo | bare line echo | ratio");
+    // Side by side, alternating, so load on the shared machine hits all.
+    println!("\ncalls per second, best of 7 alternating runs (5000 calls at 1 in flight, 20000 at 16, 100000 at 256):");
+    println!(
+        "in flight | toolkit one thread | toolkit reader thread | echo one thread | echo reader \
+         thread | best / best | one / one | reader / reader"
+    );
     for in_flight in [1u64, 16, 256] {
-        let total = if in_flight == 1 { 5000 } else { 20000 };
-        let (mut best_t, mut best_l) = (Duration::MAX, Duration::MAX);
+        let total = match in_flight {
+            1 => 5000,
+            16 => 20000,
+            _ => 100_000,
+        };
+        let mut best = [Duration::MAX; 4];
         for _ in 0..7 {
-            best_t = best_t.min(run_toolkit(&process, &rx, in_flight, total));
-            best_l = best_l.min(line.run(in_flight, total));
+            best[0] = best[0].min(run_queued(&queued, in_flight, total));
+            best[1] = best[1].min(run_toolkit(&process, &rx, in_flight, total));
+            best[2] = best[2].min(line_one.run(in_flight, total));
+            best[3] = best[3].min(line.run(in_flight, total));
         }
-        let t = total as f64 / best_t.as_secs_f64();
-        let l = total as f64 / best_l.as_secs_f64();
-        println!("{in_flight:>9} | {t:>12.0} | {l:>14.0} | {:.2}", t / l);
+        let [t1, tr, e1, er] = best.map(|d| total as f64 / d.as_secs_f64());
+        println!(
+            "{in_flight:>9} | {t1:>18.0} | {tr:>21.0} | {e1:>15.0} | {er:>18.0} | {:>11.2} | {:>9.2} | {:>15.2}",
+            t1.max(tr) / e1.max(er),
+            t1 / e1,
+            tr / er
+        );
     }
     let costs = (0..5)
         .map(|_| machine_costs(20_000))
@@ -393,6 +536,7 @@ fn bench(c: &mut Criterion) {
         println!("host memory per call in flight ({n} open, {open} counted): {per_call:.0} bytes beyond its arguments");
     }
     process.shutdown();
+    queued.shutdown();
 }
 
 /// Each thread of process `pid` ("self" for this one): its id, its name
@@ -425,18 +569,34 @@ fn main() {
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--toolkit-only") {
-        // For a profiler: the toolkit echo alone, `--toolkit-only IN_FLIGHT`.
+        // For a profiler: the toolkit echo alone, `--toolkit-only IN_FLIGHT
+        // [queued|callback]`, ten runs of 100 000 calls, the best printed.
         let k = args.get(i + 1).and_then(|a| a.parse().ok()).unwrap_or(256);
-        let (process, rx) = toolkit_process();
+        let queued = args.get(i + 2).map(String::as_str) != Some("callback");
+        let (process, rx) = if queued {
+            (toolkit_queued(), None)
+        } else {
+            let (p, rx) = toolkit_process();
+            (p, Some(rx))
+        };
         let child = process.pid().unwrap_or(0);
         let before = (thread_cpu("self"), thread_cpu(&child.to_string()));
         let mut best = Duration::MAX;
         for _ in 0..10 {
-            best = best.min(run_toolkit(&process, &rx, k, 100_000));
+            let took = match &rx {
+                Some(rx) => run_toolkit(&process, rx, k, 100_000),
+                None => run_queued(&process, k, 100_000),
+            };
+            best = best.min(took);
         }
         let after = (thread_cpu("self"), thread_cpu(&child.to_string()));
         println!(
-            "{k} in flight: {:.0} calls/s",
+            "{k} in flight ({}): {:.0} calls/s",
+            if queued {
+                "one host thread"
+            } else {
+                "a reader thread"
+            },
             100_000.0 / best.as_secs_f64()
         );
         // CPU per call of each thread over the 1 000 000 calls: what a
@@ -466,6 +626,27 @@ fn main() {
             per_call(&|_, _| true, true),
         );
         process.shutdown();
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--echo-only") {
+        // The bare echo alone, `--echo-only IN_FLIGHT [one|threaded]`.
+        let k = args.get(i + 1).and_then(|a| a.parse().ok()).unwrap_or(256);
+        let mut best = Duration::MAX;
+        if args.get(i + 2).map(String::as_str) == Some("threaded") {
+            let mut line = LineEcho::start();
+            for _ in 0..10 {
+                best = best.min(line.run(k, 100_000));
+            }
+        } else {
+            let mut line = LineEchoOneThread::start();
+            for _ in 0..10 {
+                best = best.min(line.run(k, 100_000));
+            }
+        }
+        println!(
+            "echo {k} in flight: {:.0} lines/s",
+            100_000.0 / best.as_secs_f64()
+        );
         return;
     }
     if args.iter().any(|a| a == "--machines") {

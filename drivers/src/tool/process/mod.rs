@@ -1,16 +1,29 @@
 //! One implementation process behind a [`ToolConn`] machine.
 //!
-//! Three threads per running process: one reads standard output into the
-//! machine, one drains standard error into a bounded buffer that is kept
-//! (never mixed into the protocol), and one writes what the machine hands
-//! out to standard input, reporting how much was written, and acts on the
-//! machine's timer. The machine asks for the process to be started
-//! ([`ConnEvent::Start`]) when a call or a describe needs it, and so a
-//! process that ends is started again for the next call. Each start is a
-//! new generation; threads of an older one only finish.
+//! Standard error is drained by a thread into a bounded buffer that is kept
+//! (never mixed into the protocol); a writer thread writes what the machine
+//! hands out to standard input when the thread that sent it could not
+//! (`write`), reporting how much was written, and acts on the machine's
+//! timer. Standard output is read into the machine one of two ways
+//! (`read`), chosen when the process is made:
+//!
+//! - **callback** ([`Process::new`]): a thread of its own reads it and hands
+//!   each outcome to `on_closed` as it comes;
+//! - **queued** ([`Process::queued`]): outcomes wait in a queue, and the
+//!   caller takes them with [`Process::wait`], which reads standard output
+//!   on the caller's thread. A host that sends its calls and waits for
+//!   their outcomes from one thread (a batch, a command-line call, an event
+//!   loop of its own) trades no call or outcome between threads this way.
+//!
+//! The machine asks for the process to be started ([`ConnEvent::Start`])
+//! when a call or a describe needs it, and so a process that ends is
+//! started again for the next call. Each start is a new generation; threads
+//! and readers of an older one only finish.
+
+mod read;
+mod write;
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -21,7 +34,10 @@ use limen_core::flow::tool::{
 };
 use limen_core::Timestamp;
 use mio::unix::pipe::Sender;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
+
+use read::{read_or_wait, read_stdout, Reader};
+use write::{drain_stderr, take_output, write_out, write_stdin};
 
 /// The most standard error kept, in bytes: the latest part.
 pub const STDERR_KEPT: usize = 64 << 10;
@@ -69,6 +85,14 @@ thread_local! {
 /// Called once per call with its outcome, on a driver thread.
 pub type OnClosed = Box<dyn Fn(CallKey, Outcome) + Send + Sync>;
 
+/// How outcomes reach whoever sent the calls.
+enum Delivery {
+    /// Handed to the callback by the thread that reads standard output.
+    Callback(OnClosed),
+    /// Queued for [`Process::wait`], which reads standard output itself.
+    Queued,
+}
+
 struct Inner {
     conn: Box<dyn ToolConn + Send>,
     spawn: Spawn,
@@ -88,8 +112,11 @@ struct Inner {
     log: VecDeque<String>,
     starts: u64,
     closed: bool,
-    /// Outcomes to hand to `on_closed` once the lock is released.
+    /// Outcomes to hand to `on_closed` once the lock is released, or
+    /// queued for [`Process::wait`].
     outcomes: Vec<(CallKey, Outcome)>,
+    /// Queued delivery: standard output, when no thread is reading it.
+    reader: Option<Reader>,
     /// Threads waiting on `settled`: a notify is a system call even with
     /// no one waiting, so it is made only when someone is.
     settling: usize,
@@ -105,7 +132,7 @@ struct Shared {
     /// `wake` so that a call sent, written and reported wakes no one.
     settled: Condvar,
     base: Instant,
-    on_closed: OnClosed,
+    delivery: Delivery,
 }
 
 /// An implementation process, started and restarted as its machine asks.
@@ -115,9 +142,20 @@ pub struct Process {
 
 impl Process {
     /// A process run with `spawn`, spoken to through `conn`; `on_closed`
-    /// receives each call's outcome. Nothing starts until a call or a
-    /// describe needs it.
+    /// receives each call's outcome, on the thread that reads the process's
+    /// output. Nothing starts until a call or a describe needs it.
     pub fn new(spawn: Spawn, conn: Box<dyn ToolConn + Send>, on_closed: OnClosed) -> Process {
+        Process::with_delivery(spawn, conn, Delivery::Callback(on_closed))
+    }
+
+    /// A process run with `spawn`, spoken to through `conn`, whose outcomes
+    /// are queued for [`Process::wait`]: no thread reads its output but the
+    /// one that waits. Nothing starts until a call or a describe needs it.
+    pub fn queued(spawn: Spawn, conn: Box<dyn ToolConn + Send>) -> Process {
+        Process::with_delivery(spawn, conn, Delivery::Queued)
+    }
+
+    fn with_delivery(spawn: Spawn, conn: Box<dyn ToolConn + Send>, delivery: Delivery) -> Process {
         Process {
             shared: Arc::new(Shared {
                 inner: Mutex::new(Inner {
@@ -134,13 +172,39 @@ impl Process {
                     starts: 0,
                     closed: false,
                     outcomes: Vec::new(),
+                    reader: None,
                     settling: 0,
                 }),
                 wake: Condvar::new(),
                 settled: Condvar::new(),
                 base: Instant::now(),
-                on_closed,
+                delivery,
             }),
+        }
+    }
+
+    /// Queued delivery: moves the outcomes that have come into `out`
+    /// (appending), reading the process's output on this thread until at
+    /// least one comes or `timeout` passes; returns how many. Returns 0 at
+    /// once when no call is open, and always under callback delivery
+    /// (outcomes go to `on_closed` there). Several threads may wait: one
+    /// reads while the others wait for it.
+    pub fn wait(&self, out: &mut Vec<(CallKey, Outcome)>, timeout: Duration) -> usize {
+        if !matches!(self.shared.delivery, Delivery::Queued) {
+            return 0;
+        }
+        let deadline = Instant::now() + timeout;
+        let mut inner = self.shared.lock();
+        loop {
+            if !inner.outcomes.is_empty() {
+                let n = inner.outcomes.len();
+                out.append(&mut inner.outcomes);
+                return n;
+            }
+            if inner.conn.open_calls() == 0 || Instant::now() >= deadline {
+                return 0;
+            }
+            inner = read_or_wait(&self.shared, inner, deadline);
         }
     }
 
@@ -154,9 +218,7 @@ impl Process {
         let now = self.shared.now();
         inner.conn.describe(now);
         pump(&self.shared, &mut inner);
-        let outcomes = std::mem::take(&mut inner.outcomes);
-        drop(inner);
-        deliver(&self.shared, outcomes);
+        release(&self.shared, inner);
         let mut inner = self.shared.lock();
         loop {
             if inner.described.0 > seen {
@@ -171,6 +233,12 @@ impl Process {
                     timeout.as_millis()
                 ));
             }
+            if let Delivery::Queued = self.shared.delivery {
+                // No thread reads the answer but this one (what else it
+                // reads waits in the queue).
+                inner = read_or_wait(&self.shared, inner, deadline);
+                continue;
+            }
             inner.settling += 1;
             inner = self
                 .shared
@@ -182,7 +250,7 @@ impl Process {
         }
     }
 
-    /// Sends a call; its outcome goes to `on_closed`.
+    /// Sends a call; its outcome goes to `on_closed`, or to the queue.
     pub fn send(&self, call: Call) -> Result<(), SendError> {
         self.send_all(std::iter::once(call)).map(|_| ())
     }
@@ -224,9 +292,7 @@ impl Process {
         let stdin = inner.stdin.take();
         inner.writing |= stdin.is_some();
         let out = stdin.as_ref().map(|_| take_output(&mut inner));
-        let outcomes = std::mem::take(&mut inner.outcomes);
-        drop(inner);
-        deliver(&self.shared, outcomes);
+        release(&self.shared, inner);
         if let (Some(stdin), Some(out)) = (stdin, out) {
             write_out(&self.shared, generation, stdin, out);
         }
@@ -242,9 +308,7 @@ impl Process {
         let now = self.shared.now();
         inner.conn.cancel(now, key);
         pump(&self.shared, &mut inner);
-        let outcomes = std::mem::take(&mut inner.outcomes);
-        drop(inner);
-        deliver(&self.shared, outcomes);
+        release(&self.shared, inner);
     }
 
     /// Closes a call without an outcome: a later reply is dropped.
@@ -298,9 +362,9 @@ impl Process {
         inner.generation += 1;
         inner.conn.handle_exit(now);
         pump(&self.shared, &mut inner);
-        let outcomes = std::mem::take(&mut inner.outcomes);
-        drop(inner);
-        deliver(&self.shared, outcomes);
+        inner.reader = None;
+        settle(&self.shared, &inner);
+        release(&self.shared, inner);
     }
 }
 
@@ -334,19 +398,37 @@ fn settle(shared: &Shared, inner: &Inner) {
     }
 }
 
-/// Hands outcomes to `on_closed`, with no lock held (so a caller woken by
-/// one can send its next call at once).
-fn deliver(shared: &Shared, outcomes: Vec<(CallKey, Outcome)>) {
-    for (key, outcome) in outcomes {
-        (shared.on_closed)(key, outcome);
+/// Lets the lock go, then hands the outcomes that came to `on_closed`
+/// (callback delivery: with no lock held, so a caller woken by one can send
+/// its next call at once), or leaves them queued and wakes whoever waits
+/// for them (queued delivery).
+fn release(shared: &Shared, mut inner: MutexGuard<'_, Inner>) {
+    match &shared.delivery {
+        Delivery::Callback(on_closed) => {
+            if inner.outcomes.is_empty() {
+                return;
+            }
+            let outcomes = std::mem::take(&mut inner.outcomes);
+            drop(inner);
+            for (key, outcome) in outcomes {
+                on_closed(key, outcome);
+            }
+        }
+        Delivery::Queued => {
+            if !inner.outcomes.is_empty() {
+                settle(shared, &inner);
+            }
+        }
     }
 }
 
-/// [`deliver`] from a list that is kept (emptied, its room left for the
-/// next outcomes).
+/// Callback delivery: hands `outcomes` to `on_closed` from a list that is
+/// kept (emptied, its room left for the next outcomes).
 fn deliver_from(shared: &Shared, outcomes: &mut Vec<(CallKey, Outcome)>) {
-    for (key, outcome) in outcomes.drain(..) {
-        (shared.on_closed)(key, outcome);
+    if let Delivery::Callback(on_closed) = &shared.delivery {
+        for (key, outcome) in outcomes.drain(..) {
+            on_closed(key, outcome);
+        }
     }
 }
 
@@ -437,12 +519,33 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             return;
         }
     };
+    // Standard output: a thread of its own reads it, or the reader waits
+    // in the shared state for a thread that waits for outcomes.
+    let (reader, stdout) = match &shared.delivery {
+        Delivery::Callback(_) => (None, Some(stdout)),
+        Delivery::Queued => match Reader::new(stdout, generation) {
+            Ok(reader) => (Some(reader), None),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                inner
+                    .conn
+                    .handle_start_failed(now, &format!("its standard output: {e}"));
+                return;
+            }
+        },
+    };
     // Named, so a profile or a debugger tells them apart.
     let threads = {
         let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
-        thread::Builder::new()
-            .name("tool stdout".into())
-            .spawn(move || read_stdout(s1, generation, stdout))
+        let reading = match stdout {
+            Some(stdout) => thread::Builder::new()
+                .name("tool stdout".into())
+                .spawn(move || read_stdout(s1, generation, stdout))
+                .map(drop),
+            None => Ok(()),
+        };
+        reading
             .and_then(|_| {
                 thread::Builder::new()
                     .name("tool stderr".into())
@@ -466,270 +569,8 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
     }
     inner.child = Some(child);
     inner.stdin = Some(stdin);
+    inner.reader = reader;
     inner.unwritten.clear();
     inner.writing = false;
     inner.conn.handle_started(now);
-}
-
-fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
-    let mut buf = vec![0u8; 64 << 10];
-    // Swapped with the shared list each time, so neither is reallocated.
-    let mut outcomes = Vec::new();
-    loop {
-        let n = match stdout.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        // Fed a few lines at a time, the lock let go between them: a caller
-        // woken by an outcome sends its next call while the rest are read.
-        let mut data = &buf[..n];
-        while !data.is_empty() {
-            let cut = piece(data, 8);
-            let mut inner = shared.lock();
-            if inner.generation != generation {
-                return;
-            }
-            let now = shared.now();
-            inner.conn.handle_data(now, &data[..cut]);
-            drain(&shared, &mut inner);
-            if inner.conn.wants_write() {
-                shared.wake.notify_all();
-            }
-            std::mem::swap(&mut inner.outcomes, &mut outcomes);
-            drop(inner);
-            deliver_from(&shared, &mut outcomes);
-            data = &data[cut..];
-        }
-    }
-    // Standard output is closed: the process is done speaking. It is
-    // ended (if it has not ended by itself) and reaped, once a write under
-    // way has said how much it wrote (a call that reached the process is
-    // Unknown, not NotRun).
-    let child = {
-        let mut inner = shared.lock();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while inner.writing && inner.generation == generation && Instant::now() < deadline {
-            inner.settling += 1;
-            inner = shared
-                .settled
-                .wait_timeout(inner, Duration::from_millis(50))
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
-            inner.settling -= 1;
-        }
-        if inner.generation != generation {
-            return;
-        }
-        inner.stdin = None;
-        inner.child.take()
-    };
-    if let Some(mut child) = child {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    let mut inner = shared.lock();
-    if inner.generation != generation {
-        return;
-    }
-    inner.generation += 1;
-    let now = shared.now();
-    inner.conn.handle_exit(now);
-    pump(&shared, &mut inner);
-    let outcomes = std::mem::take(&mut inner.outcomes);
-    drop(inner);
-    deliver(&shared, outcomes);
-}
-
-/// The length of the first `lines` lines of `data` (all of it if fewer).
-fn piece(data: &[u8], lines: usize) -> usize {
-    let mut end = 0;
-    for _ in 0..lines {
-        match memchr::memchr(b'\n', &data[end..]) {
-            Some(nl) => end += nl + 1,
-            None => return data.len(),
-        }
-    }
-    end
-}
-
-fn drain_stderr(shared: Arc<Shared>, mut stderr: impl Read) {
-    let mut buf = vec![0u8; 8 << 10];
-    while let Ok(n) = stderr.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        let mut inner = shared.lock();
-        inner.stderr.extend(&buf[..n]);
-        let excess = inner.stderr.len().saturating_sub(STDERR_KEPT);
-        inner.stderr.drain(..excess);
-    }
-}
-
-/// Writes what the machine hands out, reports what was written, and runs
-/// the machine's timer: the writer of last resort, for output queued by
-/// the reader, or that did not fit the pipe when it was sent.
-fn write_stdin(shared: Arc<Shared>, generation: u64, mut poll: Poll) {
-    let mut events = Events::with_capacity(4);
-    loop {
-        let stdin = {
-            let mut inner = shared.lock();
-            loop {
-                if inner.generation != generation {
-                    return;
-                }
-                let now = shared.now();
-                if inner.conn.poll_timeout().is_some_and(|t| now >= t) {
-                    inner.conn.handle_timeout(now);
-                    pump(&shared, &mut inner);
-                    let outcomes = std::mem::take(&mut inner.outcomes);
-                    drop(inner);
-                    deliver(&shared, outcomes);
-                    inner = shared.lock();
-                    continue;
-                }
-                if inner.stdin.is_some()
-                    && (!inner.unwritten.is_empty() || inner.conn.wants_write())
-                {
-                    break;
-                }
-                let wait = inner
-                    .conn
-                    .poll_timeout()
-                    .map_or(Duration::from_secs(1), |t| {
-                        Duration::from_nanos(t.saturating_sub(now)).max(Duration::from_millis(1))
-                    });
-                inner = shared
-                    .wake
-                    .wait_timeout(inner, wait)
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-            match inner.stdin.take() {
-                Some(stdin) => {
-                    inner.writing = true;
-                    stdin
-                }
-                None => continue,
-            }
-        };
-        if flush(&shared, generation, stdin) == Flushed::Full {
-            // Wait for room (or a while, to look at the timer again).
-            let _ = poll.poll(&mut events, Some(Duration::from_millis(100)));
-        }
-    }
-}
-
-/// How a [`flush`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flushed {
-    /// Everything was written.
-    Done,
-    /// The pipe is full: the rest waits for the writer thread.
-    Full,
-    /// The process no longer reads (or a newer one runs).
-    Gone,
-}
-
-/// What is to be written: what did not fit the pipe last time, then what
-/// the machine hands out.
-fn take_output(inner: &mut Inner) -> Vec<u8> {
-    let mut out = std::mem::take(&mut inner.unwritten);
-    inner.conn.poll_transmit(&mut out);
-    out
-}
-
-/// Writes what the machine hands out with `stdin` (taken out of the shared
-/// state, which says a write is under way) until it is all written or the
-/// pipe is full, reporting what was written, then puts it back.
-fn flush(shared: &Arc<Shared>, generation: u64, stdin: Sender) -> Flushed {
-    let out = {
-        let mut inner = shared.lock();
-        if inner.generation != generation {
-            return Flushed::Gone;
-        }
-        take_output(&mut inner)
-    };
-    write_out(shared, generation, stdin, out)
-}
-
-/// Writes `out`, then whatever the machine hands out meanwhile, with
-/// `stdin`. Written outside the lock (a full pipe must not stop replies
-/// from being read), and the lock taken once per write, to report it and
-/// take what came since: the reader of replies needs the same lock.
-fn write_out(
-    shared: &Arc<Shared>,
-    generation: u64,
-    mut stdin: Sender,
-    mut out: Vec<u8>,
-) -> Flushed {
-    loop {
-        if out.is_empty() {
-            // Output queued since `out` was taken (a reader's answer) would
-            // otherwise wait for the writer thread's next look.
-            let mut inner = shared.lock();
-            if inner.generation != generation {
-                return Flushed::Gone;
-            }
-            if inner.conn.poll_transmit(&mut out) == 0 {
-                return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
-            }
-            continue;
-        }
-        match stdin.write(&out) {
-            Ok(0) => return gone(shared, generation),
-            Ok(n) => {
-                out.drain(..n);
-                // Reported as it goes: a call whose text reached the pipe is
-                // Unknown if the process ends, whatever follows it.
-                let mut inner = shared.lock();
-                if inner.generation != generation {
-                    return Flushed::Gone;
-                }
-                inner.conn.handle_sent(n);
-                if out.is_empty() && inner.conn.poll_transmit(&mut out) == 0 {
-                    return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let mut inner = shared.lock();
-                // The writer thread waits for room.
-                shared.wake.notify_all();
-                return put_back(shared, &mut inner, generation, stdin, out, Flushed::Full);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // The process no longer reads; the reader sees it end.
-            Err(_) => return gone(shared, generation),
-        }
-    }
-}
-
-/// Ends a write: `stdin` and what is left of `out` back in the shared
-/// state, the write no longer under way.
-fn put_back(
-    shared: &Shared,
-    inner: &mut Inner,
-    generation: u64,
-    stdin: Sender,
-    out: Vec<u8>,
-    how: Flushed,
-) -> Flushed {
-    if inner.generation != generation {
-        return Flushed::Gone;
-    }
-    inner.unwritten = out;
-    inner.stdin = Some(stdin);
-    inner.writing = false;
-    // What waits for the write to be reported waits on `settled`.
-    settle(shared, inner);
-    how
-}
-
-/// Ends a write to a process that no longer reads.
-fn gone(shared: &Shared, generation: u64) -> Flushed {
-    let mut inner = shared.lock();
-    if inner.generation == generation {
-        inner.writing = false;
-        settle(shared, &inner);
-    }
-    Flushed::Gone
 }

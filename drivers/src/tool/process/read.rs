@@ -154,7 +154,17 @@ impl Reader {
             }
             match self.stdout.read(&mut self.buf) {
                 Ok(0) => return Found::End,
-                Ok(n) => return Found::Data(n),
+                Ok(n) => {
+                    // A read short of the buffer took all the pipe held:
+                    // the next waits for the poll, rather than spending a
+                    // read to find nothing (output written since then
+                    // finds the pipe empty, which is an edge the poll
+                    // reports).
+                    if n < self.buf.len() {
+                        self.readable = false;
+                    }
+                    return Found::Data(n);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.readable = false,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return Found::End,

@@ -159,29 +159,47 @@ fn toolkit_queued() -> Process {
 /// this thread alone.
 fn run_queued(process: &Process, in_flight: u64, total: u64) -> Duration {
     let tool = echo_tool();
+    let mut got = Vec::new();
+    keep_in_flight(
+        in_flight,
+        total,
+        |from, to| {
+            process
+                .send_all((from..to).map(|n| call(&tool, n)))
+                .expect("sent");
+        },
+        || {
+            got.clear();
+            let closed = process.wait(&mut got, Duration::from_secs(10)) as u64;
+            assert!(closed > 0, "no outcome within 10 s");
+            for (_, o) in &got {
+                assert!(matches!(o, Outcome::Ok(_)), "{o:?}");
+            }
+            closed
+        },
+    )
+}
+
+/// Keeps `in_flight` of `total` calls out, the same way for every side:
+/// `send(from, to)` sends calls `from..to` together; `closed()` waits for
+/// some to close and says how many; as many are sent again. Returns the
+/// time all took.
+fn keep_in_flight(
+    in_flight: u64,
+    total: u64,
+    mut send: impl FnMut(u64, u64),
+    mut closed: impl FnMut() -> u64,
+) -> Duration {
     let start = Instant::now();
     let first = in_flight.min(total);
-    process
-        .send_all((0..first).map(|n| call(&tool, n)))
-        .expect("sent");
-    let mut sent = first;
-    let mut done = 0;
-    let mut got = Vec::new();
+    send(0, first);
+    let (mut sent, mut done) = (first, 0);
     while done < total {
-        got.clear();
-        let closed = process.wait(&mut got, Duration::from_secs(10)) as u64;
-        assert!(closed > 0, "no outcome within 10 s");
-        for (_, o) in &got {
-            if !matches!(o, Outcome::Ok(_)) {
-                panic!("{o:?}");
-            }
-        }
-        done += closed;
-        let more = closed.min(total - sent);
+        let n = closed();
+        done += n;
+        let more = n.min(total - sent);
         if more > 0 {
-            process
-                .send_all((sent..sent + more).map(|n| call(&tool, n)))
-                .expect("sent");
+            send(sent, sent + more);
             sent += more;
         }
     }
@@ -210,33 +228,25 @@ fn run_toolkit(
     total: u64,
 ) -> Duration {
     let tool = echo_tool();
-    let start = Instant::now();
-    let first = in_flight.min(total);
-    process
-        .send_all((0..first).map(|n| call(&tool, n)))
-        .expect("sent");
-    let mut sent = first;
-    let mut done = 0;
-    while done < total {
-        let mut closed = 0;
-        let mut outcome = Some(rx.recv().expect("an outcome"));
-        while let Some(o) = outcome {
-            if !matches!(o, Outcome::Ok(_)) {
-                panic!("{o:?}");
-            }
-            closed += 1;
-            outcome = rx.try_recv().ok();
-        }
-        done += closed;
-        let more = closed.min(total - sent);
-        if more > 0 {
+    keep_in_flight(
+        in_flight,
+        total,
+        |from, to| {
             process
-                .send_all((sent..sent + more).map(|n| call(&tool, n)))
+                .send_all((from..to).map(|n| call(&tool, n)))
                 .expect("sent");
-            sent += more;
-        }
-    }
-    start.elapsed()
+        },
+        || {
+            let mut closed = 0;
+            let mut outcome = Some(rx.recv().expect("an outcome"));
+            while let Some(o) = outcome {
+                assert!(matches!(o, Outcome::Ok(_)), "{o:?}");
+                closed += 1;
+                outcome = rx.try_recv().ok();
+            }
+            closed
+        },
+    )
 }
 
 /// The same call lines a host would write for calls `from..to`.
@@ -261,7 +271,7 @@ fn line_child() -> std::process::Child {
 struct LineEcho {
     stdin: std::process::ChildStdin,
     back: mpsc::Receiver<()>,
-    child: std::process::Child,
+    _child: Reaped,
 }
 
 impl LineEcho {
@@ -282,41 +292,26 @@ impl LineEcho {
         LineEcho {
             stdin: child.stdin.take().expect("stdin"),
             back,
-            child,
+            _child: Reaped(child),
         }
     }
 
     fn run(&mut self, in_flight: u64, total: u64) -> Duration {
         let tool = echo_tool();
-        let start = Instant::now();
         let mut lines = Vec::new();
-        let first = in_flight.min(total);
-        call_lines(&tool, 0, first, &mut lines);
-        self.stdin.write_all(&lines).expect("written");
-        let mut sent = first;
-        let mut done = 0;
-        while done < total {
-            self.back.recv().expect("a line");
-            let mut closed = 1;
-            while self.back.try_recv().is_ok() {
-                closed += 1;
-            }
-            done += closed;
-            let more = closed.min(total - sent);
-            if more > 0 {
-                call_lines(&tool, sent, sent + more, &mut lines);
-                self.stdin.write_all(&lines).expect("written");
-                sent += more;
-            }
-        }
-        start.elapsed()
-    }
-}
-
-impl Drop for LineEcho {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let LineEcho { stdin, back, .. } = self;
+        keep_in_flight(
+            in_flight,
+            total,
+            |from, to| {
+                call_lines(&tool, from, to, &mut lines);
+                stdin.write_all(&lines).expect("written");
+            },
+            || {
+                back.recv().expect("a line");
+                1 + std::iter::from_fn(|| back.try_recv().ok()).count() as u64
+            },
+        )
     }
 }
 
@@ -324,7 +319,7 @@ impl Drop for LineEcho {
 struct LineEchoOneThread {
     stdin: std::process::ChildStdin,
     stdout: std::process::ChildStdout,
-    child: std::process::Child,
+    _child: Reaped,
     buf: Vec<u8>,
 }
 
@@ -334,40 +329,40 @@ impl LineEchoOneThread {
         LineEchoOneThread {
             stdin: child.stdin.take().expect("stdin"),
             stdout: child.stdout.take().expect("stdout"),
-            child,
+            _child: Reaped(child),
             buf: vec![0u8; 64 << 10],
         }
     }
 
     fn run(&mut self, in_flight: u64, total: u64) -> Duration {
         let tool = echo_tool();
-        let start = Instant::now();
         let mut lines = Vec::new();
-        let first = in_flight.min(total);
-        call_lines(&tool, 0, first, &mut lines);
-        self.stdin.write_all(&lines).expect("written");
-        let mut sent = first;
-        let mut done = 0;
-        while done < total {
-            let n = self.stdout.read(&mut self.buf).expect("read");
-            assert!(n > 0, "the line child ended");
-            let closed = memchr::memchr_iter(b'\n', &self.buf[..n]).count() as u64;
-            done += closed;
-            let more = closed.min(total - sent);
-            if more > 0 {
-                call_lines(&tool, sent, sent + more, &mut lines);
-                self.stdin.write_all(&lines).expect("written");
-                sent += more;
-            }
-        }
-        start.elapsed()
+        let LineEchoOneThread {
+            stdin, stdout, buf, ..
+        } = self;
+        keep_in_flight(
+            in_flight,
+            total,
+            |from, to| {
+                call_lines(&tool, from, to, &mut lines);
+                stdin.write_all(&lines).expect("written");
+            },
+            || {
+                let n = stdout.read(buf).expect("read");
+                assert!(n > 0, "the line child ended");
+                memchr::memchr_iter(b'\n', &buf[..n]).count() as u64
+            },
+        )
     }
 }
 
-impl Drop for LineEchoOneThread {
+/// A line child, killed and reaped when its host is dropped.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

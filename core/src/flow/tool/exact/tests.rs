@@ -93,6 +93,36 @@ impl Lcg {
     }
 }
 
+/// Decoding limits a few of the test values pass: strings, integers and
+/// texts just short of and past them.
+fn tight_decoding() -> DecodeLimits {
+    DecodeLimits {
+        max_string_bytes: 4,
+        max_int_digits: 3,
+        max_bytes: 6,
+        ..DecodeLimits::default()
+    }
+}
+
+/// `lines` as they are, then `rounds - 1` more times each mutated, every
+/// one ending in a newline.
+fn with_mutations<'a>(
+    lines: &'a [Vec<u8>],
+    rounds: usize,
+    rng: &'a mut Lcg,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    (0..lines.len() * rounds).map(move |n| {
+        let base = &lines[n % lines.len()];
+        let mut line = if n < lines.len() {
+            base.clone()
+        } else {
+            mutate(base, rng)
+        };
+        line.push(b'\n');
+        line
+    })
+}
+
 /// `line` changed in one of a few ways, or not at all.
 fn mutate(line: &[u8], rng: &mut Lcg) -> Vec<u8> {
     let mut out = line.to_vec();
@@ -230,12 +260,7 @@ fn reply_lines(id: &str) -> Vec<Vec<u8>> {
 fn exact_reading_agrees_with_the_general_one_on_replies() {
     let tools = tools();
     let tight = Limits {
-        decode: DecodeLimits {
-            max_string_bytes: 4,
-            max_int_digits: 3,
-            max_bytes: 6,
-            ..DecodeLimits::default()
-        },
+        decode: tight_decoding(),
         ..Limits::default()
     };
     let mut rng = Lcg(7);
@@ -277,18 +302,11 @@ fn exact_reading_agrees_with_the_general_one_on_replies() {
                     assert_eq!(sent[0], sent[1]);
                 };
                 let lines = reply_lines(&id);
-                for n in 0..lines.len() * 3 {
+                for (n, line) in with_mutations(&lines, 3, &mut rng).enumerate() {
                     // Most lines meet the call open; every fifth, closed.
                     if conns[0].open_calls() == 0 && n % 5 != 4 {
                         send(&mut conns);
                     }
-                    let base = &lines[n % lines.len()];
-                    let mut line = if n < lines.len() {
-                        base.clone()
-                    } else {
-                        mutate(base, &mut rng)
-                    };
-                    line.push(b'\n');
                     for conn in &mut conns {
                         conn.handle_data(0, &line);
                     }
@@ -391,12 +409,7 @@ fn call_lines(tools: &[Arc<Tool>], id: &str) -> Vec<Vec<u8>> {
 fn exact_reading_agrees_with_the_general_one_on_calls() {
     let tools = tools();
     let tight = ToolkitLimits {
-        decode: DecodeLimits {
-            max_string_bytes: 4,
-            max_int_digits: 3,
-            max_bytes: 6,
-            ..DecodeLimits::default()
-        },
+        decode: tight_decoding(),
         ..ToolkitLimits::default()
     };
     let mut rng = Lcg(11);
@@ -406,14 +419,7 @@ fn exact_reading_agrees_with_the_general_one_on_calls() {
         for round in 0..3 {
             let id = round.to_string();
             let lines = call_lines(&tools, &id);
-            for n in 0..lines.len() * 4 {
-                let base = &lines[n % lines.len()];
-                let mut line = if n < lines.len() {
-                    base.clone()
-                } else {
-                    mutate(base, &mut rng)
-                };
-                line.push(b'\n');
+            for line in with_mutations(&lines, 4, &mut rng) {
                 for conn in &mut conns {
                     conn.handle_data(&line);
                 }

@@ -489,88 +489,68 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
     };
     inner.generation += 1;
     inner.starts += 1;
-    let generation = inner.generation;
+    match attach(shared, inner.generation, &mut child) {
+        Ok((stdin, reader)) => {
+            inner.child = Some(child);
+            inner.stdin = Some(stdin);
+            inner.reader = reader;
+            inner.unwritten.clear();
+            inner.writing = false;
+            inner.conn.handle_started(now);
+        }
+        Err(why) => {
+            // A thread that did start sees a newer generation and ends.
+            inner.generation += 1;
+            let _ = child.kill();
+            let _ = child.wait();
+            inner.conn.handle_start_failed(now, &why);
+        }
+    }
+}
+
+/// Takes a started child's pipes: standard input made non-blocking (so a
+/// caller never waits on a full pipe: what does not fit is left to the
+/// writer thread, which waits for room), the threads of generation
+/// `generation` started, and standard output given to a thread of its own
+/// or kept as the reader a waiting caller takes. `Err` says what failed.
+fn attach(
+    shared: &Arc<Shared>,
+    generation: u64,
+    child: &mut Child,
+) -> Result<(Sender, Option<Reader>), String> {
     let (Some(stdout), Some(stderr), Some(stdin)) =
         (child.stdout.take(), child.stderr.take(), child.stdin.take())
     else {
-        let _ = child.kill();
-        inner
-            .conn
-            .handle_start_failed(now, "its pipes could not be opened");
-        return;
+        return Err("its pipes could not be opened".into());
     };
-    // Non-blocking, so a caller never waits on a full pipe: what does not
-    // fit is left to the writer thread, which waits for room.
     let mut stdin = Sender::from(stdin);
-    let poll = Poll::new().and_then(|poll| {
-        stdin.set_nonblocking(true)?;
-        poll.registry()
-            .register(&mut stdin, Token(0), Interest::WRITABLE)?;
-        Ok(poll)
-    });
-    let poll = match poll {
-        Ok(poll) => poll,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            inner
-                .conn
-                .handle_start_failed(now, &format!("its standard input: {e}"));
-            return;
-        }
-    };
-    // Standard output: a thread of its own reads it, or the reader waits
-    // in the shared state for a thread that waits for outcomes.
+    let poll = Poll::new()
+        .and_then(|poll| {
+            stdin.set_nonblocking(true)?;
+            poll.registry()
+                .register(&mut stdin, Token(0), Interest::WRITABLE)?;
+            Ok(poll)
+        })
+        .map_err(|e| format!("its standard input: {e}"))?;
     let (reader, stdout) = match &shared.delivery {
         Delivery::Callback(_) => (None, Some(stdout)),
-        Delivery::Queued => match Reader::new(stdout, generation) {
-            Ok(reader) => (Some(reader), None),
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                inner
-                    .conn
-                    .handle_start_failed(now, &format!("its standard output: {e}"));
-                return;
-            }
-        },
+        Delivery::Queued => {
+            let reader =
+                Reader::new(stdout, generation).map_err(|e| format!("its standard output: {e}"))?;
+            (Some(reader), None)
+        }
     };
     // Named, so a profile or a debugger tells them apart.
-    let threads = {
-        let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
-        let reading = match stdout {
-            Some(stdout) => thread::Builder::new()
-                .name("tool stdout".into())
-                .spawn(move || read_stdout(s1, generation, stdout))
-                .map(drop),
-            None => Ok(()),
-        };
-        reading
-            .and_then(|_| {
-                thread::Builder::new()
-                    .name("tool stderr".into())
-                    .spawn(move || drain_stderr(s2, stderr))
-            })
-            .and_then(|_| {
-                thread::Builder::new()
-                    .name("tool stdin".into())
-                    .spawn(move || write_stdin(s3, generation, poll))
-            })
-    };
-    if let Err(e) = threads {
-        // A thread that did start sees a newer generation and ends.
-        inner.generation += 1;
-        let _ = child.kill();
-        let _ = child.wait();
-        inner
-            .conn
-            .handle_start_failed(now, &format!("its threads could not be started: {e}"));
-        return;
+    let named = |name: &str| thread::Builder::new().name(name.into());
+    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+    if let Some(stdout) = stdout {
+        named("tool stdout")
+            .spawn(move || read_stdout(s1, generation, stdout))
+            .map_err(|e| format!("its threads could not be started: {e}"))?;
     }
-    inner.child = Some(child);
-    inner.stdin = Some(stdin);
-    inner.reader = reader;
-    inner.unwritten.clear();
-    inner.writing = false;
-    inner.conn.handle_started(now);
+    named("tool stderr")
+        .spawn(move || drain_stderr(s2, stderr))
+        .and_then(|_| named("tool stdin").spawn(move || write_stdin(s3, generation, poll)))
+        .map_err(|e| format!("its threads could not be started: {e}"))?;
+    Ok((stdin, reader))
 }

@@ -107,6 +107,10 @@ pub struct LineConn {
     out_pos: usize,
     last_progress: Timestamp,
     caller: Principal,
+    /// The caller the last reply was written for and its JSON object's
+    /// text: a connection's replies are nearly always for its one peer, and
+    /// writing the principal out again was a tenth of a reply's work.
+    caller_json: Option<(Principal, Vec<u8>)>,
     events: VecDeque<LineEvent>,
 }
 
@@ -125,6 +129,7 @@ impl LineConn {
             out_pos: 0,
             last_progress: now,
             caller: Principal::unix(peer),
+            caller_json: None,
             events: VecDeque::new(),
         }
     }
@@ -211,6 +216,40 @@ impl LineConn {
             self.out_pos = 0;
         }
         write(&mut self.out);
+        self.out.push(b'\n');
+    }
+
+    /// Queues the reply line of `outcome` for the request `request_id`,
+    /// whose client sent `id` and whom the exposure established as `caller`
+    /// (the line [`Outcome::unix_line`] writes).
+    pub fn send_reply(
+        &mut self,
+        now: Timestamp,
+        request_id: u64,
+        id: Option<&str>,
+        caller: &Principal,
+        outcome: &Outcome,
+    ) {
+        if self.state == State::Closed {
+            return;
+        }
+        // Compared by value: the same principal's texts are shared, so the
+        // usual match costs a few pointer comparisons.
+        let json = match &mut self.caller_json {
+            Some((known, json)) if known == caller => json,
+            slot => {
+                let mut json = Vec::with_capacity(96);
+                caller.write_json(&mut json);
+                &mut slot.insert((caller.clone(), json)).1
+            }
+        };
+        let json: &[u8] = json;
+        if self.out_pos == self.out.len() {
+            self.last_progress = now;
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        outcome.write_unix_line_as(request_id, id, json, &mut self.out);
         self.out.push(b'\n');
     }
 
@@ -544,6 +583,34 @@ mod tests {
         assert!(e
             .iter()
             .all(|e| matches!(e, LineEvent::Request(LineRequest::Describe { .. }))));
+    }
+
+    #[test]
+    fn a_reply_is_the_outcomes_unix_line_whichever_caller_it_is_for() {
+        // send_reply keeps the last caller's JSON: alternating callers, and
+        // callers equal in value but not shared, must each be written as
+        // themselves.
+        let peer = Principal::unix(PEER);
+        let same_value = Principal::unix(PEER);
+        let other = Principal::unix(PeerCredentials { pid: 7, ..PEER });
+        let bearer = Principal::bearer("a\"b\u{1}é");
+        let outcomes = [
+            Outcome::Result(br#"{"moved":1500}"#.to_vec()),
+            Outcome::HandlerError(br#"{"code":"x"}"#.to_vec()),
+            Outcome::Refusal(Refusal::new(RefusalKind::Full, "full")),
+            Outcome::ServerError,
+        ];
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut expected = Vec::new();
+        let callers = [&peer, &peer, &other, &same_value, &bearer, &peer];
+        for (i, caller) in callers.into_iter().enumerate() {
+            let outcome = &outcomes[i % outcomes.len()];
+            let id = (i % 2 == 0).then_some("\"c-1\"");
+            c.send_reply(0, i as u64 + 1, id, caller, outcome);
+            expected.extend(outcome.unix_line(i as u64 + 1, id, caller));
+            expected.push(b'\n');
+        }
+        assert_eq!(c.pending_output(), &expected[..]);
     }
 
     #[test]

@@ -187,6 +187,33 @@ impl Outcome {
         caller: &super::Principal,
         line: &mut Vec<u8>,
     ) {
+        self.write_unix_line_with(request_id, id, line, |line| caller.write_json(line));
+    }
+
+    /// [`write_unix_line`](Outcome::write_unix_line) with the caller given
+    /// as its JSON object's text (what [`Principal::write_json`] wrote), for
+    /// a transport that answers one caller many times and keeps that text.
+    ///
+    /// [`Principal::write_json`]: super::Principal::write_json
+    pub fn write_unix_line_as(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        caller_json: &[u8],
+        line: &mut Vec<u8>,
+    ) {
+        self.write_unix_line_with(request_id, id, line, |line| {
+            line.extend_from_slice(caller_json)
+        });
+    }
+
+    fn write_unix_line_with(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        line: &mut Vec<u8>,
+        caller: impl FnOnce(&mut Vec<u8>),
+    ) {
         line.extend_from_slice(b"{\"request_id\":");
         super::sources::write_u64(request_id, line);
         line.extend_from_slice(b",\"id\":");
@@ -209,7 +236,7 @@ impl Outcome {
             }
         }
         line.extend_from_slice(b",\"caller\":");
-        caller.write_json(line);
+        caller(line);
         line.push(b'}');
     }
 }

@@ -6,6 +6,7 @@
 //! holds. Both are traits so a deployment can plug in any provider; the
 //! static tables here ([`TokenTable`], [`RoleTable`]) are ready to use.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -203,6 +204,14 @@ pub trait RoleSource {
         let _ = principal;
         None
     }
+
+    /// The roles of [`grants`](RoleSource::grants), lent rather than copied
+    /// when the source keeps them as a list (admission reads them once per
+    /// request). A source that overrides it answers exactly the roles its
+    /// `grants` would.
+    fn direct_roles(&self, principal: &Principal) -> Option<Cow<'_, [String]>> {
+        self.grants(principal).map(|g| Cow::Owned(g.roles))
+    }
 }
 
 /// Which roles include which: a principal holding a role holds every role
@@ -251,15 +260,15 @@ impl RoleHierarchy {
 
 /// What the exposure concluded about one principal's roles for one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeldRoles {
-    direct: Option<Vec<String>>,
+pub struct HeldRoles<'a> {
+    direct: Option<Cow<'a, [String]>>,
 }
 
-impl HeldRoles {
+impl<'a> HeldRoles<'a> {
     /// Asks `source` once for the principal's grants (when it states them).
-    pub fn read(source: &dyn RoleSource, principal: &Principal) -> HeldRoles {
+    pub fn read(source: &'a dyn RoleSource, principal: &Principal) -> HeldRoles<'a> {
         HeldRoles {
-            direct: source.grants(principal).map(|g| g.roles),
+            direct: source.direct_roles(principal),
         }
     }
 
@@ -376,12 +385,18 @@ impl RoleSource for RoleTable {
     fn grants(&self, principal: &Principal) -> Option<Grants> {
         Some(Grants {
             roles: self
-                .grants
-                .get(&*principal.name)
-                .cloned()
+                .direct_roles(principal)
+                .map(Cow::into_owned)
                 .unwrap_or_default(),
             revision: self.revision,
         })
+    }
+    fn direct_roles(&self, principal: &Principal) -> Option<Cow<'_, [String]>> {
+        Some(Cow::Borrowed(
+            self.grants
+                .get(&*principal.name)
+                .map_or(&[][..], Vec::as_slice),
+        ))
     }
 }
 
@@ -410,6 +425,45 @@ mod tests {
         let held = HeldRoles::read(&table, &bo);
         assert!(held.holds(&table, &h, &bo, "operator"));
         assert!(!held.holds(&table, &h, &bo, "admin"));
+    }
+
+    #[test]
+    fn a_tables_lent_roles_are_its_grants() {
+        let table = RoleTable::new()
+            .grant("ann", "root")
+            .grant("ann", "operator")
+            .grant("bo", "operator");
+        for name in ["ann", "bo", "cy", ""] {
+            let p = Principal::bearer(name);
+            let lent = table.direct_roles(&p).map(Cow::into_owned);
+            assert_eq!(lent, table.grants(&p).map(|g| g.roles), "{name}");
+        }
+        // A source that states no grants lends none, and one that states
+        // them without lending has them copied.
+        struct Stated;
+        impl RoleSource for Stated {
+            fn holds(&self, _: &Principal, _: &str) -> bool {
+                false
+            }
+            fn grants(&self, _: &Principal) -> Option<Grants> {
+                Some(Grants {
+                    roles: vec!["x".into()],
+                    revision: 3,
+                })
+            }
+        }
+        let p = Principal::bearer("ann");
+        assert_eq!(
+            Stated.direct_roles(&p).as_deref(),
+            Some(&["x".to_owned()][..])
+        );
+        struct Silent;
+        impl RoleSource for Silent {
+            fn holds(&self, _: &Principal, _: &str) -> bool {
+                true
+            }
+        }
+        assert_eq!(Silent.direct_roles(&p), None);
     }
 
     #[test]

@@ -12,43 +12,81 @@ use std::sync::Arc;
 
 use crate::Timestamp;
 
-/// Who a request comes from, as the exposure established it. Its texts are
-/// shared, so the copies a request's context and reply hold cost no
-/// allocation.
+/// Who a request comes from, as the exposure established it: one shared
+/// record ([`PrincipalData`], read through `Deref`), since every accepted
+/// request's context and reply hold a copy, often on another thread, and a
+/// copy is then one reference count rather than one a text.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Principal(Arc<PrincipalData>);
+
+/// What a [`Principal`] says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Principal {
+pub struct PrincipalData {
     /// `"bearer"` for a bearer source's principal, `"unix"` for a peer's
     /// kernel credentials.
-    pub mode: Arc<str>,
+    pub mode: String,
     /// The principal's name: the bearer source's, or `uid:<n>`.
-    pub name: Arc<str>,
+    pub name: String,
     /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
-    /// in the order they are written; shared like the texts, since every
-    /// call's context and reply hold a copy.
-    pub fields: Arc<[(String, i64)]>,
+    /// in the order they are written.
+    pub fields: Vec<(String, i64)>,
+}
+
+impl std::ops::Deref for Principal {
+    type Target = PrincipalData;
+    fn deref(&self) -> &PrincipalData {
+        &self.0
+    }
+}
+
+impl From<PrincipalData> for Principal {
+    fn from(data: PrincipalData) -> Principal {
+        Principal(Arc::new(data))
+    }
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Principal")
+            .field("mode", &self.mode)
+            .field("name", &self.name)
+            .field("fields", &self.fields)
+            .finish()
+    }
 }
 
 impl Principal {
+    /// A principal of `mode` and `name` with further `fields`.
+    pub fn new(mode: &str, name: &str, fields: Vec<(String, i64)>) -> Principal {
+        PrincipalData {
+            mode: mode.to_owned(),
+            name: name.to_owned(),
+            fields,
+        }
+        .into()
+    }
+
+    /// The record, to change (copied first when it is shared).
+    pub fn data_mut(&mut self) -> &mut PrincipalData {
+        Arc::make_mut(&mut self.0)
+    }
+
     /// A bearer principal of `name`.
     pub fn bearer(name: &str) -> Principal {
-        Principal {
-            mode: "bearer".into(),
-            name: name.into(),
-            fields: Arc::new([]),
-        }
+        Principal::new("bearer", name, Vec::new())
     }
 
     /// The principal a Unix peer's kernel credentials name: `uid:<n>`.
     pub fn unix(peer: PeerCredentials) -> Principal {
-        Principal {
-            mode: "unix".into(),
-            name: format!("uid:{}", peer.uid).into(),
-            fields: Arc::new([
+        Principal::new(
+            "unix",
+            &format!("uid:{}", peer.uid),
+            vec![
                 ("uid".to_owned(), peer.uid),
                 ("gid".to_owned(), peer.gid),
                 ("pid".to_owned(), peer.pid),
-            ]),
-        }
+            ],
+        )
     }
 
     /// Appends the principal as the JSON object a reply's `caller` carries
@@ -92,7 +130,6 @@ impl Principal {
             object
                 .get(key)
                 .and_then(|v| v.as_str())
-                .map(Arc::<str>::from)
                 .ok_or_else(|| format!("a principal's `{key}` is a string"))
         };
         let mut fields = Vec::new();
@@ -105,11 +142,7 @@ impl Principal {
                 .ok_or_else(|| format!("a principal's `{k}` is an integer"))?;
             fields.push((k.clone(), n));
         }
-        Ok(Principal {
-            mode: text("mode")?,
-            name: text("name")?,
-            fields: fields.into(),
-        })
+        Ok(Principal::new(text("mode")?, text("name")?, fields))
     }
 }
 

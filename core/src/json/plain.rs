@@ -13,7 +13,30 @@
 //!
 //! [`Tokenizer`]: super::Tokenizer
 
-use super::string::scan_plain;
+/// The bytes a plain string holds as themselves: ASCII from the space up,
+/// but `"` and `\\`.
+static PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x80 {
+        t[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
+
+/// Whether all eight bytes of `word` are [`PLAIN`] (the tokenizer's
+/// eight-at-a-time test of its string scan, plus the bytes past ASCII).
+#[inline]
+fn plain_word(word: u64) -> bool {
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(LANES) & !v & HIGH;
+    let quote = has_zero(word ^ (LANES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (LANES * u64::from(b'\\')));
+    let control = word.wrapping_sub(LANES * 0x20) & !word & HIGH;
+    (quote | backslash | control | (word & HIGH)) == 0
+}
 
 /// A cursor over a text, reading its plain JSON.
 #[derive(Clone, Debug)]
@@ -87,15 +110,29 @@ impl<'a> Plain<'a> {
         if self.peek() != Some(b'"') {
             return None;
         }
+        let bytes = self.bytes;
         let start = self.pos + 1;
-        let end = scan_plain(self.bytes, start);
-        // Stopped at an escape, a control character or the end, or passed
-        // a byte past ASCII: not plain.
-        if self.bytes.get(end) != Some(&b'"') || !self.bytes[start..end].is_ascii() {
+        let mut i = start;
+        // Eight bytes at a time while none of them ends the run.
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes([
+                chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+            ]);
+            if !plain_word(word) {
+                break;
+            }
+            i += 8;
+        }
+        while PLAIN[usize::from(*bytes.get(i)?)] {
+            i += 1;
+        }
+        // Stopped at the closing quote, or at an escape, a control
+        // character or a byte past ASCII: not plain.
+        if bytes[i] != b'"' {
             return None;
         }
-        self.pos = end + 1;
-        Some(&self.bytes[start..end])
+        self.pos = i + 1;
+        Some(&bytes[start..i])
     }
 
     /// The number at the cursor, as its token, read by RFC 8259's grammar

@@ -308,7 +308,7 @@ impl LineConn {
     /// A line that is not a request: answered malformed with request_id 0,
     /// then the connection ends.
     fn refuse_line(&mut self, now: Timestamp, reason: &str) {
-        let outcome = Outcome::Refusal(Refusal::new(RefusalKind::Malformed, reason));
+        let outcome = Outcome::from(Refusal::new(RefusalKind::Malformed, reason));
         let line = outcome.unix_line(0, None, &self.caller);
         self.send_line(now, &line);
         self.buf = Vec::new();
@@ -724,7 +724,7 @@ mod tests {
         let outcomes = [
             Outcome::Result(br#"{"moved":1500}"#.to_vec()),
             Outcome::HandlerError(br#"{"code":"x"}"#.to_vec()),
-            Outcome::Refusal(Refusal::new(RefusalKind::Full, "full")),
+            Outcome::from(Refusal::new(RefusalKind::Full, "full")),
             Outcome::ServerError,
         ];
         let mut c = LineConn::new(0, Limits::default(), PEER);

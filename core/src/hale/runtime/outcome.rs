@@ -122,12 +122,22 @@ pub enum Outcome {
     Result(Vec<u8>),
     /// The handler failed with its declared `E`, encoded by the codec.
     HandlerError(Vec<u8>),
-    /// The request was refused, or accepted and did not run.
-    Refusal(Refusal),
+    /// The request was refused, or accepted and did not run. Boxed: an
+    /// outcome travels in every reply's event, from the worker's thread to
+    /// the loop's, and the refusal (with its reason and the rare `served`
+    /// and `requires`) would make every one of them three times the size
+    /// of the others.
+    Refusal(Box<Refusal>),
     /// The handler failed with `ClosureViolation`.
     ServerError,
     /// A describe's answer: the description document, as compact JSON.
     Description(Vec<u8>),
+}
+
+impl From<Refusal> for Outcome {
+    fn from(refusal: Refusal) -> Outcome {
+        Outcome::Refusal(Box::new(refusal))
+    }
 }
 
 impl Outcome {
@@ -305,7 +315,7 @@ mod tests {
             served: Some("fnv1a64:40381db6685c9f75".into()),
             ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch("x"))
         };
-        let line = Outcome::Refusal(refusal).unix_line(4, None, &caller);
+        let line = Outcome::from(refusal).unix_line(4, None, &caller);
         assert_eq!(
             String::from_utf8(line).unwrap(),
             r#"{"request_id":4,"id":null,"ok":false,"refusal":{"kind":"digest_mismatch","reason":"the request was generated against x","served":"fnv1a64:40381db6685c9f75"},"caller":{"mode":"bearer","name":"alice"}}"#

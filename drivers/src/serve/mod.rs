@@ -162,6 +162,10 @@ pub struct Server {
     draining: Vec<bool>,
     /// Connections to read again once the loop's events are handled.
     resume: Vec<usize>,
+    /// The clock as the first reply of this turn read it: the turn's other
+    /// replies take the same time (a turn lasts microseconds; reading the
+    /// clock for each reply was a visible part of delivering it).
+    reply_time: Option<Timestamp>,
     /// Where a connection's bytes are read into.
     read_buf: Box<[u8]>,
     /// Connections with output queued this turn, written at its end.
@@ -224,6 +228,7 @@ impl Server {
             workers: Vec::new(),
             draining: Vec::new(),
             resume: Vec::new(),
+            reply_time: None,
             read_buf: vec![0u8; READ_BUF].into_boxed_slice(),
             dirty: Vec::new(),
             batch: Vec::new(),
@@ -382,6 +387,7 @@ impl Server {
             let timeout = if ready { Some(Duration::ZERO) } else { timeout };
             let polled = self.poll.poll(&mut events, timeout);
             self.sleeping.store(false, Ordering::SeqCst);
+            self.reply_time = None;
             match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -952,7 +958,10 @@ impl Server {
         let Some(&key) = self.by_correlation.get(&d.correlation) else {
             return;
         };
-        let now = self.mono_now();
+        let now = match self.reply_time {
+            Some(now) => now,
+            None => *self.reply_time.insert(self.mono_now()),
+        };
         let outcome = recorded.as_ref().map(|_| d.outcome.clone());
         let conn = &mut self.conns[key];
         let peer = conn.peer;

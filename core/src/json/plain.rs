@@ -140,6 +140,13 @@ impl<'a> Plain<'a> {
     /// Whether the token ends where it should is its container's to check
     /// (by what follows it), as for every scalar here.
     pub(crate) fn number(&mut self) -> Option<&'a str> {
+        // ASCII digits and signs: the check is a formality the type needs.
+        std::str::from_utf8(self.number_bytes()?).ok()
+    }
+
+    /// [`number`](Plain::number)'s bytes, for a reader that passes over
+    /// them or reads the digits itself.
+    pub(crate) fn number_bytes(&mut self) -> Option<&'a [u8]> {
         let bytes = self.bytes;
         let digit = |i: usize| matches!(bytes.get(i), Some(b'0'..=b'9'));
         let start = self.pos;
@@ -183,15 +190,20 @@ impl<'a> Plain<'a> {
             }
         }
         self.pos = i;
-        std::str::from_utf8(&bytes[start..i]).ok()
+        Some(&bytes[start..i])
     }
 
     /// `true`, `false` or `null` at the cursor, as the word.
     pub(crate) fn literal(&mut self) -> Option<&'static str> {
-        let rest = &self.bytes[self.pos..];
-        let word = ["true", "false", "null"]
-            .into_iter()
-            .find(|w| rest.starts_with(w.as_bytes()))?;
+        let word = match self.peek()? {
+            b't' => "true",
+            b'f' => "false",
+            b'n' => "null",
+            _ => return None,
+        };
+        if !self.bytes[self.pos..].starts_with(word.as_bytes()) {
+            return None;
+        }
         self.pos += word.len();
         Some(word)
     }
@@ -201,7 +213,7 @@ impl<'a> Plain<'a> {
     pub(crate) fn skip_value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
             b'"' => self.string_bytes().map(drop),
-            b'-' | b'0'..=b'9' => self.number().map(drop),
+            b'-' | b'0'..=b'9' => self.number_bytes().map(drop),
             b't' | b'f' | b'n' => self.literal().map(drop),
             b'{' => {
                 let depth = depth.checked_sub(1)?;

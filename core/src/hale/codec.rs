@@ -132,11 +132,7 @@ fn fast_struct(fields: &[FieldShape], payload: &[u8]) -> Option<serde_json::Valu
 fn fast_scalar(p: &mut Plain<'_>, shape: &Shape) -> Option<serde_json::Value> {
     match shape {
         Shape::Int { min, max } => {
-            let n = p.number()?;
-            if n.contains(['.', 'e', 'E']) {
-                return None;
-            }
-            let v: i64 = n.parse().ok()?;
+            let v = plain_i64(p.number_bytes()?)?;
             if min.is_some_and(|m| v < m) || max.is_some_and(|m| v > m) {
                 return None;
             }
@@ -153,6 +149,31 @@ fn fast_scalar(p: &mut Plain<'_>, shape: &Shape) -> Option<serde_json::Value> {
         },
         Shape::String => Some(p.string()?.to_owned().into()),
         Shape::Struct(_) => None,
+    }
+}
+
+/// A number token that is a plain integer (no fraction, no exponent) in
+/// 64 bits, as `str::parse::<i64>` reads it; `None` for any other token.
+fn plain_i64(token: &[u8]) -> Option<i64> {
+    let (negative, digits) = match token.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, token),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    // Accumulated negative, so i64::MIN is read as itself.
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if negative {
+        Some(v)
+    } else {
+        v.checked_neg()
     }
 }
 
@@ -483,6 +504,37 @@ mod tests {
             br#"{"symbol":"ACME","qty":10,"limit":12500}"#
         )
         .is_some());
+    }
+
+    #[test]
+    fn a_plain_integer_is_read_as_str_parse_reads_it() {
+        for token in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "00",
+            "1.5",
+            "1e3",
+            "-",
+            "",
+            "+1",
+            "12a",
+        ] {
+            assert_eq!(
+                plain_i64(token.as_bytes()),
+                token
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|_| !token.starts_with('+')),
+                "{token}"
+            );
+        }
     }
 
     #[test]

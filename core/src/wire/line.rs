@@ -409,12 +409,14 @@ fn fast_call(line: &[u8]) -> Option<LineRequest> {
     if !p.at_end() {
         return None;
     }
-    // Plain JSON is ASCII, so the id's bytes are its text.
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     Some(LineRequest::Call {
         member: call?.to_owned(),
         payload: payload?.to_vec(),
-        id: id.map(text),
+        // Plain JSON is ASCII, so the id's bytes are its text.
+        id: match id {
+            Some(id) => Some(String::from_utf8(id.to_vec()).ok()?),
+            None => None,
+        },
         digest: digest.map(str::to_owned),
     })
 }

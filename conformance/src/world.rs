@@ -368,9 +368,9 @@ impl World {
                 Event::Deliver(d) => self.deliver(d),
                 Event::Dispatch(d) => {
                     if self.gated.contains(&self.served[s].receivers[d.receiver]) {
-                        self.held.push((s, d));
+                        self.held.push((s, *d));
                     } else {
-                        self.execute(s, d);
+                        self.execute(s, *d);
                     }
                 }
                 Event::Ask(r) => {

@@ -6,12 +6,14 @@
 //! `serde_json` reads too (or refuses only for a number past `f64`) and
 //! holds exactly what the shape names, each field the value `serde_json`
 //! reads for it; a refusal is one of § Codecs' reasons naming a place in
-//! the shape.
+//! the shape; and `decode` (whose fast path takes plain structs of scalar
+//! fields) answers what the tokenizer's path alone answers, key order
+//! included.
 #![no_main]
 
 use arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::codec::{decode, FieldShape, Shape};
+use limen_core::hale::codec::{decode, decode_tokenized, FieldShape, Shape};
 use limen_fuzz::shape::{conforms, infer, names_a_place, shape};
 use limen_fuzz::{fnv1a, SplitMix};
 use serde_json::Value;
@@ -79,7 +81,14 @@ fuzz_target!(|data: &[u8]| {
     let Some(Input { shape, payload }) = Input::new(data) else {
         return;
     };
-    match decode(&shape, payload) {
+    let decoded = decode(&shape, payload);
+    let general = decode_tokenized(&shape, payload);
+    assert_eq!(
+        decoded.as_ref().map(Value::to_string),
+        general.as_ref().map(Value::to_string),
+        "the fast path differs"
+    );
+    match decoded {
         Ok(v) => {
             assert!(conforms(&v, &shape), "{v} does not conform to {shape:?}");
             match serde_json::from_slice::<Value>(payload) {

@@ -7,15 +7,18 @@
 //! pieces; events in their only possible order (requests, then `Lost`
 //! once, then `Close` once); a framed payload and id are one JSON value
 //! each; every line written is a malformed refusal with `request_id` 0;
-//! once its output is written a draining connection closes; and the
+//! once its output is written a draining connection closes; the
 //! stalled-write timer fires at the deadline `poll_timeout` names, not a
-//! nanosecond before.
+//! nanosecond before; and every line reads the same through `parse_line`
+//! (whose fast path takes plain calls) as through the tokenizer alone.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::PeerCredentials;
 use limen_core::json::Tokenizer;
-use limen_core::wire::line::{to_request, Limits, LineConn, LineEvent, LineRequest};
+use limen_core::wire::line::{
+    parse_line, parse_line_tokenized, to_request, Limits, LineConn, LineEvent, LineRequest,
+};
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex};
 
@@ -61,6 +64,15 @@ fn run(limits: Limits, feed: &[&[u8]]) -> Run {
 }
 
 fn check(limits: Limits, data: &[u8]) {
+    for line in data.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        assert_eq!(
+            parse_line(line),
+            parse_line_tokenized(line),
+            "the fast path differs on {}",
+            hex(line)
+        );
+    }
     let all = feeds(data);
     let first = run(limits, &all[0]);
     for feed in &all[1..] {

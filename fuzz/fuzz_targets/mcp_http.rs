@@ -19,9 +19,9 @@ fn outcomes() -> Vec<Outcome> {
         Outcome::HandlerError(b"{\"code\":\"x\"}".to_vec()),
         Outcome::ServerError,
         Outcome::Description(b"{\"tools\":[]}".to_vec()),
-        Outcome::Refusal(Refusal::new(RefusalKind::Malformed, "bad")),
-        Outcome::Refusal(Refusal::new(RefusalKind::Unauthenticated, "who")),
-        Outcome::Refusal(Refusal::new(RefusalKind::Full, "full")),
+        Outcome::from(Refusal::new(RefusalKind::Malformed, "bad")),
+        Outcome::from(Refusal::new(RefusalKind::Unauthenticated, "who")),
+        Outcome::from(Refusal::new(RefusalKind::Full, "full")),
     ]
 }
 

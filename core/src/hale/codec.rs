@@ -10,6 +10,7 @@
 //! token. The result is a JSON value holding exactly what the shape names,
 //! defaults filled in, keys under their declared names' JSON keys.
 
+use crate::json::plain::Plain;
 use crate::json::{DuplicateKeys, Event, Tokenizer};
 
 /// What the JSON codec carries.
@@ -71,6 +72,115 @@ pub const MAX_DEPTH: usize = 64;
 
 /// Decodes `payload` by `shape`; the error is the malformed reason.
 pub fn decode(shape: &Shape, payload: &[u8]) -> Result<serde_json::Value, String> {
+    if let Shape::Struct(fields) = shape {
+        if let Some(value) = fast_struct(fields, payload) {
+            return Ok(value);
+        }
+    }
+    decode_tokenized(shape, payload)
+}
+
+/// The most fields [`fast_struct`] reads (and [`read_struct`] keeps in
+/// place).
+const FEW: usize = 8;
+
+/// A struct of a few scalar fields sent as plain JSON (the usual request
+/// payload), each known key once and every field given or defaulted, read
+/// in one pass; `None` for anything else — a nested struct, an unknown key,
+/// any error — which [`decode_tokenized`] reads and judges. What it reads,
+/// it decodes as [`decode_tokenized`] does (a differential test and the
+/// `hale_codec` fuzz target hold the two equal).
+fn fast_struct(fields: &[FieldShape], payload: &[u8]) -> Option<serde_json::Value> {
+    if fields.len() > FEW {
+        return None;
+    }
+    let mut values: [Option<serde_json::Value>; FEW] = Default::default();
+    let mut p = Plain::new(payload);
+    p.ws();
+    p.eat(b'{')?;
+    p.ws();
+    if p.eat(b'}').is_none() {
+        loop {
+            let key = p.string_bytes()?;
+            p.ws();
+            p.eat(b':')?;
+            p.ws();
+            let i = fields.iter().position(|f| f.key.as_bytes() == key)?;
+            if values[i].is_some() {
+                return None;
+            }
+            values[i] = Some(fast_scalar(&mut p, &fields[i].shape)?);
+            p.ws();
+            match p.bump()? {
+                b',' => p.ws(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    if !p.at_end() {
+        return None;
+    }
+    let mut object = serde_json::Map::with_capacity(fields.len());
+    for (f, v) in fields.iter().zip(values.iter_mut()) {
+        object.insert(f.key.clone(), v.take().or_else(|| f.default.clone())?);
+    }
+    Some(serde_json::Value::Object(object))
+}
+
+/// A scalar field's value in plain JSON, decoded as [`read`] decodes it.
+fn fast_scalar(p: &mut Plain<'_>, shape: &Shape) -> Option<serde_json::Value> {
+    match shape {
+        Shape::Int { min, max } => {
+            let v = plain_i64(p.number_bytes()?)?;
+            if min.is_some_and(|m| v < m) || max.is_some_and(|m| v > m) {
+                return None;
+            }
+            Some(v.into())
+        }
+        Shape::Float => {
+            let v: f64 = p.number()?.parse().ok()?;
+            serde_json::Number::from_f64(v).map(serde_json::Value::Number)
+        }
+        Shape::Bool => match p.literal()? {
+            "true" => Some(true.into()),
+            "false" => Some(false.into()),
+            _ => None,
+        },
+        Shape::String => Some(p.string()?.to_owned().into()),
+        Shape::Struct(_) => None,
+    }
+}
+
+/// A number token that is a plain integer (no fraction, no exponent) in
+/// 64 bits, as `str::parse::<i64>` reads it; `None` for any other token.
+fn plain_i64(token: &[u8]) -> Option<i64> {
+    let (negative, digits) = match token.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, token),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    // Accumulated negative, so i64::MIN is read as itself.
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if negative {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
+}
+
+/// [`decode`]'s general reader, through the tokenizer: every payload the
+/// fast path does not take is decoded here, and every one it takes is
+/// decoded here alike.
+pub fn decode_tokenized(shape: &Shape, payload: &[u8]) -> Result<serde_json::Value, String> {
     let mut t = Tokenizer::with_max_depth(payload, MAX_DEPTH);
     let first = match t.next_event() {
         Ok(Some(e)) => e,
@@ -155,7 +265,6 @@ fn read_struct<'a>(
     let child = |f: &FieldShape| Path::Field(path, &f.name).to_string();
     // The fields' values, in place for a struct of a few fields (most are):
     // a list for them would cost an allocation a struct.
-    const FEW: usize = 8;
     let mut few: [Option<serde_json::Value>; FEW] = Default::default();
     let mut many: Vec<Option<serde_json::Value>> = Vec::new();
     let values: &mut [Option<serde_json::Value>] = if fields.len() <= FEW {
@@ -298,6 +407,134 @@ mod tests {
             decode(&order, br#"{"to": {"city": "a", "city": "b"}}"#).unwrap_err(),
             "duplicate_key: ship.city"
         );
+    }
+
+    #[test]
+    fn the_fast_reader_decodes_every_payload_it_takes_as_the_tokenizer_does() {
+        let shapes = [
+            place(),
+            Shape::Struct(vec![
+                FieldShape::new("on", Shape::Bool),
+                FieldShape::new("at", Shape::Float),
+                FieldShape {
+                    key: "pct".into(),
+                    default: Some(serde_json::json!(7)),
+                    ..FieldShape::new(
+                        "percent",
+                        Shape::Int {
+                            min: Some(0),
+                            max: Some(100),
+                        },
+                    )
+                },
+            ]),
+            Shape::Struct(vec![FieldShape::new("book", Shape::String)]),
+            Shape::Struct(Vec::new()),
+            Shape::Struct(vec![FieldShape::new(
+                "to",
+                Shape::Struct(vec![FieldShape::new("city", Shape::String)]),
+            )]),
+            Shape::Struct(
+                (0..9)
+                    .map(|i| FieldShape::new(&format!("f{i}"), Shape::INT))
+                    .collect(),
+            ),
+            Shape::INT,
+        ];
+        let bases: [&[u8]; 6] = [
+            br#"{"symbol":"ACME","qty":10,"limit":12500}"#,
+            br#" { "limit" : -0 , "symbol" : "A\u0042" , "qty" : 9223372036854775807 } "#,
+            br#"{"on":true,"at":-1.5e-3,"pct":100}"#,
+            br#"{"on":false,"at":1E400}"#,
+            br#"{"book":"main","x":[1]}"#,
+            br#"{"to":{"city":"Oslo"},"f0":1,"f8":2}"#,
+        ];
+        let alphabet = b"{}[]\":,019-.eE+ \t\\tfnrulx\x00\x7f\xc3\xa9";
+        let mut payloads = vec![b"{}".to_vec(), b"null".to_vec(), b"".to_vec()];
+        for base in bases {
+            payloads.push(base.to_vec());
+            for i in 0..=base.len() {
+                for &b in alphabet {
+                    let mut p = base.to_vec();
+                    p.insert(i, b);
+                    payloads.push(p);
+                    if i < base.len() {
+                        let mut p = base.to_vec();
+                        p[i] = b;
+                        payloads.push(p);
+                    }
+                }
+                if i < base.len() {
+                    let mut p = base.to_vec();
+                    p.remove(i);
+                    payloads.push(p);
+                }
+            }
+        }
+        let mut taken = 0;
+        for shape in &shapes {
+            for payload in &payloads {
+                let fast = match shape {
+                    Shape::Struct(fields) => fast_struct(fields, payload),
+                    _ => None,
+                };
+                let general = decode_tokenized(shape, payload);
+                if let Some(fast) = fast {
+                    taken += 1;
+                    // Equal as values and in key order.
+                    let general = general
+                        .clone()
+                        .expect("the fast path took a refused payload");
+                    assert_eq!(
+                        fast.to_string(),
+                        general.to_string(),
+                        "{}",
+                        String::from_utf8_lossy(payload)
+                    );
+                }
+                assert_eq!(decode(shape, payload), general);
+            }
+        }
+        assert!(taken > 200, "{taken} taken");
+        assert!(fast_struct(
+            match &place() {
+                Shape::Struct(f) => f,
+                _ => unreachable!(),
+            },
+            br#"{"symbol":"ACME","qty":10,"limit":12500}"#
+        )
+        .is_some());
+    }
+
+    #[test]
+    fn a_plain_integer_is_read_as_str_parse_reads_it() {
+        for token in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "00",
+            "1.5",
+            "1e3",
+            "-",
+            "",
+            "+1",
+            "12a",
+        ] {
+            assert_eq!(
+                plain_i64(token.as_bytes()),
+                token
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|_| !token.starts_with('+')),
+                "{token}"
+            );
+        }
     }
 
     #[test]

@@ -52,6 +52,7 @@
 
 mod error;
 mod number;
+pub(crate) mod plain;
 mod string;
 mod tokenizer;
 

@@ -18,6 +18,7 @@ use crate::hale::runtime::{
     Correlation, Credential, Outcome, PeerCredentials, Principal, Refusal, RefusalKind, Request,
     RequestKind,
 };
+use crate::json::plain::{Plain, PLAIN_DEPTH};
 use crate::json::{DuplicateKeys, Event, Tokenizer};
 use crate::{Timestamp, SECOND};
 
@@ -107,6 +108,10 @@ pub struct LineConn {
     out_pos: usize,
     last_progress: Timestamp,
     caller: Principal,
+    /// The caller the last reply was written for and its JSON object's
+    /// text: a connection's replies are nearly always for its one peer, and
+    /// writing the principal out again was a tenth of a reply's work.
+    caller_json: Option<(Principal, Vec<u8>)>,
     events: VecDeque<LineEvent>,
 }
 
@@ -125,6 +130,7 @@ impl LineConn {
             out_pos: 0,
             last_progress: now,
             caller: Principal::unix(peer),
+            caller_json: None,
             events: VecDeque::new(),
         }
     }
@@ -147,7 +153,7 @@ impl LineConn {
         let mut start = 0;
         while self.state == State::Open {
             let from = self.scanned.max(start);
-            let Some(nl) = self.buf[from..].iter().position(|&b| b == b'\n') else {
+            let Some(nl) = memchr::memchr(b'\n', &self.buf[from..]) else {
                 self.scanned = self.buf.len();
                 // A line may end in CRLF, and its CR may come in one read
                 // and its LF in the next: a trailing CR is not yet counted.
@@ -214,6 +220,40 @@ impl LineConn {
         self.out.push(b'\n');
     }
 
+    /// Queues the reply line of `outcome` for the request `request_id`,
+    /// whose client sent `id` and whom the exposure established as `caller`
+    /// (the line [`Outcome::unix_line`] writes).
+    pub fn send_reply(
+        &mut self,
+        now: Timestamp,
+        request_id: u64,
+        id: Option<&str>,
+        caller: &Principal,
+        outcome: &Outcome,
+    ) {
+        if self.state == State::Closed {
+            return;
+        }
+        // Compared by value: the same principal's texts are shared, so the
+        // usual match costs a few pointer comparisons.
+        let json = match &mut self.caller_json {
+            Some((known, json)) if known == caller => json,
+            slot => {
+                let mut json = Vec::with_capacity(96);
+                caller.write_json(&mut json);
+                &mut slot.insert((caller.clone(), json)).1
+            }
+        };
+        let json: &[u8] = json;
+        if self.out_pos == self.out.len() {
+            self.last_progress = now;
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        outcome.write_unix_line_as(request_id, id, json, &mut self.out);
+        self.out.push(b'\n');
+    }
+
     /// The bytes still to write.
     pub fn pending_output(&self) -> &[u8] {
         &self.out[self.out_pos..]
@@ -268,7 +308,7 @@ impl LineConn {
     /// A line that is not a request: answered malformed with request_id 0,
     /// then the connection ends.
     fn refuse_line(&mut self, now: Timestamp, reason: &str) {
-        let outcome = Outcome::Refusal(Refusal::new(RefusalKind::Malformed, reason));
+        let outcome = Outcome::from(Refusal::new(RefusalKind::Malformed, reason));
         let line = outcome.unix_line(0, None, &self.caller);
         self.send_line(now, &line);
         self.buf = Vec::new();
@@ -322,6 +362,70 @@ pub fn to_request(
 /// connection ends); an object that is not a request is
 /// `Ok(LineRequest::Malformed)`.
 pub fn parse_line(line: &[u8]) -> Result<LineRequest, String> {
+    match fast_call(line) {
+        Some(call) => Ok(call),
+        None => parse_line_tokenized(line),
+    }
+}
+
+/// A line that is exactly a call in plain JSON (§ The Unix transport's
+/// `{"call", "payload", "id", "digest"}`, any order, each key once, no other
+/// key), read in one pass; `None` for anything else, which
+/// [`parse_line_tokenized`] reads and judges. Whatever it reads, it reads as
+/// [`parse_line_tokenized`] does: the member and the digest as the strings'
+/// text, the payload and the id as the bytes of their values.
+fn fast_call(line: &[u8]) -> Option<LineRequest> {
+    let mut p = Plain::new(line);
+    p.ws();
+    p.eat(b'{')?;
+    p.ws();
+    let (mut call, mut payload, mut id, mut digest) = (None, None, None, None);
+    loop {
+        let key = p.string_bytes()?;
+        p.ws();
+        p.eat(b':')?;
+        p.ws();
+        let start = p.pos();
+        match key {
+            b"call" if call.is_none() => call = Some(p.string()?),
+            b"digest" if digest.is_none() => digest = Some(p.string()?),
+            b"payload" if payload.is_none() => {
+                p.skip_value(PLAIN_DEPTH)?;
+                payload = Some(&line[start..p.pos()]);
+            }
+            b"id" if id.is_none() => {
+                p.skip_value(PLAIN_DEPTH)?;
+                id = Some(&line[start..p.pos()]);
+            }
+            _ => return None,
+        }
+        p.ws();
+        match p.bump()? {
+            b',' => p.ws(),
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    if !p.at_end() {
+        return None;
+    }
+    Some(LineRequest::Call {
+        member: call?.to_owned(),
+        payload: payload?.to_vec(),
+        // Plain JSON is ASCII, so the id's bytes are its text.
+        id: match id {
+            Some(id) => Some(String::from_utf8(id.to_vec()).ok()?),
+            None => None,
+        },
+        digest: digest.map(str::to_owned),
+    })
+}
+
+/// [`parse_line`]'s general reader, through the tokenizer: every line its
+/// fast path does not take is read here, and every line it takes is read
+/// here alike (the differential tests and the `line_conn` fuzz target hold
+/// the two equal).
+pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
     let mut t = Tokenizer::new(line);
     let not_object = |e: &dyn std::fmt::Display| format!("not a JSON object: {e}");
     match t.next_event() {
@@ -439,6 +543,70 @@ mod tests {
         );
     }
 
+    /// Lines near the usual call: the bases, and each with one byte
+    /// replaced, removed or inserted at every place from an alphabet of
+    /// JSON's structure, escapes, controls and non-ASCII.
+    fn lines_near_calls() -> Vec<Vec<u8>> {
+        let bases: [&[u8]; 8] = [
+            br#"{"call":"Ledger::rebalance","payload":{"book":"main"},"id":1}"#,
+            br#" { "id" : "c-1" , "payload" : [ 1 , -2.5e+3 , true , null , { } ] , "call" : "A::b" , "digest" : "fnv1a64:40381db6685c9f75" } "#,
+            br#"{"call":"X::y","payload":null}"#,
+            br#"{"payload":{"a":{"b":[{"c":"dA"}]}},"call":"X::y","id":{"k":[0]}}"#,
+            br#"{"call":"X::y","payload":1,"call":"X::z"}"#,
+            br#"{"call":"X::y","payload":1,"describe":true}"#,
+            br#"{"call":"X::y","payload":1,"extra":[]}"#,
+            "{\"call\":\"X::é\",\"payload\":\"\t\",\"id\":-0}".as_bytes(),
+        ];
+        let alphabet = b"{}[]\":,01-.eE+ \t\r\n\\tfnrulx\x00\x1f\x7f\xc3\xa9\xff";
+        let mut lines = Vec::new();
+        for base in bases {
+            lines.push(base.to_vec());
+            for i in 0..=base.len() {
+                for &b in alphabet {
+                    let mut l = base.to_vec();
+                    l.insert(i, b);
+                    lines.push(l);
+                    if i < base.len() {
+                        let mut l = base.to_vec();
+                        l[i] = b;
+                        lines.push(l);
+                    }
+                }
+                if i < base.len() {
+                    let mut l = base.to_vec();
+                    l.remove(i);
+                    lines.push(l);
+                    lines.push(base[..i].to_vec());
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn the_fast_reader_reads_every_line_it_takes_as_the_tokenizer_does() {
+        let mut taken = 0;
+        let lines = lines_near_calls();
+        for line in &lines {
+            if let Some(fast) = fast_call(line) {
+                taken += 1;
+                assert_eq!(
+                    Ok(fast),
+                    parse_line_tokenized(line),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+            assert_eq!(parse_line(line), parse_line_tokenized(line));
+        }
+        // It takes the usual calls (and not only those).
+        assert!(
+            fast_call(br#"{"call":"Ledger::rebalance","payload":{"book":"main"},"id":1}"#)
+                .is_some()
+        );
+        assert!(taken > lines.len() / 10, "{taken} of {} taken", lines.len());
+    }
+
     #[test]
     fn an_object_that_is_no_request_is_refused_and_a_non_object_ends_the_line() {
         for line in [
@@ -544,6 +712,34 @@ mod tests {
         assert!(e
             .iter()
             .all(|e| matches!(e, LineEvent::Request(LineRequest::Describe { .. }))));
+    }
+
+    #[test]
+    fn a_reply_is_the_outcomes_unix_line_whichever_caller_it_is_for() {
+        // send_reply keeps the last caller's JSON: alternating callers, and
+        // callers equal in value but not shared, must each be written as
+        // themselves.
+        let peer = Principal::unix(PEER);
+        let same_value = Principal::unix(PEER);
+        let other = Principal::unix(PeerCredentials { pid: 7, ..PEER });
+        let bearer = Principal::bearer("a\"b\u{1}é");
+        let outcomes = [
+            Outcome::Result(br#"{"moved":1500}"#.to_vec()),
+            Outcome::HandlerError(br#"{"code":"x"}"#.to_vec()),
+            Outcome::from(Refusal::new(RefusalKind::Full, "full")),
+            Outcome::ServerError,
+        ];
+        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut expected = Vec::new();
+        let callers = [&peer, &peer, &other, &same_value, &bearer, &peer];
+        for (i, caller) in callers.into_iter().enumerate() {
+            let outcome = &outcomes[i % outcomes.len()];
+            let id = (i % 2 == 0).then_some("\"c-1\"");
+            c.send_reply(0, i as u64 + 1, id, caller, outcome);
+            expected.extend(outcome.unix_line(i as u64 + 1, id, caller));
+            expected.push(b'\n');
+        }
+        assert_eq!(c.pending_output(), &expected[..]);
     }
 
     #[test]

@@ -37,6 +37,8 @@ use worker::{FromWorker, Job, OnFailure, Outbox, Worker, WorkerLink};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 40;
+/// The size of one read from a connection.
+const READ_BUF: usize = 16 * 1024;
 
 /// Limits of the driver itself, beside each machine's own.
 #[derive(Clone, Debug)]
@@ -153,13 +155,19 @@ pub struct Server {
     sleeping: Arc<AtomicBool>,
     listeners: Vec<ListenerEntry>,
     conns: Slab<ConnEntry>,
-    by_correlation: HashMap<Correlation, usize>,
+    by_correlation: HashMap<Correlation, usize, OwnIds>,
     exposures: Vec<ExposureEntry>,
     workers: Vec<Worker>,
     /// Whether each worker's receiver drains: asked, it is absent.
     draining: Vec<bool>,
     /// Connections to read again once the loop's events are handled.
     resume: Vec<usize>,
+    /// The clock as the first reply of this turn read it: the turn's other
+    /// replies take the same time (a turn lasts microseconds; reading the
+    /// clock for each reply was a visible part of delivering it).
+    reply_time: Option<Timestamp>,
+    /// Where a connection's bytes are read into.
+    read_buf: Box<[u8]>,
     /// Connections with output queued this turn, written at its end.
     dirty: Vec<usize>,
     /// Requests framed from one connection's input, admitted together
@@ -215,11 +223,13 @@ impl Server {
             sleeping: Arc::new(AtomicBool::new(false)),
             listeners: Vec::new(),
             conns: Slab::new(),
-            by_correlation: HashMap::new(),
+            by_correlation: HashMap::default(),
             exposures: Vec::new(),
             workers: Vec::new(),
             draining: Vec::new(),
             resume: Vec::new(),
+            reply_time: None,
+            read_buf: vec![0u8; READ_BUF].into_boxed_slice(),
             dirty: Vec::new(),
             batch: Vec::new(),
             events: Vec::new(),
@@ -377,6 +387,7 @@ impl Server {
             let timeout = if ready { Some(Duration::ZERO) } else { timeout };
             let polled = self.poll.poll(&mut events, timeout);
             self.sleeping.store(false, Ordering::SeqCst);
+            self.reply_time = None;
             match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -536,7 +547,19 @@ impl Server {
     }
 
     fn read(&mut self, key: usize) {
-        let mut buf = [0u8; 16 * 1024];
+        // The server's buffer, zeroed once: a fresh one zeroed for every
+        // read cost more than the framing of a short read's lines. (Taken
+        // out while reading; a nested read would find it gone and make its
+        // own.)
+        let mut buf = std::mem::take(&mut self.read_buf);
+        if buf.is_empty() {
+            buf = vec![0u8; READ_BUF].into_boxed_slice();
+        }
+        self.read_into(key, &mut buf);
+        self.read_buf = buf;
+    }
+
+    fn read_into(&mut self, key: usize, buf: &mut [u8]) {
         loop {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
@@ -550,7 +573,7 @@ impl Server {
                 }
             }
             let now = self.started.elapsed().as_nanos() as Timestamp;
-            match conn.stream.read(&mut buf) {
+            match conn.stream.read(buf) {
                 Ok(0) => {
                     match &mut conn.machine {
                         Machine::Http(m) => m.handle_eof(now),
@@ -935,7 +958,10 @@ impl Server {
         let Some(&key) = self.by_correlation.get(&d.correlation) else {
             return;
         };
-        let now = self.mono_now();
+        let now = match self.reply_time {
+            Some(now) => now,
+            None => *self.reply_time.insert(self.mono_now()),
+        };
         let outcome = recorded.as_ref().map(|_| d.outcome.clone());
         let conn = &mut self.conns[key];
         let peer = conn.peer;
@@ -963,10 +989,13 @@ impl Server {
                 Some(reply)
             }
             Machine::Line(m) => {
-                m.send_line_with(now, |out| {
-                    d.outcome
-                        .write_unix_line(d.request_id, d.client_id.as_deref(), &d.caller, out)
-                });
+                m.send_reply(
+                    now,
+                    d.request_id,
+                    d.client_id.as_deref(),
+                    &d.caller,
+                    &d.outcome,
+                );
                 None
             }
         };
@@ -990,6 +1019,31 @@ impl Server {
         // Written once the loop has heard everything this turn, so the
         // replies a connection earned together go out in one write.
         self.dirty.push(key);
+    }
+}
+
+/// The hasher of maps keyed by numbers the server assigns itself
+/// (correlations): no peer chooses them, so they need no keyed hash, and
+/// SipHash was a visible part of delivering each reply.
+type OwnIds = std::hash::BuildHasherDefault<OwnIdHasher>;
+
+/// See [`OwnIds`]: a multiplicative hash of one integer.
+#[derive(Default)]
+struct OwnIdHasher(u64);
+
+impl std::hash::Hasher for OwnIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        // hashbrown takes its control bits from the top of the hash and its
+        // bucket from the bottom: fold the well-mixed high half down.
+        self.0 ^ (self.0 >> 32)
     }
 }
 

@@ -71,7 +71,7 @@ pub struct Job {
     /// The exposure's member names, as receivers are called with them.
     pub names: Arc<[String]>,
     /// The call.
-    pub dispatch: Dispatch,
+    pub dispatch: Box<Dispatch>,
 }
 
 /// A receiver instance's serial worker thread.

@@ -372,11 +372,7 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
         } else {
             "bearer"
         };
-        return Ok(Principal {
-            mode: mode.into(),
-            name: arg.into(),
-            fields: std::sync::Arc::new([]),
-        });
+        return Ok(Principal::new(mode, arg, Vec::new()));
     }
     let value: Value = serde_json::from_str(arg)
         .map_err(|e| DocError::Caller(format!("not a JSON principal object: {e}")))?;
@@ -399,9 +395,9 @@ pub fn caller_principal(arg: &str, transport: &TransportKind) -> Result<Principa
             p.mode
         )));
     }
-    let mut fields = p.fields.to_vec();
-    fields.sort_by_key(|(k, _)| FIELDS.iter().position(|f| f == k));
-    p.fields = fields.into();
+    p.data_mut()
+        .fields
+        .sort_by_key(|(k, _)| FIELDS.iter().position(|f| f == k));
     Ok(p)
 }
 

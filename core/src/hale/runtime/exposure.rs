@@ -212,8 +212,10 @@ pub struct Dispatch {
 pub enum Event {
     /// Encode and write an outcome.
     Deliver(Delivery),
-    /// Run a call on its receiver.
-    Dispatch(Dispatch),
+    /// Run a call on its receiver. Boxed: a call's payload and context make
+    /// it the largest event by far, and events are moved several times on
+    /// their way to the thread that acts on them.
+    Dispatch(Box<Dispatch>),
     /// Ask a receiver whose incarnation is not known to announce itself
     /// ([`Exposure::receiver_born`]) or be found absent
     /// ([`Exposure::receiver_absent`]).
@@ -444,7 +446,7 @@ impl Exposure {
                 request_id: id,
                 client_id: client_id.clone(),
                 caller,
-                outcome: Outcome::Refusal(refusal),
+                outcome: Outcome::from(refusal),
             }));
         };
 
@@ -673,7 +675,7 @@ impl Exposure {
         }
         let member = &self.spec.members[pending.member].name;
         let refusal = Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member));
-        self.finish(request_id, Outcome::Refusal(refusal));
+        self.finish(request_id, Outcome::from(refusal));
         self.receiver_gone(receiver, None);
         self.maybe_stopped();
     }
@@ -731,7 +733,7 @@ impl Exposure {
             let queued: Vec<RequestId> = self.slots[receiver].queue.drain(..).collect();
             for id in queued {
                 let refusal = Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN);
-                self.finish(id, Outcome::Refusal(refusal));
+                self.finish(id, Outcome::from(refusal));
             }
         }
         self.maybe_stopped();
@@ -770,7 +772,7 @@ impl Exposure {
             if stale(p.generation) {
                 let member = &self.spec.members[p.member].name;
                 let refusal = Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member));
-                self.finish(id, Outcome::Refusal(refusal));
+                self.finish(id, Outcome::from(refusal));
             } else {
                 keep.push_back(id);
             }
@@ -806,7 +808,7 @@ impl Exposure {
             exposure: self.name.clone(),
             generation: pending.generation,
         };
-        self.events.push_back(Event::Dispatch(Dispatch {
+        self.events.push_back(Event::Dispatch(Box::new(Dispatch {
             receiver,
             request_id: id,
             member: pending.member,
@@ -814,7 +816,7 @@ impl Exposure {
             context,
             generation: pending.generation,
             stamp,
-        }));
+        })));
     }
 
     /// The one terminal step of an accepted request: the record is removed,

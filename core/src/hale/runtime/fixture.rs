@@ -308,9 +308,9 @@ impl FixtureRpc {
                 }
                 Event::Dispatch(d) => {
                     if self.gated[d.receiver] {
-                        self.held[d.receiver].push_back(d);
+                        self.held[d.receiver].push_back(*d);
                     } else {
-                        self.execute(d);
+                        self.execute(*d);
                     }
                 }
                 Event::Ask(r) if self.draining[r] => self.exposure.receiver_absent(r),

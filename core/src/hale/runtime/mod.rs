@@ -25,6 +25,6 @@ pub use exposure::{
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};
 pub use sources::{
-    BearerSource, Credential, Grants, HeldRoles, PeerCredentials, Principal, RoleHierarchy,
-    RoleSource, RoleTable, TokenTable,
+    BearerSource, Credential, Grants, HeldRoles, PeerCredentials, Principal, PrincipalData,
+    RoleHierarchy, RoleSource, RoleTable, TokenTable,
 };

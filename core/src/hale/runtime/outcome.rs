@@ -122,12 +122,22 @@ pub enum Outcome {
     Result(Vec<u8>),
     /// The handler failed with its declared `E`, encoded by the codec.
     HandlerError(Vec<u8>),
-    /// The request was refused, or accepted and did not run.
-    Refusal(Refusal),
+    /// The request was refused, or accepted and did not run. Boxed: an
+    /// outcome travels in every reply's event, from the worker's thread to
+    /// the loop's, and the refusal (with its reason and the rare `served`
+    /// and `requires`) would make every one of them three times the size
+    /// of the others.
+    Refusal(Box<Refusal>),
     /// The handler failed with `ClosureViolation`.
     ServerError,
     /// A describe's answer: the description document, as compact JSON.
     Description(Vec<u8>),
+}
+
+impl From<Refusal> for Outcome {
+    fn from(refusal: Refusal) -> Outcome {
+        Outcome::Refusal(Box::new(refusal))
+    }
 }
 
 impl Outcome {
@@ -187,6 +197,33 @@ impl Outcome {
         caller: &super::Principal,
         line: &mut Vec<u8>,
     ) {
+        self.write_unix_line_with(request_id, id, line, |line| caller.write_json(line));
+    }
+
+    /// [`write_unix_line`](Outcome::write_unix_line) with the caller given
+    /// as its JSON object's text (what [`Principal::write_json`] wrote), for
+    /// a transport that answers one caller many times and keeps that text.
+    ///
+    /// [`Principal::write_json`]: super::Principal::write_json
+    pub fn write_unix_line_as(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        caller_json: &[u8],
+        line: &mut Vec<u8>,
+    ) {
+        self.write_unix_line_with(request_id, id, line, |line| {
+            line.extend_from_slice(caller_json)
+        });
+    }
+
+    fn write_unix_line_with(
+        &self,
+        request_id: u64,
+        id: Option<&str>,
+        line: &mut Vec<u8>,
+        caller: impl FnOnce(&mut Vec<u8>),
+    ) {
         line.extend_from_slice(b"{\"request_id\":");
         super::sources::write_u64(request_id, line);
         line.extend_from_slice(b",\"id\":");
@@ -209,7 +246,7 @@ impl Outcome {
             }
         }
         line.extend_from_slice(b",\"caller\":");
-        caller.write_json(line);
+        caller(line);
         line.push(b'}');
     }
 }
@@ -278,7 +315,7 @@ mod tests {
             served: Some("fnv1a64:40381db6685c9f75".into()),
             ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch("x"))
         };
-        let line = Outcome::Refusal(refusal).unix_line(4, None, &caller);
+        let line = Outcome::from(refusal).unix_line(4, None, &caller);
         assert_eq!(
             String::from_utf8(line).unwrap(),
             r#"{"request_id":4,"id":null,"ok":false,"refusal":{"kind":"digest_mismatch","reason":"the request was generated against x","served":"fnv1a64:40381db6685c9f75"},"caller":{"mode":"bearer","name":"alice"}}"#

@@ -6,48 +6,87 @@
 //! holds. Both are traits so a deployment can plug in any provider; the
 //! static tables here ([`TokenTable`], [`RoleTable`]) are ready to use.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::Timestamp;
 
-/// Who a request comes from, as the exposure established it. Its texts are
-/// shared, so the copies a request's context and reply hold cost no
-/// allocation.
+/// Who a request comes from, as the exposure established it: one shared
+/// record ([`PrincipalData`], read through `Deref`), since every accepted
+/// request's context and reply hold a copy, often on another thread, and a
+/// copy is then one reference count rather than one a text.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Principal(Arc<PrincipalData>);
+
+/// What a [`Principal`] says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Principal {
+pub struct PrincipalData {
     /// `"bearer"` for a bearer source's principal, `"unix"` for a peer's
     /// kernel credentials.
-    pub mode: Arc<str>,
+    pub mode: String,
     /// The principal's name: the bearer source's, or `uid:<n>`.
-    pub name: Arc<str>,
+    pub name: String,
     /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
-    /// in the order they are written; shared like the texts, since every
-    /// call's context and reply hold a copy.
-    pub fields: Arc<[(String, i64)]>,
+    /// in the order they are written.
+    pub fields: Vec<(String, i64)>,
+}
+
+impl std::ops::Deref for Principal {
+    type Target = PrincipalData;
+    fn deref(&self) -> &PrincipalData {
+        &self.0
+    }
+}
+
+impl From<PrincipalData> for Principal {
+    fn from(data: PrincipalData) -> Principal {
+        Principal(Arc::new(data))
+    }
+}
+
+impl std::fmt::Debug for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Principal")
+            .field("mode", &self.mode)
+            .field("name", &self.name)
+            .field("fields", &self.fields)
+            .finish()
+    }
 }
 
 impl Principal {
+    /// A principal of `mode` and `name` with further `fields`.
+    pub fn new(mode: &str, name: &str, fields: Vec<(String, i64)>) -> Principal {
+        PrincipalData {
+            mode: mode.to_owned(),
+            name: name.to_owned(),
+            fields,
+        }
+        .into()
+    }
+
+    /// The record, to change (copied first when it is shared).
+    pub fn data_mut(&mut self) -> &mut PrincipalData {
+        Arc::make_mut(&mut self.0)
+    }
+
     /// A bearer principal of `name`.
     pub fn bearer(name: &str) -> Principal {
-        Principal {
-            mode: "bearer".into(),
-            name: name.into(),
-            fields: Arc::new([]),
-        }
+        Principal::new("bearer", name, Vec::new())
     }
 
     /// The principal a Unix peer's kernel credentials name: `uid:<n>`.
     pub fn unix(peer: PeerCredentials) -> Principal {
-        Principal {
-            mode: "unix".into(),
-            name: format!("uid:{}", peer.uid).into(),
-            fields: Arc::new([
+        Principal::new(
+            "unix",
+            &format!("uid:{}", peer.uid),
+            vec![
                 ("uid".to_owned(), peer.uid),
                 ("gid".to_owned(), peer.gid),
                 ("pid".to_owned(), peer.pid),
-            ]),
-        }
+            ],
+        )
     }
 
     /// Appends the principal as the JSON object a reply's `caller` carries
@@ -91,7 +130,6 @@ impl Principal {
             object
                 .get(key)
                 .and_then(|v| v.as_str())
-                .map(Arc::<str>::from)
                 .ok_or_else(|| format!("a principal's `{key}` is a string"))
         };
         let mut fields = Vec::new();
@@ -104,11 +142,7 @@ impl Principal {
                 .ok_or_else(|| format!("a principal's `{k}` is an integer"))?;
             fields.push((k.clone(), n));
         }
-        Ok(Principal {
-            mode: text("mode")?,
-            name: text("name")?,
-            fields: fields.into(),
-        })
+        Ok(Principal::new(text("mode")?, text("name")?, fields))
     }
 }
 
@@ -203,6 +237,14 @@ pub trait RoleSource {
         let _ = principal;
         None
     }
+
+    /// The roles of [`grants`](RoleSource::grants), lent rather than copied
+    /// when the source keeps them as a list (admission reads them once per
+    /// request). A source that overrides it answers exactly the roles its
+    /// `grants` would.
+    fn direct_roles(&self, principal: &Principal) -> Option<Cow<'_, [String]>> {
+        self.grants(principal).map(|g| Cow::Owned(g.roles))
+    }
 }
 
 /// Which roles include which: a principal holding a role holds every role
@@ -251,15 +293,15 @@ impl RoleHierarchy {
 
 /// What the exposure concluded about one principal's roles for one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeldRoles {
-    direct: Option<Vec<String>>,
+pub struct HeldRoles<'a> {
+    direct: Option<Cow<'a, [String]>>,
 }
 
-impl HeldRoles {
+impl<'a> HeldRoles<'a> {
     /// Asks `source` once for the principal's grants (when it states them).
-    pub fn read(source: &dyn RoleSource, principal: &Principal) -> HeldRoles {
+    pub fn read(source: &'a dyn RoleSource, principal: &Principal) -> HeldRoles<'a> {
         HeldRoles {
-            direct: source.grants(principal).map(|g| g.roles),
+            direct: source.direct_roles(principal),
         }
     }
 
@@ -376,12 +418,18 @@ impl RoleSource for RoleTable {
     fn grants(&self, principal: &Principal) -> Option<Grants> {
         Some(Grants {
             roles: self
-                .grants
-                .get(&*principal.name)
-                .cloned()
+                .direct_roles(principal)
+                .map(Cow::into_owned)
                 .unwrap_or_default(),
             revision: self.revision,
         })
+    }
+    fn direct_roles(&self, principal: &Principal) -> Option<Cow<'_, [String]>> {
+        Some(Cow::Borrowed(
+            self.grants
+                .get(&*principal.name)
+                .map_or(&[][..], Vec::as_slice),
+        ))
     }
 }
 
@@ -410,6 +458,45 @@ mod tests {
         let held = HeldRoles::read(&table, &bo);
         assert!(held.holds(&table, &h, &bo, "operator"));
         assert!(!held.holds(&table, &h, &bo, "admin"));
+    }
+
+    #[test]
+    fn a_tables_lent_roles_are_its_grants() {
+        let table = RoleTable::new()
+            .grant("ann", "root")
+            .grant("ann", "operator")
+            .grant("bo", "operator");
+        for name in ["ann", "bo", "cy", ""] {
+            let p = Principal::bearer(name);
+            let lent = table.direct_roles(&p).map(Cow::into_owned);
+            assert_eq!(lent, table.grants(&p).map(|g| g.roles), "{name}");
+        }
+        // A source that states no grants lends none, and one that states
+        // them without lending has them copied.
+        struct Stated;
+        impl RoleSource for Stated {
+            fn holds(&self, _: &Principal, _: &str) -> bool {
+                false
+            }
+            fn grants(&self, _: &Principal) -> Option<Grants> {
+                Some(Grants {
+                    roles: vec!["x".into()],
+                    revision: 3,
+                })
+            }
+        }
+        let p = Principal::bearer("ann");
+        assert_eq!(
+            Stated.direct_roles(&p).as_deref(),
+            Some(&["x".to_owned()][..])
+        );
+        struct Silent;
+        impl RoleSource for Silent {
+            fn holds(&self, _: &Principal, _: &str) -> bool {
+                true
+            }
+        }
+        assert_eq!(Silent.direct_roles(&p), None);
     }
 
     #[test]

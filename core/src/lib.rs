@@ -18,6 +18,8 @@
 pub mod flow;
 pub mod hale;
 pub mod json;
+#[cfg(test)]
+mod mutations;
 pub mod percent;
 pub mod wire;
 

@@ -453,23 +453,7 @@ mod tests {
         let mut payloads = vec![b"{}".to_vec(), b"null".to_vec(), b"".to_vec()];
         for base in bases {
             payloads.push(base.to_vec());
-            for i in 0..=base.len() {
-                for &b in alphabet {
-                    let mut p = base.to_vec();
-                    p.insert(i, b);
-                    payloads.push(p);
-                    if i < base.len() {
-                        let mut p = base.to_vec();
-                        p[i] = b;
-                        payloads.push(p);
-                    }
-                }
-                if i < base.len() {
-                    let mut p = base.to_vec();
-                    p.remove(i);
-                    payloads.push(p);
-                }
-            }
+            payloads.extend(crate::mutations::one_byte_changes(base, alphabet));
         }
         let mut taken = 0;
         for shape in &shapes {

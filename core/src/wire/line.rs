@@ -561,24 +561,8 @@ mod tests {
         let mut lines = Vec::new();
         for base in bases {
             lines.push(base.to_vec());
-            for i in 0..=base.len() {
-                for &b in alphabet {
-                    let mut l = base.to_vec();
-                    l.insert(i, b);
-                    lines.push(l);
-                    if i < base.len() {
-                        let mut l = base.to_vec();
-                        l[i] = b;
-                        lines.push(l);
-                    }
-                }
-                if i < base.len() {
-                    let mut l = base.to_vec();
-                    l.remove(i);
-                    lines.push(l);
-                    lines.push(base[..i].to_vec());
-                }
-            }
+            lines.extend(crate::mutations::one_byte_changes(base, alphabet));
+            lines.extend((0..base.len()).map(|i| base[..i].to_vec()));
         }
         lines
     }

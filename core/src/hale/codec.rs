@@ -101,20 +101,14 @@ fn fast_struct(fields: &[FieldShape], payload: &[u8]) -> Option<serde_json::Valu
     p.ws();
     if p.eat(b'}').is_none() {
         loop {
-            let key = p.string_bytes()?;
-            p.ws();
-            p.eat(b':')?;
-            p.ws();
+            let key = p.key()?;
             let i = fields.iter().position(|f| f.key.as_bytes() == key)?;
             if values[i].is_some() {
                 return None;
             }
             values[i] = Some(fast_scalar(&mut p, &fields[i].shape)?);
-            p.ws();
-            match p.bump()? {
-                b',' => p.ws(),
-                b'}' => break,
-                _ => return None,
+            if !p.more_members()? {
+                break;
             }
         }
     }

@@ -89,6 +89,34 @@ impl<'a> Plain<'a> {
         Some(b)
     }
 
+    /// An object member's key at the cursor and the colon after it,
+    /// whitespace passed over: the key's bytes (plain, as
+    /// [`string_bytes`](Plain::string_bytes) reads them).
+    #[inline]
+    pub(crate) fn key(&mut self) -> Option<&'a [u8]> {
+        let key = self.string_bytes()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(key)
+    }
+
+    /// After an object member's value: `true` when a comma says another
+    /// member follows (the cursor at its key), `false` at the object's
+    /// closing brace (the cursor past it).
+    #[inline]
+    pub(crate) fn more_members(&mut self) -> Option<bool> {
+        self.ws();
+        match self.bump()? {
+            b',' => {
+                self.ws();
+                Some(true)
+            }
+            b'}' => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether only whitespace is left.
     pub(crate) fn at_end(&mut self) -> bool {
         self.ws();
@@ -223,16 +251,10 @@ impl<'a> Plain<'a> {
                     return Some(());
                 }
                 loop {
-                    self.string_bytes()?;
-                    self.ws();
-                    self.eat(b':')?;
-                    self.ws();
+                    self.key()?;
                     self.skip_value(depth)?;
-                    self.ws();
-                    match self.bump()? {
-                        b',' => self.ws(),
-                        b'}' => return Some(()),
-                        _ => return None,
+                    if !self.more_members()? {
+                        return Some(());
                     }
                 }
             }

@@ -381,10 +381,7 @@ fn fast_call(line: &[u8]) -> Option<LineRequest> {
     p.ws();
     let (mut call, mut payload, mut id, mut digest) = (None, None, None, None);
     loop {
-        let key = p.string_bytes()?;
-        p.ws();
-        p.eat(b':')?;
-        p.ws();
+        let key = p.key()?;
         let start = p.pos();
         match key {
             b"call" if call.is_none() => call = Some(p.string()?),
@@ -399,11 +396,8 @@ fn fast_call(line: &[u8]) -> Option<LineRequest> {
             }
             _ => return None,
         }
-        p.ws();
-        match p.bump()? {
-            b',' => p.ws(),
-            b'}' => break,
-            _ => return None,
+        if !p.more_members()? {
+            break;
         }
     }
     if !p.at_end() {

@@ -151,6 +151,12 @@ impl Process {
     /// A process run with `spawn`, spoken to through `conn`, whose outcomes
     /// are queued for [`Process::wait`]: no thread reads its output but the
     /// one that waits. Nothing starts until a call or a describe needs it.
+    ///
+    /// Its output is read only while someone waits, so a host that sends
+    /// and never waits leaves the process blocked once its output pipe is
+    /// full (and the calls sent meanwhile queued in this process, as for a
+    /// process that stops reading); the end of a process is likewise seen
+    /// by the next wait, or by the next send that finds its input closed.
     pub fn queued(spawn: Spawn, conn: Box<dyn ToolConn + Send>) -> Process {
         Process::with_delivery(spawn, conn, Delivery::Queued)
     }

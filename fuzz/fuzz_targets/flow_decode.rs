@@ -71,14 +71,7 @@ fn exists(doc: &serde_json::Value, path: &[Segment]) -> bool {
 }
 
 fn is_json(text: &[u8]) -> bool {
-    let mut t = Tokenizer::new(text);
-    loop {
-        match t.next_event() {
-            Ok(Some(_)) => {}
-            Ok(None) => return true,
-            Err(_) => return false,
-        }
-    }
+    Tokenizer::new(text).read_to_end().is_ok()
 }
 
 /// The round trip every decoded (or built) value must make.

@@ -287,14 +287,7 @@ mod tests {
 
     /// Whether the tokenizer reads `text` as one JSON value.
     fn tokenizer_reads(text: &[u8]) -> bool {
-        let mut t = Tokenizer::new(text);
-        loop {
-            match t.next_event() {
-                Ok(Some(_)) => {}
-                Ok(None) => return true,
-                Err(_) => return false,
-            }
-        }
+        Tokenizer::new(text).read_to_end().is_ok()
     }
 
     /// Whether `Plain` reads `text` as one value and nothing else.

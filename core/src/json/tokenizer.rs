@@ -512,6 +512,14 @@ impl<'a> Tokenizer<'a> {
         Ok(self.pos)
     }
 
+    /// Reads every event left, for a caller that only asks whether the
+    /// input is one well-formed JSON text: `Ok` at its end, else the first
+    /// error with its offset.
+    pub fn read_to_end(&mut self) -> Result<(), Error> {
+        while self.next_event()?.is_some() {}
+        Ok(())
+    }
+
     /// Checks that nothing but whitespace follows the one value; call it
     /// once the top-level value's last event has been read.
     pub fn finish(&mut self) -> Result<(), Error> {

@@ -28,16 +28,10 @@ const PEER: PeerCredentials = PeerCredentials {
     pid: 4242,
 };
 
+/// Whether `text` is one JSON value (the tokenizer refuses empty and blank
+/// text, so no count of events is needed).
 fn one_json_value(text: &[u8]) -> bool {
-    let mut t = Tokenizer::new(text);
-    let mut n = 0usize;
-    loop {
-        match t.next_event() {
-            Ok(Some(_)) => n += 1,
-            Ok(None) => return n > 0,
-            Err(_) => return false,
-        }
-    }
+    Tokenizer::new(text).read_to_end().is_ok()
 }
 
 #[derive(Debug, PartialEq)]

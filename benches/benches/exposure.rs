@@ -85,7 +85,7 @@ fn receipt(qty: i64, limit: i64) -> Vec<u8> {
 }
 
 fn trip(ex: &mut Exposure, correlation: u64) -> (u16, Vec<u8>) {
-    ex.handle_request(0, request(correlation));
+    ex.handle_request(0, 0, request(correlation));
     let mut out = (0, Vec::new());
     while let Some(event) = ex.poll_event() {
         match event {
@@ -128,7 +128,7 @@ fn per_pending() {
     let requests: Vec<Request> = (0..N as u64).map(request).collect();
     let live = live_during(|| {
         for r in requests {
-            fresh.handle_request(0, r);
+            fresh.handle_request(0, 0, r);
             while fresh.poll_event().is_some() {}
         }
     });

@@ -13,7 +13,7 @@ use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::runtime::*;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::http1::{Conn, ConnEvent, Limits};
+use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
 use limen_core::wire::{hale_http, mcp};
 
 const DESK: &str = include_str!("../../conformance/programs/desk.hl");
@@ -53,9 +53,9 @@ fn trip(
     bytes: &[u8],
     correlation: u64,
 ) -> usize {
-    let mut conn = Conn::new(0, Limits::default());
+    let mut conn = HttpConn::new(0, Limits::default());
     conn.handle_data(0, bytes);
-    let Some(ConnEvent::Request(req)) = conn.poll_event() else {
+    let Some(HttpEvent::Request(req)) = conn.poll_event() else {
         panic!("a request")
     };
     let (request, reply) = match framing {
@@ -65,7 +65,7 @@ fn trip(
         }
         None => (hale_http::frame(&req, correlation), None),
     };
-    ex.handle_request(0, request);
+    ex.handle_request(0, 0, request);
     while let Some(event) = ex.poll_event() {
         match event {
             Event::Dispatch(d) => {

@@ -21,8 +21,8 @@ use limen_core::hale::runtime::{
     Receiver, RoleTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::line::{self, LineConn, LineEvent};
-use limen_core::wire::{hale_http, http1, mcp};
+use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::wire::mcp;
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
@@ -53,19 +53,11 @@ pub enum Feed {
 /// Builds the describer of one exposure, in place of the model's.
 pub type DescriberFactory = dyn Fn(&Program, &ModelExposure) -> Box<dyn Describer + Send>;
 
-enum Machine {
-    Http(http1::Conn),
-    Line(LineConn),
-}
-
 struct Conn {
     served: usize,
-    machine: Machine,
-    peer: PeerCredentials,
+    front: Front,
     output: Vec<u8>,
     closed: bool,
-    /// Over MCP, how the request framed on this connection is answered.
-    mcp: Option<mcp::Reply>,
 }
 
 /// One exposure the world serves.
@@ -81,7 +73,7 @@ pub struct Served {
     receivers: Vec<String>,
     listening: bool,
     /// Over MCP, its framing.
-    framing: Option<mcp::Framing>,
+    framing: Option<std::sync::Arc<mcp::Framing>>,
 }
 
 impl Served {
@@ -197,7 +189,8 @@ impl World {
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();
             let identity = spec.identity();
-            let framing = (transport == Transport::Mcp).then(|| mcp::Framing::new(&spec));
+            let framing = (transport == Transport::Mcp)
+                .then(|| std::sync::Arc::new(mcp::Framing::new(&spec)));
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
                 exposure.receiver_born(r, STAMP);
@@ -244,21 +237,21 @@ impl World {
             return None;
         }
         let now = self.tick();
-        let machine = match self.served[served].transport {
-            Transport::Unix => Machine::Line(LineConn::new(now, line::Limits::default(), peer)),
-            _ => Machine::Http(http1::Conn::new(now, http1::Limits::default())),
-        };
         let c = self.next_correlation;
         self.next_correlation += 1;
+        let limits = FrontLimits::default();
+        let front = match (&self.served[served].transport, &self.served[served].framing) {
+            (Transport::Unix, _) => Front::unix(now, limits.line, peer, c),
+            (_, Some(framing)) => Front::mcp(now, limits.http, framing.clone(), c),
+            (_, None) => Front::http(now, limits.http, c),
+        };
         self.conns.insert(
             c,
             Conn {
                 served,
-                machine,
-                peer,
+                front,
                 output: Vec::new(),
                 closed: false,
-                mcp: None,
             },
         );
         Some(c)
@@ -275,10 +268,7 @@ impl World {
             let Some(conn) = self.conns.get_mut(&c) else {
                 return;
             };
-            match &mut conn.machine {
-                Machine::Http(m) => m.handle_data(now, chunk),
-                Machine::Line(m) => m.handle_data(now, chunk),
-            }
+            conn.front.handle_data(now, chunk);
             self.after_machine(c);
         }
     }
@@ -382,10 +372,7 @@ impl World {
                 }
                 Event::CloseConnection(c) => {
                     if let Some(conn) = self.conns.get_mut(&c) {
-                        match &mut conn.machine {
-                            Machine::Http(m) => m.abort(),
-                            Machine::Line(m) => m.abort(),
-                        }
+                        conn.front.abort();
                     }
                     self.after_machine(c);
                 }
@@ -402,48 +389,26 @@ impl World {
         if conn.closed {
             return;
         }
-        let framing = self.served[conn.served].framing.as_ref();
-        match &mut conn.machine {
-            Machine::Http(m) => match (framing, conn.mcp.take()) {
-                (Some(framing), Some(reply)) => {
-                    let answer = framing.answer(&reply, d.outcome);
-                    m.send(now, answer.status, &answer.headers, &answer.body);
-                }
-                _ => {
-                    let (status, body) = hale_http::encode(d.outcome);
-                    m.send_json(now, status, &body);
-                }
-            },
-            Machine::Line(m) => {
-                let line = d
-                    .outcome
-                    .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
-                m.send_line(now, &line);
-            }
-        }
-        self.flush(d.correlation);
+        let c = d.correlation;
+        conn.front.deliver(now, d);
+        self.flush(c);
     }
 
-    /// Takes what the machine of `c` has to write, as a reader that reads
+    /// Takes what the front of `c` has to write, as a reader that reads
     /// everything at once.
     fn flush(&mut self, c: Correlation) {
         let now = self.now;
         let Some(conn) = self.conns.get_mut(&c) else {
             return;
         };
-        let pending = match &conn.machine {
-            Machine::Http(m) => m.pending_output().to_vec(),
-            Machine::Line(m) => m.pending_output().to_vec(),
-        };
-        conn.output.extend_from_slice(&pending);
-        match &mut conn.machine {
-            Machine::Http(m) => m.consume_output(now, pending.len()),
-            Machine::Line(m) => m.consume_output(now, pending.len()),
-        }
+        let pending = conn.front.pending_output();
+        let n = pending.len();
+        conn.output.extend_from_slice(pending);
+        conn.front.consume_output(now, n);
         self.after_machine(c);
     }
 
-    /// Handles what the machine of `c` emitted.
+    /// Handles what the front of `c` emitted.
     fn after_machine(&mut self, c: Correlation) {
         loop {
             let Some(conn) = self.conns.get_mut(&c) else {
@@ -453,66 +418,32 @@ impl World {
                 return;
             }
             let s = conn.served;
-            let peer = conn.peer;
-            let framing = self.served[s].framing.as_ref();
-            let framed = match &mut conn.machine {
-                Machine::Http(m) => match (m.poll_event(), framing) {
-                    (None, _) => break,
-                    (Some(http1::ConnEvent::Request(req)), Some(framing)) => {
-                        let (request, reply) = framing.frame(&req, c);
-                        conn.mcp = Some(reply);
-                        Framed::Request(request)
-                    }
-                    (Some(http1::ConnEvent::Malformed { reason, head }), Some(framing)) => {
-                        let (request, reply) = framing.frame_malformed(&reason, head.as_ref(), c);
-                        conn.mcp = Some(reply);
-                        Framed::Request(request)
-                    }
-                    (Some(http1::ConnEvent::Request(req)), None) => {
-                        Framed::Request(hale_http::frame(&req, c))
-                    }
-                    (Some(http1::ConnEvent::Malformed { reason, head }), None) => {
-                        Framed::Request(hale_http::frame_malformed(&reason, head.as_ref(), c))
-                    }
-                    (Some(http1::ConnEvent::Lost), _) => Framed::Lost,
-                    (Some(http1::ConnEvent::Close), _) => Framed::Close,
-                },
-                Machine::Line(m) => match m.poll_event() {
-                    None => break,
-                    Some(LineEvent::Request(req)) => {
-                        Framed::Request(line::to_request(req, c, peer))
-                    }
-                    Some(LineEvent::Lost) => Framed::Lost,
-                    Some(LineEvent::Close) => Framed::Close,
-                },
-            };
-            match framed {
-                Framed::Request(request) => {
+            match conn.front.poll_event() {
+                None => break,
+                Some(FrontEvent::Request { request, .. }) => {
                     let now = self.now;
-                    self.served[s].exposure.handle_request(now, request);
+                    self.served[s].exposure.handle_request(now, now, request);
                     self.pump(s);
                 }
-                Framed::Lost => {
+                Some(FrontEvent::Lost) => {
                     self.served[s].exposure.connection_lost(c);
                     self.pump(s);
                 }
-                Framed::Close => {
-                    if let Some(conn) = self.conns.get_mut(&c) {
-                        conn.closed = true;
-                    }
+                Some(FrontEvent::Closed) => {
+                    conn.closed = true;
                     self.served[s].exposure.connection_lost(c);
                     self.pump(s);
                     return;
                 }
             }
         }
-        // A line the machine refused itself (request_id 0) is queued output
+        // A line the front answered itself (request_id 0) is queued output
         // no exposure delivered: take it as well.
-        let has_output = self.conns.get(&c).is_some_and(|conn| match &conn.machine {
-            Machine::Http(m) => !m.pending_output().is_empty(),
-            Machine::Line(m) => !m.pending_output().is_empty(),
-        });
-        if has_output {
+        if self
+            .conns
+            .get(&c)
+            .is_some_and(|conn| !conn.front.pending_output().is_empty())
+        {
             self.flush(c);
         }
     }
@@ -543,9 +474,3 @@ pub fn served_exposure(program: &Program, name: &str) -> Option<ModelExposure> {
 /// Where the demo serves MCP unless told otherwise (the address a
 /// description of it would name; nothing is bound).
 const DEMO_MCP: &str = "127.0.0.1:8090";
-
-enum Framed {
-    Request(limen_core::hale::runtime::Request),
-    Lost,
-    Close,
-}

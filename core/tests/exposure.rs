@@ -103,8 +103,7 @@ fn setup(bound: usize) -> Setup {
         receivers: vec!["self.counter".into(), "self.other".into()],
         bound,
         hierarchy,
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     };
     let tokens = TokenTable::new(Some("no such token"))
         .with("t-ann", "ann")
@@ -595,8 +594,7 @@ fn a_call_accepted_under_one_generation_never_executes_under_the_next() {
         receivers: vec!["self.r".into()],
         bound: 8,
         hierarchy: RoleHierarchy::flat(),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     };
     let mut ex = Exposure::new(
         spec,
@@ -616,8 +614,8 @@ fn a_call_accepted_under_one_generation_never_executes_under_the_next() {
         credential: bearer("t"),
         client_id: None,
     };
-    let a = ex.handle_request(0, req(1));
-    let b = ex.handle_request(0, req(2));
+    let a = ex.handle_request(0, 0, req(1));
+    let b = ex.handle_request(0, 0, req(2));
     let Some(Event::Dispatch(d)) = ex.poll_event() else {
         panic!("a is handed over");
     };
@@ -642,7 +640,7 @@ fn a_call_accepted_under_one_generation_never_executes_under_the_next() {
         (a, Outcome::Result(b"{}".to_vec()))
     );
     // A new call runs under generation 2, at the new stamp.
-    let c = ex.handle_request(0, req(3));
+    let c = ex.handle_request(0, 0, req(3));
     let Some(Event::Dispatch(d)) = ex.poll_event() else {
         panic!("c is handed over");
     };
@@ -666,8 +664,7 @@ fn a_receiver_not_yet_known_is_asked_and_its_calls_wait() {
         receivers: vec!["self.r".into()],
         bound: 8,
         hierarchy: RoleHierarchy::flat(),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     };
     let mut ex = Exposure::new(
         spec,
@@ -686,7 +683,7 @@ fn a_receiver_not_yet_known_is_asked_and_its_calls_wait() {
         credential: bearer("t"),
         client_id: None,
     };
-    let a = ex.handle_request(0, req.clone());
+    let a = ex.handle_request(0, 0, req.clone());
     assert_eq!(ex.poll_event(), Some(Event::Ask(0)));
     assert!(ex.poll_event().is_none());
     ex.receiver_absent(0);
@@ -698,6 +695,7 @@ fn a_receiver_not_yet_known_is_asked_and_its_calls_wait() {
     // again; when it answers, it serves.
     ex.handle_request(
         0,
+        0,
         Request {
             correlation: 2,
             ..req.clone()
@@ -707,6 +705,7 @@ fn a_receiver_not_yet_known_is_asked_and_its_calls_wait() {
     assert!(matches!(ex.poll_event(), Some(Event::Deliver(_))));
     ex.receiver_born(0, 3);
     ex.handle_request(
+        0,
         0,
         Request {
             correlation: 3,

@@ -150,8 +150,7 @@ fn served(p: &Program, name: &str) -> FixtureRpc {
         receivers: receivers.clone(),
         bound: e.bound.unwrap() as usize,
         hierarchy: RoleHierarchy::flat(),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     };
     let bearer: Option<Box<dyn BearerSource + Send>> =
         if e.listener.as_ref().unwrap().transport == TransportKind::Unix {

@@ -66,8 +66,7 @@ fn spec(name: &str, via: &str) -> ExposureSpec {
         receivers: vec!["self.echo".into()],
         bound: 64,
         hierarchy: RoleHierarchy::flat(),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     }
 }
 

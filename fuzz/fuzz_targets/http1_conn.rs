@@ -16,7 +16,7 @@
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::RequestKind;
 use limen_core::wire::hale_http::{frame, frame_malformed, percent_decode};
-use limen_core::wire::http1::{Conn, ConnEvent, Limits};
+use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex, pieces};
 
@@ -38,8 +38,8 @@ fn percent_decoded(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-fn run(limits: Limits, feed: &[&[u8]]) -> (Vec<ConnEvent>, bool) {
-    let mut c = Conn::new(0, limits);
+fn run(limits: Limits, feed: &[&[u8]]) -> (Vec<HttpEvent>, bool) {
+    let mut c = HttpConn::new(0, limits);
     let mut events = Vec::new();
     for piece in feed {
         c.handle_data(0, piece);
@@ -64,8 +64,8 @@ fn check(limits: Limits, data: &[u8]) {
     let (events, closed) = first;
     match &events[..] {
         // Cut off, or refused by the peer's EOF before it was whole.
-        [ConnEvent::Close] => assert!(closed),
-        [ConnEvent::Request(r), ConnEvent::Lost] => {
+        [HttpEvent::Close] => assert!(closed),
+        [HttpEvent::Request(r), HttpEvent::Lost] => {
             assert!(!closed);
             let length = r
                 .header("content-length")
@@ -90,7 +90,7 @@ fn check(limits: Limits, data: &[u8]) {
             }
             assert_eq!(percent_decode(&r.target), percent_decoded(&r.target));
         }
-        [ConnEvent::Malformed { reason, head }, ConnEvent::Lost] => {
+        [HttpEvent::Malformed { reason, head }, HttpEvent::Lost] => {
             assert!(!closed);
             assert!(!reason.is_empty());
             let framed = frame_malformed(reason, head.as_ref(), 7);
@@ -100,7 +100,7 @@ fn check(limits: Limits, data: &[u8]) {
     }
 
     // The read timer: silence after the last byte, 10 s in all.
-    let mut c = Conn::new(0, limits);
+    let mut c = HttpConn::new(0, limits);
     c.handle_data(SECOND, data);
     let waiting = std::iter::from_fn(|| c.poll_event()).count() > 0;
     match c.poll_timeout() {
@@ -136,7 +136,7 @@ fn check(limits: Limits, data: &[u8]) {
             assert!(c.is_closed());
             assert_eq!(
                 std::iter::from_fn(|| c.poll_event()).last(),
-                Some(ConnEvent::Close)
+                Some(HttpEvent::Close)
             );
             assert_eq!(c.poll_timeout(), None);
         }

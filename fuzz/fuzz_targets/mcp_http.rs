@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::sim;
 use limen_core::hale::runtime::{Outcome, Refusal, RefusalKind};
-use limen_core::wire::http1::{Conn, ConnEvent, Limits};
+use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
 use limen_core::wire::mcp::{classify, Framing};
 
 fn outcomes() -> Vec<Outcome> {
@@ -29,16 +29,16 @@ fuzz_target!(|data: &[u8]| {
     let _ = classify(data);
     let exposure = sim::exposure();
     let framing = Framing::new(exposure.spec());
-    let mut c = Conn::new(0, Limits::default());
+    let mut c = HttpConn::new(0, Limits::default());
     c.handle_data(0, data);
     c.handle_eof(0);
     for event in std::iter::from_fn(|| c.poll_event()) {
         let (_, reply) = match &event {
-            ConnEvent::Request(r) => {
+            HttpEvent::Request(r) => {
                 let _ = classify(&r.body);
                 framing.frame(r, 1)
             }
-            ConnEvent::Malformed { reason, head } => {
+            HttpEvent::Malformed { reason, head } => {
                 framing.frame_malformed(reason, head.as_ref(), 1)
             }
             _ => continue,

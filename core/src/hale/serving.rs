@@ -10,7 +10,7 @@
 use super::codec::{self, FieldShape, Shape};
 use super::model::types::FieldRef;
 use super::model::{Exposure, Prim, Program, Resolved, TypeTable};
-use super::runtime::{ExposureSpec, MemberSpec, PayloadCodec, RoleHierarchy};
+use super::runtime::{ExposureLimits, ExposureSpec, MemberSpec, PayloadCodec, RoleHierarchy};
 use super::syntax::ast::{Expr, TypeBody, TypeExpr};
 
 /// Why an exposure of the model cannot be served.
@@ -81,8 +81,7 @@ pub fn exposure_spec(
         receivers,
         bound: usize::try_from(bound).unwrap_or(usize::MAX),
         hierarchy: hierarchy(program),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     })
 }
 

@@ -1,14 +1,14 @@
 //! HTTP/1.1, one request to a connection, as a sans-I/O machine.
 //!
-//! [`Conn`] reads one request (a head parsed by `httparse`, then a body of
+//! [`HttpConn`] reads one request (a head parsed by `httparse`, then a body of
 //! `Content-Length` bytes) under the limits of § The HTTP transport — a head
 //! of at most 64 KiB, a body of at most 1 MiB, 5 seconds of silence and 10
-//! in all — and emits it as a [`ConnEvent::Request`], or as a
-//! [`ConnEvent::Malformed`] the transport answers 400. It then writes one
+//! in all — and emits it as a [`HttpEvent::Request`], or as a
+//! [`HttpEvent::Malformed`] the transport answers 400. It then writes one
 //! response and closes (`Connection: close`: no keep-alive, no chunked
 //! bodies). A reader that takes nothing of the response for 5 seconds ends
 //! the connection. An EOF before the request is whole ends it with nothing
-//! written; an EOF after it is the client gone ([`ConnEvent::Lost`]).
+//! written; an EOF after it is the client gone ([`HttpEvent::Lost`]).
 //!
 //! The machine knows HTTP, not Hale: [`crate::wire::hale_http`] frames its
 //! requests for an exposure and encodes outcomes back, and the MCP transport
@@ -82,7 +82,7 @@ impl HttpRequest {
 
 /// What the connection asks of its transport.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConnEvent {
+pub enum HttpEvent {
     /// A whole request arrived.
     Request(HttpRequest),
     /// The bytes are not an HTTP/1.1 request the transport can take: answer
@@ -117,7 +117,7 @@ enum State {
 
 /// One HTTP/1.1 connection. See the module documentation.
 #[derive(Debug)]
-pub struct Conn {
+pub struct HttpConn {
     limits: Limits,
     state: State,
     started: Timestamp,
@@ -134,13 +134,13 @@ pub struct Conn {
     out: Vec<u8>,
     out_pos: usize,
     last_progress: Timestamp,
-    events: VecDeque<ConnEvent>,
+    events: VecDeque<HttpEvent>,
 }
 
-impl Conn {
+impl HttpConn {
     /// A connection accepted at `now`.
-    pub fn new(now: Timestamp, limits: Limits) -> Conn {
-        Conn {
+    pub fn new(now: Timestamp, limits: Limits) -> HttpConn {
+        HttpConn {
             limits,
             state: State::Head,
             started: now,
@@ -155,6 +155,11 @@ impl Conn {
             last_progress: now,
             events: VecDeque::new(),
         }
+    }
+
+    /// Whether the machine reads input now: until its one request is whole.
+    pub fn wants_read(&self) -> bool {
+        matches!(self.state, State::Head | State::Body { .. })
     }
 
     /// Bytes read from the socket at `now`.
@@ -194,7 +199,7 @@ impl Conn {
             State::Head | State::Body { .. } => self.close(),
             // Gone after sending: the runtime's lost connection. The
             // transport closes once the runtime is finished with it.
-            State::Waiting | State::Writing => self.events.push_back(ConnEvent::Lost),
+            State::Waiting | State::Writing => self.events.push_back(HttpEvent::Lost),
             State::Closed => {}
         }
     }
@@ -217,7 +222,7 @@ impl Conn {
         }
     }
 
-    /// When [`handle_timeout`](Conn::handle_timeout) next has work.
+    /// When [`handle_timeout`](HttpConn::handle_timeout) next has work.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self.state {
             State::Head | State::Body { .. } => Some(self.read_deadline()),
@@ -227,7 +232,7 @@ impl Conn {
     }
 
     /// The next event, if any.
-    pub fn poll_event(&mut self) -> Option<ConnEvent> {
+    pub fn poll_event(&mut self) -> Option<HttpEvent> {
         self.events.pop_front()
     }
 
@@ -238,7 +243,7 @@ impl Conn {
         self.send(now, status, &[], body)
     }
 
-    /// Like [`send_json`](Conn::send_json) with extra headers before the
+    /// Like [`send_json`](HttpConn::send_json) with extra headers before the
     /// fixed ones (`Allow: POST` on a 405).
     pub fn send(&mut self, now: Timestamp, status: u16, extra: &[(&str, &str)], body: &[u8]) {
         if self.state != State::Waiting {
@@ -280,7 +285,7 @@ impl Conn {
         &self.out[self.out_pos..]
     }
 
-    /// `n` bytes of [`pending_output`](Conn::pending_output) were written at
+    /// `n` bytes of [`pending_output`](HttpConn::pending_output) were written at
     /// `now`. Once the whole response is out the connection closes.
     pub fn consume_output(&mut self, now: Timestamp, n: usize) {
         if self.state != State::Writing {
@@ -311,14 +316,14 @@ impl Conn {
         if self.state != State::Closed {
             self.state = State::Closed;
             self.buf = Vec::new();
-            self.events.push_back(ConnEvent::Close);
+            self.events.push_back(HttpEvent::Close);
         }
     }
 
     fn malformed(&mut self, reason: impl Into<String>) {
         self.state = State::Waiting;
         self.buf = Vec::new();
-        self.events.push_back(ConnEvent::Malformed {
+        self.events.push_back(HttpEvent::Malformed {
             reason: reason.into(),
             head: self.head.take(),
         });
@@ -365,7 +370,10 @@ impl Conn {
         let from = self.buf.len() - fresh.min(self.buf.len());
         let Some(last) = self.buf[from..].iter().rposition(|&b| b == b'\n') else {
             if self.skipped + self.buf.len() > self.limits.max_head {
-                self.malformed("the request head is over 65536 bytes");
+                self.malformed(format!(
+                    "the request head is over {} bytes",
+                    self.limits.max_head
+                ));
             }
             return;
         };
@@ -381,17 +389,26 @@ impl Conn {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if self.skipped + self.buf.len() > self.limits.max_head {
-                    self.malformed("the request head is over 65536 bytes");
+                    self.malformed(format!(
+                        "the request head is over {} bytes",
+                        self.limits.max_head
+                    ));
                 }
                 return;
             }
             Err(httparse::Error::TooManyHeaders) => {
-                return self.malformed("the request has too many headers");
+                return self.malformed(format!(
+                    "the request has more than {} headers",
+                    self.limits.max_headers
+                ));
             }
             Err(e) => return self.malformed(format!("not an HTTP/1.1 request: {e}")),
         };
         if self.skipped + n > self.limits.max_head {
-            return self.malformed("the request head is over 65536 bytes");
+            return self.malformed(format!(
+                "the request head is over {} bytes",
+                self.limits.max_head
+            ));
         }
         let head = HttpRequest {
             method: req.method.unwrap_or_default().to_owned(),
@@ -429,7 +446,10 @@ impl Conn {
             return self.malformed("the request has two Content-Length headers");
         }
         if length > self.limits.max_body as u64 {
-            return self.malformed("the request body is over 1048576 bytes");
+            return self.malformed(format!(
+                "the request body is over {} bytes",
+                self.limits.max_body
+            ));
         }
         self.state = State::Body {
             remaining: length as usize,
@@ -452,7 +472,7 @@ impl Conn {
         let mut request = self.head.take().expect("the head was read");
         request.body = std::mem::take(&mut self.buf);
         self.state = State::Waiting;
-        self.events.push_back(ConnEvent::Request(request));
+        self.events.push_back(HttpEvent::Request(request));
     }
 }
 
@@ -495,7 +515,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn events(conn: &mut Conn) -> Vec<ConnEvent> {
+    fn events(conn: &mut HttpConn) -> Vec<HttpEvent> {
         std::iter::from_fn(|| conn.poll_event()).collect()
     }
 
@@ -503,16 +523,16 @@ mod tests {
 
     #[test]
     fn reads_one_request_whole_or_byte_by_byte() {
-        let mut whole = Conn::new(0, Limits::default());
+        let mut whole = HttpConn::new(0, Limits::default());
         whole.handle_data(0, CALL);
         let a = events(&mut whole);
-        let mut split = Conn::new(0, Limits::default());
+        let mut split = HttpConn::new(0, Limits::default());
         for b in CALL {
             split.handle_data(0, std::slice::from_ref(b));
         }
         let b = events(&mut split);
         assert_eq!(a, b);
-        let [ConnEvent::Request(req)] = &a[..] else {
+        let [HttpEvent::Request(req)] = &a[..] else {
             panic!("{a:?}")
         };
         assert_eq!(req.method, "POST");
@@ -523,7 +543,7 @@ mod tests {
 
     #[test]
     fn writes_the_fixed_headers_and_closes_when_written() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, CALL);
         events(&mut c);
         c.send_json(0, 200, b"{\"order\":41}");
@@ -536,29 +556,29 @@ mod tests {
         assert!(!c.is_closed());
         c.consume_output(1, 1000);
         assert!(c.is_closed());
-        assert_eq!(events(&mut c), [ConnEvent::Close]);
+        assert_eq!(events(&mut c), [HttpEvent::Close]);
     }
 
     #[test]
     fn a_head_over_64_kib_is_malformed() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, b"GET /");
         c.handle_data(0, &vec![b'a'; 70_000]);
         assert!(
-            matches!(&events(&mut c)[..], [ConnEvent::Malformed { reason, .. }] if reason.contains("65536"))
+            matches!(&events(&mut c)[..], [HttpEvent::Malformed { reason, .. }] if reason.contains("65536"))
         );
     }
 
     #[test]
     fn a_body_over_1_mib_is_malformed_before_it_is_read() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(
             0,
             b"POST /call/X::y HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n",
         );
         let e = events(&mut c);
         assert!(
-            matches!(&e[..], [ConnEvent::Malformed { reason, head: Some(_) }] if reason.contains("1048576")),
+            matches!(&e[..], [HttpEvent::Malformed { reason, head: Some(_) }] if reason.contains("1048576")),
             "{e:?}"
         );
     }
@@ -572,13 +592,13 @@ mod tests {
         let mut head = b"POST /call/X::y HTTP/1.1\r\nX-Long: ".to_vec();
         head.extend(std::iter::repeat_n(b'a', 65_000));
         head.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         for b in &head {
             c.handle_data(0, std::slice::from_ref(b));
         }
         let e = events(&mut c);
         assert!(
-            matches!(&e[..], [ConnEvent::Request(r)] if r.body == b"{}"),
+            matches!(&e[..], [HttpEvent::Request(r)] if r.body == b"{}"),
             "{e:?}"
         );
         assert!(c.parsed <= 4 * head.len(), "{} bytes parsed", c.parsed);
@@ -592,40 +612,40 @@ mod tests {
         let mut input = b"\r\n\n\r".to_vec();
         input.extend_from_slice(b"\n");
         input.extend_from_slice(CALL);
-        let mut whole = Conn::new(0, Limits::default());
+        let mut whole = HttpConn::new(0, Limits::default());
         whole.handle_data(0, &input);
-        let mut split = Conn::new(0, Limits::default());
+        let mut split = HttpConn::new(0, Limits::default());
         for b in &input {
             split.handle_data(0, std::slice::from_ref(b));
         }
         let a = events(&mut whole);
-        assert!(matches!(&a[..], [ConnEvent::Request(_)]), "{a:?}");
+        assert!(matches!(&a[..], [HttpEvent::Request(_)]), "{a:?}");
         assert_eq!(a, events(&mut split));
 
         let mut many = vec![b'\n'; 65_537];
         many.extend_from_slice(CALL);
         for feed in [many.chunks(many.len()), many.chunks(1)] {
-            let mut c = Conn::new(0, Limits::default());
+            let mut c = HttpConn::new(0, Limits::default());
             for piece in feed {
                 c.handle_data(0, piece);
             }
             assert_eq!(c.parsed, 0);
             let e = events(&mut c);
             assert!(
-                matches!(&e[..], [ConnEvent::Malformed { reason, head: None }] if reason.contains("65536")),
+                matches!(&e[..], [HttpEvent::Malformed { reason, head: None }] if reason.contains("65536")),
                 "{e:?}"
             );
         }
         // A CR that begins no empty line is the request's, and refused.
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, b"\r");
         c.handle_data(0, b"GET / HTTP/1.1\r\n\r\n");
-        assert!(matches!(&events(&mut c)[..], [ConnEvent::Malformed { .. }]));
+        assert!(matches!(&events(&mut c)[..], [HttpEvent::Malformed { .. }]));
     }
 
     #[test]
     fn silence_and_the_whole_request_are_timed() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(SECOND, b"POST /call/X::y HTTP/1.1\r\n");
         assert_eq!(c.poll_timeout(), Some(6 * SECOND));
         c.handle_timeout(5 * SECOND);
@@ -637,28 +657,28 @@ mod tests {
         assert_eq!(c.poll_timeout(), Some(10 * SECOND));
         c.handle_timeout(10 * SECOND);
         assert!(c.is_closed());
-        assert_eq!(events(&mut c), [ConnEvent::Close]);
+        assert_eq!(events(&mut c), [HttpEvent::Close]);
     }
 
     #[test]
     fn eof_before_the_request_closes_and_after_it_is_lost() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, &CALL[..20]);
         c.handle_eof(0);
-        assert_eq!(events(&mut c), [ConnEvent::Close]);
-        let mut c = Conn::new(0, Limits::default());
+        assert_eq!(events(&mut c), [HttpEvent::Close]);
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, CALL);
         c.handle_eof(0);
         let e = events(&mut c);
         assert!(
-            matches!(&e[..], [ConnEvent::Request(_), ConnEvent::Lost]),
+            matches!(&e[..], [HttpEvent::Request(_), HttpEvent::Lost]),
             "{e:?}"
         );
     }
 
     #[test]
     fn a_reader_that_takes_nothing_for_5_seconds_ends_the_connection() {
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(0, CALL);
         events(&mut c);
         c.send_json(SECOND, 200, b"{}");
@@ -678,22 +698,22 @@ mod tests {
             let mut head = b"POST /call/X::y HTTP/1.1\r\nContent-Length: ".to_vec();
             head.extend_from_slice(value);
             head.extend_from_slice(b"\r\n\r\n{");
-            let mut c = Conn::new(0, Limits::default());
+            let mut c = HttpConn::new(0, Limits::default());
             c.handle_data(0, &head);
             let e = events(&mut c);
             assert!(
-                matches!(&e[..], [ConnEvent::Malformed { reason, .. }] if reason.contains("Content-Length")),
+                matches!(&e[..], [HttpEvent::Malformed { reason, .. }] if reason.contains("Content-Length")),
                 "{value:?}: {e:?}"
             );
         }
-        let mut c = Conn::new(0, Limits::default());
+        let mut c = HttpConn::new(0, Limits::default());
         c.handle_data(
             0,
             b"POST /call/X::y HTTP/1.1\r\nContent-Length: \t01 \r\n\r\n{",
         );
         let e = events(&mut c);
         assert!(
-            matches!(&e[..], [ConnEvent::Request(r)] if r.body == b"{"),
+            matches!(&e[..], [HttpEvent::Request(r)] if r.body == b"{"),
             "{e:?}"
         );
     }
@@ -707,10 +727,10 @@ mod tests {
             b"NOT HTTP\r\n\r\n",
             b"GET / HTTP/2.0\r\n\r\n",
         ] {
-            let mut c = Conn::new(0, Limits::default());
+            let mut c = HttpConn::new(0, Limits::default());
             c.handle_data(0, head);
             assert!(
-                matches!(&events(&mut c)[..], [ConnEvent::Malformed { .. }]),
+                matches!(&events(&mut c)[..], [HttpEvent::Malformed { .. }]),
                 "{head:?}"
             );
         }

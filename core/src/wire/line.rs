@@ -14,10 +14,6 @@
 
 use std::collections::VecDeque;
 
-use crate::hale::runtime::{
-    Correlation, Credential, Outcome, PeerCredentials, Principal, Refusal, RefusalKind, Request,
-    RequestKind,
-};
 use crate::json::plain::{Plain, PLAIN_DEPTH};
 use crate::json::{DuplicateKeys, Event, Tokenizer};
 use crate::{Timestamp, SECOND};
@@ -78,6 +74,17 @@ pub enum LineRequest {
 pub enum LineEvent {
     /// A request line.
     Request(LineRequest),
+    /// A line that is not a JSON object (or one over the line limit): the
+    /// transport answers it (Hale's front writes a malformed refusal with
+    /// request_id 0) with [`LineConn::send_line`]; no more input is read,
+    /// and the connection closes once that answer is written. [`Lost`]
+    /// follows.
+    ///
+    /// [`Lost`]: LineEvent::Lost
+    Unreadable {
+        /// Why the line is not a request.
+        reason: String,
+    },
     /// The peer is gone: its requests with the exposure are lost.
     Lost,
     /// The connection is done: close the socket.
@@ -107,18 +114,12 @@ pub struct LineConn {
     out: Vec<u8>,
     out_pos: usize,
     last_progress: Timestamp,
-    caller: Principal,
-    /// The caller the last reply was written for and its JSON object's
-    /// text: a connection's replies are nearly always for its one peer, and
-    /// writing the principal out again was a tenth of a reply's work.
-    caller_json: Option<(Principal, Vec<u8>)>,
     events: VecDeque<LineEvent>,
 }
 
 impl LineConn {
-    /// A connection accepted at `now` from `peer` (whose principal a line
-    /// that is not a request is answered as).
-    pub fn new(now: Timestamp, limits: Limits, peer: PeerCredentials) -> LineConn {
+    /// A connection accepted at `now`.
+    pub fn new(now: Timestamp, limits: Limits) -> LineConn {
         LineConn {
             limits,
             state: State::Open,
@@ -129,8 +130,6 @@ impl LineConn {
             out: Vec::new(),
             out_pos: 0,
             last_progress: now,
-            caller: Principal::unix(peer),
-            caller_json: None,
             events: VecDeque::new(),
         }
     }
@@ -160,7 +159,10 @@ impl LineConn {
                 let unfinished =
                     self.buf.len() - start - usize::from(self.buf.last() == Some(&b'\r'));
                 if unfinished > self.limits.max_line {
-                    return self.refuse_line(now, "the line is over 60000 bytes");
+                    return self.refuse_line(
+                        now,
+                        &format!("the line is over {} bytes", self.limits.max_line),
+                    );
                 }
                 break;
             };
@@ -170,7 +172,10 @@ impl LineConn {
                 line = &line[..line.len() - 1];
             }
             if line.len() > self.limits.max_line {
-                return self.refuse_line(now, "the line is over 60000 bytes");
+                return self.refuse_line(
+                    now,
+                    &format!("the line is over {} bytes", self.limits.max_line),
+                );
             }
             let blank = line.iter().all(|b| b.is_ascii_whitespace());
             let parsed = if blank { None } else { Some(parse_line(line)) };
@@ -220,40 +225,6 @@ impl LineConn {
         self.out.push(b'\n');
     }
 
-    /// Queues the reply line of `outcome` for the request `request_id`,
-    /// whose client sent `id` and whom the exposure established as `caller`
-    /// (the line [`Outcome::unix_line`] writes).
-    pub fn send_reply(
-        &mut self,
-        now: Timestamp,
-        request_id: u64,
-        id: Option<&str>,
-        caller: &Principal,
-        outcome: &Outcome,
-    ) {
-        if self.state == State::Closed {
-            return;
-        }
-        // Compared by value: the same principal's texts are shared, so the
-        // usual match costs a few pointer comparisons.
-        let json = match &mut self.caller_json {
-            Some((known, json)) if known == caller => json,
-            slot => {
-                let mut json = Vec::with_capacity(96);
-                caller.write_json(&mut json);
-                &mut slot.insert((caller.clone(), json)).1
-            }
-        };
-        let json: &[u8] = json;
-        if self.out_pos == self.out.len() {
-            self.last_progress = now;
-            self.out.clear();
-            self.out_pos = 0;
-        }
-        outcome.write_unix_line_as(request_id, id, json, &mut self.out);
-        self.out.push(b'\n');
-    }
-
     /// The bytes still to write.
     pub fn pending_output(&self) -> &[u8] {
         &self.out[self.out_pos..]
@@ -297,6 +268,12 @@ impl LineConn {
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<LineEvent> {
+        if self.events.is_empty() {
+            // An unreadable line's answer was queued (or the transport
+            // chose none) while its events were taken: with nothing left to
+            // write, the connection is done.
+            self.maybe_close();
+        }
         self.events.pop_front()
     }
 
@@ -305,16 +282,15 @@ impl LineConn {
         self.state == State::Closed
     }
 
-    /// A line that is not a request: answered malformed with request_id 0,
-    /// then the connection ends.
-    fn refuse_line(&mut self, now: Timestamp, reason: &str) {
-        let outcome = Outcome::from(Refusal::new(RefusalKind::Malformed, reason));
-        let line = outcome.unix_line(0, None, &self.caller);
-        self.send_line(now, &line);
+    /// A line that is not a request: the transport answers it, then the
+    /// connection ends (see [`LineEvent::Unreadable`]).
+    fn refuse_line(&mut self, _now: Timestamp, reason: &str) {
         self.buf = Vec::new();
+        self.events.push_back(LineEvent::Unreadable {
+            reason: reason.to_owned(),
+        });
         self.events.push_back(LineEvent::Lost);
         self.state = State::Draining;
-        self.maybe_close();
     }
 
     fn maybe_close(&mut self) {
@@ -329,32 +305,6 @@ impl LineConn {
             self.buf = Vec::new();
             self.events.push_back(LineEvent::Close);
         }
-    }
-}
-
-/// Frames a line request for the exposure; the peer's kernel credentials
-/// are its credential.
-pub fn to_request(
-    request: LineRequest,
-    correlation: Correlation,
-    peer: PeerCredentials,
-) -> Request {
-    let (kind, digest, id) = match request {
-        LineRequest::Call {
-            member,
-            payload,
-            id,
-            digest,
-        } => (RequestKind::Call { member, payload }, digest, id),
-        LineRequest::Describe { id } => (RequestKind::Describe, None, id),
-        LineRequest::Malformed { reason, id } => (RequestKind::Malformed { reason }, None, id),
-    };
-    Request {
-        correlation,
-        kind,
-        digest,
-        credential: Credential::Peer(peer),
-        client_id: id,
     }
 }
 
@@ -509,12 +459,6 @@ pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
 mod tests {
     use super::*;
 
-    const PEER: PeerCredentials = PeerCredentials {
-        uid: 1000,
-        gid: 1000,
-        pid: 4242,
-    };
-
     fn events(c: &mut LineConn) -> Vec<LineEvent> {
         std::iter::from_fn(|| c.poll_event()).collect()
     }
@@ -608,9 +552,9 @@ mod tests {
     fn the_same_events_whole_or_byte_by_byte() {
         let input =
             b"{\"describe\":true}\n{\"call\":\"A::b\",\"payload\":1,\"id\":[1]}\r\n\n{\"x\":1}\n";
-        let mut whole = LineConn::new(0, Limits::default(), PEER);
+        let mut whole = LineConn::new(0, Limits::default());
         whole.handle_data(0, input);
-        let mut split = LineConn::new(0, Limits::default(), PEER);
+        let mut split = LineConn::new(0, Limits::default());
         for b in input {
             split.handle_data(0, std::slice::from_ref(b));
         }
@@ -620,29 +564,44 @@ mod tests {
     }
 
     #[test]
-    fn a_line_that_is_not_an_object_is_answered_with_request_id_0_and_closed() {
-        let mut c = LineConn::new(0, Limits::default(), PEER);
+    fn a_line_that_is_not_an_object_ends_the_connection_once_answered() {
+        let mut c = LineConn::new(0, Limits::default());
         c.handle_data(0, b"garbage\n{\"describe\":true}\n");
-        assert_eq!(events(&mut c), [LineEvent::Lost]);
-        let out = String::from_utf8(c.pending_output().to_vec()).unwrap();
+        let e = c.poll_event();
         assert!(
-            out.starts_with(
-                r#"{"request_id":0,"id":null,"ok":false,"refusal":{"kind":"malformed""#
-            ),
-            "{out}"
+            matches!(&e, Some(LineEvent::Unreadable { reason }) if reason.contains("JSON")),
+            "{e:?}"
         );
-        assert!(out.ends_with("\"caller\":{\"mode\":\"unix\",\"name\":\"uid:1000\",\"uid\":1000,\"gid\":1000,\"pid\":4242}}\n"));
-        let n = c.pending_output().len();
-        c.consume_output(0, n);
+        assert_eq!(c.poll_event(), Some(LineEvent::Lost));
+        // The transport's answer is written before the connection closes;
+        // the line after it is not read.
+        c.send_line(0, b"{}");
+        assert_eq!(events(&mut c), []);
+        assert!(!c.wants_read());
+        c.consume_output(0, 3);
         assert_eq!(events(&mut c), [LineEvent::Close]);
     }
 
     #[test]
     fn an_over_long_line_is_refused_before_it_is_whole() {
-        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut c = LineConn::new(0, Limits::default());
         c.handle_data(0, &vec![b' '; 60_001]);
-        assert_eq!(events(&mut c), [LineEvent::Lost]);
-        assert!(String::from_utf8_lossy(c.pending_output()).contains("over 60000"));
+        let e = events(&mut c);
+        assert!(
+            matches!(&e[..], [LineEvent::Unreadable { reason }, LineEvent::Lost, LineEvent::Close] if reason == "the line is over 60000 bytes"),
+            "{e:?}"
+        );
+        // The limit in force names itself.
+        let limits = Limits {
+            max_line: 10,
+            ..Limits::default()
+        };
+        let mut c = LineConn::new(0, limits);
+        c.handle_data(0, b"{\"describe\": true}\n");
+        assert!(matches!(
+            c.poll_event(),
+            Some(LineEvent::Unreadable { reason }) if reason == "the line is over 10 bytes"
+        ));
     }
 
     #[test]
@@ -656,9 +615,9 @@ mod tests {
         };
         let line = format!("{{\"describe\":true,\"id\":\"{}\"}}", "x".repeat(39));
         assert_eq!(line.len(), 64);
-        let mut whole = LineConn::new(0, limits, PEER);
+        let mut whole = LineConn::new(0, limits);
         whole.handle_data(0, format!("{line}\r\n").as_bytes());
-        let mut split = LineConn::new(0, limits, PEER);
+        let mut split = LineConn::new(0, limits);
         split.handle_data(0, format!("{line}\r").as_bytes());
         split.handle_data(0, b"\n");
         let a = events(&mut whole);
@@ -668,9 +627,9 @@ mod tests {
         );
         assert_eq!(a, events(&mut split));
         // One byte more is over-long however it comes.
-        let mut c = LineConn::new(0, limits, PEER);
+        let mut c = LineConn::new(0, limits);
         c.handle_data(0, format!("{line} \r").as_bytes());
-        assert_eq!(events(&mut c), [LineEvent::Lost]);
+        assert!(matches!(c.poll_event(), Some(LineEvent::Unreadable { .. })));
     }
 
     #[test]
@@ -681,7 +640,7 @@ mod tests {
         // Now the framed bytes are dropped once a read.
         let mut input = vec![b'\n'; 1 << 20];
         input.extend_from_slice(b"{\"describe\":true}\n{\"des");
-        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut c = LineConn::new(0, Limits::default());
         c.handle_data(0, &input);
         c.handle_data(0, b"cribe\":true}\n");
         let e = events(&mut c);
@@ -693,36 +652,8 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_is_the_outcomes_unix_line_whichever_caller_it_is_for() {
-        // send_reply keeps the last caller's JSON: alternating callers, and
-        // callers equal in value but not shared, must each be written as
-        // themselves.
-        let peer = Principal::unix(PEER);
-        let same_value = Principal::unix(PEER);
-        let other = Principal::unix(PeerCredentials { pid: 7, ..PEER });
-        let bearer = Principal::bearer("a\"b\u{1}é");
-        let outcomes = [
-            Outcome::Result(br#"{"moved":1500}"#.to_vec()),
-            Outcome::HandlerError(br#"{"code":"x"}"#.to_vec()),
-            Outcome::from(Refusal::new(RefusalKind::Full, "full")),
-            Outcome::ServerError,
-        ];
-        let mut c = LineConn::new(0, Limits::default(), PEER);
-        let mut expected = Vec::new();
-        let callers = [&peer, &peer, &other, &same_value, &bearer, &peer];
-        for (i, caller) in callers.into_iter().enumerate() {
-            let outcome = &outcomes[i % outcomes.len()];
-            let id = (i % 2 == 0).then_some("\"c-1\"");
-            c.send_reply(0, i as u64 + 1, id, caller, outcome);
-            expected.extend(outcome.unix_line(i as u64 + 1, id, caller));
-            expected.push(b'\n');
-        }
-        assert_eq!(c.pending_output(), &expected[..]);
-    }
-
-    #[test]
     fn eof_flushes_what_is_queued_then_closes() {
-        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut c = LineConn::new(0, Limits::default());
         c.send_line(0, b"{}");
         c.handle_eof(0);
         assert_eq!(events(&mut c), [LineEvent::Lost]);
@@ -733,7 +664,7 @@ mod tests {
 
     #[test]
     fn a_reader_that_never_reads_is_ended_after_5_seconds() {
-        let mut c = LineConn::new(0, Limits::default(), PEER);
+        let mut c = LineConn::new(0, Limits::default());
         c.send_line(SECOND, b"{}");
         assert_eq!(c.poll_timeout(), Some(6 * SECOND));
         c.handle_timeout(6 * SECOND);

@@ -1,5 +1,8 @@
-//! Wire protocol machines, one module per protocol.
+//! Wire protocol machines, one module per protocol, and the transport
+//! fronts that join them to an exposure.
 //!
+//! - [`front`]: one connection of one transport between its bytes and an
+//!   exposure: framing in, outcome encoding out. What every driver drives.
 //! - [`http1`]: HTTP/1.1, one request to a connection.
 //! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
 //!   `GET /.description`) and the HTTP column of § Outcomes.
@@ -9,6 +12,7 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages, one to a line (the Flow Tool
 //!   protocol, MCP).
 
+pub mod front;
 pub mod hale_http;
 pub mod http1;
 pub mod jsonrpc;

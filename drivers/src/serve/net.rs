@@ -101,13 +101,13 @@ impl Listener {
         }
     }
 
-    pub(super) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+    /// The listening descriptor, while open.
+    pub(super) fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
         match self {
-            Listener::Tcp(l) => registry.register(l, token, Interest::READABLE),
-            Listener::Unix { listener, .. } => {
-                registry.register(listener, token, Interest::READABLE)
-            }
-            Listener::Closed => Ok(()),
+            Listener::Tcp(l) => Some(l.as_raw_fd()),
+            Listener::Unix { listener, .. } => Some(listener.as_raw_fd()),
+            Listener::Closed => None,
         }
     }
 
@@ -130,22 +130,6 @@ impl Listener {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
             Err(e) => Err(e),
         }
-    }
-
-    /// Releases the listener; a Unix socket file is removed if the path
-    /// still names the file this listener bound (by the drop of the old
-    /// value).
-    pub(super) fn close(&mut self, registry: &Registry) {
-        match self {
-            Listener::Tcp(l) => {
-                let _ = registry.deregister(l);
-            }
-            Listener::Unix { listener, .. } => {
-                let _ = registry.deregister(listener);
-            }
-            Listener::Closed => {}
-        }
-        *self = Listener::Closed;
     }
 }
 

@@ -10,19 +10,9 @@
 //! because its connection was lost.
 
 use limen_core::hale::runtime::{ExposureSpec, Outcome, PeerCredentials, Principal, RequestId};
-use limen_core::wire::http1::HttpRequest;
-use limen_core::wire::line::LineRequest;
 
-/// A request as its wire machine framed it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RecordedRequest {
-    /// A Unix JSON line.
-    Line(LineRequest),
-    /// An HTTP request, read whole.
-    Http(HttpRequest),
-    /// An MCP request: one JSON-RPC message in an HTTP request, read whole.
-    Mcp(HttpRequest),
-}
+/// A request as its wire machine framed it (the front's wire form).
+pub type RecordedRequest = limen_core::wire::front::RawRequest;
 
 /// One request and its reply, as the server handled them.
 #[derive(Debug)]

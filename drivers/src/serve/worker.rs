@@ -2,72 +2,64 @@
 //! actor wherever its calls come from, and calls to different receivers
 //! run in parallel.
 //!
-//! A worker reports a finished call to its exposure itself, under the
-//! exposure's lock, and takes the exposure's next call for the same
-//! receiver straight from that report: under load a receiver runs its calls
-//! back to back with no trip through the event loop between them, and the
-//! loop only hears what it must act on (an outcome to write, a connection
-//! to close). The exposure machine still decides every step: which call is
-//! handed over, when, and in which order.
+//! A worker never touches an exposure. It takes the calls the exposure's
+//! owner handed it, runs each, and sends how it ended back to the owner as
+//! a message ([`Report`]); the exposure decides every step from those
+//! messages. A handler that panics is caught here: its call ends as a
+//! violation would (the owner's on_failure runs, the caller receives the
+//! server error), and the worker goes on with the next call. A call the
+//! worker can no longer run — its thread ended — is reported not taken, so
+//! the exposure settles it `unavailable` instead of forgetting it.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use limen_core::hale::runtime::{Completion, Dispatch, Event, Exposure, Receiver, Supervision};
+use limen_core::hale::runtime::{Completion, Dispatch, Receiver, RequestId, Supervision};
+
+use super::mailbox::Mailbox;
+use super::Message;
 
 /// Which exposure a dispatch came from.
 pub type ExposureIndex = usize;
 
-/// What a worker tells the event loop.
-// An event is most of what flows here; boxing it to shrink the rare
-// `Draining` would cost an allocation a call.
-#[allow(clippy::large_enum_variant)]
+/// How a handed call ended, as the worker tells the exposure's owner.
 #[derive(Debug)]
-pub enum FromWorker {
-    /// An exposure emitted an event the loop acts on.
-    Event(ExposureIndex, Event),
-    /// The worker's receiver drains (its owner's on_failure said so): every
-    /// exposure bound to it learns.
-    Draining(usize),
-}
-
-/// Where workers leave their reports for the loop: a list the loop takes
-/// whole (swapping in an empty one), so a report costs a push under a lock
-/// neither side holds for long, and no allocation once the lists have grown.
-#[derive(Debug, Default)]
-pub struct Outbox(Mutex<Vec<FromWorker>>);
-
-impl Outbox {
-    /// Leaves reports for the loop.
-    pub fn send(&self, reports: impl IntoIterator<Item = FromWorker>) {
-        self.reports().extend(reports);
-    }
-
-    /// Takes every report left so far, into `into` (which is emptied
-    /// first; its allocation is kept for the next take).
-    pub fn take(&self, into: &mut Vec<FromWorker>) {
-        into.clear();
-        std::mem::swap(&mut *self.reports(), into);
-    }
-
-    fn reports(&self) -> std::sync::MutexGuard<'_, Vec<FromWorker>> {
-        // The lock guards a plain list and no code that can panic holds it.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
+pub enum Report {
+    /// The call ran (or was caught panicking): how it ended, and what the
+    /// owner's on_failure decided after a violation.
+    Ended {
+        /// The exposure that handed it.
+        exposure: ExposureIndex,
+        /// The call.
+        request_id: RequestId,
+        /// How it ended.
+        completion: Completion,
+        /// The on_failure's decision, after a violation.
+        supervision: Option<Supervision>,
+        /// The worker.
+        worker: usize,
+    },
+    /// The call was not run: it was handed to another incarnation, or the
+    /// worker's thread has ended.
+    NotTaken {
+        /// The exposure that handed it.
+        exposure: ExposureIndex,
+        /// The call.
+        request_id: RequestId,
+    },
 }
 
 /// The owner's on_failure, run on the worker after a violation and before
 /// the exposure answers it.
 pub type OnFailure = Arc<dyn Fn(&str) -> Supervision + Send + Sync>;
 
-/// A call handed to a worker, with the exposure that handed it.
+/// A call handed to a worker.
 pub struct Job {
     /// The exposure's index in the server.
-    pub index: ExposureIndex,
-    /// The exposure, to report to.
-    pub exposure: Arc<Mutex<Exposure>>,
+    pub exposure: ExposureIndex,
     /// The exposure's member names, as receivers are called with them.
     pub names: Arc<[String]>,
     /// The call.
@@ -82,9 +74,9 @@ pub struct Worker {
     stamp: u64,
 }
 
-/// The calls the loop handed a worker and it has not taken yet.
+/// The calls handed to a worker and not taken yet.
 ///
-/// Not a channel: the loop hands calls without a wake-up syscall while the
+/// Not a channel: the owner hands calls without a wake-up syscall while the
 /// worker is busy (an unpark of a thread that is not parked is one atomic
 /// swap), and the worker takes every call queued for it under one hold of
 /// the lock, then parks only when there is none.
@@ -112,14 +104,26 @@ impl Inbox {
     }
 }
 
-/// Marks the inbox gone when the worker's thread ends, however it ends.
-struct Gone(Arc<Inbox>);
+/// When the worker's thread ends, however it ends: the inbox is marked gone
+/// and every call still in it, or taken and not run, is reported not taken.
+struct Gone {
+    inbox: Arc<Inbox>,
+    owner: Arc<Mailbox<Message>>,
+    taken: VecDeque<Job>,
+}
 
 impl Drop for Gone {
     fn drop(&mut self) {
-        let mut state = self.0.state();
+        let mut state = self.inbox.state();
         state.gone = true;
-        state.jobs.clear();
+        let left: Vec<Job> = self.taken.drain(..).chain(state.jobs.drain(..)).collect();
+        drop(state);
+        for job in left {
+            self.owner.send(Message::Worker(Report::NotTaken {
+                exposure: job.exposure,
+                request_id: job.dispatch.request_id,
+            }));
+        }
     }
 }
 
@@ -140,76 +144,52 @@ impl std::fmt::Debug for Worker {
     }
 }
 
-/// What a worker needs besides its receiver.
-pub struct WorkerLink {
-    /// Where events the loop must act on go.
-    pub to_loop: Arc<Outbox>,
-    /// Wakes the loop when it sleeps.
-    pub wake: Arc<dyn Fn() + Send + Sync>,
-    /// The owner's on_failure.
-    pub on_failure: OnFailure,
-}
-
 impl Worker {
     /// Starts `receiver`, incarnation `stamp`, on a thread of its own named
-    /// `name`; it is worker `id` of its server.
-    pub fn spawn(
+    /// `name`; it is worker `id` of its server and reports to `owner`, the
+    /// mailbox of the exposures' owner. `on_failure` is run after a
+    /// violation or a panic.
+    pub(super) fn spawn(
         id: usize,
         name: &str,
         stamp: u64,
         mut receiver: Box<dyn Receiver + Send>,
-        link: WorkerLink,
+        on_failure: OnFailure,
+        owner: Arc<Mailbox<Message>>,
     ) -> std::io::Result<Worker> {
         let inbox = Arc::new(Inbox::default());
         let mine = inbox.clone();
-        let owner = name.to_owned();
+        let owner_name = name.to_owned();
         let handle = thread::Builder::new()
             .name(format!("receiver {name}"))
             .spawn(move || {
-                let inbox = Gone(mine);
-                // Calls the loop handed over, taken from the inbox together.
-                let mut handed: VecDeque<Job> = VecDeque::new();
-                // Calls this worker took for itself from its own reports,
-                // behind any other exposure's call already handed over, so
-                // two exposures bound to one receiver take turns.
-                let mut own: VecDeque<Job> = VecDeque::new();
-                // What a call's report tells the loop, gathered while the
-                // exposure is locked and left in the outbox after.
-                let mut reports: Vec<FromWorker> = Vec::new();
+                let mut gone = Gone {
+                    inbox: mine,
+                    owner,
+                    taken: VecDeque::new(),
+                };
                 loop {
-                    if handed.is_empty() && inbox.0.queued.load(Ordering::SeqCst) {
-                        let mut state = inbox.0.state();
+                    if gone.taken.is_empty() && gone.inbox.queued.load(Ordering::SeqCst) {
+                        let mut state = gone.inbox.state();
                         // Once closed it stays set, so the worker comes
                         // back to find the close after the last calls.
                         if !state.closed {
-                            inbox.0.queued.store(false, Ordering::SeqCst);
+                            gone.inbox.queued.store(false, Ordering::SeqCst);
                         }
-                        std::mem::swap(&mut handed, &mut state.jobs);
-                        if state.closed && handed.is_empty() {
+                        std::mem::swap(&mut gone.taken, &mut state.jobs);
+                        if state.closed && gone.taken.is_empty() {
                             return;
                         }
                     }
-                    let job = match handed.pop_front().or_else(|| own.pop_front()) {
-                        Some(job) => job,
-                        None => {
-                            // Parks until a hand (or the close) unparks it;
-                            // an unpark that came first returns at once, and
-                            // a spurious return only looks again.
-                            thread::park();
-                            continue;
-                        }
+                    let Some(job) = gone.taken.pop_front() else {
+                        // Parks until a hand (or the close) unparks it; an
+                        // unpark that came first returns at once, and a
+                        // spurious return only looks again.
+                        thread::park();
+                        continue;
                     };
-                    if let Some(next) = run(
-                        id,
-                        stamp,
-                        &owner,
-                        receiver.as_mut(),
-                        job,
-                        &link,
-                        &mut reports,
-                    ) {
-                        own.push_back(next);
-                    }
+                    let report = run(id, stamp, &owner_name, receiver.as_mut(), job, &on_failure);
+                    gone.owner.send(Message::Worker(report));
                 }
             })?;
         Ok(Worker {
@@ -232,7 +212,7 @@ impl Worker {
 
     /// Hands the worker a call. Returns the call's request id when the
     /// worker is gone.
-    pub fn hand(&self, job: Job) -> Result<(), limen_core::hale::runtime::RequestId> {
+    pub(super) fn hand(&self, job: Job) -> Result<(), RequestId> {
         {
             let mut state = self.inbox.state();
             if state.gone {
@@ -249,76 +229,72 @@ impl Worker {
     }
 }
 
-/// Runs one call and reports it; returns the exposure's next call for the
-/// same receiver, when the report hands one over.
+/// Runs one call, behind a panic boundary, and says how it ended.
 fn run(
     id: usize,
     stamp: u64,
     owner: &str,
     receiver: &mut (dyn Receiver + Send),
     job: Job,
-    link: &WorkerLink,
-    reports: &mut Vec<FromWorker>,
-) -> Option<Job> {
+    on_failure: &OnFailure,
+) -> Report {
     let Job {
-        index,
         exposure,
         names,
         dispatch: d,
     } = job;
     // A call handed to another incarnation is not run by this one.
-    let ended =
-        (d.stamp == stamp).then(
-            || match receiver.call(&names[d.member], &d.payload, &d.context) {
-                Completion::Violated => (Completion::Violated, Some((link.on_failure)(owner))),
-                c => (c, None),
-            },
-        );
-    if let Some((_, Some(Supervision::ExitProcess))) = ended {
+    if d.stamp != stamp {
+        return Report::NotTaken {
+            exposure,
+            request_id: d.request_id,
+        };
+    }
+    let member = &names[d.member];
+    let called = catch_unwind(AssertUnwindSafe(|| {
+        receiver.call(member, &d.payload, &d.context)
+    }));
+    let completion = match called {
+        Ok(completion) => completion,
+        Err(panic) => {
+            // A panic is a structural failure of the receiver, as a
+            // violation is (docs/decisions.md): the caller gets the server
+            // error and the owner's supervision decides what follows.
+            eprintln!(
+                "hale: {owner} panicked in {member}: {}",
+                panic_text(panic.as_ref())
+            );
+            Completion::Violated
+        }
+    };
+    let supervision = match completion {
+        Completion::Violated => Some(
+            // An on_failure that panics itself leaves the receiver as a
+            // drain would: nobody said it may go on.
+            catch_unwind(AssertUnwindSafe(|| on_failure(owner))).unwrap_or(Supervision::Drain),
+        ),
+        _ => None,
+    };
+    if supervision == Some(Supervision::ExitProcess) {
         // Supervision exits the process: every caller sees its connection
         // end, never a swallowed structural failure.
         eprintln!("hale: {owner} violated and its supervision exits the process");
         std::process::exit(70);
     }
-    let mut next = None;
-    let mut told = false;
-    {
-        let mut ex = exposure.lock().expect("exposure lock");
-        match ended {
-            None => ex.dispatch_not_taken(d.request_id),
-            Some((completion, supervision)) => {
-                if supervision == Some(Supervision::Drain) {
-                    // Drained before the completion is taken, so no call is
-                    // handed to a receiver that will not run it.
-                    ex.receiver_draining(d.receiver, stamp);
-                }
-                ex.handle_completion(d.request_id, completion);
-                if supervision == Some(Supervision::Drain) {
-                    reports.push(FromWorker::Draining(id));
-                    told = true;
-                }
-            }
-        }
-        while let Some(event) = ex.poll_event() {
-            match event {
-                Event::Dispatch(n) if n.receiver == d.receiver => {
-                    next = Some(Job {
-                        index,
-                        exposure: exposure.clone(),
-                        names: names.clone(),
-                        dispatch: n,
-                    });
-                }
-                other => {
-                    reports.push(FromWorker::Event(index, other));
-                    told = true;
-                }
-            }
-        }
+    Report::Ended {
+        exposure,
+        request_id: d.request_id,
+        completion,
+        supervision,
+        worker: id,
     }
-    if told {
-        link.to_loop.send(reports.drain(..));
-        (link.wake)();
-    }
-    next
+}
+
+/// The message a panic carried, when it is text.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with no message")
 }

@@ -13,8 +13,18 @@
 //! whatever order completions, losses, receiver failures and `stop()` come
 //! in.
 //!
-//! Time is passed in as nanoseconds since the Unix epoch (the clock a bearer
-//! source's expiry is stated on); the machine reads no clock.
+//! Time comes in as arguments; the machine reads no clock. `now` is the
+//! driver's monotonic clock (nanoseconds from any origin), which the
+//! shutdown wait runs on; the wall clock (nanoseconds since the Unix epoch)
+//! comes in only with a request, since the one thing that reads it is a
+//! bearer credential's expiry, stated on that clock.
+//!
+//! Everything reaches the exposure as an input ([`Exposure::handle_input`],
+//! or the method each [`Input`] names) and everything it asks comes out of
+//! [`Exposure::poll_event`]: one thread owns it, and the workers that run
+//! the handlers send their completions back as messages. After any input,
+//! poll until `None`; [`Exposure::poll_timeout`] names the one deadline
+//! [`Input::Timeout`] acts on.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -68,18 +78,83 @@ pub struct ExposureSpec {
     pub bound: usize,
     /// Which roles include which.
     pub hierarchy: RoleHierarchy,
-    /// How long `stop()` waits for executing calls.
+    /// The machine's limits.
+    pub limits: ExposureLimits,
+}
+
+/// The limits of an exposure beside its program's `bound:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExposureLimits {
+    /// How long `stop()` waits for executing calls (the spec: ten seconds).
     pub stop_wait: Timestamp,
-    /// How long a teardown waits for executing calls.
+    /// How long a teardown waits for executing calls (the spec: one second).
     pub teardown_wait: Timestamp,
 }
 
-impl ExposureSpec {
-    /// The spec's waits: ten seconds for `stop()`, one for a teardown.
-    pub const STOP_WAIT: Timestamp = 10 * SECOND;
-    /// See [`ExposureSpec::STOP_WAIT`].
-    pub const TEARDOWN_WAIT: Timestamp = SECOND;
+impl Default for ExposureLimits {
+    fn default() -> ExposureLimits {
+        ExposureLimits {
+            stop_wait: 10 * SECOND,
+            teardown_wait: SECOND,
+        }
+    }
+}
 
+/// One input to an [`Exposure`], as a driver that owns it hands them over
+/// (from its connections, its workers, its timers and its operator).
+#[derive(Debug)]
+pub enum Input {
+    /// A framed request arrived; `wall` is the wall clock (nanoseconds since
+    /// the Unix epoch) a credential's expiry is read against.
+    Request {
+        /// The request.
+        request: Request,
+        /// The wall clock at its arrival.
+        wall: Timestamp,
+    },
+    /// A handler ended ([`Exposure::handle_completion`]).
+    Completion {
+        /// The call.
+        request_id: RequestId,
+        /// How it ended.
+        completion: Completion,
+    },
+    /// A connection is gone ([`Exposure::connection_lost`]).
+    Lost(Correlation),
+    /// A receiver announced its incarnation ([`Exposure::receiver_born`]).
+    ReceiverBorn {
+        /// The receiver.
+        receiver: ReceiverId,
+        /// Its incarnation stamp.
+        stamp: u64,
+    },
+    /// A receiver's incarnation drains ([`Exposure::receiver_draining`]).
+    ReceiverDraining {
+        /// The receiver.
+        receiver: ReceiverId,
+        /// Its incarnation stamp.
+        stamp: u64,
+    },
+    /// A receiver's incarnation dissolved ([`Exposure::receiver_dissolved`]).
+    ReceiverDissolved {
+        /// The receiver.
+        receiver: ReceiverId,
+        /// Its incarnation stamp.
+        stamp: u64,
+    },
+    /// Asked, a receiver has nobody to answer ([`Exposure::receiver_absent`]).
+    ReceiverAbsent(ReceiverId),
+    /// A dispatched call was not taken ([`Exposure::dispatch_not_taken`]).
+    DispatchNotTaken(RequestId),
+    /// `stop()` ([`Exposure::stop`]).
+    Stop,
+    /// The serving locus's teardown ([`Exposure::teardown`]).
+    Teardown,
+    /// Time passed ([`Exposure::handle_timeout`]).
+    Timeout,
+}
+
+impl ExposureSpec {
     /// The exposure's identity, `<surface>@<digest>/<name>`.
     pub fn identity(&self) -> String {
         format!("{}@{}/{}", self.surface, self.digest, self.name)
@@ -416,12 +491,47 @@ impl Exposure {
         }
     }
 
-    /// A framed request arrives at `now`. Every request takes a request id,
-    /// which is returned; a refused one is delivered at once, an accepted
-    /// one is queued.
-    pub fn handle_request(&mut self, now: Timestamp, request: Request) -> RequestId {
+    /// Takes one input at `now` (the monotonic clock). See [`Input`]: each
+    /// case is the method of the same name.
+    pub fn handle_input(&mut self, now: Timestamp, input: Input) {
+        match input {
+            Input::Request { request, wall } => {
+                self.handle_request(now, wall, request);
+            }
+            Input::Completion {
+                request_id,
+                completion,
+            } => self.handle_completion(request_id, completion),
+            Input::Lost(correlation) => self.connection_lost(correlation),
+            Input::ReceiverBorn { receiver, stamp } => self.receiver_born(receiver, stamp),
+            Input::ReceiverDraining { receiver, stamp } => self.receiver_draining(receiver, stamp),
+            Input::ReceiverDissolved { receiver, stamp } => {
+                self.receiver_dissolved(receiver, stamp)
+            }
+            Input::ReceiverAbsent(receiver) => self.receiver_absent(receiver),
+            Input::DispatchNotTaken(request_id) => self.dispatch_not_taken(request_id),
+            Input::Stop => self.stop(now),
+            Input::Teardown => self.teardown(now),
+            Input::Timeout => self.handle_timeout(now),
+        }
+    }
+
+    /// The request id the next request will take.
+    pub fn next_request_id(&self) -> RequestId {
+        self.next_id
+    }
+
+    /// A framed request arrives at `now` (monotonic), the wall clock
+    /// reading `wall`. Every request takes a request id, which is returned;
+    /// a refused one is delivered at once, an accepted one is queued.
+    pub fn handle_request(
+        &mut self,
+        _now: Timestamp,
+        wall: Timestamp,
+        request: Request,
+    ) -> RequestId {
         let id = self.next_id;
-        self.admit(now, request);
+        self.admit(wall, request);
         id
     }
 
@@ -430,7 +540,7 @@ impl Exposure {
         self.pending.contains_key(&request_id)
     }
 
-    fn admit(&mut self, now: Timestamp, request: Request) {
+    fn admit(&mut self, wall: Timestamp, request: Request) {
         let id = self.next_id;
         self.next_id += 1;
         let Request {
@@ -461,7 +571,7 @@ impl Exposure {
         };
 
         // 2. The caller is established from the exposure's sources.
-        let caller = match self.authenticate(now, &credential) {
+        let caller = match self.authenticate(wall, &credential) {
             Ok(caller) => caller,
             Err((caller, reason)) => {
                 return refuse(
@@ -684,13 +794,13 @@ impl Exposure {
     /// executing calls finish and are delivered for up to ten seconds, then
     /// the listener is released. Idempotent.
     pub fn stop(&mut self, now: Timestamp) {
-        self.shut_down(now, self.spec.stop_wait);
+        self.shut_down(now, self.spec.limits.stop_wait);
     }
 
     /// The serving locus's teardown: the same shutdown with a one-second
     /// wait (a shorter one than a `stop()` already running, never longer).
     pub fn teardown(&mut self, now: Timestamp) {
-        self.shut_down(now, self.spec.teardown_wait);
+        self.shut_down(now, self.spec.limits.teardown_wait);
     }
 
     /// Time passes. At the end of shutdown's wait, calls still executing
@@ -876,7 +986,7 @@ impl Exposure {
 
     fn authenticate(
         &mut self,
-        now: Timestamp,
+        wall: Timestamp,
         credential: &Credential,
     ) -> Result<Principal, (Principal, String)> {
         match credential {
@@ -905,7 +1015,7 @@ impl Exposure {
                 };
                 match source.principal(token) {
                     Some(p) if !p.name.is_empty() => {
-                        if is_expired(source.expiry(token), now) {
+                        if is_expired(source.expiry(token), wall) {
                             Err((p, reasons::EXPIRED.to_owned()))
                         } else {
                             Ok(p)

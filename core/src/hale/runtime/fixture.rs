@@ -161,7 +161,7 @@ impl FixtureRpc {
             self.closed.push(request.correlation);
             return;
         }
-        self.exposure.handle_request(self.now, request);
+        self.exposure.handle_request(self.now, self.now, request);
         self.run();
     }
 

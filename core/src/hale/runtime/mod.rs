@@ -19,8 +19,9 @@ pub mod sim;
 pub mod sources;
 
 pub use exposure::{
-    Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureSpec,
-    MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind, ServedContext,
+    Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureLimits,
+    ExposureSpec, Input, MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind,
+    ServedContext,
 };
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};

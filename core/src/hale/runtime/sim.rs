@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use arbitrary::Arbitrary;
 
 use super::exposure::{
-    Completion, Correlation, Describer, Event, Exposure, ExposureSpec, MemberSpec, PayloadCodec,
-    RequestId, RequestKind,
+    Completion, Correlation, Describer, Event, Exposure, ExposureLimits, ExposureSpec, MemberSpec,
+    PayloadCodec, RequestId, RequestKind,
 };
 use super::outcome::Outcome;
 use super::sources::{
@@ -171,8 +171,7 @@ pub fn exposure() -> Exposure {
         receivers: vec!["self.a".into(), "self.b".into()],
         bound: 4,
         hierarchy: RoleHierarchy::flat(),
-        stop_wait: ExposureSpec::STOP_WAIT,
-        teardown_wait: ExposureSpec::TEARDOWN_WAIT,
+        limits: ExposureLimits::default(),
     };
     let tokens = TokenTable::new(Some("no such token"))
         .with("t-ann", "ann")
@@ -319,6 +318,7 @@ fn apply(ex: &mut Exposure, m: &mut Model, op: &Op, now: &mut u64) {
                 _ => Some("fnv1a64:ffffffffffffffff".into()),
             };
             let id = ex.handle_request(
+                *now,
                 *now,
                 Request {
                     correlation,

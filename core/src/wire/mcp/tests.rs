@@ -69,7 +69,7 @@ impl Served {
     /// completes with `completion`. The answer's status, headers and body.
     fn exchange(&mut self, request: &HttpRequest, completion: Option<Completion>) -> Answer {
         let (framed, reply) = self.framing.frame(request, 1);
-        self.exposure.handle_request(0, framed);
+        self.exposure.handle_request(0, 0, framed);
         let mut completion = completion;
         loop {
             match self.exposure.poll_event() {
@@ -256,7 +256,7 @@ fn what_is_no_request_is_refused_before_authentication() {
     let (r, reply) = s
         .framing
         .frame_malformed("the request body is over 1048576 bytes", None, 1);
-    s.exposure.handle_request(0, r);
+    s.exposure.handle_request(0, 0, r);
     let Some(Event::Deliver(d)) = s.exposure.poll_event() else {
         panic!()
     };

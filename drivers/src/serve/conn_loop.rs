@@ -1,0 +1,689 @@
+//! One connection loop: a mio poll, the connections it accepted and their
+//! fronts, and a timer heap. See the [module above](super) for how loops,
+//! the owner and the workers meet.
+//!
+//! A turn: write what the fronts queued; sleep in the poll until a socket,
+//! the mailbox or the earliest deadline wakes it; accept, read into the
+//! fronts, write; take the mailbox (deliveries from the owner — and, on
+//! loop 0, the owner's own messages); send the owner what the turn framed,
+//! as one message; fire the timers that are due.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use limen_core::hale::runtime::{Correlation, Delivery, PeerCredentials};
+use limen_core::wire::front::{Front, FrontEvent, FrontKind, RawRequest};
+use limen_core::Timestamp;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use slab::Slab;
+
+use super::mailbox::Mailbox;
+use super::net::Stream;
+use super::owner::Owner;
+use super::record::Exchange;
+use super::{unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHIFT, WAKER};
+
+/// Listeners' tokens start here; connections take the slab's keys below.
+const LISTENER_BASE: usize = 1 << 40;
+/// The size of one read from a connection.
+const READ_BUF: usize = 16 * 1024;
+/// How long accepting pauses when the process is out of descriptors: short
+/// enough that connections are taken again soon after the clients let go,
+/// long enough that a full table costs nothing while it stays full.
+const ACCEPT_PAUSE: Timestamp = 100 * MILLISECOND;
+const MILLISECOND: Timestamp = 1_000_000;
+
+/// Whether the shortage of descriptors was reported (once a process).
+static SHORTAGE_LOGGED: AtomicBool = AtomicBool::new(false);
+
+struct Conn {
+    stream: Stream,
+    exposure: usize,
+    front: Front,
+    peer: PeerCredentials,
+    writable: bool,
+    /// A read stopped for backpressure, leaving input the edge-triggered
+    /// poll will not announce again: read once the output drains.
+    read_paused: bool,
+    /// The deadline this connection has in the heap, if any.
+    armed: Option<Timestamp>,
+}
+
+/// See the module documentation.
+pub(super) struct ConnLoop {
+    id: usize,
+    poll: Poll,
+    mailbox: Arc<Mailbox<Message>>,
+    owner_box: Arc<Mailbox<Message>>,
+    shared: Arc<Shared>,
+    conns: Slab<Conn>,
+    by_correlation: HashMap<Correlation, usize, OwnIds>,
+    next_correlation: u64,
+    /// Deadlines by connection: (when, slab key, correlation). A
+    /// connection's later deadline is found when its earlier entry fires,
+    /// so a deadline that moves with every write costs no entry each.
+    timers: BinaryHeap<Reverse<(Timestamp, usize, Correlation)>>,
+    /// Whether each listener is accepted on here.
+    listening: Vec<bool>,
+    accept_paused_until: Option<Timestamp>,
+    /// What this turn framed, for the owner.
+    to_owner: Vec<ToOwner>,
+    /// Connections with output queued this turn, written at its end.
+    dirty: Vec<usize>,
+    /// Connections to read again once the turn's events are handled.
+    resume: Vec<usize>,
+    read_buf: Box<[u8]>,
+    /// The clock as the first delivery of this turn read it: a turn lasts
+    /// microseconds, and reading the clock for each reply was a visible
+    /// part of delivering it.
+    reply_time: Option<Timestamp>,
+    finishing: bool,
+    finish_sent: bool,
+}
+
+impl ConnLoop {
+    pub(super) fn new(
+        id: usize,
+        poll: Poll,
+        mailbox: Arc<Mailbox<Message>>,
+        owner_box: Arc<Mailbox<Message>>,
+        shared: Arc<Shared>,
+    ) -> io::Result<ConnLoop> {
+        let mut listening = Vec::new();
+        for (l, listener) in shared.listeners.iter().enumerate() {
+            let fd = lock(listener).raw_fd();
+            let served = shared.served[l].is_some();
+            let on = match (fd, served) {
+                (Some(fd), true) => {
+                    poll.registry().register(
+                        &mut SourceFd(&fd),
+                        Token(LISTENER_BASE + l),
+                        Interest::READABLE,
+                    )?;
+                    true
+                }
+                _ => false,
+            };
+            listening.push(on);
+        }
+        Ok(ConnLoop {
+            id,
+            poll,
+            mailbox,
+            owner_box,
+            shared,
+            conns: Slab::new(),
+            by_correlation: HashMap::default(),
+            next_correlation: 1,
+            timers: BinaryHeap::new(),
+            listening,
+            accept_paused_until: None,
+            to_owner: Vec::new(),
+            dirty: Vec::new(),
+            resume: Vec::new(),
+            read_buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            reply_time: None,
+            finishing: false,
+            finish_sent: false,
+        })
+    }
+
+    pub(super) fn id(&self) -> usize {
+        self.id
+    }
+
+    /// Runs until the owner says every exposure has stopped and the
+    /// connections held are done. Loop 0 passes the owner.
+    pub(super) fn run(mut self, mut owner: Option<&mut Owner>) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        let mut messages = Vec::new();
+        loop {
+            self.flush();
+            if self.finishing && self.conns.is_empty() {
+                return Ok(());
+            }
+            let now = self.shared.now();
+            let mut deadline = self.next_deadline();
+            if let Some(owner) = owner.as_deref() {
+                deadline = min_opt(deadline, owner.poll_timeout());
+            }
+            self.mailbox.sleep();
+            // A message left before the mark is in the mailbox now.
+            self.mailbox.take(&mut messages);
+            let stop_due = owner.is_some() && self.shared.stop.load(Ordering::SeqCst);
+            let timeout = if !messages.is_empty() || stop_due && !self.finish_sent {
+                Some(Duration::ZERO)
+            } else {
+                deadline.map(|t| {
+                    // Rounded up to the next millisecond, so a timer is
+                    // never polled a hair early and spun on.
+                    Duration::from_nanos(t.saturating_sub(now)) + Duration::from_millis(1)
+                })
+            };
+            let polled = self.poll.poll(&mut events, timeout);
+            self.mailbox.awake();
+            self.reply_time = None;
+            match polled {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            let now = self.shared.now();
+            // Messages first: a command sent before a client connected is in
+            // force when that client's request is read.
+            self.handle_messages(&mut messages, owner.as_deref_mut(), now);
+            for event in events.iter() {
+                let token = event.token();
+                if token == WAKER {
+                    continue;
+                }
+                if token.0 >= LISTENER_BASE {
+                    self.accept(token.0 - LISTENER_BASE, now);
+                    continue;
+                }
+                if event.is_readable() || event.is_read_closed() {
+                    self.read(token.0);
+                }
+                if event.is_writable() {
+                    self.write(token.0);
+                }
+            }
+            while let Some(key) = self.resume.pop() {
+                self.read(key);
+            }
+            self.mailbox.take(&mut messages);
+            self.handle_messages(&mut messages, owner.as_deref_mut(), now);
+            self.fire_timers(now);
+            if self.accept_paused_until.is_some_and(|t| t <= now) {
+                self.accept_paused_until = None;
+                for l in 0..self.listening.len() {
+                    self.accept(l, now);
+                }
+            }
+            match owner.as_deref_mut() {
+                Some(owner) => self.own_turn(owner, now),
+                None => {
+                    if !self.to_owner.is_empty() {
+                        let items = std::mem::take(&mut self.to_owner);
+                        self.owner_box.send(Message::FromLoop(items));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Loop 0's part as the owner's host: the turn's requests admitted, the
+    /// stop and the exposures' timers, and what the owner sent this loop.
+    fn own_turn(&mut self, owner: &mut Owner, now: Timestamp) {
+        let mut local = Vec::new();
+        // Acting on deliveries may frame more (a connection closing is
+        // lost), so go round until the owner is quiet.
+        loop {
+            if !self.to_owner.is_empty() {
+                let items = std::mem::take(&mut self.to_owner);
+                owner.from_loop(now, unix_now(), items);
+            }
+            if self.shared.stop.load(Ordering::SeqCst) {
+                owner.stop(now);
+            }
+            owner.handle_timeout(now);
+            owner.take_local(&mut local);
+            if local.is_empty() && self.to_owner.is_empty() {
+                break;
+            }
+            for message in local.drain(..) {
+                self.handle_message(message, None, now);
+            }
+        }
+        for l in std::mem::take(&mut owner.closed_listeners) {
+            self.close_listener(l, true);
+        }
+        if owner.stopped() && !self.finish_sent {
+            self.finish_sent = true;
+            for (i, mailbox) in owner.loops.iter().enumerate().skip(1) {
+                let _ = i;
+                mailbox.send(Message::Finish);
+            }
+            self.finishing = true;
+        }
+        owner.send_remote();
+    }
+
+    fn handle_messages(
+        &mut self,
+        messages: &mut Vec<Message>,
+        mut owner: Option<&mut Owner>,
+        now: Timestamp,
+    ) {
+        for message in messages.drain(..) {
+            self.handle_message(message, owner.as_deref_mut(), now);
+        }
+    }
+
+    fn handle_message(&mut self, message: Message, owner: Option<&mut Owner>, now: Timestamp) {
+        match message {
+            Message::Deliver {
+                exposure,
+                delivery,
+                raw,
+            } => self.deliver(exposure, delivery, raw),
+            Message::Abort(c) => {
+                if let Some(&key) = self.by_correlation.get(&c) {
+                    self.conns[key].front.abort();
+                    self.after_front(key);
+                }
+            }
+            Message::CloseListener(l) => self.close_listener(l, false),
+            Message::Finish => self.finishing = true,
+            Message::FromLoop(items) => {
+                if let Some(owner) = owner {
+                    owner.from_loop(now, unix_now(), items);
+                }
+            }
+            Message::Worker(report) => {
+                if let Some(owner) = owner {
+                    owner.from_worker(now, report);
+                }
+            }
+            Message::Command(command) => {
+                if let Some(owner) = owner {
+                    owner.command(now, command);
+                }
+            }
+        }
+    }
+
+    /// Stops accepting on `l`. Loop 0 (`release`) also closes it: the
+    /// descriptor closed leaves every poll it was in, so the other loops
+    /// only stop looking at it (deregistering a descriptor number that may
+    /// already name another file would be wrong).
+    fn close_listener(&mut self, l: ListenerId, release: bool) {
+        if let Some(on) = self.listening.get_mut(l) {
+            *on = false;
+        }
+        if release {
+            let mut listener = lock(&self.shared.listeners[l]);
+            if let Some(fd) = listener.raw_fd() {
+                let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+            }
+            *listener = super::Listener::Closed;
+        }
+    }
+
+    fn next_deadline(&mut self) -> Option<Timestamp> {
+        let timer = self.timers.peek().map(|Reverse((t, _, _))| *t);
+        min_opt(timer, self.accept_paused_until)
+    }
+
+    fn fire_timers(&mut self, now: Timestamp) {
+        while let Some(&Reverse((t, key, correlation))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(conn) = self.conns.get_mut(key) else {
+                continue;
+            };
+            if conn.front.correlation() != correlation || conn.armed != Some(t) {
+                continue;
+            }
+            conn.armed = None;
+            match conn.front.poll_timeout() {
+                Some(due) if due <= now => {
+                    conn.front.handle_timeout(now);
+                    self.after_front(key);
+                }
+                Some(later) => {
+                    conn.armed = Some(later);
+                    self.timers.push(Reverse((later, key, correlation)));
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Puts the connection's deadline in the heap when it is earlier than
+    /// the one already there.
+    fn rearm(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let Some(want) = conn.front.poll_timeout() else {
+            return;
+        };
+        if conn.armed.is_none_or(|armed| want < armed) {
+            conn.armed = Some(want);
+            self.timers
+                .push(Reverse((want, key, conn.front.correlation())));
+        }
+    }
+
+    fn accept(&mut self, l: ListenerId, now: Timestamp) {
+        if !self.listening.get(l).copied().unwrap_or(false) || self.accept_paused_until.is_some() {
+            return;
+        }
+        let Some((exposure, framing)) = self.shared.served[l].clone() else {
+            return;
+        };
+        let mut failures = 0;
+        loop {
+            let accepted = lock(&self.shared.listeners[l]).accept();
+            let (stream, peer) = match accepted {
+                Ok(Some(accepted)) => accepted,
+                Ok(None) => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    failures += 1;
+                    // Out of descriptors (or of kernel memory): the waiting
+                    // connection stays in the backlog and every accept fails
+                    // the same way until one is released. Pause instead of
+                    // spinning; the connections held are served meanwhile.
+                    // Another error concerns one connection (reset before it
+                    // was taken): go on, a few times.
+                    if out_of_descriptors(&e) || failures >= 16 {
+                        self.accept_paused_until = Some(now + ACCEPT_PAUSE);
+                        if !SHORTAGE_LOGGED.swap(true, Ordering::SeqCst) {
+                            eprintln!(
+                                "hale: accept failed: {e}; accepting pauses {} ms at a time until it succeeds, the connections held are served",
+                                ACCEPT_PAUSE / MILLISECOND
+                            );
+                        }
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let open = self.shared.open.fetch_add(1, Ordering::SeqCst);
+            if open >= self.shared.config.max_connections {
+                // Past the cap: closed at once, harming nobody held.
+                self.shared.open.fetch_sub(1, Ordering::SeqCst);
+                drop(stream);
+                continue;
+            }
+            let correlation = ((self.id as u64) << CORRELATION_LOOP_SHIFT) | self.next_correlation;
+            self.next_correlation += 1;
+            let limits = &self.shared.config.fronts;
+            let mut front = match (&framing, stream.is_unix()) {
+                (_, true) => Front::unix(now, limits.line, peer, correlation),
+                (Some(framing), false) => {
+                    Front::mcp(now, limits.http, framing.clone(), correlation)
+                }
+                (None, false) => Front::http(now, limits.http, correlation),
+            };
+            front.set_keep_raw(self.shared.recorder.is_some());
+            let key = self.conns.insert(Conn {
+                stream,
+                exposure,
+                front,
+                peer,
+                writable: false,
+                read_paused: false,
+                armed: None,
+            });
+            if self.conns[key]
+                .stream
+                .register(self.poll.registry(), Token(key), Interest::READABLE)
+                .is_err()
+            {
+                self.conns.remove(key);
+                self.shared.open.fetch_sub(1, Ordering::SeqCst);
+                continue;
+            }
+            self.by_correlation.insert(correlation, key);
+            self.rearm(key);
+        }
+    }
+
+    fn read(&mut self, key: usize) {
+        let mut buf = std::mem::take(&mut self.read_buf);
+        if buf.is_empty() {
+            buf = vec![0u8; READ_BUF].into_boxed_slice();
+        }
+        self.read_into(key, &mut buf);
+        self.read_buf = buf;
+    }
+
+    fn read_into(&mut self, key: usize, buf: &mut [u8]) {
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return;
+            };
+            // Backpressure: a peer that does not read its replies is not
+            // read from until it does (or the stalled write ends it).
+            if !conn.front.wants_read() {
+                conn.read_paused = true;
+                return;
+            }
+            let now = self.shared.now();
+            match conn.stream.read(buf) {
+                Ok(0) => {
+                    conn.front.handle_eof(now);
+                    self.after_front(key);
+                    return;
+                }
+                Ok(n) => {
+                    conn.front.handle_data(now, &buf[..n]);
+                    self.after_front(key);
+                    // A front may answer input itself (a line that is not
+                    // a request): write what it queued, with the rest.
+                    if self
+                        .conns
+                        .get(key)
+                        .is_some_and(|c| !c.front.pending_output().is_empty())
+                    {
+                        self.dirty.push(key);
+                    }
+                    // A short read emptied the socket: the next byte that
+                    // arrives raises a new edge, so no read to EAGAIN.
+                    if n < buf.len() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.front.handle_eof(now);
+                    self.after_front(key);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes every connection that queued output this turn.
+    fn flush(&mut self) {
+        while !self.dirty.is_empty() {
+            let mut keys = std::mem::take(&mut self.dirty);
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys {
+                self.write(key);
+            }
+        }
+    }
+
+    fn write(&mut self, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let now = self.shared.now();
+        loop {
+            let pending = conn.front.pending_output();
+            if pending.is_empty() {
+                break;
+            }
+            match conn.stream.write(pending) {
+                Ok(n) => conn.front.consume_output(now, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    conn.front.abort();
+                    break;
+                }
+            }
+        }
+        let want_write = !conn.front.pending_output().is_empty();
+        // Output drained below the backpressure mark after a read stopped
+        // for it: input may be waiting that an edge-triggered poll will not
+        // announce again.
+        let resume_read = conn.read_paused && conn.front.wants_read();
+        if want_write != conn.writable {
+            conn.writable = want_write;
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let _ = conn
+                .stream
+                .reregister(self.poll.registry(), Token(key), interest);
+        }
+        self.after_front(key);
+        if resume_read && !want_write {
+            // Read again from the loop, not from here: a reply written from
+            // a read would otherwise nest reads without bound.
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.read_paused = false;
+            }
+            self.resume.push(key);
+        }
+    }
+
+    /// Takes what a connection's front emitted: requests and losses for the
+    /// owner, a close done here; then its timer.
+    fn after_front(&mut self, key: usize) {
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return;
+            };
+            match conn.front.poll_event() {
+                None => break,
+                Some(FrontEvent::Request { request, raw }) => {
+                    self.to_owner.push(ToOwner::Request {
+                        exposure: conn.exposure,
+                        request,
+                        raw,
+                    });
+                }
+                Some(FrontEvent::Lost) => {
+                    self.to_owner.push(ToOwner::Lost {
+                        exposure: conn.exposure,
+                        correlation: conn.front.correlation(),
+                    });
+                }
+                Some(FrontEvent::Closed) => {
+                    self.close(key);
+                    return;
+                }
+            }
+        }
+        self.rearm(key);
+    }
+
+    fn close(&mut self, key: usize) {
+        let Some(mut conn) = self.conns.try_remove(key) else {
+            return;
+        };
+        let _ = conn.stream.deregister(self.poll.registry());
+        let correlation = conn.front.correlation();
+        self.by_correlation.remove(&correlation);
+        self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        // The runtime may still hold requests of this connection: they run,
+        // and their replies are dropped.
+        self.to_owner.push(ToOwner::Lost {
+            exposure: conn.exposure,
+            correlation,
+        });
+    }
+
+    fn deliver(&mut self, exposure: usize, delivery: Delivery, raw: Option<Box<RawRequest>>) {
+        let Some(&key) = self.by_correlation.get(&delivery.correlation) else {
+            return;
+        };
+        let now = match self.reply_time {
+            Some(now) => now,
+            None => *self.reply_time.insert(self.shared.now()),
+        };
+        let conn = &mut self.conns[key];
+        match (&self.shared.recorder, raw) {
+            (Some(recorder), Some(raw)) => {
+                let outcome = delivery.outcome.clone();
+                let caller = delivery.caller.clone();
+                let request_id = delivery.request_id;
+                let n = conn.front.deliver(now, delivery);
+                let out = conn.front.pending_output();
+                let mut reply = &out[out.len() - n..];
+                if conn.front.kind() == FrontKind::Unix {
+                    reply = reply.strip_suffix(b"\n").unwrap_or(reply);
+                }
+                lock(recorder).exchange(&Exchange {
+                    exposure: &self.shared.specs[exposure],
+                    peer: conn.peer,
+                    request: &raw,
+                    request_id,
+                    caller: &caller,
+                    outcome: &outcome,
+                    reply,
+                });
+            }
+            _ => {
+                conn.front.deliver(now, delivery);
+            }
+        }
+        // Written once the loop has heard everything this turn, so the
+        // replies a connection earned together go out in one write.
+        self.dirty.push(key);
+    }
+}
+
+/// Whether an accept failed for want of descriptors or kernel memory: it
+/// will fail again until something is released.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+fn min_opt(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Locks a mutex that guards plain data: no code that can panic holds it,
+/// so a poisoned one still holds whole data.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The hasher of maps keyed by numbers the server assigns itself
+/// (correlations): no peer chooses them, so they need no keyed hash, and
+/// SipHash was a visible part of delivering each reply.
+type OwnIds = std::hash::BuildHasherDefault<OwnIdHasher>;
+
+/// See [`OwnIds`]: a multiplicative hash of one integer.
+#[derive(Default)]
+struct OwnIdHasher(u64);
+
+impl std::hash::Hasher for OwnIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        // hashbrown takes its control bits from the top of the hash and its
+        // bucket from the bottom: fold the well-mixed high half down.
+        self.0 ^ (self.0 >> 32)
+    }
+}

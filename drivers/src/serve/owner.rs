@@ -1,0 +1,285 @@
+//! The exposures' owner: the one place admission runs.
+//!
+//! It holds every [`Exposure`] of the server and nothing else touches them:
+//! the connection loops send it the requests they framed (a turn's worth in
+//! one message), the workers send it how their calls ended, the operator
+//! its commands; it feeds each to the exposure as an input, hands
+//! dispatches to the workers, and routes every delivery to the loop that
+//! owns its connection, in the order the exposure produced them. It lives
+//! on loop 0's thread and runs once a turn of that loop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use limen_core::hale::runtime::{
+    Correlation, Event, Exposure, ExposureSpec, Input, RequestId, Supervision,
+};
+use limen_core::wire::front::RawRequest;
+use limen_core::Timestamp;
+
+use super::mailbox::Mailbox;
+use super::worker::{Job, Report, Worker};
+use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId};
+
+pub(super) struct OwnedExposure {
+    pub(super) exposure: Exposure,
+    /// The worker of each of the exposure's receivers.
+    pub(super) workers: Vec<WorkerId>,
+    pub(super) listener: ListenerId,
+    /// Its members' names, shared with every job handed out.
+    pub(super) names: Arc<[String]>,
+}
+
+/// See the module documentation.
+pub(super) struct Owner {
+    pub(super) exposures: Vec<OwnedExposure>,
+    pub(super) workers: Vec<Worker>,
+    /// Whether each worker's receiver drains: asked, it is absent.
+    pub(super) draining: Vec<bool>,
+    /// Every loop's mailbox, by loop id.
+    pub(super) loops: Vec<Arc<Mailbox<Message>>>,
+    /// What each loop is sent this turn, sent together at its end.
+    outgoing: Vec<Vec<Message>>,
+    /// While recording: the wire form of each request owed a reply, by
+    /// exposure and request id.
+    recording: HashMap<(usize, RequestId), (Correlation, Box<RawRequest>)>,
+    stopping: bool,
+    /// Listeners closed at shutdown.
+    pub(super) closed_listeners: Vec<ListenerId>,
+}
+
+impl Owner {
+    pub(super) fn new() -> Owner {
+        Owner {
+            exposures: Vec::new(),
+            workers: Vec::new(),
+            draining: Vec::new(),
+            loops: Vec::new(),
+            outgoing: Vec::new(),
+            recording: HashMap::new(),
+            stopping: false,
+            closed_listeners: Vec::new(),
+        }
+    }
+
+    pub(super) fn set_loops(&mut self, loops: Vec<Arc<Mailbox<Message>>>) {
+        self.outgoing = loops.iter().map(|_| Vec::new()).collect();
+        self.loops = loops;
+    }
+
+    /// The spec of every exposure, for the loops' recordings.
+    pub(super) fn specs(&self) -> Vec<Arc<ExposureSpec>> {
+        self.exposures
+            .iter()
+            .map(|e| Arc::new(e.exposure.spec().clone()))
+            .collect()
+    }
+
+    /// Requests and losses a loop framed, in its order.
+    pub(super) fn from_loop(&mut self, now: Timestamp, wall: Timestamp, items: Vec<ToOwner>) {
+        for item in items {
+            match item {
+                ToOwner::Request {
+                    exposure,
+                    request,
+                    raw,
+                } => {
+                    let ex = &mut self.exposures[exposure].exposure;
+                    if let Some(raw) = raw {
+                        self.recording
+                            .insert((exposure, ex.next_request_id()), (request.correlation, raw));
+                    }
+                    ex.handle_input(now, Input::Request { request, wall });
+                    self.pump(now, exposure);
+                }
+                ToOwner::Lost {
+                    exposure,
+                    correlation,
+                } => {
+                    self.exposures[exposure]
+                        .exposure
+                        .handle_input(now, Input::Lost(correlation));
+                    self.pump(now, exposure);
+                }
+            }
+        }
+    }
+
+    /// A worker's report.
+    pub(super) fn from_worker(&mut self, now: Timestamp, report: Report) {
+        match report {
+            Report::NotTaken {
+                exposure,
+                request_id,
+            } => {
+                self.exposures[exposure]
+                    .exposure
+                    .handle_input(now, Input::DispatchNotTaken(request_id));
+                self.pump(now, exposure);
+            }
+            Report::Ended {
+                exposure,
+                request_id,
+                completion,
+                supervision,
+                worker,
+            } => {
+                let drain = supervision == Some(Supervision::Drain);
+                if drain {
+                    // Drained before the completion is taken, so no call
+                    // is handed to a receiver that will not run it.
+                    self.drain_worker(now, worker);
+                }
+                self.exposures[exposure].exposure.handle_input(
+                    now,
+                    Input::Completion {
+                        request_id,
+                        completion,
+                    },
+                );
+                self.pump(now, exposure);
+            }
+        }
+    }
+
+    /// An operator's command.
+    pub(super) fn command(&mut self, now: Timestamp, command: Command) {
+        match command {
+            Command::Drain(w) => self.drain_worker(now, w),
+            Command::Resume(w) => self.draining[w] = false,
+        }
+    }
+
+    /// Every exposure bound to `worker` learns that its receiver drains:
+    /// their queued calls for it settle unavailable.
+    pub(super) fn drain_worker(&mut self, now: Timestamp, worker: WorkerId) {
+        self.draining[worker] = true;
+        let stamp = self.workers[worker].stamp();
+        for i in 0..self.exposures.len() {
+            for r in 0..self.exposures[i].workers.len() {
+                if self.exposures[i].workers[r] == worker {
+                    self.exposures[i]
+                        .exposure
+                        .handle_input(now, Input::ReceiverDraining { receiver: r, stamp });
+                }
+            }
+            self.pump(now, i);
+        }
+    }
+
+    /// `stop()` on every exposure (once).
+    pub(super) fn stop(&mut self, now: Timestamp) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        for i in 0..self.exposures.len() {
+            self.exposures[i].exposure.handle_input(now, Input::Stop);
+            self.pump(now, i);
+        }
+    }
+
+    /// Whether every exposure has shut down.
+    pub(super) fn stopped(&self) -> bool {
+        self.stopping && self.exposures.iter().all(|e| e.exposure.is_stopped())
+    }
+
+    /// The earliest deadline of an exposure.
+    pub(super) fn poll_timeout(&self) -> Option<Timestamp> {
+        self.exposures
+            .iter()
+            .filter_map(|e| e.exposure.poll_timeout())
+            .min()
+    }
+
+    /// Time passes for every exposure whose deadline is due.
+    pub(super) fn handle_timeout(&mut self, now: Timestamp) {
+        for i in 0..self.exposures.len() {
+            if self.exposures[i]
+                .exposure
+                .poll_timeout()
+                .is_some_and(|t| t <= now)
+            {
+                self.exposures[i].exposure.handle_input(now, Input::Timeout);
+                self.pump(now, i);
+            }
+        }
+    }
+
+    /// Acts on everything exposure `index` emitted, until it is quiet.
+    pub(super) fn pump(&mut self, now: Timestamp, index: usize) {
+        while let Some(event) = self.exposures[index].exposure.poll_event() {
+            match event {
+                Event::Deliver(delivery) => {
+                    let raw = if self.recording.is_empty() {
+                        None
+                    } else {
+                        self.recording
+                            .remove(&(index, delivery.request_id))
+                            .map(|(_, raw)| raw)
+                    };
+                    let to = loop_of(delivery.correlation);
+                    self.outgoing[to].push(Message::Deliver {
+                        exposure: index,
+                        delivery,
+                        raw,
+                    });
+                }
+                Event::Dispatch(dispatch) => {
+                    let worker = self.exposures[index].workers[dispatch.receiver];
+                    let job = Job {
+                        exposure: index,
+                        names: self.exposures[index].names.clone(),
+                        dispatch,
+                    };
+                    if let Err(request_id) = self.workers[worker].hand(job) {
+                        self.exposures[index]
+                            .exposure
+                            .handle_input(now, Input::DispatchNotTaken(request_id));
+                    }
+                }
+                Event::Ask(r) => {
+                    let worker = self.exposures[index].workers[r];
+                    let input = if self.draining[worker] {
+                        Input::ReceiverAbsent(r)
+                    } else {
+                        Input::ReceiverBorn {
+                            receiver: r,
+                            stamp: self.workers[worker].stamp(),
+                        }
+                    };
+                    self.exposures[index].exposure.handle_input(now, input);
+                }
+                Event::CloseConnection(c) => {
+                    if !self.recording.is_empty() {
+                        // No reply reaches it: forget its requests.
+                        self.recording.retain(|_, (on, _)| *on != c);
+                    }
+                    self.outgoing[loop_of(c)].push(Message::Abort(c));
+                }
+                Event::StopListening => {
+                    let listener = self.exposures[index].listener;
+                    self.closed_listeners.push(listener);
+                    for out in &mut self.outgoing {
+                        out.push(Message::CloseListener(listener));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes what loop 0 (the owner's own) is sent this turn.
+    pub(super) fn take_local(&mut self, into: &mut Vec<Message>) {
+        if let Some(out) = self.outgoing.first_mut() {
+            into.append(out);
+        }
+    }
+
+    /// Sends every other loop what it was given this turn, one wake-up a
+    /// loop.
+    pub(super) fn send_remote(&mut self) {
+        for (i, out) in self.outgoing.iter_mut().enumerate().skip(1) {
+            self.loops[i].send_all(out);
+        }
+    }
+}

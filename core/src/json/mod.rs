@@ -1,4 +1,5 @@
-//! The strict JSON tokenizer every parser in limen shares.
+//! The strict JSON tokenizer every parser in limen shares, and
+//! [`write_string`], the string escaper every JSON writer shares.
 //!
 //! [`Tokenizer`] is a pull tokenizer over a complete `&[u8]`: each call to
 //! [`Tokenizer::next_event`] yields one [`Event`] (begin or end of an object
@@ -51,6 +52,7 @@
 //! ```
 
 mod error;
+mod escape;
 mod number;
 pub(crate) mod plain;
 mod string;
@@ -60,6 +62,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 pub use error::{line_column, Error, ErrorKind};
+pub use escape::write_string;
 pub use number::{Number, Scientific};
 pub(crate) use string::scan_plain;
 pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};

@@ -264,12 +264,12 @@ impl Outcome {
     pub fn to_json(&self) -> String {
         let mut out = Vec::new();
         out.push(b'{');
-        super::canonical::write_string(self.name(), &mut out);
+        crate::json::write_string(self.name(), &mut out);
         out.push(b':');
         match self {
             Outcome::Ok(v) | Outcome::Failed(v) => super::canonical::write_canonical(v, &mut out),
             Outcome::NotRun(r) | Outcome::Unknown(r) | Outcome::BadReply(r) => {
-                super::canonical::write_string(r, &mut out)
+                crate::json::write_string(r, &mut out)
             }
         }
         out.push(b'}');

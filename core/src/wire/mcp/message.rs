@@ -5,9 +5,8 @@
 
 use std::borrow::Cow;
 
-use crate::flow::canonical::write_string;
 use crate::hale::runtime::{Refusal, RefusalKind};
-use crate::json::{Event, Tokenizer};
+use crate::json::{write_string, Event, Tokenizer};
 use crate::wire::jsonrpc::{self, Message};
 
 /// The protocol version answered when the client names none.

@@ -6,7 +6,8 @@
 //! replayed deterministically from a recording. `scripts/check-core-purity`
 //! enforces this in CI.
 //!
-//! - [`json`]: the strict JSON tokenizer every parser here shares.
+//! - [`json`]: the strict JSON tokenizer every parser here shares, the
+//!   string escaper every writer shares, and JSON-RPC 2.0.
 //! - [`flow`]: the Flow host boundary — values, canonical text, decoding,
 //!   schemas, fingerprints and the Tool protocol machines.
 //! - [`hale`]: the Hale API surface — declarations, rows, digests, laws,

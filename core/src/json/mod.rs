@@ -1,5 +1,7 @@
-//! The strict JSON tokenizer every parser in limen shares, and
-//! [`write_string`], the string escaper every JSON writer shares.
+//! The strict JSON tokenizer every parser in limen shares,
+//! [`write_string`], the string escaper every JSON writer shares, and
+//! [`jsonrpc`], JSON-RPC 2.0 messages one to a line (the Flow Tool protocol,
+//! MCP).
 //!
 //! [`Tokenizer`] is a pull tokenizer over a complete `&[u8]`: each call to
 //! [`Tokenizer::next_event`] yields one [`Event`] (begin or end of an object
@@ -53,6 +55,7 @@
 
 mod error;
 mod escape;
+pub mod jsonrpc;
 mod number;
 pub(crate) mod plain;
 mod string;

@@ -29,7 +29,7 @@ use super::oversize;
 use super::protocol::{self, CallParts, CallShape, REPLY};
 use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
 use crate::flow::value::Value;
-use crate::wire::jsonrpc::{self, Message};
+use crate::json::jsonrpc::{self, Message};
 use crate::Timestamp;
 
 /// A hash map with a fixed hasher ([`super::conn::Fixed`]): hashing a key once

@@ -26,8 +26,8 @@ use super::oversize;
 use super::protocol::{members, string};
 use super::{Call, CallKey, ConnEvent, DataVersion, KeyText, Outcome, ToolConn};
 use crate::flow::canonical::write_canonical;
+use crate::json::jsonrpc::{self, Message};
 use crate::json::{write_string, Event, Tokenizer};
-use crate::wire::jsonrpc::{self, Message};
 use crate::Timestamp;
 
 /// The MCP protocol version the adapter asks for.

@@ -22,8 +22,8 @@ use crate::flow::canonical::write_canonical;
 use crate::flow::schema::schema_of;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
+use crate::json::jsonrpc;
 use crate::json::{write_string, DuplicateKeys, Event, Tokenizer};
-use crate::wire::jsonrpc;
 
 /// The describe request's method.
 pub const DESCRIBE: &str = "describe";

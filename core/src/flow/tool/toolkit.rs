@@ -21,7 +21,7 @@ use super::protocol::{self, CALL, CANCEL, DESCRIBE};
 use super::CallKey;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
-use crate::wire::jsonrpc::{self, Message};
+use crate::json::jsonrpc::{self, Message};
 
 pub use super::protocol::Reply;
 

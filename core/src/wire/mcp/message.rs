@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 
 use crate::hale::runtime::{Refusal, RefusalKind};
+use crate::json::jsonrpc::{self, Message};
 use crate::json::{write_string, Event, Tokenizer};
-use crate::wire::jsonrpc::{self, Message};
 
 /// The protocol version answered when the client names none.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";

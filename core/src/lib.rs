@@ -18,6 +18,7 @@
 
 pub mod flow;
 pub mod hale;
+pub(crate) mod hash;
 pub mod json;
 #[cfg(test)]
 mod mutations;

@@ -27,9 +27,6 @@
 pub mod binding;
 pub mod config;
 mod conn;
-// The hale runtime's pending table keys on ids the exposure assigns itself,
-// like the tool machines' maps: the same fixed hasher serves it.
-pub(crate) use conn::Fixed;
 mod decoding;
 mod exact;
 mod fuzz;

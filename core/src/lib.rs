@@ -13,6 +13,10 @@
 //! - [`hale`]: the Hale API surface — declarations, rows, digests, laws,
 //!   documents and the exposure runtime.
 //! - [`wire`]: one module per wire protocol machine.
+//!
+//! Each imports only from those listed before it (with `json`, the fixed
+//! map hasher and [`percent`] at the bottom); `scripts/check-core-purity`
+//! holds it.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -6,17 +6,23 @@
 //! replayed deterministically from a recording. `scripts/check-core-purity`
 //! enforces this in CI.
 //!
-//! - [`json`]: the strict JSON tokenizer every parser here shares.
+//! - [`json`]: the strict JSON tokenizer every parser here shares, the
+//!   string escaper every writer shares, and JSON-RPC 2.0.
 //! - [`flow`]: the Flow host boundary — values, canonical text, decoding,
 //!   schemas, fingerprints and the Tool protocol machines.
 //! - [`hale`]: the Hale API surface — declarations, rows, digests, laws,
 //!   documents and the exposure runtime.
 //! - [`wire`]: one module per wire protocol machine.
+//!
+//! Each imports only from those listed before it (with `json`, the fixed
+//! map hasher and [`percent`] at the bottom); `scripts/check-core-purity`
+//! holds it.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod flow;
 pub mod hale;
+pub(crate) mod hash;
 pub mod json;
 #[cfg(test)]
 mod mutations;

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 lines (`core/src/wire/jsonrpc.rs`), the framing of the Tool
+//! JSON-RPC 2.0 lines (`core/src/json/jsonrpc.rs`), the framing of the Tool
 //! protocol and of MCP.
 //!
 //! Checks: a line read as a message is one JSON object `serde_json` reads
@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::wire::jsonrpc::{self, Message, INVALID_REQUEST, PARSE_ERROR};
+use limen_core::json::jsonrpc::{self, Message, INVALID_REQUEST, PARSE_ERROR};
 
 fuzz_target!(|data: &[u8]| {
     match jsonrpc::parse(data) {

@@ -21,7 +21,7 @@ use limen_core::flow::tool::{
     fuzz_host_replies, Call, CallKey, ConnEvent, HostConn, Limits, McpConn, ToolConn,
 };
 use limen_core::flow::{Type, Value};
-use limen_core::wire::jsonrpc;
+use limen_core::json::jsonrpc;
 use limen_fuzz::tool::tools;
 use limen_fuzz::{feeds, hex};
 

@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{Reply, ToolkitConn, ToolkitEvent};
 use limen_core::flow::Value;
-use limen_core::wire::jsonrpc;
+use limen_core::json::jsonrpc;
 use limen_fuzz::tool::tools;
 use limen_fuzz::{feeds, hex};
 

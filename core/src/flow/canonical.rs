@@ -7,6 +7,8 @@
 
 use base64::Engine as _;
 
+use crate::json::write_string;
+
 use super::number::Decimal;
 use super::time::{Duration, Instant};
 use super::value::{EnumPayload, JsonValue, Value};
@@ -209,37 +211,6 @@ fn write_sorted_array(texts: impl Iterator<Item = Vec<u8>>, out: &mut Vec<u8>) {
         out.extend_from_slice(t);
     }
     out.push(b']');
-}
-
-/// A JSON string escaping only `"`, `\` and U+0000..U+001F.
-#[inline]
-pub fn write_string(s: &str, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    loop {
-        let i = crate::json::scan_plain(bytes, start);
-        out.extend_from_slice(&bytes[start..i]);
-        let Some(&b) = bytes.get(i) else { break };
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-            }
-        }
-        start = i + 1;
-    }
-    out.push(b'"');
 }
 
 fn write_decimal(d: &Decimal, out: &mut Vec<u8>) {

@@ -1,4 +1,7 @@
-//! The strict JSON tokenizer every parser in limen shares.
+//! The strict JSON tokenizer every parser in limen shares,
+//! [`write_string`], the string escaper every JSON writer shares, and
+//! [`jsonrpc`], JSON-RPC 2.0 messages one to a line (the Flow Tool protocol,
+//! MCP).
 //!
 //! [`Tokenizer`] is a pull tokenizer over a complete `&[u8]`: each call to
 //! [`Tokenizer::next_event`] yields one [`Event`] (begin or end of an object
@@ -51,6 +54,8 @@
 //! ```
 
 mod error;
+mod escape;
+pub mod jsonrpc;
 mod number;
 pub(crate) mod plain;
 mod string;
@@ -60,6 +65,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 pub use error::{line_column, Error, ErrorKind};
+pub use escape::write_string;
 pub use number::{Number, Scientific};
 pub(crate) use string::scan_plain;
 pub use tokenizer::{Event, Tokenizer, DEFAULT_MAX_DEPTH};

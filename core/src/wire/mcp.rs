@@ -46,8 +46,8 @@ pub use message::{
 use crate::hale::runtime::{
     Correlation, Credential, ExposureSpec, Outcome, RefusalKind, Request, RequestKind,
 };
+use crate::json::jsonrpc;
 use crate::wire::http1::HttpRequest;
-use crate::wire::jsonrpc;
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";

@@ -9,12 +9,12 @@
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
 //! - [`mcp`]: the MCP transport's framing of `POST /mcp` and the MCP column of
 //!   § Outcomes.
-//! - [`jsonrpc`]: JSON-RPC 2.0 messages, one to a line (the Flow Tool
-//!   protocol, MCP).
+//!
+//! JSON-RPC 2.0, which MCP and the Flow Tool protocol both carry, is
+//! [`crate::json::jsonrpc`].
 
 pub mod front;
 pub mod hale_http;
 pub mod http1;
-pub mod jsonrpc;
 pub mod line;
 pub mod mcp;

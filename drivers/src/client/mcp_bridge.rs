@@ -26,7 +26,7 @@ use std::io::{self, BufRead, Write};
 use limen_core::hale::docs::rows::tool_name;
 use limen_core::hale::docs::tools_from_description;
 use limen_core::hale::runtime::RefusalKind;
-use limen_core::wire::jsonrpc;
+use limen_core::json::jsonrpc;
 use limen_core::wire::mcp::{
     classify, encode_call_answer, encode_malformed, initialize_result, CallAnswer, Incoming,
 };

@@ -28,7 +28,7 @@ impl fmt::Display for JsonPath {
                 Segment::Key(k) if is_identifier(k) => write!(f, ".{k}")?,
                 Segment::Key(k) => {
                     let mut quoted = Vec::new();
-                    crate::flow::canonical::write_string(k, &mut quoted);
+                    crate::json::write_string(k, &mut quoted);
                     write!(f, "[{}]", String::from_utf8_lossy(&quoted))?;
                 }
             }
@@ -143,7 +143,7 @@ impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let short = shorten(self.0);
         let mut out = Vec::new();
-        crate::flow::canonical::write_string(&short, &mut out);
+        crate::json::write_string(&short, &mut out);
         f.write_str(&String::from_utf8_lossy(&out))
     }
 }

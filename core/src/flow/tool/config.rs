@@ -171,7 +171,7 @@ fn is_relative_path(path: &str) -> bool {
 
 fn quoted(s: &str) -> String {
     let mut out = Vec::new();
-    crate::flow::canonical::write_string(s, &mut out);
+    crate::json::write_string(s, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 

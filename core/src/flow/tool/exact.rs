@@ -284,7 +284,7 @@ impl ArgsPlan {
             .map(|(index, p)| {
                 let kind = Scalar::of(&p.ty)?;
                 let mut opening = Vec::with_capacity(p.name.len() + 3);
-                crate::flow::canonical::write_string(&p.name, &mut opening);
+                crate::json::write_string(&p.name, &mut opening);
                 if opening.len() != p.name.len() + 2 {
                     return None;
                 }

@@ -10,7 +10,7 @@ use crate::flow::fingerprint::{Declaration, Param};
 use crate::flow::identity::Identity;
 use crate::flow::types::{Field, Type, TypeDecl, TypeEnv};
 use crate::flow::value::Value;
-use crate::wire::jsonrpc;
+use crate::json::jsonrpc;
 
 /// Runs a [`HostConn`] with eight calls out through `data` as the
 /// process's output (split where `data`'s first byte says), then ends the

@@ -29,13 +29,13 @@ use super::oversize;
 use super::protocol::{self, CallParts, CallShape, REPLY};
 use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
 use crate::flow::value::Value;
-use crate::wire::jsonrpc::{self, Message};
+use crate::json::jsonrpc::{self, Message};
 use crate::Timestamp;
 
-/// A hash map with a fixed hasher ([`super::conn::Fixed`]): hashing a key once
+/// A hash map with a fixed hasher ([`crate::hash::Fixed`]): hashing a key once
 /// beats a tree's dozen string comparisons per call with hundreds in
 /// flight.
-type Fixed<K, V> = HashMap<K, V, super::conn::Fixed>;
+type Fixed<K, V> = HashMap<K, V, crate::hash::Fixed>;
 
 /// The most declarations whose call shape is kept: a caller that makes a
 /// new `Arc<Tool>` per call must not grow the cache without end.

@@ -25,9 +25,9 @@ use super::listing::{describe_result, Described, Tool};
 use super::oversize;
 use super::protocol::{members, string};
 use super::{Call, CallKey, ConnEvent, DataVersion, KeyText, Outcome, ToolConn};
-use crate::flow::canonical::{write_canonical, write_string};
-use crate::json::{Event, Tokenizer};
-use crate::wire::jsonrpc::{self, Message};
+use crate::flow::canonical::write_canonical;
+use crate::json::jsonrpc::{self, Message};
+use crate::json::{write_string, Event, Tokenizer};
 use crate::Timestamp;
 
 /// The MCP protocol version the adapter asks for.

@@ -27,9 +27,6 @@
 pub mod binding;
 pub mod config;
 mod conn;
-// The hale runtime's pending table keys on ids the exposure assigns itself,
-// like the tool machines' maps: the same fixed hasher serves it.
-pub(crate) use conn::Fixed;
 mod decoding;
 mod exact;
 mod fuzz;
@@ -264,12 +261,12 @@ impl Outcome {
     pub fn to_json(&self) -> String {
         let mut out = Vec::new();
         out.push(b'{');
-        super::canonical::write_string(self.name(), &mut out);
+        crate::json::write_string(self.name(), &mut out);
         out.push(b':');
         match self {
             Outcome::Ok(v) | Outcome::Failed(v) => super::canonical::write_canonical(v, &mut out),
             Outcome::NotRun(r) | Outcome::Unknown(r) | Outcome::BadReply(r) => {
-                super::canonical::write_string(r, &mut out)
+                crate::json::write_string(r, &mut out)
             }
         }
         out.push(b'}');

@@ -18,12 +18,12 @@ use std::borrow::Cow;
 
 use super::conn::{RawOutcome, SendError};
 use super::{Call, CallKey, KeyText};
-use crate::flow::canonical::{write_canonical, write_string};
+use crate::flow::canonical::write_canonical;
 use crate::flow::schema::schema_of;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
-use crate::json::{DuplicateKeys, Event, Tokenizer};
-use crate::wire::jsonrpc;
+use crate::json::jsonrpc;
+use crate::json::{write_string, DuplicateKeys, Event, Tokenizer};
 
 /// The describe request's method.
 pub const DESCRIBE: &str = "describe";

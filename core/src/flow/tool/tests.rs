@@ -758,10 +758,10 @@ fn the_fast_paths_read_exactly_what_the_general_path_reads() {
         .run(&line, |line| {
             let bytes = line.as_bytes();
             if let Some((key, outcome)) = protocol::fast_reply(bytes) {
-                let Ok(jsonrpc_message) = crate::wire::jsonrpc::parse(bytes) else {
+                let Ok(jsonrpc_message) = crate::json::jsonrpc::parse(bytes) else {
                     panic!("fast took what is not JSON-RPC: {line}");
                 };
-                let crate::wire::jsonrpc::Message::Notification { method, params } =
+                let crate::json::jsonrpc::Message::Notification { method, params } =
                     jsonrpc_message
                 else {
                     panic!("fast took a non-notification: {line}");
@@ -776,8 +776,8 @@ fn the_fast_paths_read_exactly_what_the_general_path_reads() {
                 );
             }
             if let Some(call) = protocol::fast_call(bytes) {
-                let Ok(crate::wire::jsonrpc::Message::Notification { method, params }) =
-                    crate::wire::jsonrpc::parse(bytes)
+                let Ok(crate::json::jsonrpc::Message::Notification { method, params }) =
+                    crate::json::jsonrpc::parse(bytes)
                 else {
                     panic!("fast took what is not a notification: {line}");
                 };

@@ -21,7 +21,7 @@ use super::protocol::{self, CALL, CANCEL, DESCRIBE};
 use super::CallKey;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
-use crate::wire::jsonrpc::{self, Message};
+use crate::json::jsonrpc::{self, Message};
 
 pub use super::protocol::Reply;
 
@@ -84,7 +84,7 @@ pub struct ToolkitConn {
     /// The calls yielded and not answered. A fixed hasher (core reads no
     /// entropy): a host flooding the set with colliding keys only slows its
     /// own calls.
-    open: HashSet<CallKey, super::conn::Fixed>,
+    open: HashSet<CallKey, crate::hash::Fixed>,
     events: VecDeque<ToolkitEvent>,
     /// Whether a call in exactly the writer's form is read in place.
     exact_reading: bool,

@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use crate::flow::tool::Fixed;
+use crate::hash::Fixed;
 
 use super::outcome::{reasons, Outcome, Refusal, RefusalKind};
 use super::sources::{

@@ -94,12 +94,12 @@ impl Principal {
     /// building a map: it is on every reply's path).
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"mode\":");
-        crate::flow::canonical::write_string(&self.mode, out);
+        crate::json::write_string(&self.mode, out);
         out.extend_from_slice(b",\"name\":");
-        crate::flow::canonical::write_string(&self.name, out);
+        crate::json::write_string(&self.name, out);
         for (k, v) in self.fields.iter() {
             out.push(b',');
-            crate::flow::canonical::write_string(k, out);
+            crate::json::write_string(k, out);
             out.push(b':');
             if *v < 0 {
                 out.push(b'-');

@@ -5,10 +5,9 @@
 
 use std::borrow::Cow;
 
-use crate::flow::canonical::write_string;
 use crate::hale::runtime::{Refusal, RefusalKind};
-use crate::json::{Event, Tokenizer};
-use crate::wire::jsonrpc::{self, Message};
+use crate::json::jsonrpc::{self, Message};
+use crate::json::{write_string, Event, Tokenizer};
 
 /// The protocol version answered when the client names none.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";

@@ -295,7 +295,7 @@ pub fn encode_request(id: &[u8], method: &str, params: Option<&[u8]>, out: &mut 
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id);
     out.extend_from_slice(b",\"method\":");
-    crate::flow::canonical::write_string(method, out);
+    crate::json::write_string(method, out);
     if let Some(params) = params {
         out.extend_from_slice(b",\"params\":");
         out.extend_from_slice(params);
@@ -306,7 +306,7 @@ pub fn encode_request(id: &[u8], method: &str, params: Option<&[u8]>, out: &mut 
 /// Appends `{"jsonrpc":"2.0","method":METHOD[,"params":PARAMS]}`.
 pub fn encode_notification(method: &str, params: Option<&[u8]>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
-    crate::flow::canonical::write_string(method, out);
+    crate::json::write_string(method, out);
     if let Some(params) = params {
         out.extend_from_slice(b",\"params\":");
         out.extend_from_slice(params);
@@ -330,7 +330,7 @@ pub fn encode_error(id: &[u8], code: i64, message: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(id);
     // Writing to a Vec cannot fail.
     let _ = write!(out, ",\"error\":{{\"code\":{code},\"message\":");
-    crate::flow::canonical::write_string(message, out);
+    crate::json::write_string(message, out);
     out.extend_from_slice(b"}}");
 }
 
@@ -342,7 +342,7 @@ pub fn encode_error_data(id: &[u8], code: i64, message: &str, data: &[u8], out: 
     out.extend_from_slice(id);
     // Writing to a Vec cannot fail.
     let _ = write!(out, ",\"error\":{{\"code\":{code},\"message\":");
-    crate::flow::canonical::write_string(message, out);
+    crate::json::write_string(message, out);
     out.extend_from_slice(b",\"data\":");
     out.extend_from_slice(data);
     out.extend_from_slice(b"}}");

@@ -1,7 +1,7 @@
 //! One tools/call's CPU through the machines, from request bytes to
 //! response bytes, beside the same call over plain HTTP, in one run: the
-//! HTTP/1.1 machine reads the request, the framing makes an exposure
-//! request (`wire::mcp::Framing` / `wire::hale_http`), the exposure admits,
+//! transport front ([`Front`], the same the server drives) reads the request
+//! and frames it for the exposure, the exposure admits,
 //! dispatches and completes it with the witness's receipt, and the outcome
 //! is encoded and written as the response. What a socket costs is the same
 //! on both sides and is `benches/scripts/mcp-vs-http`'s.
@@ -13,18 +13,19 @@ use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::runtime::*;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
-use limen_core::wire::{hale_http, mcp};
+use limen_core::wire::front::{Front, FrontEvent};
+use limen_core::wire::{http1, mcp};
+use std::sync::Arc;
 
 const DESK: &str = include_str!("../../conformance/programs/desk.hl");
 const DIGEST: &str = "fnv1a64:a8930d6e7998e986";
 const RECEIPT: &[u8] = br#"{"order":41,"notional":125000}"#;
 
-fn exposure(via: &str) -> (Exposure, mcp::Framing) {
+fn exposure(via: &str) -> (Exposure, Arc<mcp::Framing>) {
     let program = parse_program("desk.hl", DESK).expect("desk.hl parses");
     let e = program.exposure("public").expect("public");
     let spec = exposure_spec(&program, e, via).expect("a spec");
-    let framing = mcp::Framing::new(&spec);
+    let framing = Arc::new(mcp::Framing::new(&spec));
     let tokens = TokenTable::new(Some("no such token")).with("t-alice", "alice");
     let roles = RoleTable::new().grant("alice", "trader");
     let mut ex = Exposure::new(
@@ -49,21 +50,18 @@ fn head(path: &str, extra: &str, body: &str) -> Vec<u8> {
 /// Runs one request's bytes through the machines; the response's length.
 fn trip(
     ex: &mut Exposure,
-    framing: Option<&mcp::Framing>,
+    framing: Option<&Arc<mcp::Framing>>,
     bytes: &[u8],
     correlation: u64,
 ) -> usize {
-    let mut conn = HttpConn::new(0, Limits::default());
-    conn.handle_data(0, bytes);
-    let Some(HttpEvent::Request(req)) = conn.poll_event() else {
-        panic!("a request")
+    let limits = http1::Limits::default();
+    let mut front = match framing {
+        Some(f) => Front::mcp(0, limits, f.clone(), correlation),
+        None => Front::http(0, limits, correlation),
     };
-    let (request, reply) = match framing {
-        Some(f) => {
-            let (r, reply) = f.frame(&req, correlation);
-            (r, Some(reply))
-        }
-        None => (hale_http::frame(&req, correlation), None),
+    front.handle_data(0, bytes);
+    let Some(FrontEvent::Request { request, .. }) = front.poll_event() else {
+        panic!("a request")
     };
     ex.handle_request(0, 0, request);
     while let Some(event) = ex.poll_event() {
@@ -71,21 +69,14 @@ fn trip(
             Event::Dispatch(d) => {
                 ex.handle_completion(d.request_id, Completion::Returned(RECEIPT.to_vec()))
             }
-            Event::Deliver(d) => match (framing, &reply) {
-                (Some(f), Some(reply)) => {
-                    let a = f.answer(reply, d.outcome);
-                    conn.send(0, a.status, &a.headers, &a.body);
-                }
-                _ => {
-                    let (status, body) = hale_http::encode(d.outcome);
-                    conn.send_json(0, status, &body);
-                }
-            },
+            Event::Deliver(d) => {
+                front.deliver(0, d);
+            }
             _ => {}
         }
     }
-    let n = conn.pending_output().len();
-    conn.consume_output(0, n);
+    let n = front.pending_output().len();
+    front.consume_output(0, n);
     n
 }
 

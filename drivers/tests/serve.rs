@@ -29,7 +29,7 @@ impl Describer for Doc {
     }
 }
 
-/// Echoes its payload; `Echo::slow` sleeps first.
+/// Echoes its payload; `Echo::slow` sleeps first; `Echo::boom` panics.
 struct Echo;
 impl Receiver for Echo {
     fn call(
@@ -40,6 +40,9 @@ impl Receiver for Echo {
     ) -> Completion {
         if member == "Echo::slow" {
             thread::sleep(Duration::from_millis(300));
+        }
+        if member == "Echo::boom" {
+            panic!("the handler of Echo::boom panics");
         }
         Completion::Returned(payload.to_string().into_bytes())
     }
@@ -59,6 +62,11 @@ fn spec(name: &str, via: &str) -> ExposureSpec {
             },
             MemberSpec {
                 name: "Echo::slow".into(),
+                receiver: 0,
+                requires: vec![],
+            },
+            MemberSpec {
+                name: "Echo::boom".into(),
                 receiver: 0,
                 requires: vec![],
             },
@@ -87,6 +95,12 @@ impl Drop for Running {
 }
 
 fn start(config: ServerConfig) -> Running {
+    start_supervised(config, Supervision::Absorb)
+}
+
+/// [`start`] with the receiver's owner answering a violation (or a panic)
+/// with `supervision`.
+fn start_supervised(config: ServerConfig, supervision: Supervision) -> Running {
     let dir = std::env::temp_dir().join(format!(
         "limen-serve-{}-{:?}",
         std::process::id(),
@@ -107,7 +121,7 @@ fn start(config: ServerConfig) -> Running {
                 "self.echo",
                 1,
                 Box::new(Echo),
-                Arc::new(|_| Supervision::Absorb),
+                Arc::new(move |_| supervision),
             )
             .unwrap();
         let tokens = TokenTable::new(Some("no such token")).with("t-a", "a");
@@ -141,6 +155,8 @@ fn start(config: ServerConfig) -> Running {
 
 fn post(addr: &str, member: &str, body: &str, token: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
+    // A call that is never answered fails the test instead of hanging it.
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     write!(
         s,
         "POST /call/{member} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
@@ -212,4 +228,93 @@ fn a_slow_or_silent_client_harms_nobody_else() {
     );
     drop(hog);
     drop(trickle);
+}
+
+#[test]
+fn a_handler_that_panics_answers_its_caller_the_server_error_and_its_receiver_serves_on() {
+    let r = start(ServerConfig::default());
+    let (status, body) = post(&r.http, "Echo::boom", "1", "t-a");
+    assert_eq!(status, 500, "{body}");
+    // The same receiver takes its next call, over either transport.
+    assert_eq!(post(&r.http, "Echo::say", "2", "t-a"), (200, "2".into()));
+    let mut unix = UnixStream::connect(&r.unix).unwrap();
+    unix.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    unix.write_all(b"{\"call\":\"Echo::boom\",\"payload\":1,\"id\":1}\n{\"call\":\"Echo::say\",\"payload\":3,\"id\":2}\n")
+        .unwrap();
+    let mut lines = BufReader::new(unix).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.contains("\"id\":1") && first.contains("\"refusal\":{\"kind\":\"server\"}"),
+        "{first}"
+    );
+    let second = lines.next().unwrap().unwrap();
+    assert!(
+        second.contains("\"id\":2") && second.contains("\"value\":3"),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_handler_that_panics_under_a_draining_owner_settles_every_later_call_unavailable() {
+    let r = start_supervised(ServerConfig::default(), Supervision::Drain);
+    // A slow call holds the receiver while more queue behind it; the panic
+    // comes after, and what was queued behind it is settled, not forgotten.
+    let http = r.http.clone();
+    let queued = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        post(&http, "Echo::say", "1", "t-a")
+    });
+    let (status, _) = post(&r.http, "Echo::boom", "1", "t-a");
+    assert_eq!(status, 500);
+    let (status, body) = queued.join().unwrap();
+    assert!(
+        status == 200 || body.contains("unavailable"),
+        "{status} {body}"
+    );
+    let (status, body) = post(&r.http, "Echo::say", "2", "t-a");
+    assert!(body.contains("unavailable"), "{status} {body}");
+}
+
+#[test]
+fn replies_on_one_connection_leave_in_the_order_the_exposure_produced_them() {
+    // One receiver answers in the order its calls were accepted, so the
+    // exposure delivers them in request order; every reply on the
+    // connection must come back in that order, whatever the loops and the
+    // worker do between.
+    let r = start(ServerConfig {
+        loops: 2,
+        ..ServerConfig::default()
+    });
+    let unix = UnixStream::connect(&r.unix).unwrap();
+    unix.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut batch = String::new();
+    for i in 1..=2000 {
+        batch.push_str(&format!(
+            "{{\"call\":\"Echo::say\",\"payload\":{i},\"id\":{i}}}\n"
+        ));
+    }
+    let mut w = unix.try_clone().unwrap();
+    let writer = thread::spawn(move || w.write_all(batch.as_bytes()).unwrap());
+    // Past the bound a call is refused `full` at once, ahead of the calls
+    // still running: those refusals may come first, but every call is
+    // answered once and the calls that ran are answered in order.
+    let mut lines = BufReader::new(unix).lines();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut last_ran = 0u64;
+    for _ in 1..=2000u64 {
+        let line = lines.next().unwrap().unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let id = reply["request_id"].as_u64().unwrap();
+        assert_eq!(reply["id"].as_u64(), Some(id), "{line}");
+        assert!(seen.insert(id), "answered twice: {line}");
+        if reply["ok"] == serde_json::json!(true) {
+            assert!(id > last_ran, "{id} after {last_ran}: {line}");
+            last_ran = id;
+        } else {
+            assert_eq!(reply["refusal"]["kind"], "full", "{line}");
+        }
+    }
+    assert_eq!(seen.len(), 2000);
+    writer.join().unwrap();
 }

@@ -59,6 +59,8 @@ pub struct DemoOptions {
     /// Write every exchange as a conformance record under this folder
     /// (`--record DIR`).
     pub record: Option<PathBuf>,
+    /// How many connection loops serve (`--loops N`); 0, one per core.
+    pub loops: usize,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -156,8 +158,11 @@ impl Demo {
         describer: &DescriberFactory,
     ) -> Result<Demo, BootError> {
         let program = witness::program();
-        let mut server = Server::new(ServerConfig::default())
-            .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
+        let mut server = Server::new(ServerConfig {
+            loops: options.loops,
+            ..ServerConfig::default()
+        })
+        .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
         let instances = witness::Instances::new(&program);
         let mut workers: BTreeMap<String, Instance> = BTreeMap::new();
         let mut banner =

@@ -1,5 +1,5 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--operator uid:N] [--bound N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
 //! given); `--record DIR` writes every exchange as a conformance record.
@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 
 use crate::demo::{Demo, DemoOptions};
+use limen_core::hale::runtime::ExposureLimits;
+use limen_core::SECOND;
 
 /// Where `hale demo` serves Public over MCP unless `--mcp` says.
 pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
@@ -33,10 +35,15 @@ pub fn run(args: &[String]) -> i32 {
     print!("{}", demo.banner());
     let stop = demo.stop_handle();
     std::thread::spawn(move || {
-        wait_signal(&signals);
+        wait_signal(&signals, None);
         eprintln!("hale demo: stopping");
         stop.stop();
-        wait_signal(&signals);
+        // A signal always stops the process: a second one, or the end of
+        // stop()'s wait with a margin, ends it whatever the loops are doing.
+        let limit = ExposureLimits::default().stop_wait / SECOND + STOP_MARGIN_S;
+        if !wait_signal(&signals, Some(limit)) {
+            eprintln!("hale demo: not stopped after {limit} s; exiting");
+        }
         std::process::exit(130);
     });
     match demo.run() {
@@ -95,6 +102,16 @@ fn parse(args: &[String]) -> Result<DemoOptions, String> {
                     .ok_or_else(|| format!("demo: --bound is a positive integer, not `{v}`"))?;
                 options.bound = Some(n);
             }
+            "--loops" => {
+                let v = value()?;
+                options.loops = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=1024).contains(n))
+                    .ok_or_else(|| {
+                        format!("demo: --loops is a number of loops from 1 to 1024, not `{v}`")
+                    })?;
+            }
             "--control" => options.control = Some(PathBuf::from(value()?)),
             "--record" => options.record = Some(PathBuf::from(value()?)),
             other => return Err(format!("demo: unknown flag `{other}`")),
@@ -120,11 +137,27 @@ fn block_signals() -> libc::sigset_t {
     }
 }
 
-fn wait_signal(set: &libc::sigset_t) {
-    let mut signal = 0;
-    // SAFETY: `set` is an initialized signal set and `signal` a valid out
-    // pointer.
-    unsafe {
-        libc::sigwait(set, &mut signal);
+/// Seconds past stop()'s wait after which a stopping demo exits anyway.
+const STOP_MARGIN_S: u64 = 2;
+
+/// Waits for a signal of `set`, at most `limit` seconds when given;
+/// whether one came.
+fn wait_signal(set: &libc::sigset_t, limit: Option<u64>) -> bool {
+    match limit {
+        None => {
+            let mut signal = 0;
+            // SAFETY: `set` is an initialized signal set and `signal` a
+            // valid out pointer.
+            unsafe { libc::sigwait(set, &mut signal) == 0 }
+        }
+        Some(secs) => {
+            let timeout = libc::timespec {
+                tv_sec: secs as libc::time_t,
+                tv_nsec: 0,
+            };
+            // SAFETY: `set` is an initialized signal set, `timeout` a valid
+            // timespec, and a null info pointer is allowed.
+            unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &timeout) > 0 }
+        }
     }
 }

@@ -61,7 +61,7 @@ pub fn usage(message: &str) -> i32 {
 
 /// The synopsis.
 pub const USAGE: &str = "usage:
-  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--mcp ADDR] [--operator uid:N] [--bound N] [--control PATH] [--record DIR]
+  hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH] [--mcp ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]
   hale api describe <endpoint> [--json] [--bearer T]
   hale api call <endpoint> <member> [--json '<payload>' | --json - | --<field> <value> …] [--bearer T] [--id ID] [--digest D] [--raw]
   hale mcp --app <unix:PATH | http://host:port | mcp://host:port> [--bearer T]

@@ -226,7 +226,7 @@ impl ConnLoop {
         loop {
             if !self.to_owner.is_empty() {
                 let items = std::mem::take(&mut self.to_owner);
-                owner.from_loop(now, unix_now(), items);
+                owner.take_framed(now, unix_now(), items);
             }
             if self.shared.stop.load(Ordering::SeqCst) {
                 owner.stop(now);
@@ -282,12 +282,12 @@ impl ConnLoop {
             Message::Finish => self.finishing = true,
             Message::FromLoop(items) => {
                 if let Some(owner) = owner {
-                    owner.from_loop(now, unix_now(), items);
+                    owner.take_framed(now, unix_now(), items);
                 }
             }
             Message::Worker(report) => {
                 if let Some(owner) = owner {
-                    owner.from_worker(now, report);
+                    owner.take_report(now, report);
                 }
             }
             Message::Command(command) => {

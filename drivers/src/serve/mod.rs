@@ -3,12 +3,12 @@
 //! owner of every exposure, and a serial worker thread per receiver
 //! instance.
 //!
-//! - Each loop ([`conn_loop`]) holds the connections it accepted and their
+//! - Each loop (`conn_loop.rs`) holds the connections it accepted and their
 //!   [`Front`](limen_core::wire::front::Front)s: it reads into the fronts,
 //!   writes what they queue, keeps their timers in a heap, and sends the
 //!   requests a turn framed to the owner as one message. Every loop accepts
 //!   on every listener; whichever wakes first takes a connection.
-//! - The owner ([`owner`]) runs on loop 0's thread: it holds every
+//! - The owner (`owner.rs`) runs on loop 0's thread: it holds every
 //!   [`Exposure`], feeds it the loops' requests and the workers' reports
 //!   as inputs, hands dispatches to workers, and sends each delivery to the
 //!   loop that owns its connection (a correlation names its loop).

@@ -76,7 +76,7 @@ impl Owner {
     }
 
     /// Requests and losses a loop framed, in its order.
-    pub(super) fn from_loop(&mut self, now: Timestamp, wall: Timestamp, items: Vec<ToOwner>) {
+    pub(super) fn take_framed(&mut self, now: Timestamp, wall: Timestamp, items: Vec<ToOwner>) {
         for item in items {
             match item {
                 ToOwner::Request {
@@ -106,7 +106,7 @@ impl Owner {
     }
 
     /// A worker's report.
-    pub(super) fn from_worker(&mut self, now: Timestamp, report: Report) {
+    pub(super) fn take_report(&mut self, now: Timestamp, report: Report) {
         match report {
             Report::NotTaken {
                 exposure,

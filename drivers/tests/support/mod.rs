@@ -61,12 +61,26 @@ impl Drop for Demo {
 /// Starts `hale demo` with every listener on an ephemeral port (or in a
 /// scratch directory) and `extra` flags; `tag` names the scratch directory.
 pub fn demo(tag: &str, extra: &[&str]) -> Demo {
+    demo_limited(tag, extra, None)
+}
+
+/// [`demo`] in a process whose open descriptors are limited to `nofile`
+/// (soft and hard, so the demo cannot raise it), when given.
+pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
     let dir = std::env::temp_dir().join(format!("limen-live-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let admin = dir.join("admin.sock");
     let control = dir.join("control.sock");
-    let mut child = Command::new(HALE)
+    let mut command = match nofile {
+        None => Command::new(HALE),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), HALE]);
+            sh
+        }
+    };
+    let mut child = command
         .args([
             "demo",
             "--public",
@@ -125,6 +139,23 @@ pub fn demo(tag: &str, extra: &[&str]) -> Demo {
 }
 
 impl Demo {
+    /// The demo's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `limit` for the demo to exit; its status when it did.
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Sends one control line and asserts it was answered `ok`.
     pub fn control(&self, line: &str) {
         let mut s = UnixStream::connect(&self.control).unwrap();

@@ -152,7 +152,8 @@ fn a_front_yields_the_same_events_whole_or_byte_by_byte() {
     let unix =
         b"{\"describe\":true}\n{\"call\":\"A::b\",\"payload\":1,\"id\":[1]}\r\n\n{\"x\":1}\nnope\n";
     let http = b"GET /.description HTTP/1.1\r\nAuthorization: Bearer t\r\n\r\n";
-    let make: [(&[u8], fn() -> Front); 2] = [
+    type NewFront = fn() -> Front;
+    let make: [(&[u8], NewFront); 2] = [
         (unix, || Front::unix(0, line::Limits::default(), PEER, 1)),
         (http, || Front::http(0, http1::Limits::default(), 1)),
     ];

@@ -1,9 +1,9 @@
 //! A served program in memory: the demo's arrangement (every exposure the
 //! program serves over HTTP, MCP or a Unix socket, and Public over MCP as
 //! the demo adds it, bound to one set of receiver instances) driven through
-//! the real machines — [`LineConn`] and [`http1::Conn`], Hale's framing or
-//! MCP's ([`mcp::Framing`]), [`Exposure`] — with no socket, no thread and
-//! no clock.
+//! the real machines — each connection's transport [`Front`] (the same the
+//! server drives), the [`Exposure`] — with no socket, no thread and no
+//! clock.
 //!
 //! Time is a virtual clock that starts at [`EPOCH`] and moves one
 //! millisecond per input. Handlers run at once, in the order the exposure

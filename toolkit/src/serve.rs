@@ -118,6 +118,7 @@ pub fn serve_on(
     output: impl Write + Send + 'static,
 ) -> io::Result<()> {
     let conn = Arc::new(Mutex::new(ToolkitConn::new(tools, options.limits.clone())));
+    let clock = Clock::new();
     let output = Arc::new(Mutex::new(output));
     let service: Arc<dyn Service> = Arc::new(service);
     let (jobs, workers) = if options.workers == 0 {
@@ -138,8 +139,9 @@ pub fn serve_on(
                     let mut out = Vec::new();
                     {
                         let mut c = lock(&conn);
-                        c.reply(&cx.key, &reply);
-                        c.poll_transmit(&mut out);
+                        let now = clock.now();
+                        c.reply(now, &cx.key, &reply);
+                        take(&mut c, now, &mut out);
                     }
                     let _ = write_all(&output, &out);
                 })
@@ -151,14 +153,24 @@ pub fn serve_on(
     let mut out = Vec::new();
     loop {
         let n = match input.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => {
+                let mut c = lock(&conn);
+                c.handle_eof(clock.now());
+                while let Some(event) = c.poll_event() {
+                    if let ToolkitEvent::Dropped(why) = event {
+                        eprintln!("limen-toolkit: {why}");
+                    }
+                }
+                break;
+            }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         for piece in pieces(&buf[..n], PIECE_LINES) {
             let mut c = lock(&conn);
-            c.handle_data(piece);
+            let now = clock.now();
+            c.handle_data(now, piece);
             while let Some(event) = c.poll_event() {
                 match event {
                     ToolkitEvent::Call(incoming) => {
@@ -172,7 +184,7 @@ pub fn serve_on(
                             }
                             None => {
                                 let reply = run_call(&*service, incoming.tool, &cx, incoming.args);
-                                c.reply(&cx.key, &reply);
+                                c.reply(now, &cx.key, &reply);
                             }
                         }
                     }
@@ -181,7 +193,7 @@ pub fn serve_on(
                 }
             }
             out.clear();
-            c.poll_transmit(&mut out);
+            take(&mut c, now, &mut out);
             drop(c);
             write_all(&output, &out)?;
         }
@@ -191,7 +203,7 @@ pub fn serve_on(
         let _ = worker.join();
     }
     out.clear();
-    lock(&conn).poll_transmit(&mut out);
+    take(&mut lock(&conn), clock.now(), &mut out);
     write_all(&output, &out)
 }
 
@@ -223,6 +235,29 @@ fn pieces(data: &[u8], lines: usize) -> impl Iterator<Item = &[u8]> {
         rest = more;
         Some(piece)
     })
+}
+
+/// The serve loop's monotonic clock, in nanoseconds since it began.
+#[derive(Clone, Copy)]
+struct Clock(std::time::Instant);
+
+impl Clock {
+    fn new() -> Clock {
+        Clock(std::time::Instant::now())
+    }
+
+    fn now(self) -> limen_core::Timestamp {
+        self.0.elapsed().as_nanos() as limen_core::Timestamp
+    }
+}
+
+/// Moves the machine's pending output into `out`, to be written once the
+/// lock is let go (a full pipe must not stop calls from being read).
+fn take(conn: &mut ToolkitConn, now: limen_core::Timestamp, out: &mut Vec<u8>) {
+    let pending = conn.pending_output();
+    out.extend_from_slice(pending);
+    let n = pending.len();
+    conn.consume_output(now, n);
 }
 
 fn write_all(output: &Mutex<impl Write>, bytes: &[u8]) -> io::Result<()> {

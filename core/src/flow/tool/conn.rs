@@ -367,8 +367,9 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 /// text was written in full reached the process; one that was not, did not.
 ///
 /// One buffer and a read position: what is queued is appended, what is
-/// written advances the position, and the buffer is emptied (keeping its
-/// room) once all of it is written, so the driver writes straight from it.
+/// written advances the position, and the buffer is emptied once all of it
+/// is written (keeping its room up to [`Outbox::KEEP`]), so the driver
+/// writes straight from it.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     buf: Vec<u8>,
@@ -384,6 +385,9 @@ impl Outbox {
     /// more than half the buffer moves the rest down: a driver that
     /// writes a little at a time never lets the buffer grow without end.
     const COMPACT_AT: usize = 64 << 10;
+    /// The most room an empty buffer keeps: a burst of thousands of calls
+    /// leaves no megabyte behind for the connection's life.
+    pub(crate) const KEEP: usize = 64 << 10;
 
     /// Appends one message and its newline; returns the stream offset at
     /// which the message's JSON text is complete.
@@ -442,16 +446,19 @@ impl Outbox {
         self.pos += n.min(self.buf.len() - self.pos);
         if self.pos == self.buf.len() {
             self.base += self.buf.len() as u64;
-            self.buf.clear();
+            if self.buf.capacity() > Self::KEEP {
+                self.buf = Vec::new();
+            } else {
+                self.buf.clear();
+            }
             self.pos = 0;
         }
     }
 
-    /// A new process: nothing queued, nothing written (the buffer's room
-    /// kept).
+    /// A new process: nothing queued, nothing written.
     pub(crate) fn reset(&mut self) {
-        self.buf.clear();
-        self.pos = 0;
+        self.pos = self.buf.len();
+        self.consume(0);
         self.base = 0;
     }
 }
@@ -570,6 +577,14 @@ mod tests {
             .all(|l| l[..1000] == line[..] && l[1000] == b'\n'));
         out.reset();
         assert_eq!(out.push(|b| b.push(b'{')), 1, "a new process counts from 0");
+        for _ in 0..100 {
+            out.push(|b| b.extend_from_slice(&line));
+        }
+        out.consume(usize::MAX);
+        assert!(
+            out.buf.capacity() <= Outbox::KEEP,
+            "a burst's room is let go"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use super::conn::{Line, LineReader};
+use super::conn::{Line, LineReader, Outbox};
 use super::decoding::{decode_at, DecodeLimits};
 use super::exact::{self, ArgsPlan, ExactCall};
 use super::listing::{describe_result, Tool};
@@ -109,8 +109,7 @@ pub struct ToolkitConn {
     ended: bool,
     /// Output, and how much of it was written: one buffer and a read
     /// position, emptied once all of it is written.
-    out: Vec<u8>,
-    out_pos: usize,
+    out: Outbox,
     /// The calls yielded and not answered. A fixed hasher (core reads no
     /// entropy): a host flooding the set with colliding keys only slows its
     /// own calls.
@@ -149,8 +148,7 @@ impl ToolkitConn {
             limits,
             reader: LineReader::default(),
             ended: false,
-            out: Vec::new(),
-            out_pos: 0,
+            out: Outbox::default(),
             open: HashSet::default(),
             events: VecDeque::new(),
             exact_reading: true,
@@ -213,33 +211,18 @@ impl ToolkitConn {
 
     /// Queues the reply line.
     fn push_reply(&mut self, key: &CallKey, reply: &Reply) {
-        self.start_output();
-        protocol::write_reply(key, reply, &mut self.out);
-        self.out.push(b'\n');
-    }
-
-    /// Before more output is queued: a buffer written in full is emptied
-    /// (its room kept), so output never grows while it is being written.
-    fn start_output(&mut self) {
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
-        }
+        self.out.push(|out| protocol::write_reply(key, reply, out));
     }
 
     /// The bytes still to write to standard output, in order.
     pub fn pending_output(&self) -> &[u8] {
-        &self.out[self.out_pos..]
+        self.out.pending()
     }
 
     /// The first `n` bytes of [`pending_output`](ToolkitConn::pending_output)
     /// were written at `now`.
     pub fn consume_output(&mut self, _now: Timestamp, n: usize) {
-        self.out_pos += n.min(self.out.len() - self.out_pos);
-        if self.out_pos == self.out.len() {
-            self.out.clear();
-            self.out_pos = 0;
-        }
+        self.out.consume(n);
     }
 
     /// The next event.
@@ -303,15 +286,15 @@ impl ToolkitConn {
         }
         match jsonrpc::parse(bytes) {
             Ok(Message::Request { id, method, .. }) if method == DESCRIBE => {
-                self.start_output();
-                jsonrpc::encode_response(id, &self.describe, &mut self.out);
-                self.out.push(b'\n');
+                let describe = &self.describe;
+                self.out
+                    .push(|out| jsonrpc::encode_response(id, describe, out));
             }
             Ok(Message::Request { id, method, .. }) => {
                 let message = format!("no method `{method}`");
-                self.start_output();
-                jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, &mut self.out);
-                self.out.push(b'\n');
+                self.out.push(|out| {
+                    jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
+                });
             }
             Ok(Message::Notification { method, params }) if method == CALL => {
                 self.call(params.unwrap_or(b"null"))
@@ -344,9 +327,8 @@ impl ToolkitConn {
                     );
                 }
                 let id = e.id.as_deref().unwrap_or(b"null");
-                self.start_output();
-                jsonrpc::encode_error(id, e.code, &e.reason, &mut self.out);
-                self.out.push(b'\n');
+                self.out
+                    .push(|out| jsonrpc::encode_error(id, e.code, &e.reason, out));
             }
         }
     }

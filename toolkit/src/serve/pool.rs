@@ -65,6 +65,12 @@ struct Input<R> {
 
 struct State<R> {
     conn: ToolkitConn,
+    /// The clock as the pool last read it (at each piece, each write and
+    /// each look of the watchdog, so at least every [`HAND_OFF`] while
+    /// calls run): the time a reply is given to the machine at. The
+    /// machine has no timer, and a reading per call cost a twentieth of
+    /// the call.
+    now: Timestamp,
     /// The input, when no thread holds it (to read or feed it); `None`
     /// while one does, and after its end.
     input: Option<Input<R>>,
@@ -112,6 +118,7 @@ pub(super) fn serve<R: Read + Send, W: Write + Send>(
     let pool = Pool {
         state: Mutex::new(State {
             conn,
+            now: 0,
             input: Some(Input {
                 reader: input,
                 buf: vec![0; READ_BUF],
@@ -167,7 +174,8 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
                 let reply = run_call(self.service, job.tool, &job.cx, job.args);
                 st = lock(&self.state);
                 st.running -= 1;
-                st.conn.reply(self.clock.now(), &job.cx.key, &reply);
+                let now = st.now;
+                st.conn.reply(now, &job.cx.key, &reply);
                 continue;
             }
             // No call waits: write what is pending before this thread
@@ -201,7 +209,7 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
             match read {
                 Ok(Some(n)) => (input.start, input.end) = (0, n),
                 Ok(None) => {
-                    let now = self.clock.now();
+                    let now = self.tick(&mut st);
                     st.conn.handle_eof(now);
                     self.take_events(&mut st, now);
                     return self.end(st);
@@ -214,7 +222,7 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
         }
         let rest = &input.buf[input.start..input.end];
         let piece = pieces(rest, PIECE_LINES).next().unwrap_or(rest);
-        let now = self.clock.now();
+        let now = self.tick(&mut st);
         st.conn.handle_data(now, piece);
         input.start += piece.len();
         self.take_events(&mut st, now);
@@ -225,6 +233,12 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
             self.watch.notify_one();
         }
         st
+    }
+
+    /// Reads the clock into the state (never backwards).
+    fn tick(&self, st: &mut State<R>) -> Timestamp {
+        st.now = st.now.max(self.clock.now());
+        st.now
     }
 
     /// Queues the calls the machine yielded.
@@ -286,7 +300,10 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
             };
             st = lock(&self.state);
             match written {
-                Ok(()) => st.conn.consume_output(self.clock.now(), copy.len()),
+                Ok(()) => {
+                    let now = self.tick(&mut st);
+                    st.conn.consume_output(now, copy.len());
+                }
                 Err(e) => {
                     // Nothing more can be written: the pool stops.
                     st.write_error = Some(e);
@@ -321,7 +338,7 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
                 .wait_timeout(st, HAND_OFF)
                 .map(|(g, _)| g)
                 .unwrap_or_else(|e| e.into_inner().0);
-            let now = self.clock.now();
+            let now = self.tick(&mut st);
             let late = |since: Timestamp| now.saturating_sub(since) >= hand_off;
             let call_waits = st.queue.front().is_some_and(|job| late(job.queued));
             let input_waits = st.input.is_some() && late(st.free_since);

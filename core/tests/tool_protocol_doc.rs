@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use limen_core::flow::tool::toolkit::{ToolkitEvent, ToolkitLimits};
 use limen_core::flow::tool::{
-    Call, CallKey, ConnEvent, HostConn, Limits, Outcome, Reply, Tool, ToolConn, ToolkitConn,
+    Call, CallKey, HostConn, HostEvent, Limits, Outcome, Reply, Tool, ToolConn, ToolkitConn,
 };
 use limen_core::flow::{Declaration, Identity, Param, Type, TypeEnv, Value};
 
@@ -56,15 +56,14 @@ fn parse() -> Arc<Tool> {
 }
 
 fn line(conn: &mut impl ToolConn) -> String {
-    let mut out = Vec::new();
-    let n = conn.poll_transmit(&mut out);
-    conn.handle_sent(n);
+    let out = conn.pending_output().to_vec();
+    conn.consume_output(0, out.len());
     String::from_utf8(out).unwrap().trim_end().to_owned()
 }
 
 fn toolkit_line(tk: &mut ToolkitConn) -> String {
-    let mut out = Vec::new();
-    tk.poll_transmit(&mut out);
+    let out = tk.pending_output().to_vec();
+    tk.consume_output(0, out.len());
     String::from_utf8(out).unwrap().trim_end().to_owned()
 }
 
@@ -81,15 +80,15 @@ fn every_message_in_the_document_is_the_one_the_machines_write() {
 
     // describe, both ways.
     host.describe(0);
-    assert_eq!(host.poll_event(), Some(ConnEvent::Start));
+    assert_eq!(host.poll_event(), Some(HostEvent::Start));
     host.handle_started(0);
     assert_eq!(line(&mut host), get("describe"));
-    tk.handle_data(format!("{}\n", get("describe")).as_bytes());
+    tk.handle_data(0, format!("{}\n", get("describe")).as_bytes());
     assert_eq!(toolkit_line(&mut tk), get("describe-response"));
     host.handle_data(0, format!("{}\n", get("describe-response")).as_bytes());
     assert!(matches!(
         host.poll_event(),
-        Some(ConnEvent::Described(Ok(_)))
+        Some(HostEvent::Described(Ok(_)))
     ));
 
     // call.
@@ -101,7 +100,7 @@ fn every_message_in_the_document_is_the_one_the_machines_write() {
     };
     host.send_call(0, call).unwrap();
     assert_eq!(line(&mut host), get("call"));
-    tk.handle_data(format!("{}\n", get("call")).as_bytes());
+    tk.handle_data(0, format!("{}\n", get("call")).as_bytes());
     assert_eq!(
         tk.poll_event(),
         Some(ToolkitEvent::Call(limen_core::flow::tool::Incoming {
@@ -121,13 +120,13 @@ fn every_message_in_the_document_is_the_one_the_machines_write() {
     };
     host.send_call(0, generic).unwrap();
     assert_eq!(line(&mut host), get("call-generic"));
-    tk.handle_data(format!("{}\n", get("call-generic")).as_bytes());
+    tk.handle_data(0, format!("{}\n", get("call-generic")).as_bytes());
     assert!(matches!(tk.poll_event(), Some(ToolkitEvent::Call(c)) if c.expects.is_some()));
 
     // cancel.
     host.cancel(0, &CallKey::new("run-5f2c", "17"));
     assert_eq!(line(&mut host), get("cancel"));
-    tk.handle_data(format!("{}\n", get("cancel")).as_bytes());
+    tk.handle_data(0, format!("{}\n", get("cancel")).as_bytes());
     assert_eq!(
         tk.poll_event(),
         Some(ToolkitEvent::Cancel(CallKey::new("run-5f2c", "17")))
@@ -168,9 +167,9 @@ fn every_message_in_the_document_is_the_one_the_machines_write() {
         )
         .unwrap();
         let sent = line(&mut host);
-        tk.handle_data(format!("{sent}\n").as_bytes());
+        tk.handle_data(0, format!("{sent}\n").as_bytes());
         while tk.poll_event().is_some() {}
-        assert!(tk.reply(&key, &reply));
+        assert!(tk.reply(0, &key, &reply));
         let written = toolkit_line(&mut tk);
         assert_eq!(
             written,
@@ -180,12 +179,12 @@ fn every_message_in_the_document_is_the_one_the_machines_write() {
         host.handle_data(0, format!("{written}\n").as_bytes());
         assert_eq!(
             host.poll_event(),
-            Some(ConnEvent::Closed { key, outcome }),
+            Some(HostEvent::Closed { key, outcome }),
             "{name}"
         );
     }
 
     // A request the implementation does not have.
-    tk.handle_data(format!("{}\n", get("unknown-method")).as_bytes());
+    tk.handle_data(0, format!("{}\n", get("unknown-method")).as_bytes());
     assert_eq!(toolkit_line(&mut tk), get("unknown-method-response"));
 }

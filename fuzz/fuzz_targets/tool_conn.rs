@@ -1,13 +1,14 @@
 //! The host's side of the Tool protocol (`core/src/flow/tool/host.rs`) and
 //! the MCP adapter (`core/src/flow/tool/mcp.rs`), each with calls in flight
 //! and fed arbitrary process output (the host's after a describe answer
-//! naming its Tools), then the process's exit.
+//! naming its Tools), then the end of the process's output.
 //!
 //! The first input byte picks the machine (even: the Tool host, odd: the
 //! MCP adapter); the rest is what the process writes. Checks: the same
 //! events and the same bytes written whether the output comes whole, byte
-//! by byte or in arbitrary pieces; every call sent is closed exactly once
-//! once the process has ended, and none is closed that was not sent; the
+//! by byte or in arbitrary pieces (the output taken a few bytes at a time,
+//! as short writes take it); every call sent is closed exactly once once
+//! the process has ended, and none is closed that was not sent; the
 //! host reading replies in the writer's exact form in place yields what it
 //! yields reading every line the general way. The host mode also runs the
 //! core's own `fuzz_host_replies`.
@@ -18,7 +19,7 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use limen_core::flow::tool::listing::describe_result;
 use limen_core::flow::tool::{
-    fuzz_host_replies, Call, CallKey, ConnEvent, HostConn, Limits, McpConn, ToolConn,
+    fuzz_host_replies, Call, CallKey, HostEvent, HostConn, Limits, McpConn, ToolConn,
 };
 use limen_core::flow::{Type, Value};
 use limen_core::json::jsonrpc;
@@ -41,16 +42,22 @@ fn keys() -> Vec<CallKey> {
 }
 
 /// Runs one machine over `feed`: its events and every byte it wrote.
-fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<ConnEvent>, Vec<u8>) {
+fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<HostEvent>, Vec<u8>) {
     let tools = tools();
     let mut events = Vec::new();
     let mut out = Vec::new();
-    let mut drain = |conn: &mut dyn ToolConn, events: &mut Vec<ConnEvent>| {
+    let mut drain = |conn: &mut dyn ToolConn, events: &mut Vec<HostEvent>| {
         events.extend(std::iter::from_fn(|| conn.poll_event()));
-        let mut buf = Vec::new();
-        let n = conn.poll_transmit(&mut buf);
-        out.extend_from_slice(&buf[..n.min(buf.len())]);
-        conn.handle_sent(n);
+        // Written in short pieces, as a pipe with little room takes them.
+        loop {
+            let pending = conn.pending_output();
+            if pending.is_empty() {
+                break;
+            }
+            let n = pending.len().min(61);
+            out.extend_from_slice(&pending[..n]);
+            conn.consume_output(0, n);
+        }
     };
     for (i, key) in keys().into_iter().enumerate() {
         let call = if i % 2 == 0 {
@@ -86,7 +93,7 @@ fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<ConnEvent>, 
         conn.handle_data(0, piece);
         drain(conn, &mut events);
     }
-    conn.handle_exit(0);
+    conn.handle_eof(0);
     drain(conn, &mut events);
     (events, out)
 }
@@ -127,7 +134,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut closed: BTreeMap<CallKey, usize> = BTreeMap::new();
     for e in &first.0 {
-        if let ConnEvent::Closed { key, .. } = e {
+        if let HostEvent::Closed { key, .. } = e {
             *closed.entry(key.clone()).or_default() += 1;
         }
     }

@@ -2,7 +2,7 @@
 //! (`core/src/flow/tool/toolkit.rs`) fed an arbitrary host's lines.
 //!
 //! Checks: the same events and the same bytes written whether the input
-//! comes whole, byte by byte or in arbitrary pieces, and whether calls in
+//! comes whole, byte by byte or in arbitrary pieces (then ends), and whether calls in
 //! the writer's exact form are read in place or the general way; a call is
 //! yielded with
 //! as many args as its Tool takes, at most once per key while open, and a
@@ -34,11 +34,18 @@ fn run_with(feed: &[&[u8]], exact: bool) -> (Vec<ToolkitEvent>, Vec<u8>) {
     conn.set_exact_reading(exact);
     let mut events = Vec::new();
     let mut out = Vec::new();
-    for piece in feed {
-        conn.handle_data(piece);
+    let mut take = |conn: &mut ToolkitConn, events: &mut Vec<ToolkitEvent>| {
         events.extend(std::iter::from_fn(|| conn.poll_event()));
-        conn.poll_transmit(&mut out);
+        out.extend_from_slice(conn.pending_output());
+        let n = conn.pending_output().len();
+        conn.consume_output(0, n);
+    };
+    for piece in feed {
+        conn.handle_data(0, piece);
+        take(&mut conn, &mut events);
     }
+    conn.handle_eof(0);
+    take(&mut conn, &mut events);
     (events, out)
 }
 
@@ -69,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
     // Replies close calls, once.
     let tools = tools();
     let mut conn = ToolkitConn::new(tools.clone(), limits());
-    conn.handle_data(data);
+    conn.handle_data(0, data);
     let calls: Vec<_> = std::iter::from_fn(|| conn.poll_event())
         .filter_map(|e| match e {
             ToolkitEvent::Call(c) => Some(c),
@@ -88,9 +95,9 @@ fuzz_target!(|data: &[u8]| {
             1 => Reply::NotRun("not today".into()),
             _ => Reply::Unknown("lost".into()),
         };
-        let took = conn.reply(&c.key, &reply);
+        let took = conn.reply(0, &c.key, &reply);
         if took {
-            assert!(!conn.reply(&c.key, &reply), "a second reply to {}", c.key);
+            assert!(!conn.reply(0, &c.key, &reply), "a second reply to {}", c.key);
         }
     }
     assert_eq!(conn.open_calls(), 0, "calls still open after every reply");

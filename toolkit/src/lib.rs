@@ -39,7 +39,9 @@ pub use convert::{Bytes, Dict, FromValue, HostToken, IntoValue, Json, Never, Set
 pub use limen_core::flow::tool::toolkit::ToolkitLimits;
 pub use limen_core::flow::tool::{CallKey, Reply, Tool};
 pub use limen_core::flow::{Decimal, Duration, Instant, Int, JsonValue, Value};
-pub use serve::{run_call, serve, serve_listing, serve_on, Context, Error, Options, Service};
+pub use serve::{
+    run_call, serve, serve_listing, serve_on, Context, Error, Options, Service, HAND_OFF,
+};
 
 /// The next argument, for generated code: a value that is not of its
 /// declared type is a NotRun reason.

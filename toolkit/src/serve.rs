@@ -1,10 +1,14 @@
-//! Serving declarations over standard input and output.
+//! Serving declarations over standard input and output: calls run on the
+//! thread that reads them (`Options::workers` = 0), or on a pool of
+//! worker threads ([`pool`]).
 
 use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread;
+
+mod pool;
+
+pub use pool::HAND_OFF;
 
 use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{CallKey, Listing, Reply, Tool, ToolkitConn, ToolkitEvent};
@@ -66,8 +70,12 @@ where
 /// How calls are run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// Worker threads running calls; 0 runs each call on the thread that
-    /// reads them, one at a time (fastest for calls that do no waiting).
+    /// Threads running calls; 0 runs each call on the thread that reads
+    /// them, one at a time. With threads, whichever is free reads, runs the
+    /// calls it read and writes their replies, as one thread would; a call
+    /// that waits is handed off: the calls behind it, the input and the
+    /// replies pending are taken over by another thread within
+    /// [`HAND_OFF`], so up to this many calls that wait overlap.
     pub workers: usize,
     /// The bounds of a call line and its arguments.
     pub limits: ToolkitLimits,
@@ -106,93 +114,101 @@ pub fn serve_listing(listing: &str, service: impl Service, options: Options) -> 
 /// Serves `tools` with `service` on standard input and output until
 /// standard input ends and every call has been answered.
 pub fn serve(tools: Vec<Arc<Tool>>, service: impl Service, options: Options) -> io::Result<()> {
-    serve_on(tools, service, options, io::stdin().lock(), io::stdout())
+    serve_on(tools, service, options, io::stdin(), io::stdout())
 }
 
-/// [`serve`] over any reader and writer.
+/// [`serve`] over any reader and writer (both `Send`: with worker
+/// threads, whichever is free reads and writes).
 pub fn serve_on(
     tools: Vec<Arc<Tool>>,
     service: impl Service,
     options: Options,
-    mut input: impl Read,
-    output: impl Write + Send + 'static,
+    input: impl Read + Send,
+    output: impl Write + Send,
 ) -> io::Result<()> {
-    let conn = Arc::new(Mutex::new(ToolkitConn::new(tools, options.limits.clone())));
-    let output = Arc::new(Mutex::new(output));
-    let service: Arc<dyn Service> = Arc::new(service);
-    let (jobs, workers) = if options.workers == 0 {
-        (None, Vec::new())
+    let conn = ToolkitConn::new(tools, options.limits.clone());
+    if options.workers == 0 {
+        serve_inline(conn, &service, input, output)
     } else {
-        let (tx, rx) = mpsc::channel::<(usize, Context, Vec<Value>)>();
-        let rx = Arc::new(Mutex::new(rx));
-        let workers = (0..options.workers)
-            .map(|_| {
-                let (rx, conn, output, service) =
-                    (rx.clone(), conn.clone(), output.clone(), service.clone());
-                thread::spawn(move || loop {
-                    let job = lock(&rx).recv();
-                    let Ok((tool, cx, args)) = job else {
-                        return;
-                    };
-                    let reply = run_call(&*service, tool, &cx, args);
-                    let mut out = Vec::new();
-                    {
-                        let mut c = lock(&conn);
-                        c.reply(&cx.key, &reply);
-                        c.poll_transmit(&mut out);
-                    }
-                    let _ = write_all(&output, &out);
-                })
-            })
-            .collect();
-        (Some(tx), workers)
-    };
-    let mut buf = vec![0u8; 64 << 10];
-    let mut out = Vec::new();
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        pool::serve(conn, &service, options.workers, input, output)
+    }
+}
+
+/// How much one read takes: a full pipe's worth.
+const READ_BUF: usize = 64 << 10;
+
+/// Calls run on the reading thread: each read's calls answered and their
+/// replies written from the machine's buffer, with one write a piece.
+fn serve_inline(
+    mut conn: ToolkitConn,
+    service: &dyn Service,
+    mut input: impl Read,
+    mut output: impl Write,
+) -> io::Result<()> {
+    let clock = Clock::new();
+    let mut buf = vec![0u8; READ_BUF];
+    while let Some(n) = read(&mut input, &mut buf)? {
         for piece in pieces(&buf[..n], PIECE_LINES) {
-            let mut c = lock(&conn);
-            c.handle_data(piece);
-            while let Some(event) = c.poll_event() {
+            let now = clock.now();
+            conn.handle_data(now, piece);
+            while let Some(event) = conn.poll_event() {
                 match event {
                     ToolkitEvent::Call(incoming) => {
                         let cx = Context {
                             key: incoming.key,
                             expects: incoming.expects,
                         };
-                        match &jobs {
-                            Some(tx) => {
-                                let _ = tx.send((incoming.tool, cx, incoming.args));
-                            }
-                            None => {
-                                let reply = run_call(&*service, incoming.tool, &cx, incoming.args);
-                                c.reply(&cx.key, &reply);
-                            }
-                        }
+                        let reply = run_call(service, incoming.tool, &cx, incoming.args);
+                        conn.reply(now, &cx.key, &reply);
                     }
                     ToolkitEvent::Cancel(_) => {}
-                    ToolkitEvent::Dropped(why) => eprintln!("limen-toolkit: {why}"),
+                    ToolkitEvent::Dropped(why) => log(&why),
                 }
             }
-            out.clear();
-            c.poll_transmit(&mut out);
-            drop(c);
-            write_all(&output, &out)?;
+            write_pending(&mut conn, &mut output, clock.now())?;
         }
     }
-    drop(jobs);
-    for worker in workers {
-        let _ = worker.join();
+    conn.handle_eof(clock.now());
+    while let Some(event) = conn.poll_event() {
+        if let ToolkitEvent::Dropped(why) = event {
+            log(&why);
+        }
     }
-    out.clear();
-    lock(&conn).poll_transmit(&mut out);
-    write_all(&output, &out)
+    write_pending(&mut conn, &mut output, clock.now())
+}
+
+/// One read of `input` into `buf`: `None` at its end.
+fn read(input: &mut impl Read, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        match input.read(buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes the machine's pending output straight from its buffer.
+fn write_pending(
+    conn: &mut ToolkitConn,
+    output: &mut impl Write,
+    now: limen_core::Timestamp,
+) -> io::Result<()> {
+    let pending = conn.pending_output();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    output.write_all(pending)?;
+    output.flush()?;
+    let n = pending.len();
+    conn.consume_output(now, n);
+    Ok(())
+}
+
+/// What the machine dropped, for the implementation's log.
+fn log(why: &str) {
+    eprintln!("limen-toolkit: {why}");
 }
 
 /// How many lines of a read are answered before their replies are
@@ -225,13 +241,18 @@ fn pieces(data: &[u8], lines: usize) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-fn write_all(output: &Mutex<impl Write>, bytes: &[u8]) -> io::Result<()> {
-    if bytes.is_empty() {
-        return Ok(());
+/// The serve loop's monotonic clock, in nanoseconds since it began.
+#[derive(Clone, Copy)]
+struct Clock(std::time::Instant);
+
+impl Clock {
+    fn new() -> Clock {
+        Clock(std::time::Instant::now())
     }
-    let mut o = lock(output);
-    o.write_all(bytes)?;
-    o.flush()
+
+    fn now(self) -> limen_core::Timestamp {
+        self.0.elapsed().as_nanos() as limen_core::Timestamp
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,5 +1,5 @@
 //! What the host's two connection machines share: their interface to a
-//! driver ([`ToolConn`], [`ConnEvent`]), their [`Limits`], line framing with
+//! driver ([`ToolConn`], [`HostEvent`]), their [`Limits`], line framing with
 //! the size limit, and the output bookkeeping that tells a call that
 //! reached the process from one that did not.
 
@@ -14,39 +14,63 @@ use super::{Call, CallKey, Outcome};
 use crate::flow::types::Type;
 use crate::{Timestamp, SECOND};
 
-/// The bounds of one implementation connection.
+/// The bounds of one implementation connection (the Tool protocol's
+/// [`HostConn`](super::HostConn) and the MCP adapter's
+/// [`McpConn`](super::McpConn) alike). Every message that names a bound
+/// names the one in force.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// The longest line the implementation may send, in bytes without its
     /// newline: the host's size limit on a reply. A longer reply is
     /// admitted as BadReply.
     pub max_line: usize,
-    /// How long a started process may take to describe itself.
+    /// How long a started process may take to describe itself (the MCP
+    /// adapter: to complete its handshake and list its tools).
     pub describe_timeout: Timestamp,
+    /// The MCP adapter: the most `tools/list` pages read before the server
+    /// is given up on.
+    pub max_list_pages: usize,
     /// The bounds of every value decoded from a reply.
     pub decode: DecodeLimits,
 }
 
 impl Default for Limits {
-    /// 16 MiB lines (the decoder's own text limit), 10 s to describe.
+    /// 16 MiB lines (the decoder's own text limit), 10 s to describe, 1000
+    /// pages of MCP tools.
     fn default() -> Limits {
         let decode = DecodeLimits::default();
         Limits {
             max_line: decode.max_bytes,
             describe_timeout: 10 * SECOND,
+            max_list_pages: 1000,
             decode,
         }
     }
 }
 
-/// What a connection machine asks of its driver, or tells it.
+/// A span of time as a message says it: whole seconds, else whole
+/// milliseconds, else nanoseconds, so a limit is named exactly as set.
+pub(crate) fn duration_text(ns: Timestamp) -> String {
+    const MILLI: Timestamp = SECOND / 1000;
+    if ns % SECOND == 0 {
+        format!("{} s", ns / SECOND)
+    } else if ns % MILLI == 0 {
+        format!("{} ms", ns / MILLI)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// What the host's side of an implementation process ([`ToolConn`]: the
+/// Tool protocol's [`HostConn`](super::HostConn), the MCP adapter's
+/// [`McpConn`](super::McpConn)) asks of its driver, or tells it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ConnEvent {
+pub enum HostEvent {
     /// Start the process: a call or a describe is waiting for it. Answer
     /// with [`ToolConn::handle_started`], or [`ToolConn::handle_start_failed`].
     Start,
     /// Stop the process: it failed to describe itself. Answer with
-    /// [`ToolConn::handle_exit`] once it has ended.
+    /// [`ToolConn::handle_eof`] once it has ended.
     Stop,
     /// The process described itself (once each time it starts), or could
     /// not, and why.
@@ -106,13 +130,39 @@ impl std::error::Error for SendError {}
 
 /// The host's side of one implementation process: the Tool protocol
 /// ([`HostConn`](super::HostConn)) or the MCP adapter
-/// ([`McpConn`](super::McpConn)). A driver spawns and restarts the process
-/// when asked ([`ConnEvent::Start`]), feeds its standard output in, writes
-/// what [`poll_transmit`](ToolConn::poll_transmit) hands out to its
-/// standard input, and reports how much of it was written.
+/// ([`McpConn`](super::McpConn)), a pure machine its driver feeds and
+/// polls (one driver serves both through this trait).
+///
+/// Time is the driver's monotonic clock in nanoseconds, passed in as `now`
+/// to every input and command (never read inside); outputs are polled.
+///
+/// # The order of calls
+///
+/// 1. Make the machine: no process runs yet.
+/// 2. Commands queue work and return at once: [`describe`](Self::describe),
+///    [`send_call`](Self::send_call), [`cancel`](Self::cancel),
+///    [`abandon`](Self::abandon).
+/// 3. After every input or command, poll until each is empty:
+///    - [`poll_event`](Self::poll_event): on [`HostEvent::Start`] spawn the
+///      process and call [`handle_started`](Self::handle_started) (or
+///      [`handle_start_failed`](Self::handle_start_failed)); on
+///      [`HostEvent::Stop`] end it; the other events are the caller's
+///      (describe results, closed calls, what was dropped);
+///    - [`pending_output`](Self::pending_output): write what the process's
+///      standard input takes, then report it with
+///      [`consume_output`](Self::consume_output) (only what was written:
+///      a call whose text was written in full reached the process);
+///    - [`poll_timeout`](Self::poll_timeout): the one deadline to arm; call
+///      [`handle_timeout`](Self::handle_timeout) when it passes (before it,
+///      that is a no-op).
+/// 4. Feed what the process says: [`handle_data`](Self::handle_data) with
+///    the bytes read from its standard output, in any split;
+///    [`handle_eof`](Self::handle_eof) once that output has ended (the
+///    process is over: the driver reaps it). Every call out closes then;
+///    the next call or describe asks for a new process ([`HostEvent::Start`]).
 pub trait ToolConn {
     /// Asks for the implementation's describe: starts the process if it is
-    /// not running, and yields [`ConnEvent::Described`] once known.
+    /// not running, and yields [`HostEvent::Described`] once known.
     fn describe(&mut self, now: Timestamp);
     /// Sends a call, starting the process first if it is not running.
     fn send_call(&mut self, now: Timestamp, call: Call) -> Result<(), SendError>;
@@ -123,28 +173,27 @@ pub trait ToolConn {
     fn cancel(&mut self, now: Timestamp, key: &CallKey);
     /// Closes an open call without an outcome (the runtime stopped waiting):
     /// a reply that comes later is dropped.
-    fn abandon(&mut self, key: &CallKey);
-    /// The process asked for by [`ConnEvent::Start`] has started.
+    fn abandon(&mut self, now: Timestamp, key: &CallKey);
+    /// The process asked for by [`HostEvent::Start`] has started.
     fn handle_started(&mut self, now: Timestamp);
+    /// The process asked for by [`HostEvent::Start`] could not be started.
+    fn handle_start_failed(&mut self, now: Timestamp, reason: &str);
     /// Bytes read from the process's standard output.
     fn handle_data(&mut self, now: Timestamp, data: &[u8]);
-    /// `n` bytes handed out by `poll_transmit` were written to the
-    /// process's standard input.
-    fn handle_sent(&mut self, n: usize);
-    /// The process ended.
-    fn handle_exit(&mut self, now: Timestamp);
-    /// The process asked for by [`ConnEvent::Start`] could not be started.
-    fn handle_start_failed(&mut self, now: Timestamp, reason: &str);
-    /// Time passed.
+    /// The process's standard output ended: the process is over.
+    fn handle_eof(&mut self, now: Timestamp);
+    /// Time passed: acts on the deadline [`poll_timeout`](Self::poll_timeout)
+    /// named, if it has come.
     fn handle_timeout(&mut self, now: Timestamp);
-    /// When `handle_timeout` next has work.
+    /// When [`handle_timeout`](Self::handle_timeout) next has work.
     fn poll_timeout(&self) -> Option<Timestamp>;
-    /// Moves the bytes to write into `out` (appending); returns how many.
-    fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize;
-    /// Whether there are bytes to write.
-    fn wants_write(&self) -> bool;
+    /// The bytes still to write to the process's standard input, in order.
+    fn pending_output(&self) -> &[u8];
+    /// The first `n` bytes of [`pending_output`](Self::pending_output) were
+    /// written to the process.
+    fn consume_output(&mut self, now: Timestamp, n: usize);
     /// The next event.
-    fn poll_event(&mut self) -> Option<ConnEvent>;
+    fn poll_event(&mut self) -> Option<HostEvent>;
     /// How many calls are open (sent or waiting to be sent).
     fn open_calls(&self) -> usize;
 }
@@ -229,6 +278,15 @@ impl LineReader {
         }
     }
 
+    /// How many bytes of a line not yet ended are held or were skipped,
+    /// if any but blanks: what the end of input would cut.
+    pub(crate) fn unfinished(&self) -> Option<usize> {
+        match &self.skipping {
+            Some((len, _)) => Some(*len),
+            None => (!self.buf.iter().all(u8::is_ascii_whitespace)).then_some(self.buf.len()),
+        }
+    }
+
     /// Forgets a partial line (the process ended).
     pub(crate) fn reset(&mut self) {
         *self = LineReader::default();
@@ -241,25 +299,37 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 
 /// Output to the process, and how much of it was written: a call whose
 /// text was written in full reached the process; one that was not, did not.
+///
+/// One buffer and a read position: what is queued is appended, what is
+/// written advances the position, and the buffer is emptied once all of it
+/// is written (keeping its room up to [`Outbox::KEEP`]), so the driver
+/// writes straight from it.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     buf: Vec<u8>,
-    /// Bytes queued since the process started.
-    queued: u64,
-    /// Bytes the driver reported written since the process started.
-    sent: u64,
+    /// How much of `buf` was written.
+    pos: usize,
+    /// The stream offset of `buf[0]`: bytes queued since the process
+    /// started that are no longer held.
+    base: u64,
 }
 
 impl Outbox {
+    /// Past this many written bytes at the front, a push that finds them
+    /// more than half the buffer moves the rest down: a driver that
+    /// writes a little at a time never lets the buffer grow without end.
+    const COMPACT_AT: usize = 64 << 10;
+    /// The most room an empty buffer keeps: a burst of thousands of calls
+    /// leaves no megabyte behind for the connection's life.
+    pub(crate) const KEEP: usize = 64 << 10;
+
     /// Appends one message and its newline; returns the stream offset at
     /// which the message's JSON text is complete.
     pub(crate) fn push(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> u64 {
-        let before = self.buf.len();
+        self.compact();
         write(&mut self.buf);
-        let len = (self.buf.len() - before) as u64;
         self.buf.push(b'\n');
-        self.queued += len + 1;
-        self.queued - 1
+        self.end() - 1
     }
 
     /// [`Outbox::push`] of a message whose writing may fail: on failure
@@ -268,13 +338,12 @@ impl Outbox {
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<u64, E> {
+        self.compact();
         let before = self.buf.len();
         match write(&mut self.buf) {
             Ok(()) => {
-                let len = (self.buf.len() - before) as u64;
                 self.buf.push(b'\n');
-                self.queued += len + 1;
-                Ok(self.queued - 1)
+                Ok(self.end() - 1)
             }
             Err(e) => {
                 self.buf.truncate(before);
@@ -283,32 +352,48 @@ impl Outbox {
         }
     }
 
+    /// The stream offset just past everything queued.
+    fn end(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    fn compact(&mut self) {
+        if self.pos >= Self::COMPACT_AT && self.pos * 2 >= self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+    }
+
     /// Whether the JSON text ending at stream offset `end` was written.
     pub(crate) fn reached(&self, end: u64) -> bool {
-        self.sent >= end
+        self.base + self.pos as u64 >= end
     }
 
-    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
-        let n = self.buf.len();
-        if out.is_empty() {
-            std::mem::swap(out, &mut self.buf);
-        } else {
-            out.append(&mut self.buf);
+    /// The bytes still to write.
+    pub(crate) fn pending(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// `n` of the pending bytes were written.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos += n.min(self.buf.len() - self.pos);
+        if self.pos == self.buf.len() {
+            self.base += self.buf.len() as u64;
+            if self.buf.capacity() > Self::KEEP {
+                self.buf = Vec::new();
+            } else {
+                self.buf.clear();
+            }
+            self.pos = 0;
         }
-        n
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
-    pub(crate) fn handle_sent(&mut self, n: usize) {
-        self.sent = (self.sent + n as u64).min(self.queued);
     }
 
     /// A new process: nothing queued, nothing written.
     pub(crate) fn reset(&mut self) {
-        *self = Outbox::default();
+        self.pos = self.buf.len();
+        self.consume(0);
+        self.base = 0;
     }
 }
 
@@ -383,4 +468,62 @@ pub(crate) fn decode_outcome(raw: RawOutcome<'_>, open: &Open, limits: &DecodeLi
 }
 
 /// The queue of events a machine yields.
-pub(crate) type Events = VecDeque<ConnEvent>;
+pub(crate) type Events = VecDeque<HostEvent>;
+
+#[cfg(test)]
+mod tests {
+    use super::{duration_text, Outbox};
+    use crate::SECOND;
+
+    /// Whether a message was written is counted in stream offsets, which
+    /// moving the unwritten rest down the buffer leaves as they were.
+    #[test]
+    fn the_outbox_counts_what_was_written_across_compaction() {
+        let mut out = Outbox::default();
+        let line = vec![b'x'; 1000];
+        let mut ends = Vec::new();
+        let mut written = Vec::new();
+        for i in 0..300 {
+            ends.push(out.push(|b| b.extend_from_slice(&line)));
+            // A slow pipe: a little under a line written each time.
+            let n = out.pending().len().min(997);
+            written.extend_from_slice(&out.pending()[..n]);
+            out.consume(n);
+            assert!(
+                out.buf.len() <= 2 * Outbox::COMPACT_AT + 2 * 1001,
+                "round {i}"
+            );
+        }
+        assert_eq!(ends[0], 1000, "the first text ends before its newline");
+        let sent = written.len() as u64;
+        for &end in &ends {
+            assert_eq!(out.reached(end), end <= sent, "{end} against {sent}");
+        }
+        written.extend_from_slice(out.pending());
+        out.consume(usize::MAX);
+        assert!(out.pending().is_empty() && out.buf.is_empty());
+        assert!(ends.iter().all(|&end| out.reached(end)));
+        assert_eq!(written.len(), 300 * 1001);
+        assert!(written
+            .chunks(1001)
+            .all(|l| l[..1000] == line[..] && l[1000] == b'\n'));
+        out.reset();
+        assert_eq!(out.push(|b| b.push(b'{')), 1, "a new process counts from 0");
+        for _ in 0..100 {
+            out.push(|b| b.extend_from_slice(&line));
+        }
+        out.consume(usize::MAX);
+        assert!(
+            out.buf.capacity() <= Outbox::KEEP,
+            "a burst's room is let go"
+        );
+    }
+
+    #[test]
+    fn a_span_is_said_exactly() {
+        assert_eq!(duration_text(10 * SECOND), "10 s");
+        assert_eq!(duration_text(SECOND / 4), "250 ms");
+        assert_eq!(duration_text(1), "1 ns");
+        assert_eq!(duration_text(0), "0 s");
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::host::HostConn;
 use super::listing::{describe_result, Tool};
-use super::{Call, CallKey, ConnEvent, Limits, ToolConn};
+use super::{Call, CallKey, HostEvent, Limits, ToolConn};
 use crate::flow::fingerprint::{Declaration, Param};
 use crate::flow::identity::Identity;
 use crate::flow::types::{Field, Type, TypeDecl, TypeEnv};
@@ -29,7 +29,7 @@ pub fn fuzz_host_replies(data: &[u8]) {
 }
 
 /// The events of one run of [`fuzz_host_replies`].
-fn host_replies(data: &[u8], exact: bool) -> Vec<ConnEvent> {
+fn host_replies(data: &[u8], exact: bool) -> Vec<HostEvent> {
     let tool = fuzz_echo_tool();
     let limits = Limits {
         max_line: 4096,
@@ -52,14 +52,13 @@ fn host_replies(data: &[u8], exact: bool) -> Vec<ConnEvent> {
     let mut events = Vec::new();
     let mut drain = |conn: &mut HostConn| {
         while let Some(event) = conn.poll_event() {
-            if let ConnEvent::Closed { key, .. } = &event {
+            if let HostEvent::Closed { key, .. } = &event {
                 *closed.entry(key.clone()).or_default() += 1;
             }
             events.push(event);
         }
-        let mut out = Vec::new();
-        let n = conn.poll_transmit(&mut out);
-        conn.handle_sent(n);
+        let n = conn.pending_output().len();
+        conn.consume_output(0, n);
     };
     conn.handle_started(0);
     let mut describe = Vec::new();
@@ -73,7 +72,7 @@ fn host_replies(data: &[u8], exact: bool) -> Vec<ConnEvent> {
         conn.handle_data(0, piece);
         drain(&mut conn);
     }
-    conn.handle_exit(0);
+    conn.handle_eof(0);
     drain(&mut conn);
     for key in &keys {
         assert_eq!(closed.get(key), Some(&1), "{key} is closed once");

@@ -7,7 +7,7 @@
 //! fingerprint (any other is NotRun). Calls are multiplexed: many in
 //! flight, replies in any order, correlated by `(runId, callId)` alone, at
 //! most one reply per call — a second reply, or one for a call not open, is
-//! dropped ([`ConnEvent::Dropped`]) and changes nothing. A reply that does
+//! dropped ([`HostEvent::Dropped`]) and changes nothing. A reply that does
 //! not decode at the declared types, a malformed outcome, or a line past
 //! the size limit is BadReply. When the process ends, each call out is
 //! Unknown if its message was written to the process in full and NotRun if
@@ -19,15 +19,15 @@ use std::sync::Arc;
 
 use super::binding::{status_of, Status};
 use super::conn::{
-    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
-    SendError,
+    check_call, decode_outcome, duration_text, Events, Limits, Line, LineReader, Open, Outbox,
+    RawOutcome, SendError,
 };
 use super::decoding::decode_at;
 use super::exact::{self, ExactOutcome, Scalar};
 use super::listing::{Described, Tool};
 use super::oversize;
 use super::protocol::{self, CallParts, CallShape, REPLY};
-use super::{Call, CallKey, ConnEvent, DataVersion, Outcome, ToolConn};
+use super::{Call, CallKey, DataVersion, HostEvent, Outcome, ToolConn};
 use crate::flow::value::Value;
 use crate::json::jsonrpc::{self, Message};
 use crate::Timestamp;
@@ -56,19 +56,20 @@ struct Sendable {
 enum State {
     /// No process.
     Down,
-    /// [`ConnEvent::Start`] was yielded; waiting for the process.
+    /// [`HostEvent::Start`] was yielded; waiting for the process.
     Starting,
     /// describe is out.
     Describing { id: u64, deadline: Timestamp },
     /// Described: calls go out as they come.
     Ready,
-    /// The process failed to describe itself; [`ConnEvent::Stop`] was
+    /// The process failed to describe itself; [`HostEvent::Stop`] was
     /// yielded and its end is awaited.
     Stopping,
 }
 
 /// The host's side of one Tool protocol process. See the module
-/// documentation.
+/// documentation; the order of calls it expects is [`ToolConn`]'s (its
+/// one timer is the describe deadline, [`Limits::describe_timeout`]).
 #[derive(Debug)]
 pub struct HostConn {
     limits: Limits,
@@ -127,7 +128,7 @@ impl HostConn {
         match self.state {
             State::Down => {
                 self.state = State::Starting;
-                self.events.push_back(ConnEvent::Start);
+                self.events.push_back(HostEvent::Start);
             }
             State::Stopping => self.restart = true,
             State::Starting | State::Describing { .. } | State::Ready => {}
@@ -135,7 +136,7 @@ impl HostConn {
     }
 
     fn close(&mut self, key: CallKey, outcome: Outcome) {
-        self.events.push_back(ConnEvent::Closed { key, outcome });
+        self.events.push_back(HostEvent::Closed { key, outcome });
     }
 
     /// Why the running process does not serve `tool` as declared, if it
@@ -225,7 +226,7 @@ impl HostConn {
         match result {
             Ok(described) => {
                 self.events
-                    .push_back(ConnEvent::Described(Ok(described.clone())));
+                    .push_back(HostEvent::Described(Ok(described.clone())));
                 self.described = Some(described);
                 self.sendable.clear();
                 self.state = State::Ready;
@@ -237,7 +238,7 @@ impl HostConn {
             }
             Err(why) => {
                 self.events
-                    .push_back(ConnEvent::Described(Err(why.clone())));
+                    .push_back(HostEvent::Described(Err(why.clone())));
                 for call in std::mem::take(&mut self.waiting) {
                     self.close(
                         call.key,
@@ -245,7 +246,7 @@ impl HostConn {
                     );
                 }
                 self.state = State::Stopping;
-                self.events.push_back(ConnEvent::Stop);
+                self.events.push_back(HostEvent::Stop);
             }
         }
     }
@@ -253,7 +254,7 @@ impl HostConn {
     /// A reply for the call `key` names.
     fn reply(&mut self, key: CallKey, outcome: Result<RawOutcome<'_>, String>) {
         let Some(open) = self.open.remove(&key) else {
-            return self.events.push_back(ConnEvent::Dropped(format!(
+            return self.events.push_back(HostEvent::Dropped(format!(
                 "a reply for {key}, which is not open (never sent, or already answered): dropped"
             )));
         };
@@ -325,7 +326,7 @@ impl HostConn {
                 return self.reply(key, Err(format!("the reply {why}")));
             }
         }
-        self.events.push_back(ConnEvent::Dropped(format!(
+        self.events.push_back(HostEvent::Dropped(format!(
             "a line that {why}, naming no open call: dropped"
         )));
     }
@@ -367,10 +368,10 @@ impl HostConn {
                     Ok((key, outcome)) => self.reply(key, outcome),
                     Err(why) => self
                         .events
-                        .push_back(ConnEvent::Dropped(format!("{why}: dropped"))),
+                        .push_back(HostEvent::Dropped(format!("{why}: dropped"))),
                 }
             }
-            Message::Notification { method, .. } => self.events.push_back(ConnEvent::Dropped(
+            Message::Notification { method, .. } => self.events.push_back(HostEvent::Dropped(
                 format!("a notification `{method}`, which the protocol does not have: dropped"),
             )),
             Message::Request { id, method, .. } => {
@@ -378,7 +379,7 @@ impl HostConn {
                 self.outbox.push(|out| {
                     jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
                 });
-                self.events.push_back(ConnEvent::Dropped(format!(
+                self.events.push_back(HostEvent::Dropped(format!(
                     "a request `{method}` from the implementation: answered method-not-found"
                 )));
             }
@@ -388,7 +389,7 @@ impl HostConn {
                         .map_err(|e| format!("sent a malformed describe result: {e}"));
                     self.on_described(described);
                 }
-                _ => self.events.push_back(ConnEvent::Dropped(
+                _ => self.events.push_back(HostEvent::Dropped(
                     "a response to no request of the host's: dropped".into(),
                 )),
             },
@@ -399,7 +400,7 @@ impl HostConn {
                     .on_described(Err(format!(
                         "it answered describe with error {code}: {message}"
                     ))),
-                _ => self.events.push_back(ConnEvent::Dropped(format!(
+                _ => self.events.push_back(HostEvent::Dropped(format!(
                     "an error response to no request of the host's ({code}: {message}): dropped"
                 ))),
             },
@@ -431,7 +432,7 @@ impl HostConn {
         match was {
             State::Starting | State::Describing { .. } => {
                 self.events
-                    .push_back(ConnEvent::Described(Err(why.to_owned())));
+                    .push_back(HostEvent::Described(Err(why.to_owned())));
                 for call in std::mem::take(&mut self.waiting) {
                     self.close(
                         call.key,
@@ -454,7 +455,7 @@ impl ToolConn for HostConn {
         match (&self.state, &self.described) {
             (State::Ready, Some(d)) => {
                 let d = d.clone();
-                self.events.push_back(ConnEvent::Described(Ok(d)));
+                self.events.push_back(HostEvent::Described(Ok(d)));
             }
             _ => self.start(),
         }
@@ -491,7 +492,7 @@ impl ToolConn for HostConn {
         }
     }
 
-    fn abandon(&mut self, key: &CallKey) {
+    fn abandon(&mut self, _now: Timestamp, key: &CallKey) {
         self.open.remove(key);
         self.waiting.retain(|c| c.key != *key);
     }
@@ -527,11 +528,7 @@ impl ToolConn for HostConn {
         }
     }
 
-    fn handle_sent(&mut self, n: usize) {
-        self.outbox.handle_sent(n);
-    }
-
-    fn handle_exit(&mut self, _now: Timestamp) {
+    fn handle_eof(&mut self, _now: Timestamp) {
         if self.state == State::Down {
             return;
         }
@@ -548,8 +545,8 @@ impl ToolConn for HostConn {
     fn handle_timeout(&mut self, now: Timestamp) {
         if let State::Describing { deadline, .. } = self.state {
             if now >= deadline {
-                let secs = self.limits.describe_timeout / crate::SECOND;
-                self.on_described(Err(format!("did not describe itself within {secs} s")));
+                let within = duration_text(self.limits.describe_timeout);
+                self.on_described(Err(format!("did not describe itself within {within}")));
             }
         }
     }
@@ -561,15 +558,15 @@ impl ToolConn for HostConn {
         }
     }
 
-    fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
-        self.outbox.poll_transmit(out)
+    fn pending_output(&self) -> &[u8] {
+        self.outbox.pending()
     }
 
-    fn wants_write(&self) -> bool {
-        !self.outbox.is_empty()
+    fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.outbox.consume(n);
     }
 
-    fn poll_event(&mut self) -> Option<ConnEvent> {
+    fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
     }
 

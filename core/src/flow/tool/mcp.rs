@@ -18,13 +18,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::conn::{
-    check_call, decode_outcome, Events, Limits, Line, LineReader, Open, Outbox, RawOutcome,
-    SendError,
+    check_call, decode_outcome, duration_text, Events, Limits, Line, LineReader, Open, Outbox,
+    RawOutcome, SendError,
 };
 use super::listing::{describe_result, Described, Tool};
 use super::oversize;
 use super::protocol::{members, string};
-use super::{Call, CallKey, ConnEvent, DataVersion, KeyText, Outcome, ToolConn};
+use super::{Call, CallKey, DataVersion, HostEvent, KeyText, Outcome, ToolConn};
 use crate::flow::canonical::write_canonical;
 use crate::json::jsonrpc::{self, Message};
 use crate::json::{write_string, Event, Tokenizer};
@@ -34,8 +34,6 @@ use crate::Timestamp;
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// The versions the adapter accepts a server answering with.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// The most `tools/list` pages read before the server is given up on.
-const MAX_PAGES: usize = 1000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -57,7 +55,9 @@ enum State {
     Stopping,
 }
 
-/// The host's side of one MCP server. See the module documentation.
+/// The host's side of one MCP server. See the module documentation; the
+/// order of calls it expects is [`ToolConn`]'s (its one timer is the
+/// handshake deadline, [`Limits::describe_timeout`]).
 #[derive(Debug)]
 pub struct McpConn {
     tools: Vec<Arc<Tool>>,
@@ -111,7 +111,7 @@ impl McpConn {
         match self.state {
             State::Down => {
                 self.state = State::Starting;
-                self.events.push_back(ConnEvent::Start);
+                self.events.push_back(HostEvent::Start);
             }
             State::Stopping => self.restart = true,
             _ => {}
@@ -119,7 +119,7 @@ impl McpConn {
     }
 
     fn close(&mut self, key: CallKey, outcome: Outcome) {
-        self.events.push_back(ConnEvent::Closed { key, outcome });
+        self.events.push_back(HostEvent::Closed { key, outcome });
     }
 
     fn request(&mut self, method: &str, params: &[u8], phase: Phase, now: Timestamp) {
@@ -222,7 +222,7 @@ impl McpConn {
             result: describe_result(&served),
         };
         self.events
-            .push_back(ConnEvent::Described(Ok(described.clone())));
+            .push_back(HostEvent::Described(Ok(described.clone())));
         self.described = Some(described);
         self.state = State::Ready;
         while let Some(call) = self.waiting.pop_front() {
@@ -232,12 +232,12 @@ impl McpConn {
 
     fn failed(&mut self, why: String) {
         self.events
-            .push_back(ConnEvent::Described(Err(why.clone())));
+            .push_back(HostEvent::Described(Err(why.clone())));
         for call in std::mem::take(&mut self.waiting) {
             self.close(call.key, Outcome::NotRun(format!("the MCP server {why}")));
         }
         self.state = State::Stopping;
-        self.events.push_back(ConnEvent::Stop);
+        self.events.push_back(HostEvent::Stop);
     }
 
     fn handshake_response(&mut self, phase: Phase, result: &[u8], now: Timestamp) {
@@ -278,13 +278,14 @@ impl McpConn {
                     Err(why) => return self.failed(format!("answered tools/list: {why}")),
                 }
                 match get("nextCursor").map(|c| (c, string(c))) {
-                    Some((_, Some(cursor))) if self.pages < MAX_PAGES => {
+                    Some((_, Some(cursor))) if self.pages < self.limits.max_list_pages => {
                         let cursor = cursor.into_owned();
                         self.list_page(Some(&cursor), now);
                     }
-                    Some((_, Some(_))) => {
-                        self.failed(format!("listed more than {MAX_PAGES} pages of tools"))
-                    }
+                    Some((_, Some(_))) => self.failed(format!(
+                        "listed more than {} pages of tools",
+                        self.limits.max_list_pages
+                    )),
                     Some((raw, None)) if raw != b"null" => self.failed(
                         "answered tools/list with a nextCursor that is not a string".to_owned(),
                     ),
@@ -296,7 +297,7 @@ impl McpConn {
 
     fn call_result(&mut self, id: &str, result: Result<&[u8], String>) {
         let Some((key, open)) = self.open.remove(id) else {
-            return self.events.push_back(ConnEvent::Dropped(format!(
+            return self.events.push_back(HostEvent::Dropped(format!(
                 "a tools/call response for id {id:?}, which is not open: dropped"
             )));
         };
@@ -330,7 +331,7 @@ impl McpConn {
                 return self.call_result(&id, Err(format!("the MCP response {why}")));
             }
         }
-        self.events.push_back(ConnEvent::Dropped(format!(
+        self.events.push_back(HostEvent::Dropped(format!(
             "a line that {why}, naming no open call: dropped"
         )));
     }
@@ -367,7 +368,7 @@ impl McpConn {
                 }
                 match string(id) {
                     Some(call) => self.call_result(&call, Ok(result)),
-                    None => self.events.push_back(ConnEvent::Dropped(
+                    None => self.events.push_back(HostEvent::Dropped(
                         "a response to no request of the adapter's: dropped".into(),
                     )),
                 }
@@ -387,7 +388,7 @@ impl McpConn {
                             "the MCP server answered tools/call with error {code}: {message}"
                         )),
                     ),
-                    None => self.events.push_back(ConnEvent::Dropped(format!(
+                    None => self.events.push_back(HostEvent::Dropped(format!(
                         "an error response to no request of the adapter's ({code}: {message}): \
                          dropped"
                     ))),
@@ -403,7 +404,7 @@ impl McpConn {
                     jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
                 });
             }
-            Message::Notification { method, .. } => self.events.push_back(ConnEvent::Dropped(
+            Message::Notification { method, .. } => self.events.push_back(HostEvent::Dropped(
                 format!("a notification `{method}` from the MCP server: ignored"),
             )),
         }
@@ -434,7 +435,7 @@ impl McpConn {
         match was {
             State::Starting | State::Handshake { .. } => {
                 self.events
-                    .push_back(ConnEvent::Described(Err(why.to_owned())));
+                    .push_back(HostEvent::Described(Err(why.to_owned())));
                 for call in std::mem::take(&mut self.waiting) {
                     self.close(call.key, Outcome::NotRun(format!("the MCP server {why}")));
                 }
@@ -534,7 +535,7 @@ impl ToolConn for McpConn {
         match (&self.state, &self.described) {
             (State::Ready, Some(d)) => {
                 let d = d.clone();
-                self.events.push_back(ConnEvent::Described(Ok(d)));
+                self.events.push_back(HostEvent::Described(Ok(d)));
             }
             _ => self.start(),
         }
@@ -585,7 +586,7 @@ impl ToolConn for McpConn {
         }
     }
 
-    fn abandon(&mut self, key: &CallKey) {
+    fn abandon(&mut self, _now: Timestamp, key: &CallKey) {
         if self.open.get(&key.call).is_some_and(|(k, _)| k == key) {
             self.open.remove(&key.call);
             let id = key.call.clone();
@@ -623,11 +624,7 @@ impl ToolConn for McpConn {
         }
     }
 
-    fn handle_sent(&mut self, n: usize) {
-        self.outbox.handle_sent(n);
-    }
-
-    fn handle_exit(&mut self, _now: Timestamp) {
+    fn handle_eof(&mut self, _now: Timestamp) {
         if self.state != State::Down {
             self.ended("ended before it listed its tools");
         }
@@ -642,9 +639,9 @@ impl ToolConn for McpConn {
     fn handle_timeout(&mut self, now: Timestamp) {
         if let State::Handshake { deadline, .. } = self.state {
             if now >= deadline {
-                let secs = self.limits.describe_timeout / crate::SECOND;
+                let within = duration_text(self.limits.describe_timeout);
                 self.failed(format!(
-                    "did not complete its handshake and list its tools within {secs} s"
+                    "did not complete its handshake and list its tools within {within}"
                 ));
             }
         }
@@ -657,15 +654,15 @@ impl ToolConn for McpConn {
         }
     }
 
-    fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
-        self.outbox.poll_transmit(out)
+    fn pending_output(&self) -> &[u8] {
+        self.outbox.pending()
     }
 
-    fn wants_write(&self) -> bool {
-        !self.outbox.is_empty()
+    fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.outbox.consume(n);
     }
 
-    fn poll_event(&mut self) -> Option<ConnEvent> {
+    fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
     }
 

@@ -76,24 +76,23 @@ fn reply_line(call_id: &str, outcome: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn events(conn: &mut impl ToolConn) -> Vec<ConnEvent> {
+fn events(conn: &mut impl ToolConn) -> Vec<HostEvent> {
     std::iter::from_fn(|| conn.poll_event()).collect()
 }
 
-fn closed(events: &[ConnEvent]) -> Vec<(String, Outcome)> {
+fn closed(events: &[HostEvent]) -> Vec<(String, Outcome)> {
     events
         .iter()
         .filter_map(|e| match e {
-            ConnEvent::Closed { key, outcome } => Some((key.call.to_string(), outcome.clone())),
+            HostEvent::Closed { key, outcome } => Some((key.call.to_string(), outcome.clone())),
             _ => None,
         })
         .collect()
 }
 
 fn transmit(conn: &mut impl ToolConn) -> String {
-    let mut out = Vec::new();
-    let n = conn.poll_transmit(&mut out);
-    conn.handle_sent(n);
+    let out = conn.pending_output().to_vec();
+    conn.consume_output(0, out.len());
     String::from_utf8(out).unwrap()
 }
 
@@ -101,7 +100,7 @@ fn transmit(conn: &mut impl ToolConn) -> String {
 fn ready(tools: &[&Arc<Tool>]) -> HostConn {
     let mut conn = HostConn::new(Limits::default());
     conn.describe(0);
-    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    assert_eq!(events(&mut conn), [HostEvent::Start]);
     conn.handle_started(0);
     assert_eq!(
         transmit(&mut conn),
@@ -110,7 +109,7 @@ fn ready(tools: &[&Arc<Tool>]) -> HostConn {
     conn.handle_data(0, &describe_line(1, tools, DATA_VERSION));
     assert!(matches!(
         events(&mut conn).as_slice(),
-        [ConnEvent::Described(Ok(_))]
+        [HostEvent::Described(Ok(_))]
     ));
     conn
 }
@@ -161,19 +160,19 @@ fn replies_in_any_order_close_their_own_calls_and_a_second_is_dropped() {
             ("2".into(), Outcome::Unknown("timed out upstream".into())),
         ]
     );
-    let dropped: Vec<&ConnEvent> = evs
+    let dropped: Vec<&HostEvent> = evs
         .iter()
-        .filter(|e| matches!(e, ConnEvent::Dropped(_)))
+        .filter(|e| matches!(e, HostEvent::Dropped(_)))
         .collect();
     assert_eq!(
         dropped,
         [
-            &ConnEvent::Dropped(
+            &HostEvent::Dropped(
                 "a reply for run \"run-1\", call \"3\", which is not open (never sent, or already \
                  answered): dropped"
                     .into()
             ),
-            &ConnEvent::Dropped(
+            &HostEvent::Dropped(
                 "a reply for run \"run-1\", call \"9\", which is not open (never sent, or already \
                  answered): dropped"
                     .into()
@@ -238,7 +237,7 @@ fn a_reply_over_the_size_limit_is_bad_reply_without_being_held() {
     let mut conn = HostConn::new(limits);
     conn.send_call(0, search_call("1")).unwrap();
     conn.send_call(0, search_call("2")).unwrap();
-    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    assert_eq!(events(&mut conn), [HostEvent::Start]);
     conn.handle_started(0);
     transmit(&mut conn);
     // The describe result is over 200 bytes too: that is a failure to
@@ -246,12 +245,12 @@ fn a_reply_over_the_size_limit_is_bad_reply_without_being_held() {
     conn.handle_data(0, &describe_line(1, &[&search_tool()], DATA_VERSION));
     let evs = events(&mut conn);
     assert!(
-        matches!(&evs[0], ConnEvent::Described(Err(why)) if why.starts_with("sent a describe response that is ")),
+        matches!(&evs[0], HostEvent::Described(Err(why)) if why.starts_with("sent a describe response that is ")),
         "{evs:?}"
     );
     assert_eq!(
         evs.last(),
-        Some(&ConnEvent::Stop),
+        Some(&HostEvent::Stop),
         "a process that cannot describe itself is stopped"
     );
 
@@ -314,18 +313,16 @@ fn lines_that_are_not_replies_change_nothing() {
 fn a_crash_closes_calls_unknown_if_written_and_not_run_if_not() {
     let mut conn = ready(&[&search_tool()]);
     conn.send_call(0, search_call("1")).unwrap();
-    let mut out = Vec::new();
-    let n = conn.poll_transmit(&mut out);
-    conn.handle_sent(n);
+    let n = conn.pending_output().len();
+    conn.consume_output(0, n);
     conn.send_call(0, search_call("2")).unwrap();
     conn.send_call(0, search_call("3")).unwrap();
-    out.clear();
-    let n = conn.poll_transmit(&mut out);
+    let out = conn.pending_output();
     // Only call 2's line and part of call 3's reached the pipe.
     let first_line = out.iter().position(|&b| b == b'\n').unwrap() + 1;
-    assert!(n > first_line + 10);
-    conn.handle_sent(first_line + 10);
-    conn.handle_exit(0);
+    assert!(out.len() > first_line + 10);
+    conn.consume_output(0, first_line + 10);
+    conn.handle_eof(0);
     assert_eq!(
         closed(&events(&mut conn)),
         [
@@ -353,14 +350,14 @@ fn a_restart_describes_again_before_a_call_and_a_lost_tool_is_not_run() {
     let search = search_tool();
     let parse = generic_tool();
     let mut conn = ready(&[&search, &parse]);
-    conn.handle_exit(0);
+    conn.handle_eof(0);
     assert!(events(&mut conn).is_empty());
     // Calls resent after the crash keep their (run id, call id).
     conn.send_call(0, search_call("1")).unwrap();
     let mut p = call(&parse, "2", vec![Value::text("1")]);
     p.type_args = vec![Type::Int];
     conn.send_call(0, p).unwrap();
-    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    assert_eq!(events(&mut conn), [HostEvent::Start]);
     conn.handle_started(0);
     assert_eq!(
         transmit(&mut conn),
@@ -370,7 +367,7 @@ fn a_restart_describes_again_before_a_call_and_a_lost_tool_is_not_run() {
     // The restarted process serves only the generic Tool.
     conn.handle_data(0, &describe_line(2, &[&parse], DATA_VERSION));
     let evs = events(&mut conn);
-    assert!(matches!(evs[0], ConnEvent::Described(Ok(_))));
+    assert!(matches!(evs[0], HostEvent::Described(Ok(_))));
     assert_eq!(
         closed(&evs),
         [(
@@ -398,7 +395,7 @@ fn a_restart_describes_again_before_a_call_and_a_lost_tool_is_not_run() {
 fn a_restart_that_no_longer_fits_or_speaks_another_major_is_not_run() {
     let search = search_tool();
     let mut conn = ready(&[&search]);
-    conn.handle_exit(0);
+    conn.handle_eof(0);
     conn.send_call(0, search_call("1")).unwrap();
     events(&mut conn);
     conn.handle_started(0);
@@ -416,7 +413,7 @@ fn a_restart_that_no_longer_fits_or_speaks_another_major_is_not_run() {
             search.fingerprint
         ))
     );
-    conn.handle_exit(0);
+    conn.handle_eof(0);
     conn.send_call(0, search_call("2")).unwrap();
     events(&mut conn);
     conn.handle_started(0);
@@ -445,20 +442,20 @@ fn describe_failures_close_waiting_calls_and_stop_the_process() {
     assert_eq!(
         evs,
         [
-            ConnEvent::Described(Err("did not describe itself within 10 s".into())),
-            ConnEvent::Closed {
+            HostEvent::Described(Err("did not describe itself within 10 s".into())),
+            HostEvent::Closed {
                 key: CallKey::new("run-1", "1"),
                 outcome: Outcome::NotRun(
                     "the implementation did not describe itself within 10 s".into()
                 )
             },
-            ConnEvent::Stop,
+            HostEvent::Stop,
         ]
     );
     // A call while stopping starts the process again once it has ended.
     conn.send_call(0, search_call("2")).unwrap();
-    conn.handle_exit(0);
-    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    conn.handle_eof(0);
+    assert_eq!(events(&mut conn), [HostEvent::Start]);
     conn.handle_start_failed(0, "No such file or directory");
     assert_eq!(
         closed(&events(&mut conn)),
@@ -539,15 +536,18 @@ fn toolkit_events(conn: &mut ToolkitConn) -> Vec<ToolkitEvent> {
 }
 
 fn toolkit_out(conn: &mut ToolkitConn) -> String {
-    let mut out = Vec::new();
-    conn.poll_transmit(&mut out);
+    let out = conn.pending_output().to_vec();
+    conn.consume_output(0, out.len());
     String::from_utf8(out).unwrap()
 }
 
 #[test]
 fn the_toolkit_answers_describe_with_its_declarations_own_fingerprints() {
     let mut tk = toolkit();
-    tk.handle_data(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"describe\"}\n");
+    tk.handle_data(
+        0,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"describe\"}\n",
+    );
     let out = toolkit_out(&mut tk);
     let response: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(response["id"], 1);
@@ -588,7 +588,7 @@ fn the_toolkit_decodes_args_and_answers_what_cannot_run_not_run() {
     )
     .replace("}}}\n", r#"},"expects":{"type":"integer"}}}"#);
     input += "\n";
-    tk.handle_data(input.as_bytes());
+    tk.handle_data(0, input.as_bytes());
     let evs = toolkit_events(&mut tk);
     let limit = crate::flow::number::Int(
         dashu_int::IBig::from_str_radix("123456789012345678901234567890", 10).unwrap(),
@@ -628,15 +628,130 @@ fn the_toolkit_decodes_args_and_answers_what_cannot_run_not_run() {
         lines[3],
         r#"{"jsonrpc":"2.0","method":"reply","params":{"runId":"r","callId":"5","outcome":{"NotRun":"this implementation serves no Tool `example.com/acme@1.2.0/search.flow.other`"}}}"#
     );
-    assert!(tk.reply(&CallKey::new("r", "1"), &Reply::Ok(Value::List(vec![]))));
+    assert!(tk.reply(0, &CallKey::new("r", "1"), &Reply::Ok(Value::List(vec![]))));
     assert!(
-        !tk.reply(&CallKey::new("r", "1"), &Reply::Ok(Value::List(vec![]))),
+        !tk.reply(0, &CallKey::new("r", "1"), &Reply::Ok(Value::List(vec![]))),
         "a call is answered at most once"
     );
     assert_eq!(
         toolkit_out(&mut tk),
         "{\"jsonrpc\":\"2.0\",\"method\":\"reply\",\"params\":{\"runId\":\"r\",\"callId\":\"1\",\"outcome\":{\"Ok\":[]}}}\n"
     );
+}
+
+/// The end of input ends nothing the host asked for: a call yielded is
+/// still answered after it, and a last line with no newline (no message:
+/// every message ends in one) is dropped, and said to be; nothing read
+/// after the end counts.
+#[test]
+fn the_toolkit_drops_an_unfinished_last_line_and_still_answers() {
+    let mut tk = toolkit();
+    let line = "{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":{\"runId\":\"r\",\"callId\":\"1\",\"tool\":\"example.com/acme@1.2.0/search.flow.search\",\"args\":{\"limit\":1,\"query\":\"q\"}}}";
+    tk.handle_data(0, format!("{line}\n").as_bytes());
+    tk.handle_data(0, &line.as_bytes()[..20]);
+    assert_eq!(toolkit_events(&mut tk).len(), 1, "the whole call");
+    tk.handle_eof(5);
+    assert!(tk.input_ended());
+    assert_eq!(
+        toolkit_events(&mut tk),
+        [ToolkitEvent::Dropped(
+            "a last line of 20 bytes with no newline at the end of input: dropped".into()
+        )]
+    );
+    tk.handle_data(6, format!("{line}\n").as_bytes());
+    assert!(
+        toolkit_events(&mut tk).is_empty(),
+        "nothing is read after the end"
+    );
+    assert_eq!(tk.open_calls(), 1);
+    assert!(tk.reply(7, &CallKey::new("r", "1"), &Reply::Ok(Value::List(vec![]))));
+    assert!(toolkit_out(&mut tk).contains("\"callId\":\"1\",\"outcome\":{\"Ok\":[]}"));
+    assert_eq!(tk.poll_timeout(), None, "the toolkit has no timer");
+
+    // Blanks cut by the end are no line.
+    let mut tk = toolkit();
+    tk.handle_data(0, b"\n \r");
+    tk.handle_eof(0);
+    assert!(toolkit_events(&mut tk).is_empty());
+}
+
+/// Output is taken a little at a time: what is pending is what was queued
+/// less what was reported written, in order, and queuing more while a
+/// write is under way keeps the order.
+#[test]
+fn the_toolkit_hands_out_its_output_in_pieces() {
+    let mut tk = toolkit();
+    tk.handle_data(0, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"nope\"}\n");
+    let whole = tk.pending_output().to_vec();
+    assert!(whole.ends_with(b"\n"));
+    tk.consume_output(0, 10);
+    assert_eq!(tk.pending_output(), &whole[10..]);
+    tk.handle_data(0, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}\n");
+    let second = String::from_utf8(tk.pending_output()[whole.len() - 10..].to_vec()).unwrap();
+    assert!(
+        second.starts_with("{\"jsonrpc\":\"2.0\",\"id\":2,"),
+        "{second}"
+    );
+    tk.consume_output(0, usize::MAX);
+    assert!(
+        tk.pending_output().is_empty(),
+        "a count past the end is all of it"
+    );
+}
+
+/// The describe deadline's message names the timeout set, exactly.
+#[test]
+fn a_describe_timeout_names_the_limit_in_force() {
+    for (timeout, said) in [
+        (1500 * crate::SECOND / 1000, "1500 ms"),
+        (3 * crate::SECOND, "3 s"),
+        (1_000_001, "1000001 ns"),
+    ] {
+        let limits = Limits {
+            describe_timeout: timeout,
+            ..Limits::default()
+        };
+        let mut conn = HostConn::new(limits.clone());
+        conn.describe(0);
+        conn.handle_started(0);
+        conn.handle_timeout(timeout);
+        assert_eq!(
+            events(&mut conn)[1],
+            HostEvent::Described(Err(format!("did not describe itself within {said}")))
+        );
+        let mut mcp = McpConn::new(vec![search_tool()], limits);
+        mcp.describe(0);
+        mcp.handle_started(0);
+        mcp.handle_timeout(timeout);
+        assert!(events(&mut mcp).contains(&HostEvent::Described(Err(format!(
+            "did not complete its handshake and list its tools within {said}"
+        )))));
+    }
+}
+
+/// The MCP adapter gives up on a server after the pages its limits allow,
+/// and says how many.
+#[test]
+fn mcp_list_pages_are_bounded_by_the_limit_in_force() {
+    let limits = Limits {
+        max_list_pages: 2,
+        ..Limits::default()
+    };
+    let mut conn = McpConn::new(vec![search_tool()], limits);
+    conn.describe(0);
+    conn.handle_started(0);
+    conn.handle_data(0, &mcp_line(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#));
+    conn.handle_data(
+        0,
+        &mcp_line(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[],"nextCursor":"p2"}}"#),
+    );
+    conn.handle_data(
+        0,
+        &mcp_line(r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[],"nextCursor":"p3"}}"#),
+    );
+    assert!(events(&mut conn).contains(&HostEvent::Described(Err(
+        "listed more than 2 pages of tools".into()
+    ))));
 }
 
 /// The host's and the toolkit's machines, wired back to back, agree on
@@ -659,10 +774,9 @@ fn host_and_toolkit_machines_speak_one_protocol() {
     host.handle_started(0);
     let mut outcomes = Vec::new();
     for _round in 0..4 {
-        let mut wire = Vec::new();
-        let n = host.poll_transmit(&mut wire);
-        host.handle_sent(n);
-        tk.handle_data(&wire);
+        let wire = host.pending_output().to_vec();
+        host.consume_output(0, wire.len());
+        tk.handle_data(0, &wire);
         // Answer in reverse order of arrival, one of each kind.
         let calls: Vec<Incoming> = toolkit_events(&mut tk)
             .into_iter()
@@ -697,10 +811,10 @@ fn host_and_toolkit_machines_speak_one_protocol() {
                 (_, "2") => Reply::NotRun("rate limited".into()),
                 _ => Reply::Unknown("lost the upstream".into()),
             };
-            assert!(tk.reply(&c.key, &reply));
+            assert!(tk.reply(0, &c.key, &reply));
         }
-        let mut back = Vec::new();
-        tk.poll_transmit(&mut back);
+        let back = tk.pending_output().to_vec();
+        tk.consume_output(0, back.len());
         host.handle_data(0, &back);
         outcomes.extend(closed(&events(&mut host)));
     }
@@ -805,7 +919,7 @@ fn the_mcp_adapter_handshakes_lists_every_page_and_maps_results() {
     let mut other = search_call("1");
     other.key.run = "run-2".into();
     conn.send_call(0, other).unwrap();
-    assert_eq!(events(&mut conn), [ConnEvent::Start]);
+    assert_eq!(events(&mut conn), [HostEvent::Start]);
     conn.handle_started(0);
     let init = transmit(&mut conn);
     assert!(
@@ -829,7 +943,7 @@ fn the_mcp_adapter_handshakes_lists_every_page_and_maps_results() {
         ),
     );
     let evs = events(&mut conn);
-    let ConnEvent::Described(Ok(described)) = &evs[0] else {
+    let HostEvent::Described(Ok(described)) = &evs[0] else {
         panic!("{evs:?}")
     };
     // Served: the declaration whose name the server lists; not the other.
@@ -910,12 +1024,12 @@ fn an_mcp_server_of_another_protocol_version_is_not_described() {
     assert_eq!(
         events(&mut conn),
         [
-            ConnEvent::Described(Err(
+            HostEvent::Described(Err(
                 "answered initialize with protocol version \"1999-01-01\", which the adapter does \
                  not speak"
                     .into()
             )),
-            ConnEvent::Stop
+            HostEvent::Stop
         ]
     );
 }

@@ -8,11 +8,33 @@
 //! decode, or that names no declaration served, is answered NotRun here:
 //! the author's code never runs. What the author's code returns is written
 //! by [`ToolkitConn::reply`], once per call.
+//!
+//! # The order of calls
+//!
+//! 1. [`ToolkitConn::new`] with the declarations served.
+//! 2. Feed standard input: [`handle_data`](ToolkitConn::handle_data) with
+//!    the bytes read, in any split; [`handle_eof`](ToolkitConn::handle_eof)
+//!    once it has ended (the host is done sending; the calls open stay open
+//!    and are still answered).
+//! 3. After every input, poll [`poll_event`](ToolkitConn::poll_event) until
+//!    empty: run each [`ToolkitEvent::Call`], here or elsewhere, and answer
+//!    it with [`reply`](ToolkitConn::reply) (a command: it queues the reply).
+//! 4. After every input or reply, write
+//!    [`pending_output`](ToolkitConn::pending_output) to standard output and
+//!    report what was written with
+//!    [`consume_output`](ToolkitConn::consume_output); writing after a batch
+//!    of replies rather than after each is what keeps the system calls few.
+//!
+//! The machine has no timer: [`poll_timeout`](ToolkitConn::poll_timeout) is
+//! always `None` and [`handle_timeout`](ToolkitConn::handle_timeout) does
+//! nothing. Its inputs and commands take `now` all the same, as every
+//! machine's do, so one driver shape fits them all (`docs/decisions.md`,
+//! § Flow Tool protocol, the machines' interface).
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use super::conn::{Line, LineReader};
+use super::conn::{Line, LineReader, Outbox};
 use super::decoding::{decode_at, DecodeLimits};
 use super::exact::{self, ArgsPlan, ExactCall};
 use super::listing::{describe_result, Tool};
@@ -22,10 +44,12 @@ use super::CallKey;
 use crate::flow::types::Type;
 use crate::flow::value::Value;
 use crate::json::jsonrpc::{self, Message};
+use crate::Timestamp;
 
 pub use super::protocol::Reply;
 
-/// The bounds of the implementation's side.
+/// The bounds of the implementation's side. Every message that names a
+/// bound names the one in force.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolkitLimits {
     /// The longest call line, in bytes without its newline.
@@ -35,6 +59,7 @@ pub struct ToolkitLimits {
 }
 
 impl Default for ToolkitLimits {
+    /// 16 MiB lines (the decoder's own text limit), the decoder's bounds.
     fn default() -> ToolkitLimits {
         let decode = DecodeLimits::default();
         ToolkitLimits {
@@ -80,7 +105,11 @@ pub struct ToolkitConn {
     describe: Vec<u8>,
     limits: ToolkitLimits,
     reader: LineReader,
-    out: Vec<u8>,
+    /// Standard input has ended.
+    ended: bool,
+    /// Output, and how much of it was written: one buffer and a read
+    /// position, emptied once all of it is written.
+    out: Outbox,
     /// The calls yielded and not answered. A fixed hasher (core reads no
     /// entropy): a host flooding the set with colliding keys only slows its
     /// own calls.
@@ -118,7 +147,8 @@ impl ToolkitConn {
             describe,
             limits,
             reader: LineReader::default(),
-            out: Vec::new(),
+            ended: false,
+            out: Outbox::default(),
             open: HashSet::default(),
             events: VecDeque::new(),
             exact_reading: true,
@@ -138,34 +168,61 @@ impl ToolkitConn {
         &self.tools
     }
 
-    /// Bytes read from standard input.
-    pub fn handle_data(&mut self, data: &[u8]) {
+    /// Bytes read from standard input at `now`. Nothing is read after
+    /// [`handle_eof`](ToolkitConn::handle_eof).
+    pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
+        if self.ended {
+            return;
+        }
         let mut reader = std::mem::take(&mut self.reader);
         reader.feed(data, self.limits.max_line, |line| self.line(line));
         self.reader = reader;
     }
 
-    /// Answers an open call; `false` (and nothing written) when the call is
-    /// not open, so a call is answered at most once.
-    pub fn reply(&mut self, key: &CallKey, reply: &Reply) -> bool {
+    /// Standard input ended at `now`: the host sends nothing more. A last
+    /// line with no newline is no message (each message ends in one), and
+    /// is dropped; the calls open stay open, and are still answered.
+    pub fn handle_eof(&mut self, _now: Timestamp) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        if let Some(len) = self.reader.unfinished().filter(|&len| len > 0) {
+            self.events.push_back(ToolkitEvent::Dropped(format!(
+                "a last line of {len} bytes with no newline at the end of input: dropped"
+            )));
+        }
+        self.reader.reset();
+    }
+
+    /// Whether standard input has ended.
+    pub fn input_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Answers an open call at `now`; `false` (and nothing written) when the
+    /// call is not open, so a call is answered at most once.
+    pub fn reply(&mut self, _now: Timestamp, key: &CallKey, reply: &Reply) -> bool {
         if !self.open.remove(key) {
             return false;
         }
-        protocol::write_reply(key, reply, &mut self.out);
-        self.out.push(b'\n');
+        self.push_reply(key, reply);
         true
     }
 
-    /// Moves the bytes to write to standard output into `out`; returns how
-    /// many.
-    pub fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
-        let n = self.out.len();
-        if out.is_empty() {
-            std::mem::swap(out, &mut self.out);
-        } else {
-            out.append(&mut self.out);
-        }
-        n
+    /// Queues the reply line.
+    fn push_reply(&mut self, key: &CallKey, reply: &Reply) {
+        self.out.push(|out| protocol::write_reply(key, reply, out));
+    }
+
+    /// The bytes still to write to standard output, in order.
+    pub fn pending_output(&self) -> &[u8] {
+        self.out.pending()
+    }
+
+    /// The first `n` bytes of [`pending_output`](ToolkitConn::pending_output)
+    /// were written at `now`.
+    pub fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.out.consume(n);
     }
 
     /// The next event.
@@ -173,14 +230,22 @@ impl ToolkitConn {
         self.events.pop_front()
     }
 
+    /// Always `None`: the implementation's side has no timer.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        None
+    }
+
+    /// Does nothing: the implementation's side has no timer.
+    pub fn handle_timeout(&mut self, _now: Timestamp) {}
+
     /// How many calls are open (yielded, not yet answered).
     pub fn open_calls(&self) -> usize {
         self.open.len()
     }
 
     fn not_run(&mut self, key: CallKey, why: String) {
-        if self.open.insert(key.clone()) {
-            self.reply(&key, &Reply::NotRun(why));
+        if !self.open.contains(&key) {
+            self.push_reply(&key, &Reply::NotRun(why));
         } else {
             self.events.push_back(ToolkitEvent::Dropped(format!(
                 "a second call with {key} while it is open: ignored"
@@ -221,15 +286,15 @@ impl ToolkitConn {
         }
         match jsonrpc::parse(bytes) {
             Ok(Message::Request { id, method, .. }) if method == DESCRIBE => {
-                let describe = std::mem::take(&mut self.describe);
-                jsonrpc::encode_response(id, &describe, &mut self.out);
-                self.out.push(b'\n');
-                self.describe = describe;
+                let describe = &self.describe;
+                self.out
+                    .push(|out| jsonrpc::encode_response(id, describe, out));
             }
             Ok(Message::Request { id, method, .. }) => {
                 let message = format!("no method `{method}`");
-                jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, &mut self.out);
-                self.out.push(b'\n');
+                self.out.push(|out| {
+                    jsonrpc::encode_error(id, jsonrpc::METHOD_NOT_FOUND, &message, out)
+                });
             }
             Ok(Message::Notification { method, params }) if method == CALL => {
                 self.call(params.unwrap_or(b"null"))
@@ -262,8 +327,8 @@ impl ToolkitConn {
                     );
                 }
                 let id = e.id.as_deref().unwrap_or(b"null");
-                jsonrpc::encode_error(id, e.code, &e.reason, &mut self.out);
-                self.out.push(b'\n');
+                self.out
+                    .push(|out| jsonrpc::encode_error(id, e.code, &e.reason, out));
             }
         }
     }

@@ -15,7 +15,7 @@
 //!   their outcomes from one thread (a batch, a command-line call, an event
 //!   loop of its own) trades no call or outcome between threads this way.
 //!
-//! The machine asks for the process to be started ([`ConnEvent::Start`])
+//! The machine asks for the process to be started ([`HostEvent::Start`])
 //! when a call or a describe needs it, and so a process that ends is
 //! started again for the next call. Each start is a new generation; threads
 //! and readers of an older one only finish.
@@ -30,7 +30,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use limen_core::flow::tool::{
-    split_command, Call, CallKey, ConnEvent, Described, Outcome, SendError, ToolConn,
+    split_command, Call, CallKey, Described, HostEvent, Outcome, SendError, ToolConn,
 };
 use limen_core::Timestamp;
 use mio::unix::pipe::Sender;
@@ -101,8 +101,14 @@ struct Inner {
     /// The process's standard input (non-blocking), when no thread is
     /// writing with it.
     stdin: Option<Sender>,
-    /// Bytes handed out by the machine and not yet written.
+    /// Bytes of the machine's pending output copied out and not yet
+    /// written, when no thread is writing: the front of what it holds.
     unwritten: Vec<u8>,
+    /// How many bytes at the front of the machine's pending output were
+    /// copied out to be written (`unwritten`, or the write under way): the
+    /// rest is what it queued since. A write outside the lock needs its own
+    /// copy; the machine is told only what was written.
+    held: usize,
     /// A thread is writing with `stdin`: what it wrote is not yet all
     /// reported, so the process's end waits for it.
     writing: bool,
@@ -171,6 +177,7 @@ impl Process {
                     child: None,
                     stdin: None,
                     unwritten: Vec::new(),
+                    held: 0,
                     writing: false,
                     described: (0, None),
                     stderr: VecDeque::new(),
@@ -319,7 +326,8 @@ impl Process {
 
     /// Closes a call without an outcome: a later reply is dropped.
     pub fn abandon(&self, key: &CallKey) {
-        self.shared.lock().conn.abandon(key);
+        let now = self.shared.now();
+        self.shared.lock().conn.abandon(now, key);
     }
 
     /// The latest part of what the process wrote to standard error, over
@@ -366,7 +374,8 @@ impl Process {
         let mut inner = self.shared.lock();
         let now = self.shared.now();
         inner.generation += 1;
-        inner.conn.handle_exit(now);
+        inner.conn.handle_eof(now);
+        forget_output(&mut inner);
         pump(&self.shared, &mut inner);
         inner.reader = None;
         settle(&self.shared, &inner);
@@ -442,23 +451,30 @@ fn deliver_from(shared: &Shared, outcomes: &mut Vec<(CallKey, Outcome)>) {
 fn drain(shared: &Arc<Shared>, inner: &mut Inner) {
     while let Some(event) = inner.conn.poll_event() {
         match event {
-            ConnEvent::Start => start(shared, inner),
-            ConnEvent::Stop => {
+            HostEvent::Start => start(shared, inner),
+            HostEvent::Stop => {
                 if let Some(child) = inner.child.as_mut() {
                     let _ = child.kill();
                 }
             }
-            ConnEvent::Described(result) => {
+            HostEvent::Described(result) => {
                 if let Err(why) = &result {
                     note(inner, format!("describe failed: {why}"));
                 }
                 inner.described = (inner.described.0 + 1, Some(result));
                 settle(shared, inner);
             }
-            ConnEvent::Closed { key, outcome } => inner.outcomes.push((key, outcome)),
-            ConnEvent::Dropped(why) => note(inner, why),
+            HostEvent::Closed { key, outcome } => inner.outcomes.push((key, outcome)),
+            HostEvent::Dropped(why) => note(inner, why),
         }
     }
+}
+
+/// The machine's output was emptied (a process started or ended): nothing
+/// of it is held for a write any more.
+fn forget_output(inner: &mut Inner) {
+    inner.unwritten.clear();
+    inner.held = 0;
 }
 
 fn note(inner: &mut Inner, line: String) {
@@ -500,7 +516,7 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             inner.child = Some(child);
             inner.stdin = Some(stdin);
             inner.reader = reader;
-            inner.unwritten.clear();
+            forget_output(inner);
             inner.writing = false;
             inner.conn.handle_started(now);
         }

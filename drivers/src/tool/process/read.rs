@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use mio::unix::pipe::Receiver;
 use mio::{Events, Interest, Poll, Token};
 
-use super::{deliver_from, drain, pump, release, settle, Inner, Shared};
+use super::write::untaken;
+use super::{deliver_from, drain, forget_output, pump, release, settle, Inner, Shared};
 
 pub(super) fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl Read) {
     let mut buf = vec![0u8; 64 << 10];
@@ -34,7 +35,7 @@ pub(super) fn read_stdout(shared: Arc<Shared>, generation: u64, mut stdout: impl
             let now = shared.now();
             inner.conn.handle_data(now, &data[..cut]);
             drain(&shared, &mut inner);
-            if inner.conn.wants_write() {
+            if untaken(&inner) {
                 shared.wake.notify_all();
             }
             std::mem::swap(&mut inner.outcomes, &mut outcomes);
@@ -79,7 +80,8 @@ fn process_ended(shared: &Arc<Shared>, generation: u64) {
     }
     inner.generation += 1;
     let now = shared.now();
-    inner.conn.handle_exit(now);
+    inner.conn.handle_eof(now);
+    forget_output(&mut inner);
     pump(shared, &mut inner);
     settle(shared, &inner);
     release(shared, inner);
@@ -205,7 +207,7 @@ pub(super) fn read_or_wait<'a>(
             let now = shared.now();
             inner.conn.handle_data(now, &reader.buf[..n]);
             drain(shared, &mut inner);
-            if inner.conn.wants_write() {
+            if untaken(&inner) {
                 shared.wake.notify_all();
             }
         }

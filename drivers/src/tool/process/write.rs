@@ -45,9 +45,7 @@ pub(super) fn write_stdin(shared: Arc<Shared>, generation: u64, mut poll: Poll) 
                     inner = shared.lock();
                     continue;
                 }
-                if inner.stdin.is_some()
-                    && (!inner.unwritten.is_empty() || inner.conn.wants_write())
-                {
+                if inner.stdin.is_some() && !inner.conn.pending_output().is_empty() {
                     break;
                 }
                 let wait = inner
@@ -89,11 +87,26 @@ pub(super) enum Flushed {
 }
 
 /// What is to be written: what did not fit the pipe last time, then what
-/// the machine hands out.
+/// the machine queued since.
 pub(super) fn take_output(inner: &mut Inner) -> Vec<u8> {
     let mut out = std::mem::take(&mut inner.unwritten);
-    inner.conn.poll_transmit(&mut out);
+    take_more(inner, &mut out);
     out
+}
+
+/// Whether the machine queued output that no write holds yet.
+pub(super) fn untaken(inner: &Inner) -> bool {
+    inner.conn.pending_output().len() > inner.held
+}
+
+/// Appends to `out` what the machine queued since its output was last
+/// taken, and holds it; returns how many bytes.
+fn take_more(inner: &mut Inner, out: &mut Vec<u8>) -> usize {
+    let pending = inner.conn.pending_output();
+    let new = pending.get(inner.held..).unwrap_or_default();
+    out.extend_from_slice(new);
+    inner.held = pending.len();
+    new.len()
 }
 
 /// Writes what the machine hands out with `stdin` (taken out of the shared
@@ -128,7 +141,7 @@ pub(super) fn write_out(
             if inner.generation != generation {
                 return Flushed::Gone;
             }
-            if inner.conn.poll_transmit(&mut out) == 0 {
+            if take_more(&mut inner, &mut out) == 0 {
                 return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
             }
             continue;
@@ -143,8 +156,10 @@ pub(super) fn write_out(
                 if inner.generation != generation {
                     return Flushed::Gone;
                 }
-                inner.conn.handle_sent(n);
-                if out.is_empty() && inner.conn.poll_transmit(&mut out) == 0 {
+                let now = shared.now();
+                inner.conn.consume_output(now, n);
+                inner.held = inner.held.saturating_sub(n);
+                if out.is_empty() && take_more(&mut inner, &mut out) == 0 {
                     return put_back(shared, &mut inner, generation, stdin, out, Flushed::Done);
                 }
             }

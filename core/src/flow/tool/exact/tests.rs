@@ -12,7 +12,7 @@ use crate::flow::identity::Identity;
 use crate::flow::tool::listing::{describe_result, Tool};
 use crate::flow::tool::protocol::{write_call, write_reply, Reply};
 use crate::flow::tool::toolkit::{ToolkitConn, ToolkitEvent, ToolkitLimits};
-use crate::flow::tool::{Call, CallKey, ConnEvent, HostConn, Limits, ToolConn};
+use crate::flow::tool::{Call, CallKey, HostConn, HostEvent, Limits, ToolConn};
 use crate::flow::types::{Field, TypeDecl, TypeEnv};
 
 fn tool(name: &str, params: Vec<Param>, ok: Type, err: Type, env: TypeEnv) -> Arc<Tool> {
@@ -187,18 +187,16 @@ fn host_pair(tools: &[Arc<Tool>], limits: &Limits) -> [HostConn; 2] {
         conn.handle_started(0);
         conn.handle_data(0, line.as_bytes());
         while conn.poll_event().is_some() {}
-        let mut out = Vec::new();
-        let n = conn.poll_transmit(&mut out);
-        conn.handle_sent(n);
+        let n = conn.pending_output().len();
+        conn.consume_output(0, n);
     }
     conns
 }
 
-fn host_events(conn: &mut HostConn) -> (Vec<ConnEvent>, Vec<u8>) {
+fn host_events(conn: &mut HostConn) -> (Vec<HostEvent>, Vec<u8>) {
     let events = std::iter::from_fn(|| conn.poll_event()).collect();
-    let mut out = Vec::new();
-    let n = conn.poll_transmit(&mut out);
-    conn.handle_sent(n);
+    let out = conn.pending_output().to_vec();
+    conn.consume_output(0, out.len());
     (events, out)
 }
 
@@ -321,7 +319,7 @@ fn exact_reading_agrees_with_the_general_one_on_replies() {
                 }
                 // Close what is left, so the next tool starts clean.
                 for conn in &mut conns {
-                    conn.abandon(&CallKey::new("run-1", &id));
+                    conn.abandon(0, &CallKey::new("run-1", &id));
                 }
             }
         }
@@ -340,8 +338,8 @@ fn toolkit_pair(tools: &[Arc<Tool>], limits: &ToolkitLimits) -> [ToolkitConn; 2]
 
 fn toolkit_events(conn: &mut ToolkitConn) -> (Vec<ToolkitEvent>, Vec<u8>) {
     let events = std::iter::from_fn(|| conn.poll_event()).collect();
-    let mut out = Vec::new();
-    conn.poll_transmit(&mut out);
+    let out = conn.pending_output().to_vec();
+    conn.consume_output(0, out.len());
     (events, out)
 }
 
@@ -421,7 +419,7 @@ fn exact_reading_agrees_with_the_general_one_on_calls() {
             let lines = call_lines(&tools, &id);
             for line in with_mutations(&lines, 4, &mut rng) {
                 for conn in &mut conns {
-                    conn.handle_data(&line);
+                    conn.handle_data(0, &line);
                 }
                 let got = [toolkit_events(&mut conns[0]), toolkit_events(&mut conns[1])];
                 assert_eq!(got[0], got[1], "line {}", String::from_utf8_lossy(&line));
@@ -430,7 +428,7 @@ fn exact_reading_agrees_with_the_general_one_on_calls() {
                         yielded += 1;
                         // Answered at once, so the key can be called again.
                         for conn in &mut conns {
-                            assert!(conn.reply(&call.key, &Reply::NotRun("done".into())));
+                            assert!(conn.reply(0, &call.key, &Reply::NotRun("done".into())));
                         }
                     }
                 }

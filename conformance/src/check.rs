@@ -30,11 +30,12 @@
 //! (over HTTP the server may read the connections in any order; whichever
 //! was refused is the one the record describes).
 //!
-//! The transports are [`Wire`] values, each with its request builder and
-//! reply reader. Over MCP the records are `wire/mcp`'s, or in a corpus
-//! that has none (the reference's), the HTTP call records sent as
-//! `tools/call`; the endpoint is described by its `initialize`, whose
-//! `serverInfo` names the surface and digest.
+//! Each transport is a [`Form`]: how a record's request is sent, how its
+//! reply is read, how the endpoint is described. A transport whose records
+//! another's imply (MCP's `tools/call` of an HTTP call) is checked, in a
+//! corpus with none of its own (the reference's), by the records implied;
+//! an MCP endpoint is described by its `initialize`, whose `serverInfo`
+//! names the surface and digest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -43,119 +44,30 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use limen_core::hale::model::parse_program;
+use limen_core::hale::model::{parse_program, Program};
 use limen_core::hale::runtime::PeerCredentials;
 use limen_core::hale::serving::exposure_spec;
 use serde_json::Value;
 
-use crate::mask;
-use crate::record::{exposure_name, Corpus, Record, Transport};
-use crate::replay::{expect, reply_of};
+use crate::record::{exposure_name, Corpus, Record};
+use crate::replay::expect;
 use crate::report::{Report, Verdict};
 use crate::scenario::{self, Overlay, Step};
-use crate::wire;
+pub use crate::transport::Endpoint;
+use crate::transport::{self, Form};
 
-/// An endpoint: `unix:<path>` or `http://host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// A Unix socket.
-    Unix(PathBuf),
-    /// An HTTP listener, by its authority (`127.0.0.1:8080`).
-    Http(String),
-}
-
-impl Endpoint {
-    /// Reads `unix:<path>` or `http://host:port`.
-    pub fn parse(text: &str) -> Result<Endpoint, String> {
-        if let Some(path) = text.strip_prefix("unix:") {
-            if !path.is_empty() {
-                return Ok(Endpoint::Unix(PathBuf::from(path)));
-            }
+/// Connects to `endpoint`, reads and writes timed out after `timeout`.
+fn connect(endpoint: &Endpoint, timeout: Duration) -> io::Result<Stream> {
+    let s = match endpoint {
+        Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
+        Endpoint::Http(a) => {
+            let s = TcpStream::connect(a)?;
+            let _ = s.set_nodelay(true);
+            Stream::Tcp(s)
         }
-        // An MCP listener is an HTTP one (`POST /mcp`); `mcp://` is how
-        // `hale demo` prints it.
-        if let Some(rest) = text
-            .strip_prefix("http://")
-            .or_else(|| text.strip_prefix("mcp://"))
-        {
-            let authority = rest.strip_suffix('/').unwrap_or(rest);
-            let valid = authority
-                .rsplit_once(':')
-                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
-            if valid && !authority.contains('/') {
-                return Ok(Endpoint::Http(authority.to_owned()));
-            }
-        }
-        Err(format!(
-            "`{text}` is not an endpoint: name unix:<path>, http://host:port or mcp://host:port"
-        ))
-    }
-
-    fn connect(&self, timeout: Duration) -> io::Result<Stream> {
-        let s = match self {
-            Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
-            Endpoint::Http(a) => {
-                let s = TcpStream::connect(a)?;
-                let _ = s.set_nodelay(true);
-                Stream::Tcp(s)
-            }
-        };
-        s.set_timeout(Some(timeout))?;
-        Ok(s)
-    }
-
-    fn host(&self) -> Option<&str> {
-        match self {
-            Endpoint::Http(a) => Some(a),
-            Endpoint::Unix(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
-            Endpoint::Http(a) => write!(f, "http://{a}"),
-        }
-    }
-}
-
-/// A transport the check speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
-    /// `unix::Rpc`: the records of `wire/unix`.
-    Unix,
-    /// `http::Rpc`: the records of `wire/http`.
-    Http,
-    /// `mcp::Rpc`: the records of `wire/mcp`, or, in a corpus that has
-    /// none, the call records of `wire/http` sent as `tools/call`
-    /// ([`crate::mcp::from_http`]).
-    Mcp,
-}
-
-impl Wire {
-    /// The records' transport.
-    pub fn transport(self) -> Transport {
-        match self {
-            Wire::Unix => Transport::Unix,
-            Wire::Http => Transport::Http,
-            Wire::Mcp => Transport::Mcp,
-        }
-    }
-
-    /// The bytes a record's request is sent as to `endpoint`.
-    fn request(self, request: &Value, endpoint: &Endpoint) -> Result<Vec<u8>, String> {
-        match self {
-            Wire::Unix => Ok(wire::unix_line(request)),
-            Wire::Http | Wire::Mcp => wire::http_request(request, endpoint.host()),
-        }
-    }
-
-    /// The reply of the bytes read so far, once it is whole.
-    fn reply(self, raw: &[u8], eof: bool) -> Result<Option<Value>, String> {
-        reply_of(&self.transport(), raw, eof)
-    }
+    };
+    s.set_timeout(Some(timeout))?;
+    Ok(s)
 }
 
 enum Stream {
@@ -218,9 +130,8 @@ struct Waiting {
 
 impl Waiting {
     fn send(endpoint: &Endpoint, bytes: &[u8], timeout: Duration) -> Result<Waiting, String> {
-        let mut stream = endpoint
-            .connect(timeout)
-            .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+        let mut stream =
+            connect(endpoint, timeout).map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
         stream
             .write_all(bytes)
             .map_err(|e| format!("cannot write to {endpoint}: {e}"))?;
@@ -232,7 +143,7 @@ impl Waiting {
     }
 
     /// Reads what is there without waiting; the reply once it is whole.
-    fn poll(&mut self, wire: Wire) -> Result<Option<Value>, String> {
+    fn poll(&mut self, form: &dyn Form) -> Result<Option<Value>, String> {
         let mut chunk = [0u8; 16 * 1024];
         while !self.eof {
             match self.stream.read(&mut chunk) {
@@ -249,7 +160,7 @@ impl Waiting {
                 Err(_) => self.eof = true,
             }
         }
-        match wire.reply(&self.buf, self.eof)? {
+        match form.read_reply(&self.buf, self.eof)? {
             Some(v) => Ok(Some(v)),
             None if self.eof => {
                 Err("the connection ended with no reply (a transport failure)".into())
@@ -261,7 +172,11 @@ impl Waiting {
 
 /// The first reply among `waiting`, by its place; an error when none
 /// comes by `timeout`.
-fn first_reply(waiting: &mut [Waiting], wire: Wire, timeout: Duration) -> Result<Value, String> {
+fn first_reply(
+    waiting: &mut [Waiting],
+    form: &dyn Form,
+    timeout: Duration,
+) -> Result<Value, String> {
     for w in waiting.iter() {
         w.stream
             .set_nonblocking(true)
@@ -271,7 +186,7 @@ fn first_reply(waiting: &mut [Waiting], wire: Wire, timeout: Duration) -> Result
     loop {
         let mut ended = Vec::new();
         for w in waiting.iter_mut() {
-            match w.poll(wire) {
+            match w.poll(form) {
                 Ok(Some(v)) => return Ok(v),
                 Ok(None) => {}
                 Err(e) => ended.push(e),
@@ -326,7 +241,7 @@ pub struct Options {
     /// The endpoint under check.
     pub endpoint: Endpoint,
     /// Its transport.
-    pub wire: Wire,
+    pub form: &'static dyn Form,
     /// The bearer the describe step presents (a record carries its own
     /// credentials).
     pub bearer: Option<String>,
@@ -350,11 +265,11 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults for `endpoint` over `wire`.
-    pub fn new(endpoint: Endpoint, wire: Wire) -> Options {
+    /// The defaults for `endpoint` over `form`.
+    pub fn new(endpoint: Endpoint, form: &'static dyn Form) -> Options {
         Options {
             endpoint,
-            wire,
+            form,
             bearer: None,
             control: None,
             with: BTreeMap::new(),
@@ -378,69 +293,19 @@ fn own_peer() -> PeerCredentials {
     }
 }
 
-/// Describes the endpoint: the exposure identity its document names, or
-/// why there is none. An MCP endpoint has no description on the wire; its
-/// `initialize` names the surface and digest, and the identity is the one
-/// exposure of `records` that has them.
+/// Describes the endpoint: the exposure identity it names, or why there is
+/// none. Its transport says how ([`Form::described`]): by the document a
+/// describe answers, or — over MCP, where there is none on the wire — by
+/// the surface and digest its `initialize` names, the one exposure of
+/// `records` that has them.
 fn describe(options: &Options, records: &[&Record]) -> Result<String, String> {
-    if options.wire == Wire::Mcp {
-        let request = crate::mcp::initialize(options.bearer.as_deref());
-        let bytes = options.wire.request(&request, &options.endpoint)?;
-        let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
-        let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
-        let Some(surface) = crate::mcp::served_surface(&reply) else {
-            return Err(match wire::outcome_of(&Transport::Mcp, &reply) {
-                Some((_, Some(k))) => format!("the initialize was refused {k}"),
-                _ => "its initialize names no surface".into(),
-            });
-        };
-        let prefix = format!("{surface}/");
-        let mut names: Vec<&str> = records
-            .iter()
-            .filter(|r| r.exposure.starts_with(&prefix))
-            .map(|r| exposure_name(&r.exposure))
-            .collect();
-        names.sort();
-        names.dedup();
-        return match names.as_slice() {
-            [one] => Ok(format!("{prefix}{one}")),
-            [] => Err(format!("it serves {surface}, which no mcp record is of")),
-            several => Err(format!(
-                "it serves {surface}, which the mcp records of {} serve",
-                several.join(", ")
-            )),
-        };
-    }
-    let request = match options.wire {
-        Wire::Unix => serde_json::json!({"describe": true, "id": "limen-conformance"}),
-        Wire::Http | Wire::Mcp => {
-            let mut headers = serde_json::Map::new();
-            if let Some(t) = &options.bearer {
-                headers.insert("Authorization".into(), format!("Bearer {t}").into());
-            }
-            serde_json::json!({"method": "GET", "path": "/.description", "headers": headers})
-        }
-    };
-    let bytes = options.wire.request(&request, &options.endpoint)?;
+    let form = options.form;
+    let request = form.describe_request(options.bearer.as_deref());
+    let bytes = form.request_bytes(&request, options.endpoint.host())?;
     let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
-    let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
-    let document = match options.wire {
-        Wire::Unix => reply.get("value"),
-        Wire::Http | Wire::Mcp => reply.get("body"),
-    };
-    document
-        .and_then(|d| d.get("exposure"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            let (outcome, kind) = wire::outcome_of(&options.wire.transport(), &reply)
-                .unwrap_or(("no outcome".into(), None));
-            match kind {
-                Some(k) => format!("the describe was refused {k}"),
-                None if outcome == "result" => "its description names no exposure".into(),
-                None => format!("the describe answered {outcome}"),
-            }
-        })
+    let reply = first_reply(std::slice::from_mut(&mut w), form, options.timeout)?;
+    let identities: Vec<&str> = records.iter().map(|r| r.exposure.as_str()).collect();
+    form.described(&reply, &identities)
 }
 
 /// The order records run in: 0 needs nothing, 1 gates or drains (and is
@@ -463,28 +328,32 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
     let source = corpus.program_source().map_err(|e| e.to_string())?;
     let program = parse_program(&corpus.program.to_string_lossy(), &source)
         .map_err(|e| format!("the corpus's program: {e}"))?;
-    let transport = options.wire.transport();
+    let form = options.form;
+    let transport = transport::Transport::from(form);
     let mut report = Report::default();
     let mut of_transport: Vec<&Record> = corpus
         .records
         .iter()
         .filter(|r| r.transport == transport)
         .collect();
-    // A corpus with no MCP records (the reference's) is checked over MCP
-    // by its HTTP call records, sent as tools/call.
-    let translated: Vec<Record> = if transport == Transport::Mcp && of_transport.is_empty() {
+    // A corpus with no records of the transport (the reference's has no MCP
+    // records) is checked by the records of it that its others imply (its
+    // HTTP calls, sent as tools/call).
+    let translated: Vec<Record> = if of_transport.is_empty() {
         corpus
             .records
             .iter()
-            .filter_map(|r| crate::mcp::from_http(r, &r.exposure))
+            .filter_map(|r| r.implied(form, &r.exposure))
             .collect()
     } else {
         Vec::new()
     };
     if !translated.is_empty() {
         report.notes.push(format!(
-            "corpus  no mcp records: its {} http call records are sent as tools/call",
-            translated.len()
+            "corpus  no {} records: its {} {}",
+            form.name(),
+            translated.len(),
+            form.implied_note()
         ));
         of_transport = translated.iter().collect();
     }
@@ -503,19 +372,10 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
             ));
             name.clone()
         }
-        (None, Ok(id)) if options.wire == Wire::Mcp => {
-            let name = exposure_name(id);
-            report.notes.push(format!(
-                "describe  {}: its initialize names {}; checking the mcp records of `{name}`",
-                options.endpoint,
-                &id[..id.len() - name.len() - 1]
-            ));
-            name.to_owned()
-        }
         (None, Ok(id)) => {
             report
                 .notes
-                .push(format!("describe  {}: serves {id}", options.endpoint));
+                .push(form.described_note(&options.endpoint, id));
             exposure_name(id).to_owned()
         }
         (None, Err(why)) => {
@@ -585,6 +445,7 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
     planned.sort_by_key(|(r, steps)| (steps.as_ref().map_or(0, |s| rank(s)), r.name.clone()));
     let mut run = Run {
         options,
+        program: &program,
         control: options
             .control
             .clone()
@@ -604,6 +465,7 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
 
 struct Run<'a> {
     options: &'a Options,
+    program: &'a Program,
     control: Option<Control>,
     stopped: bool,
     peer: PeerCredentials,
@@ -665,9 +527,9 @@ impl Run<'_> {
             (Err(e), _) => Verdict::Fail(e),
             (Ok(got), Err(e)) => Verdict::Fail(format!("after the exchange ({got}): {e}")),
             (Ok(got), Ok(())) => {
-                let peer = (record.transport == Transport::Unix).then_some(self.peer);
-                match mask::compare_reply(&record.transport, &record.reply, record.peer, &got, peer)
-                {
+                let form = self.options.form;
+                let peer = form.carries_peer().then_some(self.peer);
+                match transport::compare_reply(form, &record.reply, record.peer, &got, peer) {
                     None => Verdict::Pass,
                     Some(d) => Verdict::Fail(format!("reply {d}")),
                 }
@@ -690,8 +552,8 @@ impl Run<'_> {
         undo: &mut Undo,
     ) -> Result<Value, String> {
         let options = self.options;
-        let wire = options.wire;
-        let bytes = wire.request(&record.request, &options.endpoint)?;
+        let form = options.form;
+        let bytes = form.request_bytes(&record.request, options.endpoint.host())?;
         let own = exposure_name(&record.exposure).to_owned();
         for (i, step) in steps.iter().enumerate() {
             let at = format!("step {} ({})", i + 1, step.to_json());
@@ -743,23 +605,23 @@ impl Run<'_> {
                             .get(name)
                             .ok_or_else(|| fail(format!("no endpoint for `{name}`")))?
                     };
-                    let call_wire = match endpoint {
-                        Endpoint::Unix(_) => Wire::Unix,
-                        Endpoint::Http(_)
-                            if call.request.get("path").and_then(Value::as_str)
-                                == Some(limen_core::wire::mcp::PATH) =>
-                        {
-                            Wire::Mcp
-                        }
-                        Endpoint::Http(_) => Wire::Http,
-                    };
-                    let bytes = call_wire.request(&call.request, endpoint).map_err(fail)?;
+                    // The exposure's transport, as the program serves it.
+                    let call_form = crate::world::served_exposure(self.program, name)
+                        .and_then(|e| e.listener)
+                        .and_then(|l| transport::by_listener(&l.transport))
+                        .filter(|f| f.speaks_to(endpoint))
+                        .ok_or_else(|| {
+                            fail(format!("the program serves `{name}` over no transport that speaks to {endpoint}"))
+                        })?;
+                    let bytes = call_form
+                        .request_bytes(&call.request, endpoint.host())
+                        .map_err(fail)?;
                     let mut w = Waiting::send(endpoint, &bytes, options.timeout).map_err(fail)?;
                     let reply =
-                        first_reply(std::slice::from_mut(&mut w), call_wire, options.timeout)
+                        first_reply(std::slice::from_mut(&mut w), call_form, options.timeout)
                             .map_err(fail)?;
                     expect(
-                        &call_wire.transport(),
+                        call_form,
                         call.outcome.as_deref(),
                         call.kind.as_deref(),
                         &reply,
@@ -773,7 +635,7 @@ impl Run<'_> {
         }
         // Identical requests: while a receiver is gated, the first answered
         // is the exchange.
-        let reply = first_reply(&mut undo.waiting, wire, options.timeout)?;
+        let reply = first_reply(&mut undo.waiting, form, options.timeout)?;
         Ok(reply)
     }
 
@@ -799,12 +661,12 @@ impl Run<'_> {
                 // the next request for it.
                 let bytes = self
                     .options
-                    .wire
-                    .request(&record.request, &self.options.endpoint)?;
+                    .form
+                    .request_bytes(&record.request, self.options.endpoint.host())?;
                 let mut w = Waiting::send(&self.options.endpoint, &bytes, self.options.timeout)?;
                 let _ = first_reply(
                     std::slice::from_mut(&mut w),
-                    self.options.wire,
+                    self.options.form,
                     self.options.timeout,
                 );
             }
@@ -814,7 +676,7 @@ impl Run<'_> {
         for w in &mut waiting {
             let _ = first_reply(
                 std::slice::from_mut(w),
-                self.options.wire,
+                self.options.form,
                 self.options.timeout,
             );
         }

@@ -15,20 +15,21 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::check::{self, Endpoint, Wire};
+use crate::check::{self, Endpoint};
 use crate::record::Corpus;
 use crate::scenario::Overlay;
+use crate::transport;
 use crate::world::Feed;
 use crate::{compare, project_corpus, reference_corpus, replay};
 
-/// The usage text.
-pub const USAGE: &str = "\
+/// The usage text, `{transports}` standing for the transports' names.
+const USAGE: &str = "\
 usage: limen-conformance <command> [options]
 
   replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
       Feed each record's request through limen's machines with a virtual
       clock and compare what they emit with the recorded reply.
-  check   --endpoint URL --transport unix|http|mcp [--bearer T] [--corpus DIR]
+  check   --endpoint URL --transport {transports} [--bearer T] [--corpus DIR]
           [--scenarios DIR|none] [--control PATH] [--exposure NAME]
           [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
       Run the recorded exchanges against a live server (unix:<path>,
@@ -51,8 +52,13 @@ so --corpus ../shared/hale-witness replays the reference fixtures.
 (default: the project's); none derives them from each record's outcome.
 Exit status: 0 nothing failed, 1 something failed, 2 usage or corpus error.";
 
+/// The usage text.
+pub fn usage_text() -> String {
+    USAGE.replace("{transports}", &transport::names())
+}
+
 fn usage(message: &str) -> i32 {
-    eprintln!("limen-conformance: {message}\n\n{USAGE}");
+    eprintln!("limen-conformance: {message}\n\n{}", usage_text());
     2
 }
 
@@ -104,7 +110,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check_main(&mut args),
         Some("compare") => compare_main(&mut args),
         Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
+            println!("{}", usage_text());
             return 0;
         }
         Some(other) => return usage(&format!("unknown command `{other}`")),
@@ -192,25 +198,20 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     }
     let endpoint = endpoint.ok_or_else(|| usage("check needs --endpoint URL"))?;
     let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage(&e))?;
-    let wire = match transport.as_deref() {
-        Some("unix") => Wire::Unix,
-        Some("http") => Wire::Http,
-        Some("mcp") => Wire::Mcp,
-        Some(other) => return Err(usage(&format!("--transport unix|http|mcp, not `{other}`"))),
-        None => return Err(usage("check needs --transport unix|http|mcp")),
+    let names = transport::names();
+    let form = match transport.as_deref() {
+        Some(name) => transport::by_name(name)
+            .ok_or_else(|| usage(&format!("--transport {names}, not `{name}`")))?,
+        None => return Err(usage(&format!("check needs --transport {names}"))),
     };
-    let fits = matches!(
-        (&endpoint, wire),
-        (Endpoint::Unix(_), Wire::Unix) | (Endpoint::Http(_), Wire::Http | Wire::Mcp)
-    );
-    if !fits {
+    if !form.speaks_to(&endpoint) {
         return Err(usage(&format!(
             "--transport {} does not speak to {endpoint}",
-            wire.transport().as_str()
+            form.name()
         )));
     }
     let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
-    let mut options = check::Options::new(endpoint, wire);
+    let mut options = check::Options::new(endpoint, form);
     options.bearer = bearer;
     options.control = control;
     options.with = with;

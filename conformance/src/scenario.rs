@@ -23,9 +23,9 @@ use std::collections::BTreeMap;
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
 use serde_json::Value;
 
-use crate::mask;
-use crate::record::{self, error, object, string, Record, RecordError, Transport};
-use crate::wire;
+use crate::jsonpath::{self, error, object, string, RecordError};
+use crate::record::Record;
+use crate::transport::{self, Transport};
 
 /// What a record assumes. See the module documentation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -202,7 +202,7 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
                 .cloned()
                 .ok_or_else(|| error(&format!("{at}.request"), "missing"))?;
             let peer = match c.get("peer") {
-                Some(p) => Some(record::peer(p, &format!("{at}.peer"))?),
+                Some(p) => Some(jsonpath::peer(p, &format!("{at}.peer"))?),
                 None => None,
             };
             let text = |k: &str| -> Result<Option<String>, RecordError> {
@@ -238,10 +238,10 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
 /// the kernel did not name is the record's `peer`, which a runner hands its
 /// connection.
 pub fn derive(record: &Record, spec: &ExposureSpec) -> Vec<Step> {
-    let member = match record.transport {
-        Transport::Mcp => crate::mcp::member_of(&record.request, spec),
-        _ => wire::member_of(&record.transport, &record.request),
-    };
+    let member = record
+        .transport
+        .form()
+        .and_then(|f| f.member_of(&record.request, spec));
     let receiver = member
         .and_then(|m| spec.member_index(&m))
         .map(|i| spec.receivers[spec.members[i].receiver].clone());
@@ -300,7 +300,8 @@ impl Overlay {
     pub fn steps_for(&self, record: &Record) -> Option<&[Step]> {
         let (transport, request, steps) = self.by_name.get(&record.name)?;
         let same = *transport == record.transport
-            && mask::request(transport, request) == mask::request(transport, &record.request);
+            && transport::mask_request(transport, request)
+                == transport::mask_request(transport, &record.request);
         same.then_some(steps.as_slice())
     }
 }

@@ -1,9 +1,9 @@
 //! A served program in memory: the demo's arrangement (every exposure the
-//! program serves over HTTP, MCP or a Unix socket, and Public over MCP as
-//! the demo adds it, bound to one set of receiver instances) driven through
-//! the real machines — [`LineConn`] and [`http1::Conn`], Hale's framing or
-//! MCP's ([`mcp::Framing`]), [`Exposure`] — with no socket, no thread and
-//! no clock.
+//! program serves over a transport limen has machines for — HTTP, MCP, a
+//! Unix socket — and Public over MCP as the demo adds it, bound to one set
+//! of receiver instances) driven through the real machines — each
+//! connection a [`Front`] of its transport ([`Form::front_maker`]), the
+//! [`Exposure`] behind it — with no socket, no thread and no clock.
 //!
 //! Time is a virtual clock that starts at [`EPOCH`] and moves one
 //! millisecond per input. Handlers run at once, in the order the exposure
@@ -14,7 +14,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use limen_core::hale::docs::ExposureDescriber;
-use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
@@ -22,11 +21,10 @@ use limen_core::hale::runtime::{
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
-use limen_core::wire::mcp;
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
-use crate::record::Transport;
+use crate::transport::{self, Form, FrontMaker, Transport};
 
 /// Where the virtual clock starts: 2026-01-01T00:00:00Z, in nanoseconds
 /// since the Unix epoch (the clock a bearer source's expiry is read on).
@@ -68,12 +66,14 @@ pub struct Served {
     pub identity: String,
     /// Its transport.
     pub transport: Transport,
+    /// Its transport's machines.
+    pub form: &'static dyn Form,
     exposure: Exposure,
     /// Its receivers' instance names, by receiver id.
     receivers: Vec<String>,
     listening: bool,
-    /// Over MCP, its framing.
-    framing: Option<std::sync::Arc<mcp::Framing>>,
+    /// Builds its connections' fronts.
+    fronts: FrontMaker,
 }
 
 impl Served {
@@ -113,12 +113,13 @@ fn role_param(e: &ModelExposure) -> Option<&str> {
 }
 
 impl World {
-    /// Serves every exposure of [`served_exposures`] that has an HTTP, MCP
-    /// or Unix listener, its role sources the program's literals with
-    /// `roles` (by role source param, role → holder) in place of theirs,
-    /// each described by `describer` or else by the model's describer, its
-    /// listener as written (an MCP exposure by its tools, as over the
-    /// wire).
+    /// Serves every exposure of [`served_exposures`] whose listener speaks
+    /// a transport limen has machines for, its role sources the program's
+    /// literals with `roles` (by role source param, role → holder) in place
+    /// of theirs, each described by its transport's describer where it has
+    /// one (an MCP exposure by its tools, as over the wire), else by
+    /// `describer`, else by the model's describer, its listener as
+    /// written.
     pub fn new(
         program: &Program,
         roles: &BTreeMap<String, BTreeMap<String, String>>,
@@ -138,13 +139,14 @@ impl World {
             next_correlation: 1,
         };
         for e in &served_exposures(program) {
-            let transport = match e.listener.as_ref().map(|l| &l.transport) {
-                Some(TransportKind::Http) => Transport::Http,
-                Some(TransportKind::Unix) => Transport::Unix,
-                Some(TransportKind::Mcp) => Transport::Mcp,
-                _ => continue,
+            let Some(form) = e
+                .listener
+                .as_ref()
+                .and_then(|l| transport::by_listener(&l.transport))
+            else {
+                continue;
             };
-            let spec = exposure_spec(program, e, transport.as_str()).map_err(|e| e.to_string())?;
+            let spec = exposure_spec(program, e, form.name()).map_err(|e| e.to_string())?;
             for r in &spec.receivers {
                 if !world.receivers.contains_key(r) {
                     let receiver = instances
@@ -173,15 +175,11 @@ impl World {
                 }
             };
             let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
-            let docs: Box<dyn Describer + Send> = match describer {
-                // Over MCP a describe is tools/list: the caller's tools.
-                _ if transport == Transport::Mcp => Box::new(
-                    McpDescriber::new(program, e)
-                        .map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
-                ),
-                Some(f) => f(program, e),
+            let docs: Box<dyn Describer + Send> = match (form.describer(program, e), describer) {
+                (Some(own), _) => own.map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
+                (None, Some(f)) => f(program, e),
                 // The listener as written: nothing is bound.
-                None => Box::new(
+                (None, None) => Box::new(
                     ExposureDescriber::new(program, &spec.name, None)
                         .map_err(|e| format!("exposure `{}`: {e}", spec.name))?,
                 ),
@@ -189,8 +187,7 @@ impl World {
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();
             let identity = spec.identity();
-            let framing = (transport == Transport::Mcp)
-                .then(|| std::sync::Arc::new(mcp::Framing::new(&spec)));
+            let fronts = form.front_maker(&spec);
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
                 exposure.receiver_born(r, STAMP);
@@ -198,11 +195,12 @@ impl World {
             world.served.push(Served {
                 name,
                 identity,
-                transport,
+                transport: Transport::from(form),
+                form,
                 exposure,
                 receivers,
                 listening: true,
-                framing,
+                fronts,
             });
             let s = world.served.len() - 1;
             world.pump(s);
@@ -239,12 +237,7 @@ impl World {
         let now = self.tick();
         let c = self.next_correlation;
         self.next_correlation += 1;
-        let limits = FrontLimits::default();
-        let front = match (&self.served[served].transport, &self.served[served].framing) {
-            (Transport::Unix, _) => Front::unix(now, limits.line, peer, c),
-            (_, Some(framing)) => Front::mcp(now, limits.http, framing.clone(), c),
-            (_, None) => Front::http(now, limits.http, c),
-        };
+        let front = (self.served[served].fronts)(now, &FrontLimits::default(), peer, c);
         self.conns.insert(
             c,
             Conn {

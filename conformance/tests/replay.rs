@@ -111,11 +111,15 @@ fn derived_scenarios_provoke_what_the_outcome_needs() {
     );
     assert_eq!(derived("unix/refusal_unauthenticated"), [Step::Exchange]);
     // Over MCP the member is the tool's, found through the rows.
-    let mcp = limen_conformance::mcp::from_http(
-        corpus.record("http/refusal_unavailable").unwrap(),
-        "Public@fnv1a64:a8930d6e7998e986/public",
-    )
-    .unwrap();
+    let mcp = corpus
+        .record("http/refusal_unavailable")
+        .unwrap()
+        .implied(
+            &limen_conformance::transport::mcp::Mcp,
+            "Public@fnv1a64:a8930d6e7998e986/public",
+        )
+        .unwrap();
+    assert_eq!(mcp.name, "mcp/refusal_unavailable");
     let e = program.exposure("public").unwrap();
     let spec = exposure_spec(&program, e, "mcp").unwrap();
     assert_eq!(

@@ -5,11 +5,25 @@
 //! connection a [`Front`] of its transport ([`Form::front_maker`]), the
 //! [`Exposure`] behind it — with no socket, no thread and no clock.
 //!
-//! Time is a virtual clock that starts at [`EPOCH`] and moves one
-//! millisecond per input. Handlers run at once, in the order the exposure
-//! hands them over, unless their instance is gated; a violation is absorbed
-//! (the witness's `on_failure` counts it and lets execution return). The
-//! same inputs therefore give the same bytes, every run.
+//! Time is a virtual clock, two readings of it kept apart as the machines
+//! keep them: the monotonic clock every machine's `now` is read on, which
+//! starts at 0, and the wall clock (nanoseconds since the Unix epoch, the
+//! clock a bearer credential's expiry is stated on), which is [`EPOCH`]
+//! plus the monotonic reading. Every input moves the clock one millisecond
+//! ([`TICK`]); a silence ([`World::wait`]) moves it as far as it says. The
+//! world knows every deadline its machines name — each open connection's
+//! front ([`Front::poll_timeout`]: HTTP's read and stalled-write timers,
+//! a Unix line's stalled write) and each exposure's (the end of `stop()`'s
+//! wait) — and however the clock moves it stops at each deadline on the way
+//! in turn, firing `handle_timeout` on what is due and acting on what that
+//! emits (a front closing, an exposure abandoning its executing calls),
+//! before it reaches the instant it was moving to: the model is quinn-proto's
+//! test pair, time jumping from deadline to deadline.
+//!
+//! Handlers run at once, in the order the exposure hands them over, unless
+//! their instance is gated; a violation is absorbed (the witness's
+//! `on_failure` counts it and lets execution return). The same inputs
+//! therefore give the same bytes, every run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,8 +40,9 @@ use limen_drivers::demo::witness::{self, Instances};
 
 use crate::transport::{self, Form, FrontMaker, Transport};
 
-/// Where the virtual clock starts: 2026-01-01T00:00:00Z, in nanoseconds
-/// since the Unix epoch (the clock a bearer source's expiry is read on).
+/// The wall clock when the monotonic clock reads 0: 2026-01-01T00:00:00Z,
+/// in nanoseconds since the Unix epoch (the clock a bearer source's expiry
+/// is read on).
 pub const EPOCH: Timestamp = 1_767_225_600 * SECOND;
 
 /// How far one input moves the clock.
@@ -56,6 +71,8 @@ struct Conn {
     front: Front,
     output: Vec<u8>,
     closed: bool,
+    /// When the server closed it, on the monotonic clock.
+    closed_at: Option<Timestamp>,
 }
 
 /// One exposure the world serves.
@@ -85,6 +102,7 @@ impl Served {
 
 /// The world. See the module documentation.
 pub struct World {
+    /// The monotonic clock.
     now: Timestamp,
     feed: Feed,
     served: Vec<Served>,
@@ -128,7 +146,7 @@ impl World {
     ) -> Result<World, String> {
         let instances = Instances::new(program);
         let mut world = World {
-            now: EPOCH,
+            now: 0,
             feed,
             served: Vec::new(),
             receivers: BTreeMap::new(),
@@ -223,9 +241,84 @@ impl World {
         self.receivers.contains_key(instance)
     }
 
-    fn tick(&mut self) -> Timestamp {
-        self.now += TICK;
+    /// The monotonic clock: what every machine's `now` reads.
+    pub fn now(&self) -> Timestamp {
         self.now
+    }
+
+    /// The wall clock: [`EPOCH`] plus the monotonic reading.
+    pub fn wall(&self) -> Timestamp {
+        EPOCH + self.now
+    }
+
+    /// One input's worth of time passes.
+    fn tick(&mut self) -> Timestamp {
+        self.advance(self.now + TICK);
+        self.now
+    }
+
+    /// A silence of `duration`: nothing is sent, the clock moves on, and
+    /// every deadline on the way fires in turn.
+    pub fn wait(&mut self, duration: Timestamp) {
+        self.advance(self.now.saturating_add(duration));
+    }
+
+    /// The earliest deadline any machine of the world names: an open
+    /// connection's front's, or an exposure's.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        let fronts = self
+            .conns
+            .values()
+            .filter(|c| !c.closed)
+            .filter_map(|c| c.front.poll_timeout());
+        let exposures = self.served.iter().filter_map(|s| s.exposure.poll_timeout());
+        fronts.chain(exposures).min()
+    }
+
+    /// Moves the clock to `to`, stopping at each deadline on the way: the
+    /// clock is set to it, and every machine whose deadline it is (or was)
+    /// is told so, its events acted on.
+    fn advance(&mut self, to: Timestamp) {
+        let mut fired = None;
+        while let Some(at) = self.next_deadline().filter(|&t| t <= to) {
+            // A machine that keeps naming a deadline it has been told of
+            // would stop time here: leave it to the next move.
+            if fired == Some(at) {
+                break;
+            }
+            fired = Some(at);
+            self.now = self.now.max(at);
+            self.fire();
+        }
+        self.now = self.now.max(to);
+    }
+
+    /// `handle_timeout` on every machine whose deadline is due at `now`,
+    /// connections in the order they were made, then exposures.
+    fn fire(&mut self) {
+        let now = self.now;
+        let due: Vec<Correlation> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closed && c.front.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(c, _)| *c)
+            .collect();
+        for c in due {
+            if let Some(conn) = self.conns.get_mut(&c) {
+                conn.front.handle_timeout(now);
+            }
+            self.after_machine(c);
+        }
+        for s in 0..self.served.len() {
+            if self.served[s]
+                .exposure
+                .poll_timeout()
+                .is_some_and(|t| t <= now)
+            {
+                self.served[s].exposure.handle_timeout(now);
+                self.pump(s);
+            }
+        }
     }
 
     /// A connection to exposure `served` from `peer` (a Unix peer's kernel
@@ -245,6 +338,7 @@ impl World {
                 front,
                 output: Vec::new(),
                 closed: false,
+                closed_at: None,
             },
         );
         Some(c)
@@ -276,6 +370,16 @@ impl World {
     /// Whether the server closed `c`.
     pub fn is_closed(&self, c: Correlation) -> bool {
         self.conns.get(&c).is_none_or(|conn| conn.closed)
+    }
+
+    /// When the server closed `c`, on the monotonic clock.
+    pub fn closed_at(&self, c: Correlation) -> Option<Timestamp> {
+        self.conns.get(&c).and_then(|conn| conn.closed_at)
+    }
+
+    /// Whether exposure `served` still accepts connections.
+    pub fn is_listening(&self, served: usize) -> bool {
+        self.served[served].listening
     }
 
     /// Closes `instance`'s gate: calls handed to it wait.
@@ -414,8 +518,8 @@ impl World {
             match conn.front.poll_event() {
                 None => break,
                 Some(FrontEvent::Request { request, .. }) => {
-                    let now = self.now;
-                    self.served[s].exposure.handle_request(now, now, request);
+                    let (now, wall) = (self.now, self.wall());
+                    self.served[s].exposure.handle_request(now, wall, request);
                     self.pump(s);
                 }
                 Some(FrontEvent::Lost) => {
@@ -424,6 +528,7 @@ impl World {
                 }
                 Some(FrontEvent::Closed) => {
                     conn.closed = true;
+                    conn.closed_at = Some(self.now);
                     self.served[s].exposure.connection_lost(c);
                     self.pump(s);
                     return;
@@ -467,3 +572,99 @@ pub fn served_exposure(program: &Program, name: &str) -> Option<ModelExposure> {
 /// Where the demo serves MCP unless told otherwise (the address a
 /// description of it would name; nothing is bound).
 const DEMO_MCP: &str = "127.0.0.1:8090";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{http, unix};
+    use limen_core::hale::model::parse_program;
+
+    fn world() -> World {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/programs/desk.hl");
+        let program = parse_program(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+        World::new(&program, &BTreeMap::new(), None, Feed::Whole).unwrap()
+    }
+
+    /// Public's describe as alice: a GET whose head ends with its blank
+    /// line.
+    fn describe() -> Vec<u8> {
+        http::request(&http::get("/.description", Some("t-alice")), None).unwrap()
+    }
+
+    #[test]
+    fn the_wall_clock_is_the_epoch_plus_the_monotonic_clock() {
+        let mut w = world();
+        let (now, wall) = (w.now(), w.wall());
+        assert_eq!(wall, EPOCH + now);
+        let public = w.served("public").unwrap();
+        w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        assert_eq!(w.now(), now + TICK, "an input moves the clock a tick");
+        w.wait(7 * SECOND);
+        assert_eq!(w.now(), now + TICK + 7 * SECOND);
+        assert_eq!(w.wall(), EPOCH + w.now());
+    }
+
+    #[test]
+    fn a_head_that_never_ends_is_closed_at_five_seconds_of_silence() {
+        let mut w = world();
+        let public = w.served("public").unwrap();
+        let c = w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        let bytes = describe();
+        w.send(c, &bytes[..bytes.len() - 2]);
+        let last_read = w.now();
+        assert_eq!(w.next_deadline(), Some(last_read + 5 * SECOND));
+        w.wait(5 * SECOND - 1);
+        assert!(!w.is_closed(c), "open a nanosecond before the deadline");
+        // A long silence stops at the deadline on its way.
+        w.wait(60 * SECOND);
+        assert_eq!(w.closed_at(c), Some(last_read + 5 * SECOND));
+        assert!(w.output(c).is_empty(), "nothing is written to it");
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_trickled_request_is_closed_at_ten_seconds_in_all() {
+        let mut w = world();
+        let public = w.served("public").unwrap();
+        let c = w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        let accepted = w.now();
+        let bytes = describe();
+        // A byte every three seconds keeps the silence timer away.
+        for b in &bytes[..5] {
+            w.send(c, std::slice::from_ref(b));
+            w.wait(3 * SECOND);
+        }
+        assert_eq!(w.closed_at(c), Some(accepted + 10 * SECOND));
+        assert!(w.output(c).is_empty());
+    }
+
+    #[test]
+    fn stop_abandons_an_executing_call_at_the_end_of_its_wait() {
+        let mut w = world();
+        let admin = w.served("admin").unwrap();
+        let operator = PeerCredentials {
+            uid: 1000,
+            gid: 1000,
+            pid: 1,
+        };
+        w.gate("self.ledger");
+        let c = w.connect(admin, operator).unwrap();
+        let call =
+            serde_json::json!({"call": "Ledger::rebalance", "payload": {"book": "main"}, "id": 1});
+        w.send(c, &unix::line(&call));
+        w.stop();
+        let stopped = w.now();
+        assert_eq!(w.next_deadline(), Some(stopped + 10 * SECOND));
+        w.wait(10 * SECOND - 1);
+        assert!(!w.is_closed(c) && w.is_listening(admin));
+        w.wait(1);
+        // Abandoned: its connection is closed with nothing written, and the
+        // exposure, with nothing left pending, stops listening.
+        assert_eq!(w.closed_at(c), Some(stopped + 10 * SECOND));
+        assert!(w.output(c).is_empty());
+        assert!(!w.is_listening(admin));
+        // The handler still runs once its gate opens; nothing is written.
+        w.open("self.ledger");
+        assert!(w.output(c).is_empty());
+    }
+}

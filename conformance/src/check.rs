@@ -160,7 +160,7 @@ impl Waiting {
                 Err(_) => self.eof = true,
             }
         }
-        match form.read_reply(&self.buf, self.eof)? {
+        match form.reply(&self.buf, self.eof)? {
             Some(v) => Ok(Some(v)),
             None if self.eof => {
                 Err("the connection ended with no reply (a transport failure)".into())
@@ -168,39 +168,102 @@ impl Waiting {
             None => Ok(None),
         }
     }
+
+    /// Whether the server has ended the connection, or answered on it,
+    /// by now: read without waiting.
+    fn ended(&mut self, form: &dyn Form) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let answered = !matches!(self.poll(form), Ok(None));
+        let _ = self.stream.set_nonblocking(false);
+        answered || self.eof
+    }
+
+    /// Sends more of the request; an error when the server has ended the
+    /// connection (or answered) before it.
+    fn send_more(&mut self, form: &dyn Form, bytes: &[u8]) -> Result<(), String> {
+        if self.ended(form) {
+            return Err("the connection ended before this step".into());
+        }
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| format!("the connection ended before this step ({e})"))
+    }
+}
+
+/// Why [`first_reply_within`] took no reply.
+enum NoReply {
+    /// None came by the deadline.
+    Late,
+    /// Every connection ended without one: the last one's why.
+    Ended(String),
 }
 
 /// The first reply among `waiting`, by its place; an error when none
-/// comes by `timeout`.
+/// comes by `timeout`. A connection that ends with nothing written is not
+/// a reply while another may still answer; when they all end so, the
+/// last one's is the transport failure's ([`transport::eof`]).
 fn first_reply(
     waiting: &mut [Waiting],
     form: &dyn Form,
     timeout: Duration,
 ) -> Result<Value, String> {
+    first_reply_within(waiting, form, timeout).map_err(|e| match e {
+        NoReply::Late => format!("no reply within {} s", timeout.as_secs()),
+        NoReply::Ended(why) => why,
+    })
+}
+
+/// [`first_reply`], saying why none was taken.
+fn first_reply_within(
+    waiting: &mut [Waiting],
+    form: &dyn Form,
+    timeout: Duration,
+) -> Result<Value, NoReply> {
     for w in waiting.iter() {
         w.stream
             .set_nonblocking(true)
-            .map_err(|e| format!("cannot poll a connection: {e}"))?;
+            .map_err(|e| NoReply::Ended(format!("cannot poll a connection: {e}")))?;
     }
     let deadline = Instant::now() + timeout;
     loop {
-        let mut ended = Vec::new();
+        let mut ended = 0;
+        let mut last = None;
         for w in waiting.iter_mut() {
             match w.poll(form) {
+                Ok(Some(v)) if transport::is_eof(&v) => {
+                    ended += 1;
+                    last = Some(Ok(v));
+                }
                 Ok(Some(v)) => return Ok(v),
                 Ok(None) => {}
-                Err(e) => ended.push(e),
+                Err(e) => {
+                    ended += 1;
+                    last = Some(Err(e));
+                }
             }
         }
-        if ended.len() == waiting.len() {
-            return Err(ended.pop().unwrap_or_else(|| "nothing was sent".to_owned()));
+        if ended == waiting.len() {
+            return match last {
+                Some(Ok(v)) => Ok(v),
+                Some(Err(e)) => Err(NoReply::Ended(e)),
+                None => Err(NoReply::Ended("nothing was sent".to_owned())),
+            };
         }
         if Instant::now() >= deadline {
-            return Err(format!("no reply within {} s", timeout.as_secs()));
+            return Err(NoReply::Late);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// How long after a scenario's last step a check waits for a connection
+/// the record has end with nothing written (a transport failure): a
+/// server's timer fires a little after its instant, and the record's
+/// silences are the spec's, so a connection still open a second later is
+/// not ended by the spec's timer.
+pub const GRACE: Duration = Duration::from_secs(1);
 
 /// The control channel of a server that cooperates.
 struct Control {
@@ -260,6 +323,10 @@ pub struct Options {
     pub settle: Duration,
     /// How long to wait for a reply.
     pub timeout: Duration,
+    /// The longest a record's scenario may be silent in all (its
+    /// `wait_ms` steps, which a check waits for real); a record that waits
+    /// longer is not provoked. No limit when `None`.
+    pub max_wait: Option<Duration>,
     /// Scenarios for the records that state none.
     pub overlay: Overlay,
 }
@@ -277,6 +344,7 @@ impl Options {
             exposure: None,
             settle: Duration::from_millis(150),
             timeout: Duration::from_secs(10),
+            max_wait: None,
             overlay: Overlay::none(),
         }
     }
@@ -304,6 +372,9 @@ fn describe(options: &Options, records: &[&Record]) -> Result<String, String> {
     let bytes = form.request_bytes(&request, options.endpoint.host())?;
     let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
     let reply = first_reply(std::slice::from_mut(&mut w), form, options.timeout)?;
+    if transport::is_eof(&reply) {
+        return Err("the connection ended with no reply (a transport failure)".into());
+    }
     let identities: Vec<&str> = records.iter().map(|r| r.exposure.as_str()).collect();
     form.described(&reply, &identities)
 }
@@ -493,6 +564,21 @@ impl Run<'_> {
                 ));
             }
         }
+        let waits: u64 = steps
+            .iter()
+            .map(|s| match s {
+                Step::Wait(ms) => *ms,
+                _ => 0,
+            })
+            .sum();
+        if let Some(max) = self.options.max_wait {
+            if u128::from(waits) > max.as_millis() {
+                return Some(format!(
+                    "its scenario is silent for {waits} ms in all, longer than --max-wait {} s",
+                    max.as_secs()
+                ));
+            }
+        }
         let own = exposure_name(&record.exposure);
         for step in steps {
             match step {
@@ -529,9 +615,9 @@ impl Run<'_> {
             (Ok(got), Ok(())) => {
                 let form = self.options.form;
                 let peer = form.carries_peer().then_some(self.peer);
-                match transport::compare_reply(form, &record.reply, record.peer, &got, peer) {
-                    None => Verdict::Pass,
-                    Some(d) => Verdict::Fail(format!("reply {d}")),
+                match transport::hold_reply(form, &record.reply, record.peer, &got, peer) {
+                    Ok(()) => Verdict::Pass,
+                    Err(d) => Verdict::Fail(d),
                 }
             }
         }
@@ -590,11 +676,39 @@ impl Run<'_> {
                     }
                 }
                 Step::Exchange => {
+                    undo.exchange = Some(undo.waiting.len());
                     undo.waiting.push(
                         Waiting::send(&options.endpoint, &bytes, options.timeout).map_err(fail)?,
                     );
                     undo.sent = true;
                 }
+                Step::Withhold(n) => {
+                    let sent = bytes
+                        .len()
+                        .checked_sub(*n)
+                        .ok_or_else(|| fail(format!("the request is {} bytes", bytes.len())))?;
+                    undo.exchange = Some(undo.waiting.len());
+                    undo.waiting.push(
+                        Waiting::send(&options.endpoint, &bytes[..sent], options.timeout)
+                            .map_err(fail)?,
+                    );
+                    undo.withheld = bytes[sent..].to_vec();
+                    undo.sent = true;
+                }
+                Step::Send(n) => {
+                    let w = undo
+                        .exchange
+                        .and_then(|e| undo.waiting.get_mut(e))
+                        .ok_or_else(|| fail("no exchange yet".into()))?;
+                    if *n > undo.withheld.len() {
+                        return Err(fail(format!("{} bytes are held back", undo.withheld.len())));
+                    }
+                    let now: Vec<u8> = undo.withheld.drain(..*n).collect();
+                    w.send_more(form, &now).map_err(fail)?;
+                }
+                // A silence is a silence: the server's timers run on its
+                // own clock.
+                Step::Wait(ms) => std::thread::sleep(Duration::from_millis(*ms)),
                 Step::Call(call) => {
                     let name = exposure_name(&call.exposure);
                     let endpoint = if name == own {
@@ -620,6 +734,13 @@ impl Run<'_> {
                     let reply =
                         first_reply(std::slice::from_mut(&mut w), call_form, options.timeout)
                             .map_err(fail)?;
+                    if transport::is_eof(&reply)
+                        && call.outcome.as_deref() != Some(transport::TRANSPORT_FAILURE)
+                    {
+                        return Err(fail(
+                            "the connection ended with no reply (a transport failure)".into(),
+                        ));
+                    }
                     expect(
                         call_form,
                         call.outcome.as_deref(),
@@ -632,6 +753,17 @@ impl Run<'_> {
         }
         if !undo.sent {
             return Err("the scenario sends no exchange".into());
+        }
+        if record.outcome == transport::TRANSPORT_FAILURE {
+            // The scenario's silences are the spec's: the connection has
+            // ended by its last step, give or take the server's timer.
+            return first_reply_within(&mut undo.waiting, form, GRACE).map_err(|e| match e {
+                NoReply::Late => format!(
+                    "no reply, and the connection was still open {} ms after the scenario's last step: a transport failure ends it",
+                    GRACE.as_millis()
+                ),
+                NoReply::Ended(why) => why,
+            });
         }
         // Identical requests: while a receiver is gated, the first answered
         // is the exchange.
@@ -690,4 +822,8 @@ struct Undo {
     drained: BTreeSet<String>,
     waiting: Vec<Waiting>,
     sent: bool,
+    /// The exchange's place among `waiting`.
+    exchange: Option<usize>,
+    /// What the exchange held back of its request and has not sent yet.
+    withheld: Vec<u8>,
 }

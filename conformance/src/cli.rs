@@ -5,7 +5,7 @@
 //! limen-conformance check   --endpoint URL --transport unix|http|mcp [--bearer T]
 //!                           [--corpus DIR] [--scenarios DIR|none] [--control PATH]
 //!                           [--exposure NAME] [--with NAME=URL]… [--as-peer UID]
-//!                           [--settle MS] [--timeout S]
+//!                           [--settle MS] [--timeout S] [--max-wait S]
 //! limen-conformance compare [--corpus DIR] [--reference DIR]
 //! ```
 //!
@@ -32,6 +32,7 @@ usage: limen-conformance <command> [options]
   check   --endpoint URL --transport {transports} [--bearer T] [--corpus DIR]
           [--scenarios DIR|none] [--control PATH] [--exposure NAME]
           [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
+          [--max-wait S]
       Run the recorded exchanges against a live server (unix:<path>,
       http://host:port, or mcp://host:port for an MCP listener) and compare
       its replies with the recorded ones. Over MCP a corpus with no wire/mcp
@@ -41,7 +42,9 @@ usage: limen-conformance <command> [options]
       are reported not provoked; --exposure names the exposure the endpoint
       serves when its description does not; --with names the endpoint of another
       exposure a record's scenario calls first; --as-peer the recorded Unix
-      peer uid this process stands in for (default: its own uid).
+      peer uid this process stands in for (default: its own uid). A
+      scenario's silences (wait_ms) are waited for real; --max-wait reports
+      a record silent longer in all as not provoked.
   compare [--corpus DIR] [--reference DIR]
       Hold each record of a corpus to the reference record of the same name.
 
@@ -154,6 +157,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
         (None, None, None, None, None, None);
     let mut with = std::collections::BTreeMap::new();
     let (mut settle, mut timeout, mut as_peer, mut exposure) = (None, None, None, None);
+    let mut max_wait = None;
     while let Some(a) = args.next() {
         let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
         match a.as_str() {
@@ -193,6 +197,13 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
                         .map_err(|_| usage(&format!("--timeout S, not `{s}`")))?,
                 ));
             }
+            "--max-wait" => {
+                let s = v(args)?;
+                max_wait = Some(Duration::from_secs(
+                    s.parse()
+                        .map_err(|_| usage(&format!("--max-wait S, not `{s}`")))?,
+                ));
+            }
             other => return Err(usage(&format!("check: unexpected `{other}`"))),
         }
     }
@@ -218,6 +229,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     options.as_peer = as_peer;
     options.exposure = exposure;
     options.overlay = overlay(&scenarios)?;
+    options.max_wait = max_wait;
     if let Some(s) = settle {
         options.settle = s;
     }

@@ -103,7 +103,8 @@ pub fn compare_document(
     first_difference(&want, &have)
 }
 
-fn show(v: &Value) -> String {
+/// A value as a message shows it: its JSON, cut to 96 characters.
+pub fn show(v: &Value) -> String {
     let text = v.to_string();
     if text.chars().count() > 96 {
         let cut: String = text.chars().take(93).collect();

@@ -23,9 +23,16 @@ use crate::transport::{self, Exchange, Form};
 /// The record format's version this runner reads.
 pub const WIRE: u64 = 1;
 
-/// The outcomes of a Hale record (§ Outcomes; a transport failure is no
-/// record: nothing was answered).
-pub const HALE_OUTCOMES: [&str; 4] = ["result", "handler_error", "refusal", "server_error"];
+/// The outcomes of a Hale record: § Outcomes' five, a transport failure's
+/// reply being [`transport::eof`] (the connection ended with nothing of a
+/// reply written).
+pub const HALE_OUTCOMES: [&str; 5] = [
+    "result",
+    "handler_error",
+    "refusal",
+    "server_error",
+    transport::TRANSPORT_FAILURE,
+];
 
 /// The outcomes of a Tool protocol record: a reply's four, and `BadReply`,
 /// which the runtime decides of a reply that does not decode.
@@ -136,6 +143,12 @@ impl Record {
             .cloned()
             .ok_or_else(|| error("$.reply", "missing"))?;
         object(&reply, "$.reply")?;
+        if outcome == transport::TRANSPORT_FAILURE && !transport::is_eof(&reply) {
+            return Err(error(
+                "$.reply",
+                "a transport failure's reply is {\"eof\": true}: the connection ended with nothing written",
+            ));
+        }
         if let Some((said, said_kind)) = transport::outcome_of(&transport, &reply) {
             if said != outcome || said_kind != kind {
                 let show = |o: &str, k: &Option<String>| match k {
@@ -486,6 +499,39 @@ mod tests {
         assert_eq!(
             Record::parse("tool/not_run", &bad).unwrap_err().path,
             "$.outcome"
+        );
+    }
+
+    #[test]
+    fn a_transport_failure_is_a_connection_ended_with_nothing_written() {
+        let failure = RESULT
+            .replace(
+                "\"outcome\": \"result\"",
+                "\"outcome\": \"transport_failure\"",
+            )
+            .replace(
+                r#""reply": {"request_id": 1, "id": "c-1", "ok": true, "value": {}, "caller": {}}"#,
+                r#""reply": {"eof": true}"#,
+            );
+        let r = Record::parse("unix/transport_failure", &failure).unwrap();
+        assert_eq!(r.outcome, "transport_failure");
+        // A reply is no transport failure, and an ended connection no result.
+        let replied = RESULT.replace(
+            "\"outcome\": \"result\"",
+            "\"outcome\": \"transport_failure\"",
+        );
+        assert_eq!(
+            Record::parse("unix/x", &replied).unwrap_err().path,
+            "$.reply"
+        );
+        let ended = failure.replace(
+            "\"outcome\": \"transport_failure\"",
+            "\"outcome\": \"result\"",
+        );
+        let e = Record::parse("unix/x", &ended).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "$.reply: the reply encodes transport_failure, the record says result"
         );
     }
 

@@ -4,6 +4,7 @@
 
 use limen_core::hale::model::{parse_program, Program};
 use limen_core::hale::runtime::PeerCredentials;
+use limen_core::Timestamp;
 use serde_json::Value;
 
 use crate::record::{exposure_name, Corpus, Record};
@@ -11,6 +12,9 @@ use crate::report::{Report, Verdict};
 use crate::scenario::{self, Overlay, Step};
 use crate::transport::{self, Form};
 use crate::world::{DescriberFactory, Feed, World};
+
+/// A millisecond of the virtual clock.
+const MILLISECOND: Timestamp = 1_000_000;
 
 /// How a replay runs.
 #[derive(Default)]
@@ -109,6 +113,9 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
     let bytes = form.request_bytes(&record.request, None)?;
     let peer = peer_for(form, record.peer);
     let mut exchange = None;
+    // What the exchange held back of its request, and how much of it is
+    // sent.
+    let mut withheld: &[u8] = &[];
     for (i, step) in steps.iter().enumerate() {
         let at = format!("step {} ({})", i + 1, step.to_json());
         match step {
@@ -137,6 +144,31 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
                 world.send(c, &bytes);
                 exchange = Some(c);
             }
+            Step::Withhold(n) => {
+                let sent = bytes
+                    .len()
+                    .checked_sub(*n)
+                    .ok_or_else(|| format!("{at}: the request is {} bytes", bytes.len()))?;
+                let c = world
+                    .connect(target, peer)
+                    .ok_or_else(|| format!("{at}: the listener is closed"))?;
+                world.send(c, &bytes[..sent]);
+                withheld = &bytes[sent..];
+                exchange = Some(c);
+            }
+            Step::Send(n) => {
+                let c = exchange.ok_or_else(|| format!("{at}: no exchange yet"))?;
+                if *n > withheld.len() {
+                    return Err(format!("{at}: {} bytes are held back", withheld.len()));
+                }
+                if world.is_closed(c) {
+                    return Err(format!("{at}: the connection ended before this step"));
+                }
+                let (now, rest) = withheld.split_at(*n);
+                world.send(c, now);
+                withheld = rest;
+            }
+            Step::Wait(ms) => world.wait(ms * MILLISECOND),
             Step::Call(call) => {
                 let name = exposure_name(&call.exposure);
                 let s = world
@@ -151,8 +183,12 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
                     .ok_or_else(|| format!("{at}: the listener is closed"))?;
                 world.send(c, &bytes);
                 let reply = call_form
-                    .read_reply(world.output(c), world.is_closed(c))
+                    .reply(world.output(c), world.is_closed(c))
                     .map_err(|e| format!("{at}: {e}"))?
+                    .filter(|r| {
+                        !transport::is_eof(r)
+                            || call.outcome.as_deref() == Some(transport::TRANSPORT_FAILURE)
+                    })
                     .ok_or_else(|| format!("{at}: no reply"))?;
                 expect(
                     call_form,
@@ -166,18 +202,15 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
     }
     let c = exchange.ok_or("the scenario sends no exchange")?;
     let got = form
-        .read_reply(world.output(c), world.is_closed(c))?
+        .reply(world.output(c), world.is_closed(c))?
         .ok_or_else(|| {
-            if world.is_closed(c) {
-                "the connection ended with no reply (a transport failure)".to_owned()
+            if record.outcome == transport::TRANSPORT_FAILURE {
+                "no reply, and the connection is still open: a transport failure ends it".to_owned()
             } else {
                 "no reply: the request is still with the exposure".to_owned()
             }
         })?;
-    match transport::compare_reply(form, &record.reply, record.peer, &got, Some(peer)) {
-        None => Ok(()),
-        Some(d) => Err(format!("reply {d}")),
-    }
+    transport::hold_reply(form, &record.reply, record.peer, &got, Some(peer))
 }
 
 /// Holds a prior exchange's reply to the outcome its step states.
@@ -191,7 +224,7 @@ pub fn expect(
         return Ok(());
     };
     let (got, got_kind) = form
-        .outcome_of(reply)
+        .outcome(reply)
         .ok_or_else(|| format!("the reply encodes no outcome: {reply}"))?;
     if got != want || (kind.is_some() && got_kind.as_deref() != kind) {
         return Err(format!(

@@ -28,6 +28,23 @@ use serde_json::Value;
 use crate::jsonpath::RecordError;
 use crate::mask;
 
+/// The outcome of an exchange whose connection ended with nothing of a
+/// reply: § Outcomes' fifth row, "the connection or the protocol broke" —
+/// HTTP's and MCP's "the connection ends without a response", the Unix
+/// wire's EOF.
+pub const TRANSPORT_FAILURE: &str = "transport_failure";
+
+/// A transport failure's reply in a record, whatever the transport: the
+/// connection ended, and nothing of a reply was read before it did.
+pub fn eof() -> Value {
+    serde_json::json!({"eof": true})
+}
+
+/// Whether `reply` is a transport failure's ([`eof`]).
+pub fn is_eof(reply: &Value) -> bool {
+    *reply == eof()
+}
+
 /// Every transport limen has machines for, in the order an endpoint's text
 /// is tried against them.
 pub static FORMS: &[&dyn Form] = &[&unix::Unix, &http::Http, &mcp::Mcp];
@@ -206,8 +223,18 @@ pub trait Form: Sync + std::fmt::Debug {
     fn check_request(&self, request: &Value, path: &str) -> Result<(), RecordError>;
 
     /// The outcome (and a refusal's kind) a reply encodes, by § Outcomes'
-    /// column of the transport; `None` for a reply that encodes none.
+    /// column of the transport; `None` for a reply that encodes none. A
+    /// transport failure's is [`Form::outcome`]'s.
     fn outcome_of(&self, reply: &Value) -> Option<(String, Option<String>)>;
+
+    /// The outcome a reply encodes, a transport failure's ([`eof`])
+    /// included.
+    fn outcome(&self, reply: &Value) -> Option<(String, Option<String>)> {
+        if is_eof(reply) {
+            return Some((TRANSPORT_FAILURE.to_owned(), None));
+        }
+        self.outcome_of(reply)
+    }
 
     /// The member a call names, on the exposure `spec` serves.
     fn member_of(&self, request: &Value, spec: &ExposureSpec) -> Option<String>;
@@ -225,7 +252,17 @@ pub trait Form: Sync + std::fmt::Debug {
 
     /// The reply the bytes a server wrote hold, as a record's reply;
     /// `Ok(None)` while none is whole, unless `eof` says no more will come.
+    /// A connection that ended with nothing written is [`Form::reply`]'s.
     fn read_reply(&self, raw: &[u8], eof: bool) -> Result<Option<Value>, String>;
+
+    /// [`Form::read_reply`], and a connection that ended with nothing
+    /// written read as a transport failure's reply ([`eof`]).
+    fn reply(&self, raw: &[u8], ended: bool) -> Result<Option<Value>, String> {
+        if ended && raw.is_empty() {
+            return Ok(Some(eof()));
+        }
+        self.read_reply(raw, ended)
+    }
 
     /// A request, masked for comparison.
     fn mask_request(&self, request: &Value) -> Value {
@@ -340,7 +377,7 @@ pub fn described_by_document<F: Form + ?Sized>(form: &F, reply: &Value) -> Resul
 /// The outcome a reply of `transport` encodes; `None` for a transport
 /// limen has no machines for, or a reply that encodes none.
 pub fn outcome_of(transport: &Transport, reply: &Value) -> Option<(String, Option<String>)> {
-    transport.form()?.outcome_of(reply)
+    transport.form()?.outcome(reply)
 }
 
 /// A request of `transport`, masked for comparison.
@@ -356,6 +393,32 @@ pub fn mask_reply(transport: &Transport, reply: &Value, peer: Option<PeerCredent
     match transport.form() {
         Some(f) => f.mask_reply(reply, peer),
         None => reply.clone(),
+    }
+}
+
+/// Holds the reply `got` (answering `got_peer`) to the recorded `expected`
+/// (answering `expected_peer`), a transport failure's included: the
+/// connection ending with no reply where one was recorded, a reply where
+/// the connection was to end with none, or the first difference of
+/// [`compare_reply`].
+pub fn hold_reply(
+    form: &dyn Form,
+    expected: &Value,
+    expected_peer: Option<PeerCredentials>,
+    got: &Value,
+    got_peer: Option<PeerCredentials>,
+) -> Result<(), String> {
+    match (is_eof(expected), is_eof(got)) {
+        (true, true) => Ok(()),
+        (false, true) => Err("the connection ended with no reply (a transport failure)".into()),
+        (true, false) => Err(format!(
+            "a reply, where the connection was to end with none (a transport failure): {}",
+            mask::show(got)
+        )),
+        (false, false) => match compare_reply(form, expected, expected_peer, got, got_peer) {
+            None => Ok(()),
+            Some(d) => Err(format!("reply {d}")),
+        },
     }
 }
 

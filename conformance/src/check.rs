@@ -258,11 +258,12 @@ fn first_reply_within(
     }
 }
 
-/// How long after a scenario's last step a check waits for a connection
-/// the record has end with nothing written (a transport failure): a
-/// server's timer fires a little after its instant, and the record's
-/// silences are the spec's, so a connection still open a second later is
-/// not ended by the spec's timer.
+/// How far from the end of a scenario's last silence a check takes the end
+/// of a connection the record has end with nothing written (a transport
+/// failure): a server's timer fires a little after its instant, and the
+/// record's silences end at the spec's instants, so a connection still open
+/// a second after, or ended more than a second before, was not ended by
+/// the spec's timer.
 pub const GRACE: Duration = Duration::from_secs(1);
 
 /// The control channel of a server that cooperates.
@@ -641,6 +642,10 @@ impl Run<'_> {
         let form = options.form;
         let bytes = form.request_bytes(&record.request, options.endpoint.host())?;
         let own = exposure_name(&record.exposure).to_owned();
+        // When the last silence ends, and when the exchange's connection
+        // was first seen ended (watched through the silences).
+        let mut silence_end = None;
+        let mut ended_at = None;
         for (i, step) in steps.iter().enumerate() {
             let at = format!("step {} ({})", i + 1, step.to_json());
             let fail = |e: String| format!("{at}: {e}");
@@ -707,8 +712,25 @@ impl Run<'_> {
                     w.send_more(form, &now).map_err(fail)?;
                 }
                 // A silence is a silence: the server's timers run on its
-                // own clock.
-                Step::Wait(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+                // own clock. The exchange's connection is watched through
+                // it, to see when the server ends it.
+                Step::Wait(ms) => {
+                    let end = Instant::now() + Duration::from_millis(*ms);
+                    loop {
+                        let exchange = undo.exchange.and_then(|e| undo.waiting.get_mut(e));
+                        if let (None, Some(w)) = (ended_at, exchange) {
+                            if w.ended(form) {
+                                ended_at = Some(Instant::now());
+                            }
+                        }
+                        let now = Instant::now();
+                        if now >= end {
+                            break;
+                        }
+                        std::thread::sleep((end - now).min(Duration::from_millis(5)));
+                    }
+                    silence_end = Some(end);
+                }
                 Step::Call(call) => {
                     let name = exposure_name(&call.exposure);
                     let endpoint = if name == own {
@@ -756,14 +778,26 @@ impl Run<'_> {
         }
         if record.outcome == transport::TRANSPORT_FAILURE {
             // The scenario's silences are the spec's: the connection has
-            // ended by its last step, give or take the server's timer.
-            return first_reply_within(&mut undo.waiting, form, GRACE).map_err(|e| match e {
+            // ended by its last step, give or take the server's timer, and
+            // not long before its last silence was over.
+            let reply = first_reply_within(&mut undo.waiting, form, GRACE).map_err(|e| match e {
                 NoReply::Late => format!(
                     "no reply, and the connection was still open {} ms after the scenario's last step: a transport failure ends it",
                     GRACE.as_millis()
                 ),
                 NoReply::Ended(why) => why,
-            });
+            })?;
+            if let (true, Some(ended), Some(end)) =
+                (transport::is_eof(&reply), ended_at, silence_end)
+            {
+                if ended + GRACE < end {
+                    return Err(format!(
+                        "the connection ended {} ms before the scenario's last silence was over: earlier than the spec's timer",
+                        (end - ended).as_millis()
+                    ));
+                }
+            }
+            return Ok(reply);
         }
         // Identical requests: while a receiver is gated, the first answered
         // is the exchange.

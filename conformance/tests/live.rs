@@ -520,3 +520,67 @@ fn a_server_that_never_ends_its_reply_fails_without_growing() {
         "{out}"
     );
 }
+
+#[test]
+fn a_server_whose_timer_is_not_the_specs_fails_the_silence() {
+    // One server closes every connection as soon as it is made, the other
+    // never closes one: neither is HTTP's 5 seconds of silence.
+    fn serve(close_at_once: bool) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                if !close_at_once {
+                    held.push(conn);
+                }
+            }
+        });
+        format!("http://{addr}")
+    }
+    let tmp = Temp::new("live-silence");
+    select(
+        &project(),
+        &["http/transport_failure.silence"],
+        &desk(),
+        &tmp.0,
+    );
+    let corpus = s(&tmp.0).to_owned();
+    let runs: Vec<_> = [true, false]
+        .into_iter()
+        .map(|close_at_once| {
+            let endpoint = serve(close_at_once);
+            let corpus = corpus.clone();
+            thread::spawn(move || {
+                let args = [
+                    "--endpoint",
+                    &endpoint,
+                    "--transport",
+                    "http",
+                    "--exposure",
+                    "public",
+                    "--corpus",
+                    &corpus,
+                ];
+                check(&args)
+            })
+        })
+        .collect();
+    let outs: Vec<(i32, String)> = runs.into_iter().map(|t| t.join().unwrap()).collect();
+    let (code, out) = &outs[0];
+    assert_eq!(*code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/transport_failure.silence: the connection ended ")
+            && out.contains(
+                " ms before the scenario's last silence was over: earlier than the spec's timer"
+            ),
+        "{out}"
+    );
+    let (code, out) = &outs[1];
+    assert_eq!(*code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/transport_failure.silence: no reply, and the connection was still open 1000 ms after the scenario's last step: a transport failure ends it"),
+        "{out}"
+    );
+}

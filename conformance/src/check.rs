@@ -202,8 +202,10 @@ enum NoReply {
 
 /// The first reply among `waiting`, by its place; an error when none
 /// comes by `timeout`. A connection that ends with nothing written is not
-/// a reply while another may still answer; when they all end so, the
-/// last one's is the transport failure's ([`transport::eof`]).
+/// taken while another may still answer; once every one has ended, the
+/// last one's end is the answer: a transport failure's reply
+/// ([`transport::eof`]) when it ended with nothing written, else why it
+/// ended.
 fn first_reply(
     waiting: &mut [Waiting],
     form: &dyn Form,

@@ -30,11 +30,12 @@
 //! (over HTTP the server may read the connections in any order; whichever
 //! was refused is the one the record describes).
 //!
-//! The transports are [`Wire`] values, each with its request builder and
-//! reply reader. Over MCP the records are `wire/mcp`'s, or in a corpus
-//! that has none (the reference's), the HTTP call records sent as
-//! `tools/call`; the endpoint is described by its `initialize`, whose
-//! `serverInfo` names the surface and digest.
+//! Each transport is a [`Form`]: how a record's request is sent, how its
+//! reply is read, how the endpoint is described. A transport whose records
+//! another's imply (MCP's `tools/call` of an HTTP call) is checked, in a
+//! corpus with none of its own (the reference's), by the records implied;
+//! an MCP endpoint is described by its `initialize`, whose `serverInfo`
+//! names the surface and digest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -43,119 +44,30 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use limen_core::hale::model::parse_program;
+use limen_core::hale::model::{parse_program, Program};
 use limen_core::hale::runtime::PeerCredentials;
 use limen_core::hale::serving::exposure_spec;
 use serde_json::Value;
 
-use crate::mask;
-use crate::record::{exposure_name, Corpus, Record, Transport};
-use crate::replay::{expect, reply_of};
+use crate::record::{exposure_name, Corpus, Record};
+use crate::replay::expect;
 use crate::report::{Report, Verdict};
 use crate::scenario::{self, Overlay, Step};
-use crate::wire;
+pub use crate::transport::Endpoint;
+use crate::transport::{self, Form};
 
-/// An endpoint: `unix:<path>` or `http://host:port`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// A Unix socket.
-    Unix(PathBuf),
-    /// An HTTP listener, by its authority (`127.0.0.1:8080`).
-    Http(String),
-}
-
-impl Endpoint {
-    /// Reads `unix:<path>` or `http://host:port`.
-    pub fn parse(text: &str) -> Result<Endpoint, String> {
-        if let Some(path) = text.strip_prefix("unix:") {
-            if !path.is_empty() {
-                return Ok(Endpoint::Unix(PathBuf::from(path)));
-            }
+/// Connects to `endpoint`, reads and writes timed out after `timeout`.
+fn connect(endpoint: &Endpoint, timeout: Duration) -> io::Result<Stream> {
+    let s = match endpoint {
+        Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
+        Endpoint::Http(a) => {
+            let s = TcpStream::connect(a)?;
+            let _ = s.set_nodelay(true);
+            Stream::Tcp(s)
         }
-        // An MCP listener is an HTTP one (`POST /mcp`); `mcp://` is how
-        // `hale demo` prints it.
-        if let Some(rest) = text
-            .strip_prefix("http://")
-            .or_else(|| text.strip_prefix("mcp://"))
-        {
-            let authority = rest.strip_suffix('/').unwrap_or(rest);
-            let valid = authority
-                .rsplit_once(':')
-                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
-            if valid && !authority.contains('/') {
-                return Ok(Endpoint::Http(authority.to_owned()));
-            }
-        }
-        Err(format!(
-            "`{text}` is not an endpoint: name unix:<path>, http://host:port or mcp://host:port"
-        ))
-    }
-
-    fn connect(&self, timeout: Duration) -> io::Result<Stream> {
-        let s = match self {
-            Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
-            Endpoint::Http(a) => {
-                let s = TcpStream::connect(a)?;
-                let _ = s.set_nodelay(true);
-                Stream::Tcp(s)
-            }
-        };
-        s.set_timeout(Some(timeout))?;
-        Ok(s)
-    }
-
-    fn host(&self) -> Option<&str> {
-        match self {
-            Endpoint::Http(a) => Some(a),
-            Endpoint::Unix(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
-            Endpoint::Http(a) => write!(f, "http://{a}"),
-        }
-    }
-}
-
-/// A transport the check speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
-    /// `unix::Rpc`: the records of `wire/unix`.
-    Unix,
-    /// `http::Rpc`: the records of `wire/http`.
-    Http,
-    /// `mcp::Rpc`: the records of `wire/mcp`, or, in a corpus that has
-    /// none, the call records of `wire/http` sent as `tools/call`
-    /// ([`crate::mcp::from_http`]).
-    Mcp,
-}
-
-impl Wire {
-    /// The records' transport.
-    pub fn transport(self) -> Transport {
-        match self {
-            Wire::Unix => Transport::Unix,
-            Wire::Http => Transport::Http,
-            Wire::Mcp => Transport::Mcp,
-        }
-    }
-
-    /// The bytes a record's request is sent as to `endpoint`.
-    fn request(self, request: &Value, endpoint: &Endpoint) -> Result<Vec<u8>, String> {
-        match self {
-            Wire::Unix => Ok(wire::unix_line(request)),
-            Wire::Http | Wire::Mcp => wire::http_request(request, endpoint.host()),
-        }
-    }
-
-    /// The reply of the bytes read so far, once it is whole.
-    fn reply(self, raw: &[u8], eof: bool) -> Result<Option<Value>, String> {
-        reply_of(&self.transport(), raw, eof)
-    }
+    };
+    s.set_timeout(Some(timeout))?;
+    Ok(s)
 }
 
 enum Stream {
@@ -218,9 +130,8 @@ struct Waiting {
 
 impl Waiting {
     fn send(endpoint: &Endpoint, bytes: &[u8], timeout: Duration) -> Result<Waiting, String> {
-        let mut stream = endpoint
-            .connect(timeout)
-            .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+        let mut stream =
+            connect(endpoint, timeout).map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
         stream
             .write_all(bytes)
             .map_err(|e| format!("cannot write to {endpoint}: {e}"))?;
@@ -232,7 +143,7 @@ impl Waiting {
     }
 
     /// Reads what is there without waiting; the reply once it is whole.
-    fn poll(&mut self, wire: Wire) -> Result<Option<Value>, String> {
+    fn poll(&mut self, form: &dyn Form) -> Result<Option<Value>, String> {
         let mut chunk = [0u8; 16 * 1024];
         while !self.eof {
             match self.stream.read(&mut chunk) {
@@ -249,7 +160,7 @@ impl Waiting {
                 Err(_) => self.eof = true,
             }
         }
-        match wire.reply(&self.buf, self.eof)? {
+        match form.reply(&self.buf, self.eof)? {
             Some(v) => Ok(Some(v)),
             None if self.eof => {
                 Err("the connection ended with no reply (a transport failure)".into())
@@ -257,35 +168,105 @@ impl Waiting {
             None => Ok(None),
         }
     }
+
+    /// Whether the server has ended the connection, or answered on it,
+    /// by now: read without waiting.
+    fn ended(&mut self, form: &dyn Form) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let answered = !matches!(self.poll(form), Ok(None));
+        let _ = self.stream.set_nonblocking(false);
+        answered || self.eof
+    }
+
+    /// Sends more of the request; an error when the server has ended the
+    /// connection (or answered) before it.
+    fn send_more(&mut self, form: &dyn Form, bytes: &[u8]) -> Result<(), String> {
+        if self.ended(form) {
+            return Err("the connection ended before this step".into());
+        }
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| format!("the connection ended before this step ({e})"))
+    }
+}
+
+/// Why [`first_reply_within`] took no reply.
+enum NoReply {
+    /// None came by the deadline.
+    Late,
+    /// Every connection ended without one: the last one's why.
+    Ended(String),
 }
 
 /// The first reply among `waiting`, by its place; an error when none
-/// comes by `timeout`.
-fn first_reply(waiting: &mut [Waiting], wire: Wire, timeout: Duration) -> Result<Value, String> {
+/// comes by `timeout`. A connection that ends with nothing written is not
+/// taken while another may still answer; once every one has ended, the
+/// last one's end is the answer: a transport failure's reply
+/// ([`transport::eof`]) when it ended with nothing written, else why it
+/// ended.
+fn first_reply(
+    waiting: &mut [Waiting],
+    form: &dyn Form,
+    timeout: Duration,
+) -> Result<Value, String> {
+    first_reply_within(waiting, form, timeout).map_err(|e| match e {
+        NoReply::Late => format!("no reply within {} s", timeout.as_secs()),
+        NoReply::Ended(why) => why,
+    })
+}
+
+/// [`first_reply`], saying why none was taken.
+fn first_reply_within(
+    waiting: &mut [Waiting],
+    form: &dyn Form,
+    timeout: Duration,
+) -> Result<Value, NoReply> {
     for w in waiting.iter() {
         w.stream
             .set_nonblocking(true)
-            .map_err(|e| format!("cannot poll a connection: {e}"))?;
+            .map_err(|e| NoReply::Ended(format!("cannot poll a connection: {e}")))?;
     }
     let deadline = Instant::now() + timeout;
     loop {
-        let mut ended = Vec::new();
+        let mut ended = 0;
+        let mut last = None;
         for w in waiting.iter_mut() {
-            match w.poll(wire) {
+            match w.poll(form) {
+                Ok(Some(v)) if transport::is_eof(&v) => {
+                    ended += 1;
+                    last = Some(Ok(v));
+                }
                 Ok(Some(v)) => return Ok(v),
                 Ok(None) => {}
-                Err(e) => ended.push(e),
+                Err(e) => {
+                    ended += 1;
+                    last = Some(Err(e));
+                }
             }
         }
-        if ended.len() == waiting.len() {
-            return Err(ended.pop().unwrap_or_else(|| "nothing was sent".to_owned()));
+        if ended == waiting.len() {
+            return match last {
+                Some(Ok(v)) => Ok(v),
+                Some(Err(e)) => Err(NoReply::Ended(e)),
+                None => Err(NoReply::Ended("nothing was sent".to_owned())),
+            };
         }
         if Instant::now() >= deadline {
-            return Err(format!("no reply within {} s", timeout.as_secs()));
+            return Err(NoReply::Late);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// How far from the end of a scenario's last silence a check takes the end
+/// of a connection the record has end with nothing written (a transport
+/// failure): a server's timer fires a little after its instant, and the
+/// record's silences end at the spec's instants, so a connection still open
+/// a second after, or ended more than a second before, was not ended by
+/// the spec's timer.
+pub const GRACE: Duration = Duration::from_secs(1);
 
 /// The control channel of a server that cooperates.
 struct Control {
@@ -326,7 +307,7 @@ pub struct Options {
     /// The endpoint under check.
     pub endpoint: Endpoint,
     /// Its transport.
-    pub wire: Wire,
+    pub form: &'static dyn Form,
     /// The bearer the describe step presents (a record carries its own
     /// credentials).
     pub bearer: Option<String>,
@@ -345,16 +326,20 @@ pub struct Options {
     pub settle: Duration,
     /// How long to wait for a reply.
     pub timeout: Duration,
+    /// The longest a record's scenario may be silent in all (its
+    /// `wait_ms` steps, which a check waits for real); a record that waits
+    /// longer is not provoked. No limit when `None`.
+    pub max_wait: Option<Duration>,
     /// Scenarios for the records that state none.
     pub overlay: Overlay,
 }
 
 impl Options {
-    /// The defaults for `endpoint` over `wire`.
-    pub fn new(endpoint: Endpoint, wire: Wire) -> Options {
+    /// The defaults for `endpoint` over `form`.
+    pub fn new(endpoint: Endpoint, form: &'static dyn Form) -> Options {
         Options {
             endpoint,
-            wire,
+            form,
             bearer: None,
             control: None,
             with: BTreeMap::new(),
@@ -362,6 +347,7 @@ impl Options {
             exposure: None,
             settle: Duration::from_millis(150),
             timeout: Duration::from_secs(10),
+            max_wait: None,
             overlay: Overlay::none(),
         }
     }
@@ -378,69 +364,22 @@ fn own_peer() -> PeerCredentials {
     }
 }
 
-/// Describes the endpoint: the exposure identity its document names, or
-/// why there is none. An MCP endpoint has no description on the wire; its
-/// `initialize` names the surface and digest, and the identity is the one
-/// exposure of `records` that has them.
+/// Describes the endpoint: the exposure identity it names, or why there is
+/// none. Its transport says how ([`Form::described`]): by the document a
+/// describe answers, or — over MCP, where there is none on the wire — by
+/// the surface and digest its `initialize` names, the one exposure of
+/// `records` that has them.
 fn describe(options: &Options, records: &[&Record]) -> Result<String, String> {
-    if options.wire == Wire::Mcp {
-        let request = crate::mcp::initialize(options.bearer.as_deref());
-        let bytes = options.wire.request(&request, &options.endpoint)?;
-        let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
-        let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
-        let Some(surface) = crate::mcp::served_surface(&reply) else {
-            return Err(match wire::outcome_of(&Transport::Mcp, &reply) {
-                Some((_, Some(k))) => format!("the initialize was refused {k}"),
-                _ => "its initialize names no surface".into(),
-            });
-        };
-        let prefix = format!("{surface}/");
-        let mut names: Vec<&str> = records
-            .iter()
-            .filter(|r| r.exposure.starts_with(&prefix))
-            .map(|r| exposure_name(&r.exposure))
-            .collect();
-        names.sort();
-        names.dedup();
-        return match names.as_slice() {
-            [one] => Ok(format!("{prefix}{one}")),
-            [] => Err(format!("it serves {surface}, which no mcp record is of")),
-            several => Err(format!(
-                "it serves {surface}, which the mcp records of {} serve",
-                several.join(", ")
-            )),
-        };
-    }
-    let request = match options.wire {
-        Wire::Unix => serde_json::json!({"describe": true, "id": "limen-conformance"}),
-        Wire::Http | Wire::Mcp => {
-            let mut headers = serde_json::Map::new();
-            if let Some(t) = &options.bearer {
-                headers.insert("Authorization".into(), format!("Bearer {t}").into());
-            }
-            serde_json::json!({"method": "GET", "path": "/.description", "headers": headers})
-        }
-    };
-    let bytes = options.wire.request(&request, &options.endpoint)?;
+    let form = options.form;
+    let request = form.describe_request(options.bearer.as_deref());
+    let bytes = form.request_bytes(&request, options.endpoint.host())?;
     let mut w = Waiting::send(&options.endpoint, &bytes, options.timeout)?;
-    let reply = first_reply(std::slice::from_mut(&mut w), options.wire, options.timeout)?;
-    let document = match options.wire {
-        Wire::Unix => reply.get("value"),
-        Wire::Http | Wire::Mcp => reply.get("body"),
-    };
-    document
-        .and_then(|d| d.get("exposure"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            let (outcome, kind) = wire::outcome_of(&options.wire.transport(), &reply)
-                .unwrap_or(("no outcome".into(), None));
-            match kind {
-                Some(k) => format!("the describe was refused {k}"),
-                None if outcome == "result" => "its description names no exposure".into(),
-                None => format!("the describe answered {outcome}"),
-            }
-        })
+    let reply = first_reply(std::slice::from_mut(&mut w), form, options.timeout)?;
+    if transport::is_eof(&reply) {
+        return Err("the connection ended with no reply (a transport failure)".into());
+    }
+    let identities: Vec<&str> = records.iter().map(|r| r.exposure.as_str()).collect();
+    form.described(&reply, &identities)
 }
 
 /// The order records run in: 0 needs nothing, 1 gates or drains (and is
@@ -463,28 +402,32 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
     let source = corpus.program_source().map_err(|e| e.to_string())?;
     let program = parse_program(&corpus.program.to_string_lossy(), &source)
         .map_err(|e| format!("the corpus's program: {e}"))?;
-    let transport = options.wire.transport();
+    let form = options.form;
+    let transport = transport::Transport::from(form);
     let mut report = Report::default();
     let mut of_transport: Vec<&Record> = corpus
         .records
         .iter()
         .filter(|r| r.transport == transport)
         .collect();
-    // A corpus with no MCP records (the reference's) is checked over MCP
-    // by its HTTP call records, sent as tools/call.
-    let translated: Vec<Record> = if transport == Transport::Mcp && of_transport.is_empty() {
+    // A corpus with no records of the transport (the reference's has no MCP
+    // records) is checked by the records of it that its others imply (its
+    // HTTP calls, sent as tools/call).
+    let translated: Vec<Record> = if of_transport.is_empty() {
         corpus
             .records
             .iter()
-            .filter_map(|r| crate::mcp::from_http(r, &r.exposure))
+            .filter_map(|r| r.implied(form, &r.exposure))
             .collect()
     } else {
         Vec::new()
     };
     if !translated.is_empty() {
         report.notes.push(format!(
-            "corpus  no mcp records: its {} http call records are sent as tools/call",
-            translated.len()
+            "corpus  no {} records: its {} {}",
+            form.name(),
+            translated.len(),
+            form.implied_note()
         ));
         of_transport = translated.iter().collect();
     }
@@ -503,19 +446,10 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
             ));
             name.clone()
         }
-        (None, Ok(id)) if options.wire == Wire::Mcp => {
-            let name = exposure_name(id);
-            report.notes.push(format!(
-                "describe  {}: its initialize names {}; checking the mcp records of `{name}`",
-                options.endpoint,
-                &id[..id.len() - name.len() - 1]
-            ));
-            name.to_owned()
-        }
         (None, Ok(id)) => {
             report
                 .notes
-                .push(format!("describe  {}: serves {id}", options.endpoint));
+                .push(form.described_note(&options.endpoint, id));
             exposure_name(id).to_owned()
         }
         (None, Err(why)) => {
@@ -585,6 +519,7 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
     planned.sort_by_key(|(r, steps)| (steps.as_ref().map_or(0, |s| rank(s)), r.name.clone()));
     let mut run = Run {
         options,
+        program: &program,
         control: options
             .control
             .clone()
@@ -604,6 +539,7 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
 
 struct Run<'a> {
     options: &'a Options,
+    program: &'a Program,
     control: Option<Control>,
     stopped: bool,
     peer: PeerCredentials,
@@ -628,6 +564,21 @@ impl Run<'_> {
                     "its peer is uid {}, and this check stands in for uid {stands_for}: \
                      pass --as-peer {} where the server grants this user what it grants uid {}",
                     p.uid, p.uid, p.uid
+                ));
+            }
+        }
+        let waits: u64 = steps
+            .iter()
+            .map(|s| match s {
+                Step::Wait(ms) => *ms,
+                _ => 0,
+            })
+            .sum();
+        if let Some(max) = self.options.max_wait {
+            if u128::from(waits) > max.as_millis() {
+                return Some(format!(
+                    "its scenario is silent for {waits} ms in all, longer than --max-wait {} s",
+                    max.as_secs()
                 ));
             }
         }
@@ -665,11 +616,11 @@ impl Run<'_> {
             (Err(e), _) => Verdict::Fail(e),
             (Ok(got), Err(e)) => Verdict::Fail(format!("after the exchange ({got}): {e}")),
             (Ok(got), Ok(())) => {
-                let peer = (record.transport == Transport::Unix).then_some(self.peer);
-                match mask::compare_reply(&record.transport, &record.reply, record.peer, &got, peer)
-                {
-                    None => Verdict::Pass,
-                    Some(d) => Verdict::Fail(format!("reply {d}")),
+                let form = self.options.form;
+                let peer = form.carries_peer().then_some(self.peer);
+                match transport::hold_reply(form, &record.reply, record.peer, &got, peer) {
+                    Ok(()) => Verdict::Pass,
+                    Err(d) => Verdict::Fail(d),
                 }
             }
         }
@@ -690,9 +641,13 @@ impl Run<'_> {
         undo: &mut Undo,
     ) -> Result<Value, String> {
         let options = self.options;
-        let wire = options.wire;
-        let bytes = wire.request(&record.request, &options.endpoint)?;
+        let form = options.form;
+        let bytes = form.request_bytes(&record.request, options.endpoint.host())?;
         let own = exposure_name(&record.exposure).to_owned();
+        // When the last silence ends, and when the exchange's connection
+        // was first seen ended (watched through the silences).
+        let mut silence_end = None;
+        let mut ended_at = None;
         for (i, step) in steps.iter().enumerate() {
             let at = format!("step {} ({})", i + 1, step.to_json());
             let fail = |e: String| format!("{at}: {e}");
@@ -728,10 +683,55 @@ impl Run<'_> {
                     }
                 }
                 Step::Exchange => {
+                    undo.exchange = Some(undo.waiting.len());
                     undo.waiting.push(
                         Waiting::send(&options.endpoint, &bytes, options.timeout).map_err(fail)?,
                     );
                     undo.sent = true;
+                }
+                Step::Withhold(n) => {
+                    let sent = bytes
+                        .len()
+                        .checked_sub(*n)
+                        .ok_or_else(|| fail(format!("the request is {} bytes", bytes.len())))?;
+                    undo.exchange = Some(undo.waiting.len());
+                    undo.waiting.push(
+                        Waiting::send(&options.endpoint, &bytes[..sent], options.timeout)
+                            .map_err(fail)?,
+                    );
+                    undo.withheld = bytes[sent..].to_vec();
+                    undo.sent = true;
+                }
+                Step::Send(n) => {
+                    let w = undo
+                        .exchange
+                        .and_then(|e| undo.waiting.get_mut(e))
+                        .ok_or_else(|| fail("no exchange yet".into()))?;
+                    if *n > undo.withheld.len() {
+                        return Err(fail(format!("{} bytes are held back", undo.withheld.len())));
+                    }
+                    let now: Vec<u8> = undo.withheld.drain(..*n).collect();
+                    w.send_more(form, &now).map_err(fail)?;
+                }
+                // A silence is a silence: the server's timers run on its
+                // own clock. The exchange's connection is watched through
+                // it, to see when the server ends it.
+                Step::Wait(ms) => {
+                    let end = Instant::now() + Duration::from_millis(*ms);
+                    loop {
+                        let exchange = undo.exchange.and_then(|e| undo.waiting.get_mut(e));
+                        if let (None, Some(w)) = (ended_at, exchange) {
+                            if w.ended(form) {
+                                ended_at = Some(Instant::now());
+                            }
+                        }
+                        let now = Instant::now();
+                        if now >= end {
+                            break;
+                        }
+                        std::thread::sleep((end - now).min(Duration::from_millis(5)));
+                    }
+                    silence_end = Some(end);
                 }
                 Step::Call(call) => {
                     let name = exposure_name(&call.exposure);
@@ -743,23 +743,30 @@ impl Run<'_> {
                             .get(name)
                             .ok_or_else(|| fail(format!("no endpoint for `{name}`")))?
                     };
-                    let call_wire = match endpoint {
-                        Endpoint::Unix(_) => Wire::Unix,
-                        Endpoint::Http(_)
-                            if call.request.get("path").and_then(Value::as_str)
-                                == Some(limen_core::wire::mcp::PATH) =>
-                        {
-                            Wire::Mcp
-                        }
-                        Endpoint::Http(_) => Wire::Http,
-                    };
-                    let bytes = call_wire.request(&call.request, endpoint).map_err(fail)?;
+                    // The exposure's transport, as the program serves it.
+                    let call_form = crate::world::served_exposure(self.program, name)
+                        .and_then(|e| e.listener)
+                        .and_then(|l| transport::by_listener(&l.transport))
+                        .filter(|f| f.speaks_to(endpoint))
+                        .ok_or_else(|| {
+                            fail(format!("the program serves `{name}` over no transport that speaks to {endpoint}"))
+                        })?;
+                    let bytes = call_form
+                        .request_bytes(&call.request, endpoint.host())
+                        .map_err(fail)?;
                     let mut w = Waiting::send(endpoint, &bytes, options.timeout).map_err(fail)?;
                     let reply =
-                        first_reply(std::slice::from_mut(&mut w), call_wire, options.timeout)
+                        first_reply(std::slice::from_mut(&mut w), call_form, options.timeout)
                             .map_err(fail)?;
+                    if transport::is_eof(&reply)
+                        && call.outcome.as_deref() != Some(transport::TRANSPORT_FAILURE)
+                    {
+                        return Err(fail(
+                            "the connection ended with no reply (a transport failure)".into(),
+                        ));
+                    }
                     expect(
-                        &call_wire.transport(),
+                        call_form,
                         call.outcome.as_deref(),
                         call.kind.as_deref(),
                         &reply,
@@ -771,9 +778,32 @@ impl Run<'_> {
         if !undo.sent {
             return Err("the scenario sends no exchange".into());
         }
+        if record.outcome == transport::TRANSPORT_FAILURE {
+            // The scenario's silences are the spec's: the connection has
+            // ended by its last step, give or take the server's timer, and
+            // not long before its last silence was over.
+            let reply = first_reply_within(&mut undo.waiting, form, GRACE).map_err(|e| match e {
+                NoReply::Late => format!(
+                    "no reply, and the connection was still open {} ms after the scenario's last step: a transport failure ends it",
+                    GRACE.as_millis()
+                ),
+                NoReply::Ended(why) => why,
+            })?;
+            if let (true, Some(ended), Some(end)) =
+                (transport::is_eof(&reply), ended_at, silence_end)
+            {
+                if ended + GRACE < end {
+                    return Err(format!(
+                        "the connection ended {} ms before the scenario's last silence was over: earlier than the spec's timer",
+                        (end - ended).as_millis()
+                    ));
+                }
+            }
+            return Ok(reply);
+        }
         // Identical requests: while a receiver is gated, the first answered
         // is the exchange.
-        let reply = first_reply(&mut undo.waiting, wire, options.timeout)?;
+        let reply = first_reply(&mut undo.waiting, form, options.timeout)?;
         Ok(reply)
     }
 
@@ -799,12 +829,12 @@ impl Run<'_> {
                 // the next request for it.
                 let bytes = self
                     .options
-                    .wire
-                    .request(&record.request, &self.options.endpoint)?;
+                    .form
+                    .request_bytes(&record.request, self.options.endpoint.host())?;
                 let mut w = Waiting::send(&self.options.endpoint, &bytes, self.options.timeout)?;
                 let _ = first_reply(
                     std::slice::from_mut(&mut w),
-                    self.options.wire,
+                    self.options.form,
                     self.options.timeout,
                 );
             }
@@ -814,7 +844,7 @@ impl Run<'_> {
         for w in &mut waiting {
             let _ = first_reply(
                 std::slice::from_mut(w),
-                self.options.wire,
+                self.options.form,
                 self.options.timeout,
             );
         }
@@ -828,4 +858,8 @@ struct Undo {
     drained: BTreeSet<String>,
     waiting: Vec<Waiting>,
     sent: bool,
+    /// The exchange's place among `waiting`.
+    exchange: Option<usize>,
+    /// What the exchange held back of its request and has not sent yet.
+    withheld: Vec<u8>,
 }

@@ -5,7 +5,7 @@
 //! limen-conformance check   --endpoint URL --transport unix|http|mcp [--bearer T]
 //!                           [--corpus DIR] [--scenarios DIR|none] [--control PATH]
 //!                           [--exposure NAME] [--with NAME=URL]… [--as-peer UID]
-//!                           [--settle MS] [--timeout S]
+//!                           [--settle MS] [--timeout S] [--max-wait S]
 //! limen-conformance compare [--corpus DIR] [--reference DIR]
 //! ```
 //!
@@ -15,22 +15,24 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::check::{self, Endpoint, Wire};
+use crate::check::{self, Endpoint};
 use crate::record::Corpus;
 use crate::scenario::Overlay;
+use crate::transport;
 use crate::world::Feed;
 use crate::{compare, project_corpus, reference_corpus, replay};
 
-/// The usage text.
-pub const USAGE: &str = "\
+/// The usage text, `{transports}` standing for the transports' names.
+const USAGE: &str = "\
 usage: limen-conformance <command> [options]
 
   replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
       Feed each record's request through limen's machines with a virtual
       clock and compare what they emit with the recorded reply.
-  check   --endpoint URL --transport unix|http|mcp [--bearer T] [--corpus DIR]
+  check   --endpoint URL --transport {transports} [--bearer T] [--corpus DIR]
           [--scenarios DIR|none] [--control PATH] [--exposure NAME]
           [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
+          [--max-wait S]
       Run the recorded exchanges against a live server (unix:<path>,
       http://host:port, or mcp://host:port for an MCP listener) and compare
       its replies with the recorded ones. Over MCP a corpus with no wire/mcp
@@ -40,7 +42,9 @@ usage: limen-conformance <command> [options]
       are reported not provoked; --exposure names the exposure the endpoint
       serves when its description does not; --with names the endpoint of another
       exposure a record's scenario calls first; --as-peer the recorded Unix
-      peer uid this process stands in for (default: its own uid).
+      peer uid this process stands in for (default: its own uid). A
+      scenario's silences (wait_ms) are waited for real; --max-wait reports
+      a record silent longer in all as not provoked.
   compare [--corpus DIR] [--reference DIR]
       Hold each record of a corpus to the reference record of the same name.
 
@@ -51,8 +55,13 @@ so --corpus ../shared/hale-witness replays the reference fixtures.
 (default: the project's); none derives them from each record's outcome.
 Exit status: 0 nothing failed, 1 something failed, 2 usage or corpus error.";
 
+/// The usage text.
+pub fn usage_text() -> String {
+    USAGE.replace("{transports}", &transport::names())
+}
+
 fn usage(message: &str) -> i32 {
-    eprintln!("limen-conformance: {message}\n\n{USAGE}");
+    eprintln!("limen-conformance: {message}\n\n{}", usage_text());
     2
 }
 
@@ -104,7 +113,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Some("check") => check_main(&mut args),
         Some("compare") => compare_main(&mut args),
         Some("--help" | "-h" | "help") => {
-            println!("{USAGE}");
+            println!("{}", usage_text());
             return 0;
         }
         Some(other) => return usage(&format!("unknown command `{other}`")),
@@ -148,6 +157,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
         (None, None, None, None, None, None);
     let mut with = std::collections::BTreeMap::new();
     let (mut settle, mut timeout, mut as_peer, mut exposure) = (None, None, None, None);
+    let mut max_wait = None;
     while let Some(a) = args.next() {
         let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
         match a.as_str() {
@@ -187,36 +197,39 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
                         .map_err(|_| usage(&format!("--timeout S, not `{s}`")))?,
                 ));
             }
+            "--max-wait" => {
+                let s = v(args)?;
+                max_wait = Some(Duration::from_secs(
+                    s.parse()
+                        .map_err(|_| usage(&format!("--max-wait S, not `{s}`")))?,
+                ));
+            }
             other => return Err(usage(&format!("check: unexpected `{other}`"))),
         }
     }
     let endpoint = endpoint.ok_or_else(|| usage("check needs --endpoint URL"))?;
     let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage(&e))?;
-    let wire = match transport.as_deref() {
-        Some("unix") => Wire::Unix,
-        Some("http") => Wire::Http,
-        Some("mcp") => Wire::Mcp,
-        Some(other) => return Err(usage(&format!("--transport unix|http|mcp, not `{other}`"))),
-        None => return Err(usage("check needs --transport unix|http|mcp")),
+    let names = transport::names();
+    let form = match transport.as_deref() {
+        Some(name) => transport::by_name(name)
+            .ok_or_else(|| usage(&format!("--transport {names}, not `{name}`")))?,
+        None => return Err(usage(&format!("check needs --transport {names}"))),
     };
-    let fits = matches!(
-        (&endpoint, wire),
-        (Endpoint::Unix(_), Wire::Unix) | (Endpoint::Http(_), Wire::Http | Wire::Mcp)
-    );
-    if !fits {
+    if !form.speaks_to(&endpoint) {
         return Err(usage(&format!(
             "--transport {} does not speak to {endpoint}",
-            wire.transport().as_str()
+            form.name()
         )));
     }
     let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
-    let mut options = check::Options::new(endpoint, wire);
+    let mut options = check::Options::new(endpoint, form);
     options.bearer = bearer;
     options.control = control;
     options.with = with;
     options.as_peer = as_peer;
     options.exposure = exposure;
     options.overlay = overlay(&scenarios)?;
+    options.max_wait = max_wait;
     if let Some(s) = settle {
         options.settle = s;
     }

@@ -2,12 +2,18 @@
 //! deterministic replay runner, and the live check that holds any
 //! implementation's endpoint to the recorded contract.
 //!
-//! - [`record`]: the record format (`docs/conformance.md`) and corpora.
-//! - [`scenario`]: what a record's exchange assumes of the server, stated
+//! The modules read downward:
+//!
+//! - [`jsonpath`], [`mask`], [`report`]: reading values at their JSON
+//!   paths, the comparison as values with what differs between runs
+//!   masked, and what a runner prints.
+//! - [`transport`]: one module per transport behind one trait — a record's
+//!   request as bytes, bytes as a record's reply, the outcome a reply
+//!   encodes, what is masked, how the world serves it and how a check
+//!   reaches it.
+//! - [`record`]: the record format (`docs/conformance.md`) and corpora;
+//!   [`scenario`]: what a record's exchange assumes of the server, stated
 //!   or derived.
-//! - [`mask`]: the comparison as values, with what differs between runs
-//!   masked.
-//! - [`wire`]: a record's request as bytes, and bytes as a record's reply.
 //! - [`world`]: a served program in memory, driven through the real
 //!   machines with a virtual clock.
 //! - [`replay`], [`check`], [`compare`]: the three commands of the
@@ -17,13 +23,13 @@
 pub mod check;
 pub mod cli;
 pub mod compare;
+pub mod jsonpath;
 pub mod mask;
-pub mod mcp;
 pub mod record;
 pub mod replay;
 pub mod report;
 pub mod scenario;
-pub mod wire;
+pub mod transport;
 pub mod world;
 
 use std::path::PathBuf;

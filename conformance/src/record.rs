@@ -13,63 +13,30 @@ use std::path::{Path, PathBuf};
 use limen_core::hale::runtime::PeerCredentials;
 use serde_json::Value;
 
+pub use crate::jsonpath::RecordError;
+use crate::jsonpath::{error, object, string};
+use crate::mask;
 use crate::scenario::Scenario;
-use crate::wire;
+pub use crate::transport::Transport;
+use crate::transport::{self, Exchange, Form};
 
 /// The record format's version this runner reads.
 pub const WIRE: u64 = 1;
 
-/// The outcomes of a Hale record (§ Outcomes; a transport failure is no
-/// record: nothing was answered).
-pub const HALE_OUTCOMES: [&str; 4] = ["result", "handler_error", "refusal", "server_error"];
+/// The outcomes of a Hale record: § Outcomes' five, a transport failure's
+/// reply being [`transport::eof`] (the connection ended with nothing of a
+/// reply written).
+pub const HALE_OUTCOMES: [&str; 5] = [
+    "result",
+    "handler_error",
+    "refusal",
+    "server_error",
+    transport::TRANSPORT_FAILURE,
+];
 
 /// The outcomes of a Tool protocol record: a reply's four, and `BadReply`,
 /// which the runtime decides of a reply that does not decode.
 pub const TOOL_OUTCOMES: [&str; 5] = ["Ok", "Failed", "NotRun", "Unknown", "BadReply"];
-
-/// A transport a record can be of. Records of the transports limen serves
-/// replay and check; the others are read (their envelope is the same) and
-/// reported as having no machine yet.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Transport {
-    /// `unix::Rpc`: JSON lines.
-    Unix,
-    /// `http::Rpc`: HTTP/1.1.
-    Http,
-    /// `mcp::Rpc`: one JSON-RPC message in `POST /mcp`, in the HTTP form.
-    Mcp,
-    /// Any other (`grpc`, `ws`, `udp`, `tool`), as written.
-    Other(String),
-}
-
-impl Transport {
-    /// The transport named `name` in a record.
-    pub fn parse(name: &str) -> Transport {
-        match name {
-            "unix" => Transport::Unix,
-            "http" => Transport::Http,
-            "mcp" => Transport::Mcp,
-            other => Transport::Other(other.to_owned()),
-        }
-    }
-
-    /// Its name in a record.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Transport::Unix => "unix",
-            Transport::Http => "http",
-            Transport::Mcp => "mcp",
-            Transport::Other(s) => s,
-        }
-    }
-
-    /// Whether its requests and replies take the HTTP form
-    /// (`{"method", "path", "headers", "body"}`, `{"status", "headers",
-    /// "body"}`): HTTP's own, and MCP's, which is carried over HTTP.
-    pub fn is_http_form(&self) -> bool {
-        matches!(self, Transport::Http | Transport::Mcp)
-    }
-}
 
 /// One recorded exchange.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,102 +65,22 @@ pub struct Record {
     pub value: Value,
 }
 
-/// Why a record could not be read: where, and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordError {
-    /// The JSON path of what is wrong (`$` for the whole record).
-    pub path: String,
-    /// What is wrong there.
-    pub message: String,
-}
-
-impl std::fmt::Display for RecordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-impl std::error::Error for RecordError {}
-
-pub(crate) fn error(path: &str, message: impl Into<String>) -> RecordError {
-    RecordError {
-        path: path.to_owned(),
-        message: message.into(),
-    }
-}
-
 /// The exposure's name in an identity: what follows the last `/`.
 pub fn exposure_name(identity: &str) -> &str {
     identity.rsplit_once('/').map_or(identity, |(_, n)| n)
 }
 
-pub(crate) fn object<'a>(
-    v: &'a Value,
-    path: &str,
-) -> Result<&'a serde_json::Map<String, Value>, RecordError> {
-    v.as_object()
-        .ok_or_else(|| error(path, "expected an object"))
-}
-
-pub(crate) fn string<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a str, RecordError> {
-    match v {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(error(path, "expected a string")),
-        None => Err(error(path, "missing")),
-    }
-}
-
-pub(crate) fn int(v: Option<&Value>, path: &str) -> Result<i64, RecordError> {
-    match v {
-        Some(v) => v.as_i64().ok_or_else(|| error(path, "expected an integer")),
-        None => Err(error(path, "missing")),
-    }
-}
-
-/// Reads a peer's `{"uid", "gid", "pid"}`.
-pub(crate) fn peer(v: &Value, path: &str) -> Result<PeerCredentials, RecordError> {
-    let o = object(v, path)?;
-    Ok(PeerCredentials {
-        uid: int(o.get("uid"), &format!("{path}.uid"))?,
-        gid: int(o.get("gid"), &format!("{path}.gid"))?,
-        pid: int(o.get("pid"), &format!("{path}.pid"))?,
-    })
-}
-
-/// Checks a request in the form of `transport`.
+/// Checks a request in the form of `transport`: an object, and what its
+/// transport asks of one.
 pub(crate) fn check_request(
     transport: &Transport,
     v: &Value,
     path: &str,
 ) -> Result<(), RecordError> {
-    let o = object(v, path)?;
-    match transport {
-        Transport::Unix => Ok(()),
-        Transport::Http | Transport::Mcp => {
-            string(o.get("method"), &format!("{path}.method"))?;
-            let target = string(o.get("path"), &format!("{path}.path"))?;
-            if !target.starts_with('/') {
-                return Err(error(&format!("{path}.path"), "a path starts with `/`"));
-            }
-            if let Some(h) = o.get("headers") {
-                for (name, value) in object(h, &format!("{path}.headers"))? {
-                    if !value.is_string() {
-                        return Err(error(
-                            &format!("{path}.headers.{name}"),
-                            "a header's value is a string",
-                        ));
-                    }
-                }
-            }
-            if o.contains_key("body") && o.contains_key("body_text") {
-                return Err(error(path, "a body is `body` or `body_text`, not both"));
-            }
-            if let Some(t) = o.get("body_text") {
-                string(Some(t), &format!("{path}.body_text"))?;
-            }
-            Ok(())
-        }
-        Transport::Other(_) => Ok(()),
+    object(v, path)?;
+    match transport.form() {
+        Some(form) => form.check_request(v, path),
+        None => Ok(()),
     }
 }
 
@@ -230,16 +117,19 @@ impl Record {
                 ));
             }
         }
-        let tool = transport == Transport::Other("tool".into());
+        let tool = transport.as_str() == "tool";
         let (exposure, outcome, kind) = if tool {
             Record::tool_envelope(o)?
         } else {
             Record::hale_envelope(o)?
         };
-        let peer = match (o.get("peer"), &transport) {
-            (Some(p), _) => Some(peer(p, "$.peer")?),
-            (None, Transport::Unix) => {
-                return Err(error("$.peer", "a Unix record states its peer"))
+        let peer = match (o.get("peer"), transport.form()) {
+            (Some(p), _) => Some(crate::jsonpath::peer(p, "$.peer")?),
+            (None, Some(form)) if form.carries_peer() => {
+                return Err(error(
+                    "$.peer",
+                    format!("a {} record states its peer", form.title()),
+                ))
             }
             (None, _) => None,
         };
@@ -253,7 +143,13 @@ impl Record {
             .cloned()
             .ok_or_else(|| error("$.reply", "missing"))?;
         object(&reply, "$.reply")?;
-        if let Some((said, said_kind)) = wire::outcome_of(&transport, &reply) {
+        if outcome == transport::TRANSPORT_FAILURE && !transport::is_eof(&reply) {
+            return Err(error(
+                "$.reply",
+                "a transport failure's reply is {\"eof\": true}: the connection ended with nothing written",
+            ));
+        }
+        if let Some((said, said_kind)) = transport::outcome_of(&transport, &reply) {
             if said != outcome || said_kind != kind {
                 let show = |o: &str, k: &Option<String>| match k {
                     Some(k) => format!("{o} ({k})"),
@@ -349,11 +245,7 @@ impl Record {
     /// The description document a describe record's reply carries: a Unix
     /// reply's `value`, an HTTP reply's `body`.
     pub fn document(&self) -> Option<&Value> {
-        let doc = match self.transport {
-            Transport::Unix => self.reply.get("value"),
-            Transport::Http => self.reply.get("body"),
-            Transport::Mcp | Transport::Other(_) => None,
-        }?;
+        let doc = self.transport.form()?.document(&self.reply)?;
         doc.get("description").is_some().then_some(doc)
     }
 
@@ -361,6 +253,65 @@ impl Record {
     pub fn stem(&self) -> &str {
         self.name.rsplit_once('/').map_or(&self.name, |(_, s)| s)
     }
+
+    /// The record as its transport reads it.
+    pub fn exchange(&self) -> Exchange<'_> {
+        Exchange {
+            name: &self.name,
+            transport: self.transport.as_str(),
+            exposure: &self.exposure,
+            outcome: &self.outcome,
+            kind: self.kind.as_deref(),
+            request: &self.request,
+            reply: &self.reply,
+        }
+    }
+
+    /// The record of the transport `form` this record implies, as an
+    /// exchange of the exposure `identity`, named as this one in `form`'s
+    /// folder ([`Form::implied_by`]: an MCP `tools/call` of an HTTP call).
+    pub fn implied(&self, form: &dyn Form, identity: &str) -> Option<Record> {
+        let value = form.implied_by(self.exchange(), identity)?;
+        Record::from_value(&format!("{}/{}", form.name(), self.stem()), value).ok()
+    }
+
+    /// The whole record masked for comparison with the reference record of
+    /// the same name: without its `scenario` (the reference states none),
+    /// its peer, request and reply masked.
+    pub fn masked(&self) -> Value {
+        let mut v = self.value.clone();
+        let Some(o) = v.as_object_mut() else {
+            return v;
+        };
+        o.remove("scenario");
+        if let Some(p) = self.peer {
+            o.insert("peer".into(), mask::masked_peer(p));
+        }
+        o.insert(
+            "request".into(),
+            transport::mask_request(&self.transport, &self.request),
+        );
+        o.insert(
+            "reply".into(),
+            transport::mask_reply(&self.transport, &self.reply, self.peer),
+        );
+        v
+    }
+}
+
+/// Compares a record with the reference record of the same name as values,
+/// masked; the reference names what it holds the reply to (over HTTP, the
+/// headers). `None` when they are equal.
+pub fn compare_records(reference: &Record, ours: &Record) -> Option<String> {
+    let want = reference.masked();
+    let mut have = ours.masked();
+    if let (Some(form), Some(w), Some(h)) =
+        (ours.transport.form(), want.get("reply"), have.get("reply"))
+    {
+        let held = form.held_to(h.clone(), w);
+        have["reply"] = held;
+    }
+    mask::first_difference(&want, &have)
 }
 
 /// A record file that could not be read.
@@ -530,7 +481,7 @@ mod tests {
     #[test]
     fn a_record_reads_its_envelope() {
         let r = Record::parse("unix/result", RESULT).unwrap();
-        assert_eq!(r.transport, Transport::Unix);
+        assert_eq!(r.transport.as_str(), "unix");
         assert_eq!(exposure_name(&r.exposure), "admin");
         assert_eq!(r.peer.unwrap().uid, 1000);
         assert_eq!(r.stem(), "result");
@@ -548,6 +499,39 @@ mod tests {
         assert_eq!(
             Record::parse("tool/not_run", &bad).unwrap_err().path,
             "$.outcome"
+        );
+    }
+
+    #[test]
+    fn a_transport_failure_is_a_connection_ended_with_nothing_written() {
+        let failure = RESULT
+            .replace(
+                "\"outcome\": \"result\"",
+                "\"outcome\": \"transport_failure\"",
+            )
+            .replace(
+                r#""reply": {"request_id": 1, "id": "c-1", "ok": true, "value": {}, "caller": {}}"#,
+                r#""reply": {"eof": true}"#,
+            );
+        let r = Record::parse("unix/transport_failure", &failure).unwrap();
+        assert_eq!(r.outcome, "transport_failure");
+        // A reply is no transport failure, and an ended connection no result.
+        let replied = RESULT.replace(
+            "\"outcome\": \"result\"",
+            "\"outcome\": \"transport_failure\"",
+        );
+        assert_eq!(
+            Record::parse("unix/x", &replied).unwrap_err().path,
+            "$.reply"
+        );
+        let ended = failure.replace(
+            "\"outcome\": \"transport_failure\"",
+            "\"outcome\": \"result\"",
+        );
+        let e = Record::parse("unix/x", &ended).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "$.reply: the reply encodes transport_failure, the record says result"
         );
     }
 

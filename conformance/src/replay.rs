@@ -4,14 +4,17 @@
 
 use limen_core::hale::model::{parse_program, Program};
 use limen_core::hale::runtime::PeerCredentials;
+use limen_core::Timestamp;
 use serde_json::Value;
 
-use crate::mask;
-use crate::record::{exposure_name, Corpus, Record, Transport};
+use crate::record::{exposure_name, Corpus, Record};
 use crate::report::{Report, Verdict};
 use crate::scenario::{self, Overlay, Step};
-use crate::wire;
+use crate::transport::{self, Form};
 use crate::world::{DescriberFactory, Feed, World};
+
+/// A millisecond of the virtual clock.
+const MILLISECOND: Timestamp = 1_000_000;
 
 /// How a replay runs.
 #[derive(Default)]
@@ -70,49 +73,17 @@ pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
     report
 }
 
-/// The peer a connection of `transport` is made from: a Unix record's own,
-/// nobody's over TCP.
-fn peer_for(transport: &Transport, peer: Option<PeerCredentials>) -> PeerCredentials {
-    match transport {
-        Transport::Unix => peer.unwrap_or(PeerCredentials::UNNAMED),
+/// The peer a connection of `form` is made from: the record's own where
+/// the transport carries kernel credentials, nobody's otherwise.
+fn peer_for(form: &dyn Form, peer: Option<PeerCredentials>) -> PeerCredentials {
+    match peer {
+        Some(p) if form.carries_peer() => p,
         _ => PeerCredentials::UNNAMED,
     }
 }
 
-/// The bytes a request of `transport` is sent as.
-pub fn request_bytes(transport: &Transport, request: &Value) -> Result<Vec<u8>, String> {
-    match transport {
-        Transport::Unix => Ok(wire::unix_line(request)),
-        Transport::Http | Transport::Mcp => wire::http_request(request, None),
-        Transport::Other(t) => Err(format!("limen has no `{t}` machine to replay through yet")),
-    }
-}
-
-/// The reply the server wrote, as a record's reply; `None` when none is
-/// whole yet.
-pub fn reply_of(transport: &Transport, raw: &[u8], eof: bool) -> Result<Option<Value>, String> {
-    match transport {
-        Transport::Unix => match wire::first_line(raw) {
-            Some(line) => wire::unix_reply_value(line).map(Some),
-            None if eof && !raw.is_empty() => {
-                Err("the connection ended inside the reply line".into())
-            }
-            None => Ok(None),
-        },
-        Transport::Http | Transport::Mcp => {
-            if raw.is_empty() {
-                return Ok(None);
-            }
-            Ok(wire::parse_http_response(raw, eof)?.map(|r| wire::http_reply_value(&r)))
-        }
-        Transport::Other(t) => Err(format!("no `{t}` reply reader yet")),
-    }
-}
-
 fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(), String> {
-    if let Transport::Other(t) = &record.transport {
-        return Err(format!("limen has no `{t}` machine to replay through yet"));
-    }
+    let form = record.transport.machine()?;
     let roles = record
         .scenario
         .as_ref()
@@ -139,9 +110,12 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
     }
     let spec = served.spec().clone();
     let (steps, _) = scenario::steps(record, &spec, &options.overlay);
-    let bytes = request_bytes(&record.transport, &record.request)?;
-    let peer = peer_for(&record.transport, record.peer);
+    let bytes = form.request_bytes(&record.request, None)?;
+    let peer = peer_for(form, record.peer);
     let mut exchange = None;
+    // What the exchange held back of its request, and how much of it is
+    // sent.
+    let mut withheld: &[u8] = &[];
     for (i, step) in steps.iter().enumerate() {
         let at = format!("step {} ({})", i + 1, step.to_json());
         match step {
@@ -170,23 +144,54 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
                 world.send(c, &bytes);
                 exchange = Some(c);
             }
+            Step::Withhold(n) => {
+                let sent = bytes
+                    .len()
+                    .checked_sub(*n)
+                    .ok_or_else(|| format!("{at}: the request is {} bytes", bytes.len()))?;
+                let c = world
+                    .connect(target, peer)
+                    .ok_or_else(|| format!("{at}: the listener is closed"))?;
+                world.send(c, &bytes[..sent]);
+                withheld = &bytes[sent..];
+                exchange = Some(c);
+            }
+            Step::Send(n) => {
+                let c = exchange.ok_or_else(|| format!("{at}: no exchange yet"))?;
+                if *n > withheld.len() {
+                    return Err(format!("{at}: {} bytes are held back", withheld.len()));
+                }
+                if world.is_closed(c) {
+                    return Err(format!("{at}: the connection ended before this step"));
+                }
+                let (now, rest) = withheld.split_at(*n);
+                world.send(c, now);
+                withheld = rest;
+            }
+            Step::Wait(ms) => world.wait(ms * MILLISECOND),
             Step::Call(call) => {
                 let name = exposure_name(&call.exposure);
                 let s = world
                     .served(name)
                     .ok_or_else(|| format!("{at}: the program serves no exposure `{name}`"))?;
-                let transport = world.exposure(s).transport.clone();
-                let bytes =
-                    request_bytes(&transport, &call.request).map_err(|e| format!("{at}: {e}"))?;
+                let call_form = world.exposure(s).form;
+                let bytes = call_form
+                    .request_bytes(&call.request, None)
+                    .map_err(|e| format!("{at}: {e}"))?;
                 let c = world
-                    .connect(s, peer_for(&transport, call.peer.or(record.peer)))
+                    .connect(s, peer_for(call_form, call.peer.or(record.peer)))
                     .ok_or_else(|| format!("{at}: the listener is closed"))?;
                 world.send(c, &bytes);
-                let reply = reply_of(&transport, world.output(c), world.is_closed(c))
+                let reply = call_form
+                    .reply(world.output(c), world.is_closed(c))
                     .map_err(|e| format!("{at}: {e}"))?
+                    .filter(|r| {
+                        !transport::is_eof(r)
+                            || call.outcome.as_deref() == Some(transport::TRANSPORT_FAILURE)
+                    })
                     .ok_or_else(|| format!("{at}: no reply"))?;
                 expect(
-                    &transport,
+                    call_form,
                     call.outcome.as_deref(),
                     call.kind.as_deref(),
                     &reply,
@@ -196,29 +201,21 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
         }
     }
     let c = exchange.ok_or("the scenario sends no exchange")?;
-    let got =
-        reply_of(&record.transport, world.output(c), world.is_closed(c))?.ok_or_else(|| {
-            if world.is_closed(c) {
-                "the connection ended with no reply (a transport failure)".to_owned()
+    let got = form
+        .reply(world.output(c), world.is_closed(c))?
+        .ok_or_else(|| {
+            if record.outcome == transport::TRANSPORT_FAILURE {
+                "no reply, and the connection is still open: a transport failure ends it".to_owned()
             } else {
                 "no reply: the request is still with the exposure".to_owned()
             }
         })?;
-    match mask::compare_reply(
-        &record.transport,
-        &record.reply,
-        record.peer,
-        &got,
-        Some(peer),
-    ) {
-        None => Ok(()),
-        Some(d) => Err(format!("reply {d}")),
-    }
+    transport::hold_reply(form, &record.reply, record.peer, &got, Some(peer))
 }
 
 /// Holds a prior exchange's reply to the outcome its step states.
 pub fn expect(
-    transport: &Transport,
+    form: &dyn Form,
     outcome: Option<&str>,
     kind: Option<&str>,
     reply: &Value,
@@ -226,7 +223,8 @@ pub fn expect(
     let Some(want) = outcome else {
         return Ok(());
     };
-    let (got, got_kind) = wire::outcome_of(transport, reply)
+    let (got, got_kind) = form
+        .outcome(reply)
         .ok_or_else(|| format!("the reply encodes no outcome: {reply}"))?;
     if got != want || (kind.is_some() && got_kind.as_deref() != kind) {
         return Err(format!(

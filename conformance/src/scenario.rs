@@ -23,9 +23,9 @@ use std::collections::BTreeMap;
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
 use serde_json::Value;
 
-use crate::mask;
-use crate::record::{self, error, object, string, Record, RecordError, Transport};
-use crate::wire;
+use crate::jsonpath::{self, error, object, string, RecordError};
+use crate::record::Record;
+use crate::transport::{self, Transport};
 
 /// What a record assumes. See the module documentation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -57,9 +57,23 @@ pub enum Step {
     Copies(usize),
     /// The recorded exchange itself.
     Exchange,
+    /// The recorded exchange with the last `n` bytes of its request held
+    /// back (`{"exchange": {"withhold": N}}`): a request cut off, a head
+    /// that never ends.
+    Withhold(usize),
+    /// `n` more of the bytes the exchange held back, sent on its
+    /// connection (`{"send": N}`).
+    Send(usize),
+    /// A silence of this many milliseconds (`{"wait_ms": N}`): nothing is
+    /// sent, and the server's timers run.
+    Wait(u64),
     /// `stop()` on every exposure.
     Stop,
 }
+
+/// The longest silence a step may state: ten minutes (a live check waits
+/// it for real).
+pub const MAX_WAIT_MS: u64 = 600_000;
 
 /// A prior exchange of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,8 +118,17 @@ impl Step {
             Step::Resume(r) => serde_json::json!({ "resume": r }),
             Step::Copies(n) => serde_json::json!({ "copies": n }),
             Step::Exchange => serde_json::json!({ "exchange": true }),
+            Step::Withhold(n) => serde_json::json!({ "exchange": {"withhold": n} }),
+            Step::Send(n) => serde_json::json!({ "send": n }),
+            Step::Wait(ms) => serde_json::json!({ "wait_ms": ms }),
             Step::Stop => serde_json::json!({ "stop": true }),
         }
+    }
+
+    /// Whether the step is the recorded exchange (whole, or with bytes
+    /// held back).
+    pub fn is_exchange(&self) -> bool {
+        matches!(self, Step::Exchange | Step::Withhold(_))
     }
 
     /// Whether the step needs the server's cooperation (a runner against a
@@ -144,9 +167,19 @@ impl Scenario {
                         .ok_or_else(|| error(&at, "expected a list of steps"))?;
                     let mut steps = Vec::new();
                     for (i, s) in list.iter().enumerate() {
-                        steps.push(parse_step(s, &format!("{at}[{i}]"))?);
+                        let at = format!("{at}[{i}]");
+                        let step = parse_step(s, &at)?;
+                        if matches!(step, Step::Send(_))
+                            && !steps.iter().any(|s| matches!(s, Step::Withhold(_)))
+                        {
+                            return Err(error(
+                                &at,
+                                "a send follows an exchange that withholds bytes",
+                            ));
+                        }
+                        steps.push(step);
                     }
-                    if steps.iter().filter(|s| **s == Step::Exchange).count() > 1 {
+                    if steps.iter().filter(|s| s.is_exchange()).count() > 1 {
                         return Err(error(&at, "a scenario has one exchange"));
                     }
                     scenario.steps = Some(steps);
@@ -175,6 +208,11 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
         Value::Bool(true) => Ok(()),
         _ => Err(error(&at, "expected true")),
     };
+    let count = |arg: &Value, at: &str, max: u64, what: &str| {
+        arg.as_u64()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| error(at, format!("expected {what} from 1 to {max}")))
+    };
     Ok(match verb.as_str() {
         "gate" => Step::Gate(instance(arg)?),
         "open" => Step::Open(instance(arg)?),
@@ -186,10 +224,26 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
                 .filter(|n| *n <= 100_000)
                 .ok_or_else(|| error(&at, "expected a count of at most 100000"))?,
         ),
+        "exchange" if arg.is_object() => {
+            let o = object(arg, &at)?;
+            match (o.get("withhold"), o.len()) {
+                (Some(n), 1) => Step::Withhold(
+                    count(n, &format!("{at}.withhold"), 1 << 20, "a count of bytes")? as usize,
+                ),
+                _ => {
+                    return Err(error(
+                        &at,
+                        "expected true, or {\"withhold\": N}: the bytes of the request's end held back",
+                    ))
+                }
+            }
+        }
         "exchange" => {
             yes(arg)?;
             Step::Exchange
         }
+        "send" => Step::Send(count(arg, &at, 1 << 20, "a count of bytes")? as usize),
+        "wait_ms" => Step::Wait(count(arg, &at, MAX_WAIT_MS, "a count of milliseconds")?),
         "stop" => {
             yes(arg)?;
             Step::Stop
@@ -202,7 +256,7 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
                 .cloned()
                 .ok_or_else(|| error(&format!("{at}.request"), "missing"))?;
             let peer = match c.get("peer") {
-                Some(p) => Some(record::peer(p, &format!("{at}.peer"))?),
+                Some(p) => Some(jsonpath::peer(p, &format!("{at}.peer"))?),
                 None => None,
             };
             let text = |k: &str| -> Result<Option<String>, RecordError> {
@@ -223,7 +277,7 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
             return Err(error(
                 path,
                 format!(
-                    "`{other}` is none of call, gate, open, drain, resume, copies, exchange, stop"
+                    "`{other}` is none of call, gate, open, drain, resume, copies, exchange, send, wait_ms, stop"
                 ),
             ))
         }
@@ -238,10 +292,10 @@ fn parse_step(v: &Value, path: &str) -> Result<Step, RecordError> {
 /// the kernel did not name is the record's `peer`, which a runner hands its
 /// connection.
 pub fn derive(record: &Record, spec: &ExposureSpec) -> Vec<Step> {
-    let member = match record.transport {
-        Transport::Mcp => crate::mcp::member_of(&record.request, spec),
-        _ => wire::member_of(&record.transport, &record.request),
-    };
+    let member = record
+        .transport
+        .form()
+        .and_then(|f| f.member_of(&record.request, spec));
     let receiver = member
         .and_then(|m| spec.member_index(&m))
         .map(|i| spec.receivers[spec.members[i].receiver].clone());
@@ -300,7 +354,8 @@ impl Overlay {
     pub fn steps_for(&self, record: &Record) -> Option<&[Step]> {
         let (transport, request, steps) = self.by_name.get(&record.name)?;
         let same = *transport == record.transport
-            && mask::request(transport, request) == mask::request(transport, &record.request);
+            && transport::mask_request(transport, request)
+                == transport::mask_request(transport, &record.request);
         same.then_some(steps.as_slice())
     }
 }
@@ -316,7 +371,7 @@ pub fn steps(record: &Record, spec: &ExposureSpec, overlay: &Overlay) -> (Vec<St
             None => (derive(record, spec), Provenance::Derived),
         },
     };
-    if !steps.contains(&Step::Exchange) {
+    if !steps.iter().any(Step::is_exchange) {
         steps.push(Step::Exchange);
     }
     (steps, from)
@@ -332,13 +387,28 @@ mod tests {
             "note": "n",
             "roles": {"admin_roles": {"operator": "uid:7"}},
             "steps": [{"gate": "self.ledger"}, {"copies": 16}, {"exchange": true}, {"stop": true},
-                      {"call": {"exposure": "P@d/p", "request": {}, "outcome": "result"}}]
+                      {"call": {"exposure": "P@d/p", "request": {}, "outcome": "result"}},
+                      {"wait_ms": 5000}]
         });
         let s = Scenario::parse(&v, "$.scenario").unwrap();
         assert_eq!(s.roles["admin_roles"]["operator"], "uid:7");
         let steps = s.steps.unwrap();
         let back: Vec<Value> = steps.iter().map(Step::to_json).collect();
         assert_eq!(Value::Array(back), v["steps"]);
+        let trickle = serde_json::json!({"steps": [{"exchange": {"withhold": 30}}, {"wait_ms": 3000},
+                                                    {"send": 10}, {"wait_ms": 1}]});
+        let s = Scenario::parse(&trickle, "$.scenario").unwrap();
+        assert_eq!(
+            s.steps.as_deref().unwrap(),
+            [
+                Step::Withhold(30),
+                Step::Wait(3000),
+                Step::Send(10),
+                Step::Wait(1)
+            ]
+        );
+        let back: Vec<Value> = s.steps.unwrap().iter().map(Step::to_json).collect();
+        assert_eq!(Value::Array(back), trickle["steps"]);
     }
 
     #[test]
@@ -361,6 +431,26 @@ mod tests {
                 "$.scenario.steps",
             ),
             (serde_json::json!({"colour": 1}), "$.scenario.colour"),
+            (
+                serde_json::json!({"steps": [{"wait_ms": 0}]}),
+                "$.scenario.steps[0].wait_ms",
+            ),
+            (
+                serde_json::json!({"steps": [{"wait_ms": 600_001}]}),
+                "$.scenario.steps[0].wait_ms",
+            ),
+            (
+                serde_json::json!({"steps": [{"exchange": {"hold": 2}}]}),
+                "$.scenario.steps[0].exchange",
+            ),
+            (
+                serde_json::json!({"steps": [{"exchange": true}, {"send": 2}]}),
+                "$.scenario.steps[1]",
+            ),
+            (
+                serde_json::json!({"steps": [{"exchange": {"withhold": 2}}, {"exchange": true}]}),
+                "$.scenario.steps",
+            ),
         ] {
             assert_eq!(Scenario::parse(&v, "$.scenario").unwrap_err().path, path);
         }

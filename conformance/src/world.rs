@@ -1,20 +1,33 @@
 //! A served program in memory: the demo's arrangement (every exposure the
-//! program serves over HTTP, MCP or a Unix socket, and Public over MCP as
-//! the demo adds it, bound to one set of receiver instances) driven through
-//! the real machines — each connection's transport [`Front`] (the same the
-//! server drives), the [`Exposure`] — with no socket, no thread and no
-//! clock.
+//! program serves over a transport limen has machines for — HTTP, MCP, a
+//! Unix socket — and Public over MCP as the demo adds it, bound to one set
+//! of receiver instances) driven through the real machines — each
+//! connection a [`Front`] of its transport ([`Form::front_maker`]), the
+//! [`Exposure`] behind it — with no socket, no thread and no clock.
 //!
-//! Time is a virtual clock that starts at [`EPOCH`] and moves one
-//! millisecond per input. Handlers run at once, in the order the exposure
-//! hands them over, unless their instance is gated; a violation is absorbed
-//! (the witness's `on_failure` counts it and lets execution return). The
-//! same inputs therefore give the same bytes, every run.
+//! Time is a virtual clock, two readings of it kept apart as the machines
+//! keep them: the monotonic clock every machine's `now` is read on, which
+//! starts at 0, and the wall clock (nanoseconds since the Unix epoch, the
+//! clock a bearer credential's expiry is stated on), which is [`EPOCH`]
+//! plus the monotonic reading. Every input moves the clock one millisecond
+//! ([`TICK`]); a silence ([`World::wait`]) moves it as far as it says. The
+//! world knows every deadline its machines name — each open connection's
+//! front ([`Front::poll_timeout`]: HTTP's read and stalled-write timers,
+//! a Unix line's stalled write) and each exposure's (the end of `stop()`'s
+//! wait) — and however the clock moves it stops at each deadline on the way
+//! in turn, firing `handle_timeout` on what is due and acting on what that
+//! emits (a front closing, an exposure abandoning its executing calls),
+//! before it reaches the instant it was moving to: the model is quinn-proto's
+//! test pair, time jumping from deadline to deadline.
+//!
+//! Handlers run at once, in the order the exposure hands them over, unless
+//! their instance is gated; a violation is absorbed (the witness's
+//! `on_failure` counts it and lets execution return). The same inputs
+//! therefore give the same bytes, every run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use limen_core::hale::docs::ExposureDescriber;
-use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
@@ -22,14 +35,14 @@ use limen_core::hale::runtime::{
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
-use limen_core::wire::mcp;
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
-use crate::record::Transport;
+use crate::transport::{self, Form, FrontMaker, Transport};
 
-/// Where the virtual clock starts: 2026-01-01T00:00:00Z, in nanoseconds
-/// since the Unix epoch (the clock a bearer source's expiry is read on).
+/// The wall clock when the monotonic clock reads 0: 2026-01-01T00:00:00Z,
+/// in nanoseconds since the Unix epoch (the clock a bearer source's expiry
+/// is read on).
 pub const EPOCH: Timestamp = 1_767_225_600 * SECOND;
 
 /// How far one input moves the clock.
@@ -58,6 +71,8 @@ struct Conn {
     front: Front,
     output: Vec<u8>,
     closed: bool,
+    /// When the server closed it, on the monotonic clock.
+    closed_at: Option<Timestamp>,
 }
 
 /// One exposure the world serves.
@@ -68,12 +83,14 @@ pub struct Served {
     pub identity: String,
     /// Its transport.
     pub transport: Transport,
+    /// Its transport's machines.
+    pub form: &'static dyn Form,
     exposure: Exposure,
     /// Its receivers' instance names, by receiver id.
     receivers: Vec<String>,
     listening: bool,
-    /// Over MCP, its framing.
-    framing: Option<std::sync::Arc<mcp::Framing>>,
+    /// Builds its connections' fronts.
+    fronts: FrontMaker,
 }
 
 impl Served {
@@ -85,6 +102,7 @@ impl Served {
 
 /// The world. See the module documentation.
 pub struct World {
+    /// The monotonic clock.
     now: Timestamp,
     feed: Feed,
     served: Vec<Served>,
@@ -113,12 +131,13 @@ fn role_param(e: &ModelExposure) -> Option<&str> {
 }
 
 impl World {
-    /// Serves every exposure of [`served_exposures`] that has an HTTP, MCP
-    /// or Unix listener, its role sources the program's literals with
-    /// `roles` (by role source param, role → holder) in place of theirs,
-    /// each described by `describer` or else by the model's describer, its
-    /// listener as written (an MCP exposure by its tools, as over the
-    /// wire).
+    /// Serves every exposure of [`served_exposures`] whose listener speaks
+    /// a transport limen has machines for, its role sources the program's
+    /// literals with `roles` (by role source param, role → holder) in place
+    /// of theirs, each described by its transport's describer where it has
+    /// one (an MCP exposure by its tools, as over the wire), else by
+    /// `describer`, else by the model's describer, its listener as
+    /// written.
     pub fn new(
         program: &Program,
         roles: &BTreeMap<String, BTreeMap<String, String>>,
@@ -127,7 +146,7 @@ impl World {
     ) -> Result<World, String> {
         let instances = Instances::new(program);
         let mut world = World {
-            now: EPOCH,
+            now: 0,
             feed,
             served: Vec::new(),
             receivers: BTreeMap::new(),
@@ -138,13 +157,14 @@ impl World {
             next_correlation: 1,
         };
         for e in &served_exposures(program) {
-            let transport = match e.listener.as_ref().map(|l| &l.transport) {
-                Some(TransportKind::Http) => Transport::Http,
-                Some(TransportKind::Unix) => Transport::Unix,
-                Some(TransportKind::Mcp) => Transport::Mcp,
-                _ => continue,
+            let Some(form) = e
+                .listener
+                .as_ref()
+                .and_then(|l| transport::by_listener(&l.transport))
+            else {
+                continue;
             };
-            let spec = exposure_spec(program, e, transport.as_str()).map_err(|e| e.to_string())?;
+            let spec = exposure_spec(program, e, form.name()).map_err(|e| e.to_string())?;
             for r in &spec.receivers {
                 if !world.receivers.contains_key(r) {
                     let receiver = instances
@@ -173,15 +193,11 @@ impl World {
                 }
             };
             let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
-            let docs: Box<dyn Describer + Send> = match describer {
-                // Over MCP a describe is tools/list: the caller's tools.
-                _ if transport == Transport::Mcp => Box::new(
-                    McpDescriber::new(program, e)
-                        .map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
-                ),
-                Some(f) => f(program, e),
+            let docs: Box<dyn Describer + Send> = match (form.describer(program, e), describer) {
+                (Some(own), _) => own.map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
+                (None, Some(f)) => f(program, e),
                 // The listener as written: nothing is bound.
-                None => Box::new(
+                (None, None) => Box::new(
                     ExposureDescriber::new(program, &spec.name, None)
                         .map_err(|e| format!("exposure `{}`: {e}", spec.name))?,
                 ),
@@ -189,8 +205,7 @@ impl World {
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();
             let identity = spec.identity();
-            let framing = (transport == Transport::Mcp)
-                .then(|| std::sync::Arc::new(mcp::Framing::new(&spec)));
+            let fronts = form.front_maker(&spec);
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
                 exposure.receiver_born(r, STAMP);
@@ -198,11 +213,12 @@ impl World {
             world.served.push(Served {
                 name,
                 identity,
-                transport,
+                transport: Transport::from(form),
+                form,
                 exposure,
                 receivers,
                 listening: true,
-                framing,
+                fronts,
             });
             let s = world.served.len() - 1;
             world.pump(s);
@@ -225,9 +241,84 @@ impl World {
         self.receivers.contains_key(instance)
     }
 
-    fn tick(&mut self) -> Timestamp {
-        self.now += TICK;
+    /// The monotonic clock: what every machine's `now` reads.
+    pub fn now(&self) -> Timestamp {
         self.now
+    }
+
+    /// The wall clock: [`EPOCH`] plus the monotonic reading.
+    pub fn wall(&self) -> Timestamp {
+        EPOCH + self.now
+    }
+
+    /// One input's worth of time passes.
+    fn tick(&mut self) -> Timestamp {
+        self.advance(self.now + TICK);
+        self.now
+    }
+
+    /// A silence of `duration`: nothing is sent, the clock moves on, and
+    /// every deadline on the way fires in turn.
+    pub fn wait(&mut self, duration: Timestamp) {
+        self.advance(self.now.saturating_add(duration));
+    }
+
+    /// The earliest deadline any machine of the world names: an open
+    /// connection's front's, or an exposure's.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        let fronts = self
+            .conns
+            .values()
+            .filter(|c| !c.closed)
+            .filter_map(|c| c.front.poll_timeout());
+        let exposures = self.served.iter().filter_map(|s| s.exposure.poll_timeout());
+        fronts.chain(exposures).min()
+    }
+
+    /// Moves the clock to `to`, stopping at each deadline on the way: the
+    /// clock is set to it, and every machine whose deadline it is (or was)
+    /// is told so, its events acted on.
+    fn advance(&mut self, to: Timestamp) {
+        let mut fired = None;
+        while let Some(at) = self.next_deadline().filter(|&t| t <= to) {
+            // A machine that keeps naming a deadline it has been told of
+            // would stop time here: leave it to the next move.
+            if fired == Some(at) {
+                break;
+            }
+            fired = Some(at);
+            self.now = self.now.max(at);
+            self.fire();
+        }
+        self.now = self.now.max(to);
+    }
+
+    /// `handle_timeout` on every machine whose deadline is due at `now`,
+    /// connections in the order they were made, then exposures.
+    fn fire(&mut self) {
+        let now = self.now;
+        let due: Vec<Correlation> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closed && c.front.poll_timeout().is_some_and(|t| t <= now))
+            .map(|(c, _)| *c)
+            .collect();
+        for c in due {
+            if let Some(conn) = self.conns.get_mut(&c) {
+                conn.front.handle_timeout(now);
+            }
+            self.after_machine(c);
+        }
+        for s in 0..self.served.len() {
+            if self.served[s]
+                .exposure
+                .poll_timeout()
+                .is_some_and(|t| t <= now)
+            {
+                self.served[s].exposure.handle_timeout(now);
+                self.pump(s);
+            }
+        }
     }
 
     /// A connection to exposure `served` from `peer` (a Unix peer's kernel
@@ -239,12 +330,7 @@ impl World {
         let now = self.tick();
         let c = self.next_correlation;
         self.next_correlation += 1;
-        let limits = FrontLimits::default();
-        let front = match (&self.served[served].transport, &self.served[served].framing) {
-            (Transport::Unix, _) => Front::unix(now, limits.line, peer, c),
-            (_, Some(framing)) => Front::mcp(now, limits.http, framing.clone(), c),
-            (_, None) => Front::http(now, limits.http, c),
-        };
+        let front = (self.served[served].fronts)(now, &FrontLimits::default(), peer, c);
         self.conns.insert(
             c,
             Conn {
@@ -252,6 +338,7 @@ impl World {
                 front,
                 output: Vec::new(),
                 closed: false,
+                closed_at: None,
             },
         );
         Some(c)
@@ -283,6 +370,16 @@ impl World {
     /// Whether the server closed `c`.
     pub fn is_closed(&self, c: Correlation) -> bool {
         self.conns.get(&c).is_none_or(|conn| conn.closed)
+    }
+
+    /// When the server closed `c`, on the monotonic clock.
+    pub fn closed_at(&self, c: Correlation) -> Option<Timestamp> {
+        self.conns.get(&c).and_then(|conn| conn.closed_at)
+    }
+
+    /// Whether exposure `served` still accepts connections.
+    pub fn is_listening(&self, served: usize) -> bool {
+        self.served[served].listening
     }
 
     /// Closes `instance`'s gate: calls handed to it wait.
@@ -421,8 +518,8 @@ impl World {
             match conn.front.poll_event() {
                 None => break,
                 Some(FrontEvent::Request { request, .. }) => {
-                    let now = self.now;
-                    self.served[s].exposure.handle_request(now, now, request);
+                    let (now, wall) = (self.now, self.wall());
+                    self.served[s].exposure.handle_request(now, wall, request);
                     self.pump(s);
                 }
                 Some(FrontEvent::Lost) => {
@@ -431,6 +528,7 @@ impl World {
                 }
                 Some(FrontEvent::Closed) => {
                     conn.closed = true;
+                    conn.closed_at = Some(self.now);
                     self.served[s].exposure.connection_lost(c);
                     self.pump(s);
                     return;
@@ -474,3 +572,99 @@ pub fn served_exposure(program: &Program, name: &str) -> Option<ModelExposure> {
 /// Where the demo serves MCP unless told otherwise (the address a
 /// description of it would name; nothing is bound).
 const DEMO_MCP: &str = "127.0.0.1:8090";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{http, unix};
+    use limen_core::hale::model::parse_program;
+
+    fn world() -> World {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/programs/desk.hl");
+        let program = parse_program(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+        World::new(&program, &BTreeMap::new(), None, Feed::Whole).unwrap()
+    }
+
+    /// Public's describe as alice: a GET whose head ends with its blank
+    /// line.
+    fn describe() -> Vec<u8> {
+        http::request(&http::get("/.description", Some("t-alice")), None).unwrap()
+    }
+
+    #[test]
+    fn the_wall_clock_is_the_epoch_plus_the_monotonic_clock() {
+        let mut w = world();
+        let (now, wall) = (w.now(), w.wall());
+        assert_eq!(wall, EPOCH + now);
+        let public = w.served("public").unwrap();
+        w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        assert_eq!(w.now(), now + TICK, "an input moves the clock a tick");
+        w.wait(7 * SECOND);
+        assert_eq!(w.now(), now + TICK + 7 * SECOND);
+        assert_eq!(w.wall(), EPOCH + w.now());
+    }
+
+    #[test]
+    fn a_head_that_never_ends_is_closed_at_five_seconds_of_silence() {
+        let mut w = world();
+        let public = w.served("public").unwrap();
+        let c = w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        let bytes = describe();
+        w.send(c, &bytes[..bytes.len() - 2]);
+        let last_read = w.now();
+        assert_eq!(w.next_deadline(), Some(last_read + 5 * SECOND));
+        w.wait(5 * SECOND - 1);
+        assert!(!w.is_closed(c), "open a nanosecond before the deadline");
+        // A long silence stops at the deadline on its way.
+        w.wait(60 * SECOND);
+        assert_eq!(w.closed_at(c), Some(last_read + 5 * SECOND));
+        assert!(w.output(c).is_empty(), "nothing is written to it");
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_trickled_request_is_closed_at_ten_seconds_in_all() {
+        let mut w = world();
+        let public = w.served("public").unwrap();
+        let c = w.connect(public, PeerCredentials::UNNAMED).unwrap();
+        let accepted = w.now();
+        let bytes = describe();
+        // A byte every three seconds keeps the silence timer away.
+        for b in &bytes[..5] {
+            w.send(c, std::slice::from_ref(b));
+            w.wait(3 * SECOND);
+        }
+        assert_eq!(w.closed_at(c), Some(accepted + 10 * SECOND));
+        assert!(w.output(c).is_empty());
+    }
+
+    #[test]
+    fn stop_abandons_an_executing_call_at_the_end_of_its_wait() {
+        let mut w = world();
+        let admin = w.served("admin").unwrap();
+        let operator = PeerCredentials {
+            uid: 1000,
+            gid: 1000,
+            pid: 1,
+        };
+        w.gate("self.ledger");
+        let c = w.connect(admin, operator).unwrap();
+        let call =
+            serde_json::json!({"call": "Ledger::rebalance", "payload": {"book": "main"}, "id": 1});
+        w.send(c, &unix::line(&call));
+        w.stop();
+        let stopped = w.now();
+        assert_eq!(w.next_deadline(), Some(stopped + 10 * SECOND));
+        w.wait(10 * SECOND - 1);
+        assert!(!w.is_closed(c) && w.is_listening(admin));
+        w.wait(1);
+        // Abandoned: its connection is closed with nothing written, and the
+        // exposure, with nothing left pending, stops listening.
+        assert_eq!(w.closed_at(c), Some(stopped + 10 * SECOND));
+        assert!(w.output(c).is_empty());
+        assert!(!w.is_listening(admin));
+        // The handler still runs once its gate opens; nothing is written.
+        w.open("self.ledger");
+        assert!(w.output(c).is_empty());
+    }
+}

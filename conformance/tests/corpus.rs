@@ -66,8 +66,8 @@ fn every_record_equals_the_reference_record_of_its_name() {
     }
     let n = ours.records.len();
     assert_eq!(
-        n, 49,
-        "ten outcomes and the describes per transport, and what only MCP has"
+        n, 53,
+        "ten outcomes and the describes per transport, what only MCP has, and the transport failures"
     );
     let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
     assert_eq!(code, 0, "{out}");

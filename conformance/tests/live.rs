@@ -170,7 +170,15 @@ fn http_every_outcome_live_recorded_and_replayed() {
         out.contains("serves Public@fnv1a64:a8930d6e7998e986/public"),
         "{out}"
     );
-    assert!(out.ends_with("12 passed, 0 failed\n"), "{out}");
+    // The transport failures too: the silences waited for, the demo's
+    // timers closing the connections.
+    assert!(out.ends_with("14 passed, 0 failed\n"), "{out}");
+    for name in [
+        "http/transport_failure.silence",
+        "http/transport_failure.trickle",
+    ] {
+        assert!(out.contains(&format!("pass  {name}\n")), "{out}");
+    }
     // The cooperative outcomes run last, the stop at the very end.
     let order = lines_of(&out, "pass  ");
     assert_eq!(
@@ -181,10 +189,12 @@ fn http_every_outcome_live_recorded_and_replayed() {
             "http/refusal_shutting_down"
         ]
     );
-    // What the check sent of public; the partner's describes it did not.
+    // What the check sent of public and the demo answered; the partner's
+    // describes it did not send, and a connection closed with nothing
+    // written is no exchange a recorder hears.
     let names: Vec<String> = project_names("http")
         .into_iter()
-        .filter(|n| !n.contains(".partner."))
+        .filter(|n| !n.contains(".partner.") && !n.contains("transport_failure"))
         .collect();
     assert_eq!(names.len(), 12);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -264,6 +274,7 @@ fn http_without_cooperation_names_what_it_could_not_provoke() {
         ),
         "{out}"
     );
+    // In a hurry: no silences waited for either.
     let (code, out) = check(&[
         "--endpoint",
         &public,
@@ -271,6 +282,8 @@ fn http_without_cooperation_names_what_it_could_not_provoke() {
         "http",
         "--exposure",
         "public",
+        "--max-wait",
+        "0",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(
@@ -280,6 +293,8 @@ fn http_without_cooperation_names_what_it_could_not_provoke() {
     assert_eq!(
         lines_of(&out, "not provoked  "),
         [
+            "http/transport_failure.silence",
+            "http/transport_failure.trickle",
             "http/refusal_full",
             "http/refusal_unavailable",
             "http/refusal_shutting_down"
@@ -291,7 +306,11 @@ fn http_without_cooperation_names_what_it_could_not_provoke() {
         "{out}"
     );
     assert!(
-        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
+        out.contains("not provoked  http/transport_failure.silence: its scenario is silent for 5000 ms in all, longer than --max-wait 0 s"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("9 passed, 0 failed, 5 not provoked\n"),
         "{out}"
     );
 }
@@ -316,17 +335,24 @@ fn unix_every_outcome_a_peer_can_provoke_live() {
         &public,
     ]);
     assert_eq!(code, 0, "{out}");
+    // One stop to a server: the stop's wait is checked on a server of its
+    // own (unix_stop_wait_abandons_a_call_live).
     assert_eq!(
         lines_of(&out, "not provoked  "),
         [
             "unix/describe.admin.uid-1001",
             "unix/refusal_unauthenticated",
-            "unix/refusal_unauthorized"
+            "unix/refusal_unauthorized",
+            "unix/transport_failure.stop_wait"
         ],
         "{out}"
     );
     assert!(
-        out.ends_with("9 passed, 0 failed, 3 not provoked\n"),
+        out.contains("not provoked  unix/transport_failure.stop_wait: the server stopped at an earlier record's stop()"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("9 passed, 0 failed, 4 not provoked\n"),
         "{out}"
     );
     // The describe was recorded under the user's own uid, not 1000.
@@ -336,6 +362,7 @@ fn unix_every_outcome_a_peer_can_provoke_live() {
             !n.contains("describe")
                 && !n.ends_with("unauthenticated")
                 && !n.ends_with("unauthorized")
+                && !n.contains("transport_failure")
         })
         .collect();
     assert_eq!(names.len(), 8);
@@ -362,10 +389,43 @@ fn unix_every_outcome_a_peer_can_provoke_live() {
         "{out}"
     );
     assert!(
-        out.ends_with("2 passed, 0 failed, 10 not provoked\n"),
+        out.ends_with("2 passed, 0 failed, 11 not provoked\n"),
         "{out}"
     );
     recordings_hold(&demo, &["unix/refusal_unauthorized"]);
+}
+
+#[test]
+fn unix_stop_wait_abandons_a_call_live() {
+    // A server of its own, since a stop ends it: the operator's call held
+    // at a gate, stop(), and ten seconds later the demo has closed the
+    // caller's connection with nothing written.
+    let tmp = Temp::new("live-stop-wait");
+    select(
+        &project(),
+        &["unix/transport_failure.stop_wait"],
+        &desk(),
+        &tmp.0,
+    );
+    let demo = boot("unix-stop-wait", None);
+    let control = demo.control();
+    let (code, out) = check(&[
+        "--endpoint",
+        &demo.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &control,
+        "--as-peer",
+        "1000",
+        "--corpus",
+        s(&tmp.0),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.ends_with("pass  unix/transport_failure.stop_wait\n1 passed, 0 failed\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -457,6 +517,70 @@ fn a_server_that_never_ends_its_reply_fails_without_growing() {
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("FAIL  http/result: the reply is over 16777216 bytes"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_server_whose_timer_is_not_the_specs_fails_the_silence() {
+    // One server closes every connection as soon as it is made, the other
+    // never closes one: neither is HTTP's 5 seconds of silence.
+    fn serve(close_at_once: bool) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                if !close_at_once {
+                    held.push(conn);
+                }
+            }
+        });
+        format!("http://{addr}")
+    }
+    let tmp = Temp::new("live-silence");
+    select(
+        &project(),
+        &["http/transport_failure.silence"],
+        &desk(),
+        &tmp.0,
+    );
+    let corpus = s(&tmp.0).to_owned();
+    let runs: Vec<_> = [true, false]
+        .into_iter()
+        .map(|close_at_once| {
+            let endpoint = serve(close_at_once);
+            let corpus = corpus.clone();
+            thread::spawn(move || {
+                let args = [
+                    "--endpoint",
+                    &endpoint,
+                    "--transport",
+                    "http",
+                    "--exposure",
+                    "public",
+                    "--corpus",
+                    &corpus,
+                ];
+                check(&args)
+            })
+        })
+        .collect();
+    let outs: Vec<(i32, String)> = runs.into_iter().map(|t| t.join().unwrap()).collect();
+    let (code, out) = &outs[0];
+    assert_eq!(*code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/transport_failure.silence: the connection ended ")
+            && out.contains(
+                " ms before the scenario's last silence was over: earlier than the spec's timer"
+            ),
+        "{out}"
+    );
+    let (code, out) = &outs[1];
+    assert_eq!(*code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  http/transport_failure.silence: no reply, and the connection was still open 1000 ms after the scenario's last step: a transport failure ends it"),
         "{out}"
     );
 }

@@ -111,11 +111,15 @@ fn derived_scenarios_provoke_what_the_outcome_needs() {
     );
     assert_eq!(derived("unix/refusal_unauthenticated"), [Step::Exchange]);
     // Over MCP the member is the tool's, found through the rows.
-    let mcp = limen_conformance::mcp::from_http(
-        corpus.record("http/refusal_unavailable").unwrap(),
-        "Public@fnv1a64:a8930d6e7998e986/public",
-    )
-    .unwrap();
+    let mcp = corpus
+        .record("http/refusal_unavailable")
+        .unwrap()
+        .implied(
+            &limen_conformance::transport::mcp::Mcp,
+            "Public@fnv1a64:a8930d6e7998e986/public",
+        )
+        .unwrap();
+    assert_eq!(mcp.name, "mcp/refusal_unavailable");
     let e = program.exposure("public").unwrap();
     let spec = exposure_spec(&program, e, "mcp").unwrap();
     assert_eq!(
@@ -183,7 +187,57 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
         ],
         "{out}"
     );
-    assert!(out.ends_with("42 passed, 8 failed\n"), "{out}");
+    assert!(out.ends_with("46 passed, 8 failed\n"), "{out}");
+}
+
+#[test]
+fn a_timer_fires_at_its_instant_and_not_before() {
+    // The transport failures: each passes as recorded, and fails when its
+    // silence stops short of the spec's deadline or its request is whole in
+    // time, so the records hold the timers to their instants.
+    let names = [
+        "http/transport_failure.silence",
+        "http/transport_failure.trickle",
+        "mcp/transport_failure.silence",
+        "unix/transport_failure.stop_wait",
+    ];
+    let tmp = Temp::new("replay-timers");
+    select(&project(), &names, &desk(), &tmp.0);
+    for feed in ["whole", "bytes"] {
+        let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0), "--feed", feed]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.ends_with("4 passed, 0 failed\n"), "{out}");
+    }
+    // A millisecond short of 5 s of silence, the request is still read.
+    edit(&tmp.0, "http/transport_failure.silence", |v| {
+        v["scenario"]["steps"][1]["wait_ms"] = 4999.into();
+    });
+    // The whole request in 9 s: answered, not cut off.
+    edit(&tmp.0, "http/transport_failure.trickle", |v| {
+        v["scenario"]["steps"][6]["send"] = 10.into();
+    });
+    // Stop's wait is 10 s: at 9.999 s the call is still the handler's.
+    edit(&tmp.0, "unix/transport_failure.stop_wait", |v| {
+        v["scenario"]["steps"][3]["wait_ms"] = 9999.into();
+    });
+    // A send after the connection ended fails the record.
+    edit(&tmp.0, "mcp/transport_failure.silence", |v| {
+        v["scenario"]["steps"] =
+            serde_json::json!([{"exchange": {"withhold": 1}}, {"wait_ms": 5000}, {"send": 1}]);
+    });
+    let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
+    assert_eq!(code, 1, "{out}");
+    let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(
+        failed,
+        [
+            "FAIL  http/transport_failure.silence: no reply, and the connection is still open: a transport failure ends it",
+            "FAIL  http/transport_failure.trickle: a reply, where the connection was to end with none (a transport failure): {\"status\":200,\"headers\":{\"Content-Type\":\"application/json\",\"Cache-Control\":\"no-store\"},\"body\"...",
+            "FAIL  mcp/transport_failure.silence: step 3 ({\"send\":1}): the connection ended before this step",
+            "FAIL  unix/transport_failure.stop_wait: no reply, and the connection is still open: a transport failure ends it",
+        ],
+        "{out}"
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The conformance runner's readers (`conformance/src/{wire,record,mcp}.rs`):
+//! The conformance runner's readers (`conformance/src/{transport,record}`):
 //! `limen-conformance check` reads a live server's bytes, which may be
 //! anything, and every command reads record files someone else wrote.
 //!
@@ -9,29 +9,23 @@
 //!   same bytes reads (a reply, once whole, does not change as more bytes
 //!   arrive); its outcome and its masked form are computed without panic.
 //! - odd: a record's text, read as a record of each transport. Checks: a
-//!   record that reads is masked; the MCP record an HTTP call implies
-//!   names the same outcome and kind.
+//!   record that reads is masked; a record another transport's record
+//!   implies (the MCP call of an HTTP call) names the same outcome and
+//!   kind.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_conformance::mask;
-use limen_conformance::mcp;
-use limen_conformance::record::{Record, Transport};
-use limen_conformance::replay::reply_of;
-use limen_conformance::wire;
-
-fn transports() -> [Transport; 3] {
-    [Transport::Unix, Transport::Http, Transport::Mcp]
-}
+use limen_conformance::record::Record;
+use limen_conformance::transport::FORMS;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, input)) = data.split_first() else {
         return;
     };
     if mode % 2 == 0 {
-        for t in transports() {
-            let whole = reply_of(&t, input, true);
-            let open = reply_of(&t, input, false);
+        for form in FORMS {
+            let whole = form.reply(input, true);
+            let open = form.reply(input, false);
             if let Ok(Some(v)) = &open {
                 // Whole without the end of the stream: the end changes
                 // nothing, nor does any longer read.
@@ -39,26 +33,28 @@ fuzz_target!(|data: &[u8]| {
                     whole.as_ref().ok(),
                     Some(&Some(v.clone())),
                     "{}",
-                    t.as_str()
+                    form.name()
                 );
                 let cut = input.len() / 2;
-                if let Ok(Some(p)) = reply_of(&t, &input[..cut], false) {
-                    assert_eq!(&p, v, "{} read at {cut} of {}", t.as_str(), input.len());
+                if let Ok(Some(p)) = form.reply(&input[..cut], false) {
+                    assert_eq!(&p, v, "{} read at {cut} of {}", form.name(), input.len());
                 }
             }
             if let Ok(Some(v)) = whole {
-                let _ = wire::outcome_of(&t, &v);
-                let _ = mask::reply(&t, &v, None);
+                let _ = form.outcome(&v);
+                let _ = form.mask_reply(&v, None);
             }
         }
     } else if let Ok(text) = std::str::from_utf8(input) {
-        for t in transports() {
-            let Ok(record) = Record::parse(&format!("{}/fuzz", t.as_str()), text) else {
+        for form in FORMS {
+            let Ok(record) = Record::parse(&format!("{}/fuzz", form.name()), text) else {
                 continue;
             };
-            let _ = mask::record(&record);
-            if let Some(m) = mcp::from_http(&record, &record.exposure) {
-                assert_eq!((&m.outcome, &m.kind), (&record.outcome, &record.kind));
+            let _ = record.masked();
+            for other in FORMS {
+                if let Some(m) = record.implied(*other, &record.exposure) {
+                    assert_eq!((&m.outcome, &m.kind), (&record.outcome, &record.kind));
+                }
             }
         }
     }

@@ -1,12 +1,15 @@
-//! The Unix JSON-lines machine (`core/src/wire/line.rs`) fed the input as a
-//! peer's bytes, then its EOF.
+//! The Unix JSON-lines machine (`core/src/wire/line.rs`), behind the Unix
+//! transport front that frames its requests and answers what is not one
+//! (`core/src/wire/front.rs`), fed the input as a peer's bytes, then its
+//! EOF.
 //!
 //! Checks, under the default limits and under a 64-byte line (so the
 //! limit's paths are reached by short inputs): the same events and the same
 //! output whether the bytes come whole, byte by byte or in arbitrary
 //! pieces; events in their only possible order (requests, then `Lost`
-//! once, then `Close` once); a framed payload and id are one JSON value
-//! each; every line written is a malformed refusal with `request_id` 0;
+//! once, then `Closed` once); a framed payload and id are one JSON value
+//! each, and every request carries the peer as its credential; every line
+//! the front writes by itself is a malformed refusal with `request_id` 0;
 //! once its output is written a draining connection closes; the
 //! stalled-write timer fires at the deadline `poll_timeout` names, not a
 //! nanosecond before; and every line reads the same through `parse_line`
@@ -14,11 +17,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::runtime::PeerCredentials;
+use limen_core::hale::runtime::{Credential, PeerCredentials, RequestKind};
 use limen_core::json::Tokenizer;
-use limen_core::wire::line::{
-    parse_line, parse_line_tokenized, to_request, Limits, LineConn, LineEvent, LineRequest,
-};
+use limen_core::wire::front::{Front, FrontEvent};
+use limen_core::wire::line::{parse_line, parse_line_tokenized, Limits, LineConn};
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex};
 
@@ -36,13 +38,13 @@ fn one_json_value(text: &[u8]) -> bool {
 
 #[derive(Debug, PartialEq)]
 struct Run {
-    events: Vec<LineEvent>,
+    events: Vec<FrontEvent>,
     output: Vec<u8>,
     closed: bool,
 }
 
 fn run(limits: Limits, feed: &[&[u8]]) -> Run {
-    let mut c = LineConn::new(0, limits, PEER);
+    let mut c = Front::unix(0, limits, PEER, 1);
     let mut events = Vec::new();
     for piece in feed {
         c.handle_data(0, piece);
@@ -81,32 +83,27 @@ fn check(limits: Limits, data: &[u8]) {
 
     // Requests, then Lost once (the EOF, or the refused line), then Close.
     let mut ev = first.events.iter().peekable();
-    while let Some(LineEvent::Request(r)) = ev.peek() {
-        match r {
-            LineRequest::Call { payload, id, .. } => {
-                assert!(one_json_value(payload), "payload {}", hex(payload));
-                if let Some(id) = id {
-                    assert!(one_json_value(id.as_bytes()), "id {id}");
-                }
-                let _ = to_request((*r).clone(), 1, PEER);
-            }
-            LineRequest::Describe { id } | LineRequest::Malformed { id, .. } => {
-                if let Some(id) = id {
-                    assert!(one_json_value(id.as_bytes()), "id {id}");
-                }
-            }
+    while let Some(FrontEvent::Request { request, raw }) = ev.peek() {
+        assert!(raw.is_none());
+        assert_eq!(request.correlation, 1);
+        assert_eq!(request.credential, Credential::Peer(PEER));
+        if let RequestKind::Call { payload, .. } = &request.kind {
+            assert!(one_json_value(payload), "payload {}", hex(payload));
+        }
+        if let Some(id) = &request.client_id {
+            assert!(one_json_value(id.as_bytes()), "id {id}");
         }
         ev.next();
     }
-    assert_eq!(ev.next(), Some(&LineEvent::Lost), "{:?}", first.events);
+    assert_eq!(ev.next(), Some(&FrontEvent::Lost), "{:?}", first.events);
     let rest: Vec<_> = ev.collect();
     assert_eq!(rest.is_empty(), !first.closed, "{:?}", first.events);
     if first.closed {
-        assert_eq!(rest, [&LineEvent::Close]);
+        assert_eq!(rest, [&FrontEvent::Closed]);
         assert!(first.output.is_empty());
     }
 
-    // What the machine wrote by itself: one malformed refusal, request_id 0.
+    // What the front wrote by itself: one malformed refusal, request_id 0.
     if !first.output.is_empty() {
         assert_eq!(first.output.last(), Some(&b'\n'));
         let lines: Vec<&[u8]> = first.output[..first.output.len() - 1]
@@ -122,24 +119,37 @@ fn check(limits: Limits, data: &[u8]) {
 
     // The stalled-write timer: no-op before its deadline, fires at it; and
     // a draining connection closes once its output is written.
-    let mut c = LineConn::new(0, limits, PEER);
+    let mut c = Front::unix(0, limits, PEER, 1);
     c.handle_data(0, data);
+    while c.poll_event().is_some() {}
     let queued = !c.pending_output().is_empty();
-    c.send_line(SECOND, b"{\"request_id\":1}");
+    let mut raw = LineConn::new(0, limits);
+    raw.send_line(SECOND, b"{\"request_id\":1}");
+    let deadline = raw.poll_timeout().expect("output is queued");
+    assert_eq!(deadline, SECOND + limits.stalled_write);
+    raw.handle_timeout(deadline - 1);
+    assert!(!raw.is_closed(), "the timer fired before its deadline");
+    raw.handle_timeout(deadline);
+    assert!(raw.is_closed(), "the timer did not fire at its deadline");
+    if !queued {
+        return;
+    }
+    // The front's own answer was queued at 0.
     let deadline = c.poll_timeout().expect("output is queued");
-    let since = if queued { 0 } else { SECOND };
-    assert_eq!(deadline, since + limits.stalled_write);
+    assert_eq!(deadline, limits.stalled_write);
     c.handle_timeout(deadline - 1);
     assert!(!c.is_closed(), "the timer fired before its deadline");
     c.handle_timeout(deadline);
     assert!(c.is_closed(), "the timer did not fire at its deadline");
     assert_eq!(c.poll_timeout(), None);
 
-    let mut c = LineConn::new(0, limits, PEER);
+    let mut c = Front::unix(0, limits, PEER, 1);
     c.handle_data(0, data);
     c.handle_eof(0);
+    while c.poll_event().is_some() {}
     let n = c.pending_output().len();
     c.consume_output(0, n);
+    while c.poll_event().is_some() {}
     assert!(c.is_closed());
     assert_eq!(c.poll_timeout(), None);
 }

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use limen_core::flow::tool::listing::describe_result;
 use limen_core::flow::tool::{
-    fuzz_host_replies, Call, CallKey, HostEvent, HostConn, Limits, McpConn, ToolConn,
+    fuzz_host_replies, Call, CallKey, HostConn, HostEvent, Limits, McpConn, ToolConn,
 };
 use limen_core::flow::{Type, Value};
 use limen_core::json::jsonrpc;

@@ -97,7 +97,11 @@ fuzz_target!(|data: &[u8]| {
         };
         let took = conn.reply(0, &c.key, &reply);
         if took {
-            assert!(!conn.reply(0, &c.key, &reply), "a second reply to {}", c.key);
+            assert!(
+                !conn.reply(0, &c.key, &reply),
+                "a second reply to {}",
+                c.key
+            );
         }
     }
     assert_eq!(conn.open_calls(), 0, "calls still open after every reply");

@@ -245,8 +245,7 @@ impl ConnLoop {
         }
         if owner.stopped() && !self.finish_sent {
             self.finish_sent = true;
-            for (i, mailbox) in owner.loops.iter().enumerate().skip(1) {
-                let _ = i;
+            for mailbox in owner.loops.iter().skip(1) {
                 mailbox.send(Message::Finish);
             }
             self.finishing = true;

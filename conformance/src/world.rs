@@ -473,6 +473,17 @@ impl World {
                     }
                     self.after_machine(c);
                 }
+                Event::Recall { request_id, .. } => {
+                    // A call held at a gate has not started: it comes back.
+                    let at = self
+                        .held
+                        .iter()
+                        .position(|(e, d)| *e == s && d.request_id == request_id);
+                    if let Some(at) = at {
+                        self.held.remove(at);
+                        self.served[s].exposure.recalled(request_id);
+                    }
+                }
                 Event::StopListening => self.served[s].listening = false,
             }
         }

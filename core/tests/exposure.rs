@@ -742,3 +742,209 @@ fn describing_reads_the_rows_and_sources_admission_reads() {
     s.rpc.describe(3, bearer("t-x"));
     assert_eq!(refusal(&mut s, 3).0, "unauthenticated");
 }
+
+/// An exposure handing up to `ahead` calls ahead to its one receiver,
+/// known, and a way to send `A::open` on connection `conn`.
+mod ahead {
+    use super::*;
+
+    pub fn exposure(ahead: usize) -> Exposure {
+        let spec = ExposureSpec {
+            name: "ahead".into(),
+            surface: "A".into(),
+            digest: DIGEST.into(),
+            via: "test".into(),
+            members: vec![member("A::open", 0, &[])],
+            receivers: vec!["self.a".into()],
+            bound: 8,
+            hierarchy: RoleHierarchy::flat(),
+            limits: ExposureLimits {
+                dispatch_ahead: ahead,
+                ..ExposureLimits::default()
+            },
+        };
+        let mut ex = Exposure::new(
+            spec,
+            Some(Box::new(TokenTable::new(None).with("t-ann", "ann"))),
+            Box::new(RoleTable::new()),
+            Box::new(NCodec),
+            Box::new(ListDoc(vec!["A::open".into()])),
+        );
+        ex.receiver_born(0, 1);
+        assert!(ex.poll_event().is_none());
+        ex
+    }
+
+    pub fn open(ex: &mut Exposure, conn: u64) -> RequestId {
+        let id = ex.handle_request(
+            0,
+            0,
+            Request {
+                correlation: conn,
+                kind: RequestKind::Call {
+                    member: "A::open".into(),
+                    payload: br#"{"n":1}"#.to_vec(),
+                },
+                digest: None,
+                credential: bearer("t-ann"),
+                client_id: None,
+            },
+        );
+        assert!(ex.is_pending(id), "A::open is accepted");
+        id
+    }
+
+    pub fn events(ex: &mut Exposure) -> Vec<Event> {
+        std::iter::from_fn(|| ex.poll_event()).collect()
+    }
+
+    pub fn dispatched(events: &[Event]) -> Vec<RequestId> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Dispatch(d) => Some(d.request_id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn recalls(events: &[Event]) -> Vec<RequestId> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Recall { request_id, .. } => Some(*request_id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Each delivered request with its refusal kind, or `None` for an
+    /// outcome that is not a refusal.
+    pub fn delivered(events: &[Event]) -> Vec<(RequestId, Option<RefusalKind>)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Deliver(d) => Some((
+                    d.request_id,
+                    match &d.outcome {
+                        Outcome::Refusal(r) => Some(r.kind),
+                        _ => None,
+                    },
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn with_calls_handed_ahead_a_receiver_is_handed_its_next_calls_in_order() {
+    let mut ex = ahead::exposure(2);
+    let ids: Vec<RequestId> = (0..4).map(|c| ahead::open(&mut ex, c)).collect();
+    // One to run and two ahead; the fourth waits in the exposure's queue.
+    assert_eq!(ahead::dispatched(&ahead::events(&mut ex)), ids[..3]);
+    ex.handle_completion(ids[0], Completion::Returned(b"{}".to_vec()));
+    let events = ahead::events(&mut ex);
+    assert_eq!(ahead::delivered(&events), [(ids[0], None)]);
+    assert_eq!(ahead::dispatched(&events), [ids[3]]);
+}
+
+#[test]
+fn without_calls_handed_ahead_nothing_is_ever_recalled() {
+    let mut ex = ahead::exposure(0);
+    let a = ahead::open(&mut ex, 1);
+    let b = ahead::open(&mut ex, 2);
+    assert_eq!(ahead::dispatched(&ahead::events(&mut ex)), [a]);
+    ex.stop(0);
+    let events = ahead::events(&mut ex);
+    assert!(ahead::recalls(&events).is_empty());
+    // The handed call executes; the queued one is refused.
+    assert_eq!(
+        ahead::delivered(&events),
+        [(b, Some(RefusalKind::ShuttingDown))]
+    );
+}
+
+#[test]
+fn at_stop_a_call_handed_ahead_and_not_started_is_refused_as_queued() {
+    let mut ex = ahead::exposure(2);
+    let ids: Vec<RequestId> = (0..4).map(|c| ahead::open(&mut ex, c)).collect();
+    ahead::events(&mut ex);
+    ex.stop(0);
+    let events = ahead::events(&mut ex);
+    // The queued one is refused at once; every handed one is asked back.
+    assert_eq!(
+        ahead::delivered(&events),
+        [(ids[3], Some(RefusalKind::ShuttingDown))]
+    );
+    assert_eq!(ahead::recalls(&events), ids[..3]);
+    // The first had started: its worker keeps it and it completes. The
+    // other two were taken back.
+    ex.recalled(ids[1]);
+    ex.recalled(ids[2]);
+    ex.handle_completion(ids[0], Completion::Returned(b"{}".to_vec()));
+    let events = ahead::events(&mut ex);
+    assert_eq!(
+        ahead::delivered(&events),
+        [
+            (ids[1], Some(RefusalKind::ShuttingDown)),
+            (ids[2], Some(RefusalKind::ShuttingDown)),
+            (ids[0], None),
+        ]
+    );
+    assert!(matches!(events.last(), Some(Event::StopListening)));
+    assert_eq!(ex.pending_len(), 0);
+    // A recall answered twice, or for a call never asked back, is nothing.
+    ex.recalled(ids[1]);
+    ex.recalled(99);
+    assert!(ex.poll_event().is_none());
+}
+
+#[test]
+fn a_draining_receiver_takes_back_its_calls_handed_ahead_as_unavailable() {
+    let mut ex = ahead::exposure(1);
+    let a = ahead::open(&mut ex, 1);
+    let b = ahead::open(&mut ex, 2);
+    let c = ahead::open(&mut ex, 3);
+    assert_eq!(ahead::dispatched(&ahead::events(&mut ex)), [a, b]);
+    ex.receiver_draining(0, 1);
+    let events = ahead::events(&mut ex);
+    assert_eq!(
+        ahead::delivered(&events),
+        [(c, Some(RefusalKind::Unavailable))]
+    );
+    assert_eq!(ahead::recalls(&events), [a, b]);
+    // Neither had started.
+    ex.recalled(a);
+    ex.recalled(b);
+    assert_eq!(
+        ahead::delivered(&ahead::events(&mut ex)),
+        [
+            (a, Some(RefusalKind::Unavailable)),
+            (b, Some(RefusalKind::Unavailable)),
+        ]
+    );
+    assert_eq!(ex.pending_len(), 0);
+}
+
+#[test]
+fn a_call_recalled_that_had_started_still_completes_once() {
+    let mut ex = ahead::exposure(1);
+    let a = ahead::open(&mut ex, 1);
+    let b = ahead::open(&mut ex, 2);
+    ahead::events(&mut ex);
+    ex.receiver_draining(0, 1);
+    assert_eq!(ahead::recalls(&ahead::events(&mut ex)), [a, b]);
+    // `a` had started and completes; `b` reported not taken by its worker
+    // (it could no longer run it) instead of taken back.
+    ex.handle_completion(a, Completion::Failed(b"{\"code\":\"x\"}".to_vec()));
+    ex.dispatch_not_taken(b);
+    let events = ahead::events(&mut ex);
+    assert_eq!(
+        ahead::delivered(&events),
+        [(a, None), (b, Some(RefusalKind::Unavailable))]
+    );
+    ex.recalled(b);
+    ex.handle_completion(a, Completion::Returned(b"{}".to_vec()));
+    assert!(ex.poll_event().is_none());
+}

@@ -89,6 +89,18 @@ pub struct ExposureLimits {
     pub stop_wait: Timestamp,
     /// How long a teardown waits for executing calls (the spec: one second).
     pub teardown_wait: Timestamp,
+    /// How many calls a receiver may be handed beyond the one it runs.
+    ///
+    /// 0 (the default) hands a receiver its next call only once the last
+    /// one completed: a handed call is executing. A driver whose workers
+    /// run on other threads sets more, so a worker finds its next call
+    /// waiting instead of a round trip through the exposure's owner; a
+    /// call handed ahead has not started until its worker starts it, so
+    /// where the exposure would settle queued calls (`stop()`, a drain, a
+    /// receiver gone) it asks for every handed call back
+    /// ([`Event::Recall`]) and the driver answers, for each one its worker
+    /// never started and now never will, [`Input::Recalled`].
+    pub dispatch_ahead: usize,
 }
 
 impl Default for ExposureLimits {
@@ -96,6 +108,7 @@ impl Default for ExposureLimits {
         ExposureLimits {
             stop_wait: 10 * SECOND,
             teardown_wait: SECOND,
+            dispatch_ahead: 0,
         }
     }
 }
@@ -146,6 +159,9 @@ pub enum Input {
     ReceiverAbsent(ReceiverId),
     /// A dispatched call was not taken ([`Exposure::dispatch_not_taken`]).
     DispatchNotTaken(RequestId),
+    /// A recalled call never started and never will
+    /// ([`Exposure::recalled`]).
+    Recalled(RequestId),
     /// `stop()` ([`Exposure::stop`]).
     Stop,
     /// The serving locus's teardown ([`Exposure::teardown`]).
@@ -298,6 +314,17 @@ pub enum Event {
     /// The runtime has finished with this connection: a reply for it was
     /// dropped after it was lost (or its call abandoned at shutdown).
     CloseConnection(Correlation),
+    /// Only with [`ExposureLimits::dispatch_ahead`] above 0: take back the
+    /// handed call `request_id` if its worker has not started it, so that
+    /// it settles as a queued call would. Answer [`Exposure::recalled`]
+    /// when it was taken back (it must then never start); say nothing when
+    /// it started — its completion follows as usual.
+    Recall {
+        /// The receiver it was handed to.
+        receiver: ReceiverId,
+        /// The call.
+        request_id: RequestId,
+    },
     /// Shutdown is done: release the listener.
     StopListening,
 }
@@ -331,16 +358,35 @@ enum ReceiverState {
 #[derive(Debug)]
 struct Slot {
     state: ReceiverState,
-    /// The call handed over and not yet completed, and the incarnation
-    /// stamp it was handed to.
-    executing: Option<(RequestId, u64)>,
+    /// The calls handed over and not yet completed, in the order handed,
+    /// each with the incarnation stamp it was handed to: at most one, or
+    /// `1 + dispatch_ahead` with calls handed ahead.
+    handed: VecDeque<(RequestId, u64)>,
     queue: VecDeque<RequestId>,
+}
+
+impl Slot {
+    fn forget_handed(&mut self, id: RequestId) {
+        if let Some(at) = self.handed.iter().position(|h| h.0 == id) {
+            self.handed.remove(at);
+        }
+    }
 }
 
 #[derive(Debug)]
 enum Place {
     Queued(serde_json::Value),
+    /// Handed to its receiver (with no call handed ahead, executing).
     Executing,
+    /// Handed ahead and asked back; if taken back, it settles with this
+    /// refusal, as a queued call settled at the same moment did.
+    Recalling(RefusalKind),
+}
+
+impl Place {
+    fn is_handed(&self) -> bool {
+        matches!(self, Place::Executing | Place::Recalling(_))
+    }
 }
 
 #[derive(Debug)]
@@ -426,7 +472,7 @@ impl Exposure {
                     generation: 1,
                     asked: false,
                 },
-                executing: None,
+                handed: VecDeque::new(),
                 queue: VecDeque::new(),
             })
             .collect();
@@ -510,6 +556,7 @@ impl Exposure {
             }
             Input::ReceiverAbsent(receiver) => self.receiver_absent(receiver),
             Input::DispatchNotTaken(request_id) => self.dispatch_not_taken(request_id),
+            Input::Recalled(request_id) => self.recalled(request_id),
             Input::Stop => self.stop(now),
             Input::Teardown => self.teardown(now),
             Input::Timeout => self.handle_timeout(now),
@@ -698,7 +745,7 @@ impl Exposure {
         let Some(pending) = self.pending.get(&request_id) else {
             return;
         };
-        if !matches!(pending.place, Place::Executing) {
+        if !pending.place.is_handed() {
             // A completion for a call never handed over is a driver bug;
             // refusing to act keeps the table's accounting whole.
             return;
@@ -710,9 +757,7 @@ impl Exposure {
             Completion::Violated => Some(Outcome::ServerError),
             Completion::ProcessExits => None,
         };
-        if self.slots[receiver].executing.map(|e| e.0) == Some(request_id) {
-            self.slots[receiver].executing = None;
-        }
+        self.slots[receiver].forget_handed(request_id);
         match outcome {
             Some(outcome) => self.finish(request_id, outcome),
             None => self.abandon(request_id),
@@ -745,9 +790,16 @@ impl Exposure {
         // A call handed to an earlier incarnation completes under its own
         // generation; it does not hold the new incarnation's slot. One
         // handed to this very incarnation (announced again) still does.
-        if slot.executing.is_some_and(|(_, s)| s != stamp) {
-            slot.executing = None;
-        }
+        // Calls handed ahead to the earlier one are asked back: unstarted,
+        // they settle as the calls queued under its generation do.
+        let earlier: Vec<RequestId> = slot
+            .handed
+            .iter()
+            .filter(|h| h.1 != stamp)
+            .map(|h| h.0)
+            .collect();
+        slot.handed.retain(|h| h.1 == stamp);
+        self.recall(receiver, &earlier, RefusalKind::Unavailable);
         self.settle_queue(receiver, |g| g < generation);
         self.pump(receiver);
     }
@@ -776,17 +828,42 @@ impl Exposure {
         let Some(pending) = self.pending.get(&request_id) else {
             return;
         };
-        if !matches!(pending.place, Place::Executing) {
+        if !pending.place.is_handed() {
             return;
         }
         let receiver = self.spec.members[pending.member].receiver;
-        if self.slots[receiver].executing.map(|e| e.0) == Some(request_id) {
-            self.slots[receiver].executing = None;
-        }
+        self.slots[receiver].forget_handed(request_id);
         let member = &self.spec.members[pending.member].name;
         let refusal = Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member));
         self.finish(request_id, Outcome::from(refusal));
         self.receiver_gone(receiver, None);
+        self.maybe_stopped();
+    }
+
+    /// The call `request_id`, asked back with [`Event::Recall`], was taken
+    /// back before its worker started it: it settles as a queued call did
+    /// when it was asked back (`shutting_down` at a stop, `unavailable` for
+    /// a receiver gone). Anything else named here changes nothing.
+    pub fn recalled(&mut self, request_id: RequestId) {
+        let Some(pending) = self.pending.get(&request_id) else {
+            return;
+        };
+        let Place::Recalling(kind) = pending.place else {
+            return;
+        };
+        let receiver = self.spec.members[pending.member].receiver;
+        self.slots[receiver].forget_handed(request_id);
+        let refusal = match kind {
+            RefusalKind::ShuttingDown => {
+                Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN)
+            }
+            _ => {
+                let member = &self.spec.members[pending.member].name;
+                Refusal::new(RefusalKind::Unavailable, reasons::unavailable(member))
+            }
+        };
+        self.finish(request_id, Outcome::from(refusal));
+        self.pump(receiver);
         self.maybe_stopped();
     }
 
@@ -816,7 +893,7 @@ impl Exposure {
         let mut executing: Vec<RequestId> = self
             .pending
             .iter()
-            .filter(|(_, p)| matches!(p.place, Place::Executing))
+            .filter(|(_, p)| p.place.is_handed())
             .map(|(id, _)| *id)
             .collect();
         // In id order, as an ordered table gave them: the events of a run
@@ -826,7 +903,7 @@ impl Exposure {
             self.abandon(id);
         }
         for slot in &mut self.slots {
-            slot.executing = None;
+            slot.handed.clear();
         }
         self.maybe_stopped();
     }
@@ -845,8 +922,31 @@ impl Exposure {
                 let refusal = Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN);
                 self.finish(id, Outcome::from(refusal));
             }
+            let handed: Vec<RequestId> = self.slots[receiver].handed.iter().map(|h| h.0).collect();
+            self.recall(receiver, &handed, RefusalKind::ShuttingDown);
         }
         self.maybe_stopped();
+    }
+
+    /// Asks back every call of `ids` handed ahead and not asked back yet,
+    /// to settle with `kind` if taken back. Nothing is asked with no call
+    /// handed ahead: then a handed call is executing.
+    fn recall(&mut self, receiver: ReceiverId, ids: &[RequestId], kind: RefusalKind) {
+        if self.spec.limits.dispatch_ahead == 0 {
+            return;
+        }
+        for &request_id in ids {
+            let Some(p) = self.pending.get_mut(&request_id) else {
+                continue;
+            };
+            if matches!(p.place, Place::Executing) {
+                p.place = Place::Recalling(kind);
+                self.events.push_back(Event::Recall {
+                    receiver,
+                    request_id,
+                });
+            }
+        }
     }
 
     fn maybe_stopped(&mut self) {
@@ -868,6 +968,8 @@ impl Exposure {
         };
         slot.state = ReceiverState::Unavailable { generation };
         self.settle_queue(receiver, |_| true);
+        let handed: Vec<RequestId> = self.slots[receiver].handed.iter().map(|h| h.0).collect();
+        self.recall(receiver, &handed, RefusalKind::Unavailable);
     }
 
     /// Refuses `unavailable` every call queued for `receiver` whose
@@ -890,19 +992,24 @@ impl Exposure {
         self.slots[receiver].queue = keep;
     }
 
-    /// Hands the receiver its next call when it is free and known.
+    /// Hands the receiver its next calls while it is known and has room:
+    /// one call at a time, or as many ahead as the limits allow.
     fn pump(&mut self, receiver: ReceiverId) {
+        while self.pump_one(receiver) {}
+    }
+
+    fn pump_one(&mut self, receiver: ReceiverId) -> bool {
         let slot = &mut self.slots[receiver];
         let ReceiverState::Known { stamp, .. } = slot.state else {
-            return;
+            return false;
         };
-        if slot.executing.is_some() {
-            return;
+        if slot.handed.len() > self.spec.limits.dispatch_ahead {
+            return false;
         }
         let Some(id) = slot.queue.pop_front() else {
-            return;
+            return false;
         };
-        slot.executing = Some((id, stamp));
+        slot.handed.push_back((id, stamp));
         let pending = self
             .pending
             .get_mut(&id)
@@ -927,6 +1034,7 @@ impl Exposure {
             generation: pending.generation,
             stamp,
         })));
+        true
     }
 
     /// The one terminal step of an accepted request: the record is removed,

@@ -315,6 +315,17 @@ impl FixtureRpc {
                 }
                 Event::Ask(r) if self.draining[r] => self.exposure.receiver_absent(r),
                 Event::Ask(r) => self.exposure.receiver_born(r, self.stamps[r]),
+                Event::Recall {
+                    receiver,
+                    request_id,
+                } => {
+                    // A call held at a gate has not started: it comes back.
+                    let held = &mut self.held[receiver];
+                    if let Some(at) = held.iter().position(|d| d.request_id == request_id) {
+                        held.remove(at);
+                        self.exposure.recalled(request_id);
+                    }
+                }
                 Event::CloseConnection(c) => self.closed.push(c),
                 Event::StopListening => self.listening = false,
             }

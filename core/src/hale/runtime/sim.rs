@@ -7,7 +7,7 @@
 //! them by coverage. [`run`] plays one against a small exposure and checks
 //! the invariants of § The request lifecycle after every step.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use arbitrary::Arbitrary;
 
@@ -109,20 +109,34 @@ pub enum Op {
         /// Seconds.
         secs: u8,
     },
+    /// With calls handed ahead: receiver `r % 2`'s worker starts the first
+    /// call it was handed, if it is not running one.
+    Start {
+        /// The receiver.
+        r: u8,
+    },
 }
 
-/// A whole schedule: ops read from the bytes until they run out (at most
-/// 512), so every byte of a fuzzer's input shapes it.
+/// A whole schedule: how many calls a receiver may be handed ahead (0 to
+/// 2, from the first byte), then ops read from the bytes until they run out
+/// (at most 512), so every byte of a fuzzer's input shapes it.
 #[derive(Clone, Debug)]
-pub struct Schedule(pub Vec<Op>);
+pub struct Schedule {
+    /// [`ExposureLimits::dispatch_ahead`]: with 0 a handed call starts at
+    /// once; with more, only at an [`Op::Start`].
+    pub ahead: usize,
+    /// The steps.
+    pub ops: Vec<Op>,
+}
 
 impl<'a> Arbitrary<'a> for Schedule {
     fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        let ahead = usize::from(u8::arbitrary(u)? % 3);
         let mut ops = Vec::new();
         while !u.is_empty() && ops.len() < 512 {
             ops.push(Op::arbitrary(u)?);
         }
-        Ok(Schedule(ops))
+        Ok(Schedule { ahead, ops })
     }
 }
 
@@ -146,6 +160,12 @@ impl Describer for Doc {
 /// The simulated exposure: members 0 and 1 on receiver 0, member 2 on
 /// receiver 1; member 1 requires `op`; a bound of 4.
 pub fn exposure() -> Exposure {
+    exposure_handing_ahead(0)
+}
+
+/// [`exposure`], handing each receiver up to `ahead` calls beyond the one
+/// it runs.
+pub fn exposure_handing_ahead(ahead: usize) -> Exposure {
     let spec = ExposureSpec {
         name: "sim".into(),
         surface: "Sim".into(),
@@ -171,7 +191,10 @@ pub fn exposure() -> Exposure {
         receivers: vec!["self.a".into(), "self.b".into()],
         bound: 4,
         hierarchy: RoleHierarchy::flat(),
-        limits: ExposureLimits::default(),
+        limits: ExposureLimits {
+            dispatch_ahead: ahead,
+            ..ExposureLimits::default()
+        },
     };
     let tokens = TokenTable::new(Some("no such token"))
         .with("t-ann", "ann")
@@ -192,8 +215,14 @@ struct Model {
     refused: BTreeSet<RequestId>,
     delivered: BTreeSet<RequestId>,
     dispatched: BTreeSet<RequestId>,
-    /// Executing calls: id → (receiver, stamp).
+    /// Started calls: id → (receiver, stamp).
     executing: BTreeMap<RequestId, (usize, u64)>,
+    /// The calls handed to each (receiver, incarnation) and not ended, in
+    /// the order handed; the first may have started.
+    handed: BTreeMap<(usize, u64), VecDeque<RequestId>>,
+    /// Calls taken back before they started.
+    recalled: BTreeSet<RequestId>,
+    ahead: usize,
     correlation: BTreeMap<RequestId, Correlation>,
     lost: BTreeSet<Correlation>,
     closed: BTreeSet<Correlation>,
@@ -218,6 +247,8 @@ pub struct Reached {
     pub dropped: usize,
     /// Connections the transport was told it is finished with.
     pub closed: usize,
+    /// Calls handed ahead and taken back before they started.
+    pub recalled: usize,
 }
 
 impl std::ops::AddAssign for Reached {
@@ -228,22 +259,24 @@ impl std::ops::AddAssign for Reached {
         self.delivered += o.delivered;
         self.dropped += o.dropped;
         self.closed += o.closed;
+        self.recalled += o.recalled;
     }
 }
 
 /// Plays `schedule` and checks the invariants after every step; the error
 /// names the step and the invariant broken.
 pub fn run(schedule: &Schedule) -> Result<Reached, String> {
-    let mut ex = exposure();
+    let mut ex = exposure_handing_ahead(schedule.ahead);
     let mut m = Model {
         stamps: [1, 1],
+        ahead: schedule.ahead,
         ..Model::default()
     };
     let mut now = 0;
     ex.receiver_born(0, 1);
     ex.receiver_born(1, 1);
     drain_events(&mut ex, &mut m).map_err(|e| format!("at birth: {e}"))?;
-    for (step, op) in schedule.0.iter().enumerate() {
+    for (step, op) in schedule.ops.iter().enumerate() {
         apply(&mut ex, &mut m, op, &mut now);
         drain_events(&mut ex, &mut m).map_err(|e| format!("step {step} ({op:?}): {e}"))?;
         check(&ex, &m).map_err(|e| format!("step {step} ({op:?}): {e}"))?;
@@ -268,12 +301,36 @@ pub fn run(schedule: &Schedule) -> Result<Reached, String> {
         delivered,
         dropped: m.accepted.len() - delivered,
         closed: m.closed.len(),
+        recalled: m.recalled.len(),
     })
 }
 
 fn pick(m: &Model, n: u8) -> Option<RequestId> {
     let ids: Vec<RequestId> = m.executing.keys().copied().collect();
     (!ids.is_empty()).then(|| ids[n as usize % ids.len()])
+}
+
+/// A call handed and not started (with calls handed ahead), or else a
+/// started one: what a worker may report not taken.
+fn pick_not_taken(m: &Model, n: u8) -> Option<RequestId> {
+    if m.ahead == 0 {
+        return pick(m, n);
+    }
+    let ids: Vec<RequestId> = m
+        .handed
+        .values()
+        .flatten()
+        .copied()
+        .filter(|id| !m.executing.contains_key(id))
+        .collect();
+    (!ids.is_empty()).then(|| ids[n as usize % ids.len()])
+}
+
+/// The call `id` ended or went back: it leaves its worker's queue.
+fn forget_handed(m: &mut Model, id: RequestId) {
+    for queue in m.handed.values_mut() {
+        queue.retain(|&h| h != id);
+    }
 }
 
 fn apply(ex: &mut Exposure, m: &mut Model, op: &Op, now: &mut u64) {
@@ -338,6 +395,7 @@ fn apply(ex: &mut Exposure, m: &mut Model, op: &Op, now: &mut u64) {
         Op::Complete { pick: p, how } => {
             if let Some(id) = pick(m, p) {
                 m.executing.remove(&id);
+                forget_handed(m, id);
                 let c = match how % 4 {
                     0 => Completion::Returned(b"{}".to_vec()),
                     1 => Completion::Failed(b"{\"code\":\"x\"}".to_vec()),
@@ -382,9 +440,19 @@ fn apply(ex: &mut Exposure, m: &mut Model, op: &Op, now: &mut u64) {
         }
         Op::Absent { r } => ex.receiver_absent(usize::from(r % 2)),
         Op::NotTaken { pick: p } => {
-            if let Some(id) = pick(m, p) {
+            if let Some(id) = pick_not_taken(m, p) {
                 m.executing.remove(&id);
+                forget_handed(m, id);
                 ex.dispatch_not_taken(id);
+            }
+        }
+        Op::Start { r } => {
+            let r = usize::from(r % 2);
+            let key = (r, m.stamps[r]);
+            if let Some(&first) = m.handed.get(&key).and_then(|q| q.front()) {
+                if !m.executing.contains_key(&first) && ex.is_pending(first) {
+                    m.executing.insert(first, key);
+                }
             }
         }
         Op::Stop { chance } => {
@@ -426,6 +494,9 @@ fn drain_events(ex: &mut Exposure, m: &mut Model) -> Result<(), String> {
                 {
                     return Err(format!("an outcome for unknown request {id}"));
                 }
+                if m.recalled.contains(&id) && !matches!(d.outcome, Outcome::Refusal(_)) {
+                    return Err(format!("recalled request {id} delivered a handler's outcome"));
+                }
                 m.executing.remove(&id);
             }
             Event::Dispatch(d) => {
@@ -446,15 +517,42 @@ fn drain_events(ex: &mut Exposure, m: &mut Model) -> Result<(), String> {
                 if d.stamp != m.stamps[d.receiver] {
                     return Err(format!("request {id} handed to a past incarnation"));
                 }
-                let busy = m
-                    .executing
-                    .values()
-                    .filter(|(r, s)| *r == d.receiver && *s == d.stamp)
-                    .count();
-                if busy > 0 {
-                    return Err(format!("receiver {} handed two calls at once", d.receiver));
+                let queue = m.handed.entry((d.receiver, d.stamp)).or_default();
+                queue.retain(|&h| ex.is_pending(h) && h != id);
+                queue.push_back(id);
+                if queue.len() > 1 + m.ahead {
+                    return Err(format!(
+                        "receiver {} handed {} calls with {} ahead",
+                        d.receiver,
+                        queue.len(),
+                        m.ahead
+                    ));
                 }
-                m.executing.insert(id, (d.receiver, d.stamp));
+                if m.ahead == 0 {
+                    // With nothing handed ahead a handed call is executing.
+                    m.executing.insert(id, (d.receiver, d.stamp));
+                }
+            }
+            Event::Recall {
+                receiver,
+                request_id: id,
+            } => {
+                if m.ahead == 0 {
+                    return Err(format!("request {id} recalled with nothing handed ahead"));
+                }
+                let handed = m.handed.values().any(|q| q.contains(&id));
+                if !handed || m.recalled.contains(&id) {
+                    return Err(format!("request {id} recalled but not handed"));
+                }
+                if m.executing.get(&id).is_some_and(|(r, _)| *r != receiver) {
+                    return Err(format!("request {id} recalled from another receiver"));
+                }
+                if !m.executing.contains_key(&id) {
+                    // Not started: taken back, and it never will start.
+                    m.recalled.insert(id);
+                    forget_handed(m, id);
+                    ex.recalled(id);
+                }
             }
             Event::Ask(r) => ex.receiver_born(r, m.stamps[r]),
             Event::CloseConnection(c) => {
@@ -545,5 +643,6 @@ mod tests {
         assert!(reached.accepted > 10_000 && reached.refused > 10_000);
         assert!(reached.dispatched > 10_000 && reached.delivered > 5_000);
         assert!(reached.dropped > 1_000 && reached.closed > 1_000);
+        assert!(reached.recalled > 1_000);
     }
 }

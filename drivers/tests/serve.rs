@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use limen_core::hale::runtime::*;
-use limen_drivers::serve::{BoundAddress, Server, ServerConfig, StopHandle};
+use limen_drivers::serve::{BoundAddress, Server, ServerConfig, StopHandle, DISPATCH_AHEAD};
 
 struct AnyCodec;
 impl PayloadCodec for AnyCodec {
@@ -74,7 +74,11 @@ fn spec(name: &str, via: &str) -> ExposureSpec {
         receivers: vec!["self.echo".into()],
         bound: 64,
         hierarchy: RoleHierarchy::flat(),
-        limits: ExposureLimits::default(),
+        // As `hale demo` serves: calls handed ahead to the worker.
+        limits: ExposureLimits {
+            dispatch_ahead: DISPATCH_AHEAD,
+            ..ExposureLimits::default()
+        },
     }
 }
 
@@ -317,4 +321,72 @@ fn replies_on_one_connection_leave_in_the_order_the_exposure_produced_them() {
     }
     assert_eq!(seen.len(), 2000);
     writer.join().unwrap();
+}
+
+/// Writes `calls` (member, id) as Unix lines at once and reads a reply per
+/// call, by client id.
+fn unix_calls(
+    path: &PathBuf,
+    calls: &[(&str, u64)],
+    then: impl FnOnce(),
+) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    let mut unix = UnixStream::connect(path).unwrap();
+    unix.set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let mut batch = String::new();
+    for (member, id) in calls {
+        batch.push_str(&format!(
+            "{{\"call\":\"{member}\",\"payload\":{id},\"id\":{id}}}\n"
+        ));
+    }
+    unix.write_all(batch.as_bytes()).unwrap();
+    then();
+    let mut lines = BufReader::new(unix).lines();
+    let mut replies = std::collections::BTreeMap::new();
+    for _ in calls {
+        let line = lines.next().unwrap().unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+        replies.insert(reply["id"].as_u64().unwrap(), reply);
+    }
+    replies
+}
+
+#[test]
+fn at_stop_calls_handed_ahead_and_not_started_are_refused_shutting_down() {
+    let r = start(ServerConfig::default());
+    // The slow call runs while the others wait handed ahead to the same
+    // worker; the stop comes while it runs.
+    let mut calls = vec![("Echo::slow", 1)];
+    calls.extend((2..=20).map(|id| ("Echo::say", id)));
+    let replies = unix_calls(&r.unix, &calls, || {
+        thread::sleep(Duration::from_millis(100));
+        r.stop.stop();
+    });
+    assert_eq!(replies[&1]["ok"], true, "{}", replies[&1]);
+    for id in 2..=20 {
+        assert_eq!(
+            replies[&id]["refusal"]["kind"], "shutting_down",
+            "{}",
+            replies[&id]
+        );
+    }
+}
+
+#[test]
+fn after_a_drained_panic_no_call_handed_ahead_runs() {
+    let r = start_supervised(ServerConfig::default(), Supervision::Drain);
+    // The panic comes while the calls behind it are already handed to the
+    // worker: none of them may run on the receiver that drains.
+    let mut calls = vec![("Echo::slow", 1), ("Echo::boom", 2)];
+    calls.extend((3..=20).map(|id| ("Echo::say", id)));
+    let replies = unix_calls(&r.unix, &calls, || {});
+    assert_eq!(replies[&1]["ok"], true, "{}", replies[&1]);
+    assert_eq!(replies[&2]["refusal"]["kind"], "server", "{}", replies[&2]);
+    for id in 3..=20 {
+        assert_eq!(
+            replies[&id]["refusal"]["kind"], "unavailable",
+            "{}",
+            replies[&id]
+        );
+    }
 }

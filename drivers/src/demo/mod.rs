@@ -197,6 +197,9 @@ impl Demo {
             if let Some(bound) = options.bound {
                 spec.bound = bound;
             }
+            // The server's workers run on threads of their own: handing
+            // calls ahead spares each call a round trip through the owner.
+            spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
             let written = listener.address.clone().unwrap_or_default();
             let address = options.addresses.get(&name).cloned();
             let fail = |addr: &str, err: std::io::Error| {

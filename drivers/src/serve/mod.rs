@@ -137,6 +137,14 @@ pub(crate) enum ToOwner {
 }
 
 /// The bits of a correlation below the loop's number: a correlation is
+/// How many calls an exposure served here should hand a receiver's worker
+/// ahead of the one it runs ([`ExposureLimits::dispatch_ahead`]): enough
+/// that a busy worker finds its next call waiting, few enough that a stop
+/// or a drain has little to take back.
+///
+/// [`ExposureLimits::dispatch_ahead`]: limen_core::hale::runtime::ExposureLimits::dispatch_ahead
+pub const DISPATCH_AHEAD: usize = 32;
+
 /// `loop << CORRELATION_LOOP_SHIFT | n`, so a delivery finds its loop without a table.
 pub(crate) const CORRELATION_LOOP_SHIFT: u32 = 48;
 
@@ -302,6 +310,7 @@ impl Server {
         )?;
         self.owner.workers.push(worker);
         self.owner.draining.push(false);
+        self.owner.handed.push(Default::default());
         Ok(id)
     }
 

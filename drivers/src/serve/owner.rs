@@ -8,7 +8,7 @@
 //! owns its connection, in the order the exposure produced them. It lives
 //! on loop 0's thread and runs once a turn of that loop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use limen_core::hale::runtime::{
@@ -18,7 +18,7 @@ use limen_core::wire::front::RawRequest;
 use limen_core::Timestamp;
 
 use super::mailbox::Mailbox;
-use super::worker::{Job, Report, Worker};
+use super::worker::{take, Claim, Job, Report, Worker};
 use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId};
 
 pub(super) struct OwnedExposure {
@@ -36,6 +36,9 @@ pub(super) struct Owner {
     pub(super) workers: Vec<Worker>,
     /// Whether each worker's receiver drains: asked, it is absent.
     pub(super) draining: Vec<bool>,
+    /// The calls handed to each worker and not reported yet, in the order
+    /// handed, each with its claim, so a recall can take one back.
+    pub(super) handed: Vec<VecDeque<(usize, RequestId, Claim)>>,
     /// Every loop's mailbox, by loop id.
     pub(super) loops: Vec<Arc<Mailbox<Message>>>,
     /// What each loop is sent this turn, sent together at its end.
@@ -54,6 +57,7 @@ impl Owner {
             exposures: Vec::new(),
             workers: Vec::new(),
             draining: Vec::new(),
+            handed: Vec::new(),
             loops: Vec::new(),
             outgoing: Vec::new(),
             recording: HashMap::new(),
@@ -111,7 +115,9 @@ impl Owner {
             Report::NotTaken {
                 exposure,
                 request_id,
+                worker,
             } => {
+                self.reported(worker, exposure, request_id);
                 self.exposures[exposure]
                     .exposure
                     .handle_input(now, Input::DispatchNotTaken(request_id));
@@ -124,6 +130,7 @@ impl Owner {
                 supervision,
                 worker,
             } => {
+                self.reported(worker, exposure, request_id);
                 let drain = supervision == Some(Supervision::Drain);
                 if drain {
                     // Drained before the completion is taken, so no call
@@ -142,11 +149,27 @@ impl Owner {
         }
     }
 
+    /// A handed call was reported: it leaves its worker's list.
+    fn reported(&mut self, worker: usize, exposure: usize, request_id: RequestId) {
+        let handed = &mut self.handed[worker];
+        // Reports come in the order handed, so this is nearly always the
+        // first entry.
+        if let Some(at) = handed
+            .iter()
+            .position(|h| h.0 == exposure && h.1 == request_id)
+        {
+            handed.remove(at);
+        }
+    }
+
     /// An operator's command.
     pub(super) fn command(&mut self, now: Timestamp, command: Command) {
         match command {
             Command::Drain(w) => self.drain_worker(now, w),
-            Command::Resume(w) => self.draining[w] = false,
+            Command::Resume(w) => {
+                self.draining[w] = false;
+                self.workers[w].resume();
+            }
         }
     }
 
@@ -227,15 +250,38 @@ impl Owner {
                 }
                 Event::Dispatch(dispatch) => {
                     let worker = self.exposures[index].workers[dispatch.receiver];
+                    let claim = Claim::default();
+                    let request_id = dispatch.request_id;
+                    self.handed[worker].push_back((index, request_id, claim.clone()));
                     let job = Job {
                         exposure: index,
                         names: self.exposures[index].names.clone(),
                         dispatch,
+                        claim,
                     };
-                    if let Err(request_id) = self.workers[worker].hand(job) {
+                    if self.workers[worker].hand(job).is_err() {
+                        self.handed[worker].pop_back();
                         self.exposures[index]
                             .exposure
                             .handle_input(now, Input::DispatchNotTaken(request_id));
+                    }
+                }
+                Event::Recall {
+                    receiver,
+                    request_id,
+                } => {
+                    let worker = self.exposures[index].workers[receiver];
+                    let handed = &mut self.handed[worker];
+                    let at = handed
+                        .iter()
+                        .position(|h| h.0 == index && h.1 == request_id);
+                    // Taken back only if its worker has not started it;
+                    // otherwise its report follows.
+                    if let Some(at) = at.filter(|&at| take(&handed[at].2)) {
+                        handed.remove(at);
+                        self.exposures[index]
+                            .exposure
+                            .handle_input(now, Input::Recalled(request_id));
                     }
                 }
                 Event::Ask(r) => {

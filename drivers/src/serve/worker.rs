@@ -10,6 +10,16 @@
 //! server error), and the worker goes on with the next call. A call the
 //! worker can no longer run — its thread ended — is reported not taken, so
 //! the exposure settles it `unavailable` instead of forgetting it.
+//!
+//! An exposure may hand a worker calls ahead of the one it runs
+//! ([`ExposureLimits::dispatch_ahead`]), and ask for them back when it
+//! settles its queue. Each job carries a claim that exactly one side takes:
+//! the worker just before it starts the call, or the owner recalling it
+//! (the call then never starts; the exposure settles it as queued). After a
+//! violation its supervision drains, the worker pauses, starting nothing
+//! more until the owner has taken back what was handed and resumes it.
+//!
+//! [`ExposureLimits::dispatch_ahead`]: limen_core::hale::runtime::ExposureLimits::dispatch_ahead
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -56,6 +66,8 @@ pub enum Report {
         exposure: ExposureIndex,
         /// The call.
         request_id: RequestId,
+        /// The worker.
+        worker: usize,
     },
 }
 
@@ -71,6 +83,17 @@ pub struct Job {
     pub names: Arc<[String]>,
     /// The call.
     pub dispatch: Box<Dispatch>,
+    /// Taken by whoever decides the call's fate first: the worker when it
+    /// starts it (or reports it not taken), the owner when it recalls it.
+    pub claim: Claim,
+}
+
+/// A handed call's claim: set once, by the worker or by the owner.
+pub type Claim = Arc<AtomicBool>;
+
+/// Takes `claim`; true for the one side that took it first.
+pub fn take(claim: &Claim) -> bool {
+    !claim.swap(true, Ordering::AcqRel)
 }
 
 /// A receiver instance's serial worker thread.
@@ -93,6 +116,9 @@ struct Inbox {
     /// Whether `state.jobs` may be non-empty: the worker looks at the lock
     /// only when it is set.
     queued: AtomicBool,
+    /// Set by the worker after a violation its supervision drains, cleared
+    /// by the owner's resume: while set, the worker starts nothing.
+    paused: AtomicBool,
 }
 
 #[derive(Default)]
@@ -117,6 +143,7 @@ struct Gone {
     inbox: Arc<Inbox>,
     owner: Arc<Mailbox<Message>>,
     taken: VecDeque<Job>,
+    worker: usize,
 }
 
 impl Drop for Gone {
@@ -125,10 +152,12 @@ impl Drop for Gone {
         state.gone = true;
         let left: Vec<Job> = self.taken.drain(..).chain(state.jobs.drain(..)).collect();
         drop(state);
-        for job in left {
+        // A call the owner took back is its to settle; the rest are ours.
+        for job in left.into_iter().filter(|job| take(&job.claim)) {
             self.owner.send(Message::Worker(Report::NotTaken {
                 exposure: job.exposure,
                 request_id: job.dispatch.request_id,
+                worker: self.worker,
             }));
         }
     }
@@ -174,8 +203,19 @@ impl Worker {
                     inbox: mine,
                     owner,
                     taken: VecDeque::new(),
+                    worker: id,
                 };
                 loop {
+                    if gone.inbox.paused.load(Ordering::SeqCst) {
+                        // Drained after a violation: nothing starts until
+                        // the owner, having taken back what it handed,
+                        // resumes the worker (or lets it go).
+                        if gone.inbox.state().closed {
+                            return;
+                        }
+                        thread::park();
+                        continue;
+                    }
                     if gone.taken.is_empty() && gone.inbox.queued.load(Ordering::SeqCst) {
                         let mut state = gone.inbox.state();
                         // Once closed it stays set, so the worker comes
@@ -208,7 +248,20 @@ impl Worker {
                         thread::park();
                         continue;
                     };
+                    if !take(&job.claim) {
+                        // The owner took it back: the exposure settled it.
+                        continue;
+                    }
                     let report = run(id, stamp, &owner_name, receiver.as_mut(), job, &on_failure);
+                    if let Report::Ended {
+                        supervision: Some(Supervision::Drain),
+                        ..
+                    } = report
+                    {
+                        // Paused before the report leaves, so no call
+                        // handed ahead starts on a receiver that drains.
+                        gone.inbox.paused.store(true, Ordering::SeqCst);
+                    }
                     gone.owner.send(Message::Worker(report));
                 }
             })?;
@@ -228,6 +281,13 @@ impl Worker {
     /// The receiver's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Lets a worker paused after a drained violation start calls again.
+    pub(super) fn resume(&self) {
+        if self.inbox.paused.swap(false, Ordering::SeqCst) {
+            self.thread.unpark();
+        }
     }
 
     /// Hands the worker a call. Returns the call's request id when the
@@ -262,12 +322,14 @@ fn run(
         exposure,
         names,
         dispatch: d,
+        ..
     } = job;
     // A call handed to another incarnation is not run by this one.
     if d.stamp != stamp {
         return Report::NotTaken {
             exposure,
             request_id: d.request_id,
+            worker: id,
         };
     }
     let member = &names[d.member];

@@ -495,7 +495,9 @@ fn drain_events(ex: &mut Exposure, m: &mut Model) -> Result<(), String> {
                     return Err(format!("an outcome for unknown request {id}"));
                 }
                 if m.recalled.contains(&id) && !matches!(d.outcome, Outcome::Refusal(_)) {
-                    return Err(format!("recalled request {id} delivered a handler's outcome"));
+                    return Err(format!(
+                        "recalled request {id} delivered a handler's outcome"
+                    ));
                 }
                 m.executing.remove(&id);
             }

@@ -585,10 +585,12 @@ impl ConnLoop {
     }
 
     fn close(&mut self, key: usize) {
-        let Some(mut conn) = self.conns.try_remove(key) else {
+        let Some(conn) = self.conns.try_remove(key) else {
             return;
         };
-        let _ = conn.stream.deregister(self.poll.registry());
+        // No deregistration: the socket is never duplicated, so closing its
+        // descriptor (when `conn` drops) takes it out of the epoll set, and
+        // an EPOLL_CTL_DEL first would be one more syscall per connection.
         let correlation = conn.front.correlation();
         self.by_correlation.remove(&correlation);
         self.shared.open.fetch_sub(1, Ordering::SeqCst);

@@ -187,13 +187,6 @@ impl Stream {
             Stream::Unix(s) => registry.reregister(s, token, interest),
         }
     }
-
-    pub(super) fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => registry.deregister(s),
-            Stream::Unix(s) => registry.deregister(s),
-        }
-    }
 }
 
 impl Read for Stream {

@@ -42,6 +42,12 @@ pub type ExposureIndex = usize;
 /// calls/s parking at once, about 680k with this wait).
 const SPIN_BEFORE_PARK: u32 = 3000;
 
+/// At most how many reports a worker holds before it sends them: calls
+/// handed ahead end in bursts, and one message of many wakes the owner
+/// once, where a message each would wake it for every call; the bound keeps
+/// the first replies of a burst from waiting for the last.
+const REPORT_BATCH: usize = 16;
+
 /// How a handed call ended, as the worker tells the exposure's owner.
 #[derive(Debug)]
 pub enum Report {
@@ -144,10 +150,20 @@ struct Gone {
     owner: Arc<Mailbox<Message>>,
     taken: VecDeque<Job>,
     worker: usize,
+    /// Reports not sent yet: sent together when the calls taken are done
+    /// (or every [`REPORT_BATCH`]), one wake-up of the owner for them all.
+    reports: Vec<Message>,
+}
+
+impl Gone {
+    fn flush(&mut self) {
+        self.owner.send_all(&mut self.reports);
+    }
 }
 
 impl Drop for Gone {
     fn drop(&mut self) {
+        self.flush();
         let mut state = self.inbox.state();
         state.gone = true;
         let left: Vec<Job> = self.taken.drain(..).chain(state.jobs.drain(..)).collect();
@@ -204,9 +220,11 @@ impl Worker {
                     owner,
                     taken: VecDeque::new(),
                     worker: id,
+                    reports: Vec::new(),
                 };
                 loop {
                     if gone.inbox.paused.load(Ordering::SeqCst) {
+                        gone.flush();
                         // Drained after a violation: nothing starts until
                         // the owner, having taken back what it handed,
                         // resumes the worker (or lets it go).
@@ -233,6 +251,7 @@ impl Worker {
                         // microseconds of a report: look for it a moment
                         // before parking, since a park and its unpark cost
                         // two context switches a call.
+                        gone.flush();
                         let mut spun = 0;
                         while spun < SPIN_BEFORE_PARK && !gone.inbox.queued.load(Ordering::Relaxed)
                         {
@@ -262,7 +281,10 @@ impl Worker {
                         // handed ahead starts on a receiver that drains.
                         gone.inbox.paused.store(true, Ordering::SeqCst);
                     }
-                    gone.owner.send(Message::Worker(report));
+                    gone.reports.push(Message::Worker(report));
+                    if gone.reports.len() >= REPORT_BATCH {
+                        gone.flush();
+                    }
                 }
             })?;
         Ok(Worker {

@@ -36,6 +36,7 @@ pub mod digest;
 pub mod docs;
 pub mod laws;
 pub mod model;
+pub mod protobuf;
 pub mod runtime;
 pub mod serving;
 pub mod shape;

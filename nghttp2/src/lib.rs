@@ -1,0 +1,727 @@
+//! limen-nghttp2: HTTP/2 (frames, HPACK, SETTINGS and PING, flow control,
+//! GOAWAY) through nghttp2, as a sans-I/O [`Session`] that follows the
+//! project's machine convention (`docs/architecture.md`).
+//!
+//! Bytes come in through [`Session::handle_data`] (nghttp2's
+//! `mem_recv2`), bytes go out through [`Session::pending_output`] and
+//! [`Session::consume_output`] (its `mem_send2`), and what happened comes
+//! out of [`Session::poll_event`]. nghttp2's callbacks only push events
+//! into a queue, each behind a panic boundary, and none calls back into the
+//! session: trailers are submitted after `mem_send2` has returned the DATA
+//! that ends a response body, never from inside its read callback.
+//!
+//! This crate and `limen-ffi` are the project's only unsafe code; every
+//! `unsafe` block says why it holds.
+//!
+//! # The order of calls
+//!
+//! 1. [`Session::server`] queues the server's SETTINGS.
+//! 2. Feed what the socket read to [`handle_data`](Session::handle_data);
+//!    an error is fatal for the connection: write what
+//!    [`pending_output`](Session::pending_output) still holds (a GOAWAY,
+//!    when nghttp2 queued one) and close.
+//! 3. Take [`poll_event`](Session::poll_event) until `None`. A request's
+//!    bytes come as [`H2Event::Data`]; call [`consume`](Session::consume)
+//!    as the application takes them, which opens the flow-control window.
+//! 4. Answer a stream with [`respond`](Session::respond) (HEADERS, DATA,
+//!    trailers) or [`respond_headers_only`](Session::respond_headers_only)
+//!    (one HEADERS frame with END_STREAM); [`reset`](Session::reset) or
+//!    [`go_away`](Session::go_away) as needed.
+//! 5. Write [`pending_output`](Session::pending_output), report it with
+//!    [`consume_output`](Session::consume_output). The connection is done
+//!    when [`is_done`](Session::is_done).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_int, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use libnghttp2_sys as sys;
+
+/// Nanoseconds on the driver's monotonic clock (the machine convention's
+/// `now`; nghttp2 keeps no timers of its own here).
+pub type Timestamp = u64;
+
+/// A header field: name and value, as bytes.
+pub type Field = (Vec<u8>, Vec<u8>);
+
+/// HTTP/2 error codes the front uses (RFC 9113 § 7).
+pub mod code {
+    /// NO_ERROR.
+    pub const NO_ERROR: u32 = 0x0;
+    /// PROTOCOL_ERROR.
+    pub const PROTOCOL_ERROR: u32 = 0x1;
+    /// INTERNAL_ERROR.
+    pub const INTERNAL_ERROR: u32 = 0x2;
+    /// REFUSED_STREAM.
+    pub const REFUSED_STREAM: u32 = 0x7;
+    /// CANCEL.
+    pub const CANCEL: u32 = 0x8;
+}
+
+/// The session's limits, sent in its SETTINGS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: streams a peer may open at once.
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: the bytes a stream may send before
+    /// the application takes them.
+    pub initial_window_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list accepted.
+    pub max_header_list_size: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            // The gRPC front holds at most 4096 streams (§ gRPC).
+            max_concurrent_streams: 4096,
+            // A whole gRPC message of 1 MiB and its five-byte prefix fit
+            // one window.
+            initial_window_size: (1 << 20) + 5,
+            max_header_list_size: 64 * 1024,
+        }
+    }
+}
+
+/// What the peer did, in the order nghttp2 saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum H2Event {
+    /// A request's header block, whole (CONTINUATION frames joined).
+    Headers {
+        /// The stream.
+        stream: i32,
+        /// The fields in order, pseudo-headers first.
+        fields: Vec<Field>,
+        /// The request ends with its headers (no body).
+        end_stream: bool,
+    },
+    /// Bytes of a request's body. Call [`Session::consume`] once they are
+    /// taken, to open the window again.
+    Data {
+        /// The stream.
+        stream: i32,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// The request's side of the stream ended (END_STREAM on DATA or on a
+    /// trailer block).
+    EndStream {
+        /// The stream.
+        stream: i32,
+    },
+    /// The peer reset the stream (RST_STREAM).
+    Reset {
+        /// The stream.
+        stream: i32,
+        /// The error code it gave.
+        code: u32,
+    },
+    /// The stream is closed, however it closed.
+    Closed {
+        /// The stream.
+        stream: i32,
+        /// The error code (NO_ERROR for a normal close).
+        code: u32,
+    },
+    /// The peer sent GOAWAY.
+    GoAway {
+        /// The last stream it will have processed.
+        last_stream: i32,
+        /// Its error code.
+        code: u32,
+    },
+}
+
+/// A failure of the session: nghttp2's error, with its text. After one
+/// from [`Session::handle_data`] the connection is over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// nghttp2's negative error code.
+    pub code: i32,
+    /// What it means, in nghttp2's words (or the panic's).
+    pub text: String,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP/2: {} ({})", self.text, self.code)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn error(code: c_int) -> Error {
+    // SAFETY: nghttp2_strerror returns a pointer to a static,
+    // NUL-terminated string for every code.
+    let text = unsafe { CStr::from_ptr(sys::nghttp2_strerror(code)) }
+        .to_string_lossy()
+        .into_owned();
+    Error { code, text }
+}
+
+fn check(rv: c_int) -> Result<(), Error> {
+    if rv < 0 {
+        Err(error(rv))
+    } else {
+        Ok(())
+    }
+}
+
+/// A response body waiting for nghttp2 to read it, and the trailers that
+/// follow it.
+struct Body {
+    bytes: Vec<u8>,
+    at: usize,
+    trailers: Vec<Field>,
+}
+
+/// What the callbacks write to: owned by the session, boxed so its address
+/// (nghttp2's user data) never moves.
+#[derive(Default)]
+struct State {
+    events: VecDeque<H2Event>,
+    /// Header blocks being received, by stream.
+    headers: HashMap<i32, Vec<Field>>,
+    /// Response bodies being sent, by stream.
+    bodies: HashMap<i32, Body>,
+    /// Streams whose body was read whole and whose trailers are to be
+    /// submitted once `mem_send2` returns.
+    trailers_due: Vec<(i32, Vec<Field>)>,
+    /// A callback panicked: the session is failed.
+    panicked: Option<String>,
+}
+
+/// An HTTP/2 server connection. See the crate documentation.
+pub struct Session {
+    raw: *mut sys::nghttp2_session,
+    state: Box<State>,
+    out: Vec<u8>,
+    out_at: usize,
+}
+
+// SAFETY: the session and its state are owned by this value and reached
+// only through `&mut self`; nghttp2 keeps no thread-local state, so moving
+// the whole to another thread is sound.
+unsafe impl Send for Session {}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("events", &self.state.events.len())
+            .field("bodies", &self.state.bodies.len())
+            .finish()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from nghttp2_session_server_new2 and is freed
+        // once, here.
+        unsafe { sys::nghttp2_session_del(self.raw) };
+    }
+}
+
+/// Runs a callback's body behind a panic boundary: a panic fails the
+/// session (`NGHTTP2_ERR_CALLBACK_FAILURE`) instead of unwinding into C.
+fn guarded(user_data: *mut c_void, f: impl FnOnce(&mut State) -> c_int) -> c_int {
+    // SAFETY: user_data is the session's boxed State, alive for as long as
+    // nghttp2 can call back, and nothing else holds a reference to it
+    // while nghttp2 runs (the session is inside one of its calls, made from
+    // a `&mut self` method that touches the state only before or after).
+    let state = unsafe { &mut *(user_data as *mut State) };
+    match catch_unwind(AssertUnwindSafe(|| f(state))) {
+        Ok(rv) => rv,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            state.panicked = Some(text);
+            sys::NGHTTP2_ERR_CALLBACK_FAILURE
+        }
+    }
+}
+
+/// # Safety
+/// Called by nghttp2 with a valid frame and the session's user data.
+unsafe extern "C" fn on_begin_headers(
+    _session: *mut sys::nghttp2_session,
+    frame: *const sys::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a valid frame; hd is the common prefix.
+    let stream = unsafe { (*frame).hd.stream_id };
+    guarded(user_data, |state| {
+        state.headers.insert(stream, Vec::new());
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with valid name and value buffers of the given
+/// lengths.
+unsafe extern "C" fn on_header(
+    _session: *mut sys::nghttp2_session,
+    frame: *const sys::nghttp2_frame,
+    name: *const u8,
+    namelen: usize,
+    value: *const u8,
+    valuelen: usize,
+    _flags: u8,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a valid frame and buffers of these lengths,
+    // alive for the duration of the callback.
+    let (stream, name, value) = unsafe {
+        (
+            (*frame).hd.stream_id,
+            std::slice::from_raw_parts(name, namelen),
+            std::slice::from_raw_parts(value, valuelen),
+        )
+    };
+    guarded(user_data, |state| {
+        state
+            .headers
+            .entry(stream)
+            .or_default()
+            .push((name.to_vec(), value.to_vec()));
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with a valid frame.
+unsafe extern "C" fn on_frame_recv(
+    _session: *mut sys::nghttp2_session,
+    frame: *const sys::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: a valid frame; the union member read is the one its type
+    // names.
+    let (hd, cat, rst_code, goaway) = unsafe {
+        let hd = (*frame).hd;
+        let cat = (hd.type_ as u32 == sys::NGHTTP2_HEADERS).then(|| (*frame).headers.cat);
+        let rst =
+            (hd.type_ as u32 == sys::NGHTTP2_RST_STREAM).then(|| (*frame).rst_stream.error_code);
+        let goaway = (hd.type_ as u32 == sys::NGHTTP2_GOAWAY)
+            .then(|| ((*frame).goaway.last_stream_id, (*frame).goaway.error_code));
+        (hd, cat, rst, goaway)
+    };
+    guarded(user_data, |state| {
+        let end_stream = hd.flags & sys::NGHTTP2_FLAG_END_STREAM as u8 != 0;
+        let stream = hd.stream_id;
+        match hd.type_ as u32 {
+            sys::NGHTTP2_HEADERS => {
+                let fields = state.headers.remove(&stream).unwrap_or_default();
+                if cat == Some(sys::NGHTTP2_HCAT_REQUEST) {
+                    state.events.push_back(H2Event::Headers {
+                        stream,
+                        fields,
+                        end_stream,
+                    });
+                } else if end_stream {
+                    // A trailer block: its fields are not asked for.
+                    state.events.push_back(H2Event::EndStream { stream });
+                }
+            }
+            sys::NGHTTP2_DATA if end_stream => {
+                state.events.push_back(H2Event::EndStream { stream });
+            }
+            sys::NGHTTP2_RST_STREAM => {
+                state.events.push_back(H2Event::Reset {
+                    stream,
+                    code: rst_code.unwrap_or(code::INTERNAL_ERROR),
+                });
+            }
+            sys::NGHTTP2_GOAWAY => {
+                let (last_stream, code) = goaway.unwrap_or((0, code::INTERNAL_ERROR));
+                state
+                    .events
+                    .push_back(H2Event::GoAway { last_stream, code });
+            }
+            _ => {}
+        }
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with a valid buffer of `len` bytes.
+unsafe extern "C" fn on_data_chunk_recv(
+    _session: *mut sys::nghttp2_session,
+    _flags: u8,
+    stream: i32,
+    data: *const u8,
+    len: usize,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a buffer of `len` bytes alive for the call.
+    let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+    guarded(user_data, |state| {
+        state.events.push_back(H2Event::Data {
+            stream,
+            bytes: bytes.to_vec(),
+        });
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with the session's user data.
+unsafe extern "C" fn on_stream_close(
+    _session: *mut sys::nghttp2_session,
+    stream: i32,
+    error_code: u32,
+    user_data: *mut c_void,
+) -> c_int {
+    guarded(user_data, |state| {
+        state.headers.remove(&stream);
+        state.bodies.remove(&stream);
+        state.events.push_back(H2Event::Closed {
+            stream,
+            code: error_code,
+        });
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with a buffer of at least `length` bytes.
+unsafe extern "C" fn read_body(
+    _session: *mut sys::nghttp2_session,
+    stream: i32,
+    buf: *mut u8,
+    length: usize,
+    data_flags: *mut u32,
+    _source: *mut sys::nghttp2_data_source,
+    user_data: *mut c_void,
+) -> sys::nghttp2_ssize {
+    let mut flags = 0u32;
+    let mut n = 0usize;
+    let rv = guarded(user_data, |state| {
+        let Some(body) = state.bodies.get_mut(&stream) else {
+            // Nothing submitted for the stream: end it empty.
+            flags = sys::NGHTTP2_DATA_FLAG_EOF;
+            return 0;
+        };
+        n = (body.bytes.len() - body.at).min(length);
+        // SAFETY: nghttp2 hands a buffer of at least `length` bytes, and
+        // the body holds at least `n` more from `at`.
+        unsafe { ptr::copy_nonoverlapping(body.bytes[body.at..].as_ptr(), buf, n) };
+        body.at += n;
+        if body.at == body.bytes.len() {
+            flags = sys::NGHTTP2_DATA_FLAG_EOF;
+            let body = state.bodies.remove(&stream).expect("present");
+            if !body.trailers.is_empty() {
+                // The trailers end the stream; they are submitted once
+                // mem_send2 returns, never from here.
+                flags |= sys::NGHTTP2_DATA_FLAG_NO_END_STREAM;
+                state.trailers_due.push((stream, body.trailers));
+            }
+        }
+        0
+    });
+    if rv != 0 {
+        return rv as sys::nghttp2_ssize;
+    }
+    // SAFETY: nghttp2 passes a valid flags pointer.
+    unsafe { *data_flags |= flags };
+    n as sys::nghttp2_ssize
+}
+
+/// Header fields as nghttp2 takes them: pointers into `fields`, which must
+/// outlive the call they are passed to (nghttp2 copies them).
+fn nv(fields: &[(&[u8], &[u8])]) -> Vec<sys::nghttp2_nv> {
+    fields
+        .iter()
+        .map(|(name, value)| sys::nghttp2_nv {
+            name: name.as_ptr() as *mut u8,
+            value: value.as_ptr() as *mut u8,
+            namelen: name.len(),
+            valuelen: value.len(),
+            flags: sys::NGHTTP2_NV_FLAG_NONE as u8,
+        })
+        .collect()
+}
+
+/// One SETTINGS entry, laid out as nghttp2's `nghttp2_settings_entry`
+/// (`int32_t settings_id; uint32_t value;`).
+#[repr(C)]
+struct SettingsEntry {
+    id: i32,
+    value: u32,
+}
+
+impl Session {
+    /// A server session; its SETTINGS (the limits) are queued to send.
+    pub fn server(limits: Limits) -> Result<Session, Error> {
+        let mut state = Box::<State>::default();
+        let mut callbacks: *mut sys::nghttp2_session_callbacks = ptr::null_mut();
+        let mut option: *mut sys::nghttp2_option = ptr::null_mut();
+        let mut raw: *mut sys::nghttp2_session = ptr::null_mut();
+        // SAFETY: each pointer is filled by its constructor before use and
+        // freed once; the callbacks and option are copied into the session
+        // by nghttp2_session_server_new2, so both are freed right after.
+        unsafe {
+            check(sys::nghttp2_session_callbacks_new(&mut callbacks))?;
+            sys::nghttp2_session_callbacks_set_on_begin_headers_callback(
+                callbacks,
+                Some(on_begin_headers),
+            );
+            sys::nghttp2_session_callbacks_set_on_header_callback(callbacks, Some(on_header));
+            sys::nghttp2_session_callbacks_set_on_frame_recv_callback(
+                callbacks,
+                Some(on_frame_recv),
+            );
+            sys::nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+                callbacks,
+                Some(on_data_chunk_recv),
+            );
+            sys::nghttp2_session_callbacks_set_on_stream_close_callback(
+                callbacks,
+                Some(on_stream_close),
+            );
+            let rv = sys::nghttp2_option_new(&mut option);
+            if rv < 0 {
+                sys::nghttp2_session_callbacks_del(callbacks);
+                return Err(error(rv));
+            }
+            // The window opens as the application takes the bytes.
+            sys::nghttp2_option_set_no_auto_window_update(option, 1);
+            let rv = sys::nghttp2_session_server_new2(
+                &mut raw,
+                callbacks,
+                &mut *state as *mut State as *mut c_void,
+                option,
+            );
+            sys::nghttp2_session_callbacks_del(callbacks);
+            sys::nghttp2_option_del(option);
+            check(rv)?;
+        }
+        let session = Session {
+            raw,
+            state,
+            out: Vec::new(),
+            out_at: 0,
+        };
+        let settings = [
+            SettingsEntry {
+                id: sys::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS as i32,
+                value: limits.max_concurrent_streams,
+            },
+            SettingsEntry {
+                id: sys::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE as i32,
+                value: limits.initial_window_size,
+            },
+            SettingsEntry {
+                id: sys::NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE as i32,
+                value: limits.max_header_list_size,
+            },
+        ];
+        // SAFETY: SettingsEntry has nghttp2_settings_entry's layout (two
+        // 32-bit fields, eight bytes), and nghttp2 copies the entries.
+        check(unsafe {
+            sys::nghttp2_submit_settings(
+                session.raw,
+                sys::NGHTTP2_FLAG_NONE as u8,
+                settings.as_ptr() as *const sys::nghttp2_settings_entry,
+                settings.len(),
+            )
+        })?;
+        Ok(session)
+    }
+
+    /// Takes bytes the peer sent. An error ends the connection: write what
+    /// [`pending_output`](Session::pending_output) holds, then close.
+    pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) -> Result<(), Error> {
+        // SAFETY: `raw` is live; nghttp2 reads `data.len()` bytes from it
+        // and calls back into `state` only during this call.
+        let rv = unsafe { sys::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
+        self.failed()?;
+        if rv < 0 {
+            return Err(error(rv as c_int));
+        }
+        Ok(())
+    }
+
+    fn failed(&mut self) -> Result<(), Error> {
+        match self.state.panicked.take() {
+            Some(text) => Err(Error {
+                code: sys::NGHTTP2_ERR_CALLBACK_FAILURE,
+                text: format!("a callback panicked: {text}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The next event, if any. Poll until `None` after every input.
+    pub fn poll_event(&mut self) -> Option<H2Event> {
+        self.state.events.pop_front()
+    }
+
+    /// The peer's `n` bytes of `stream`'s body are taken: its window and
+    /// the connection's open by that much.
+    pub fn consume(&mut self, stream: i32, n: usize) -> Result<(), Error> {
+        // SAFETY: `raw` is live.
+        let rv = unsafe { sys::nghttp2_session_consume(self.raw, stream, n) };
+        // A stream already closed has no window to open: not an error of
+        // the connection.
+        if rv == sys::NGHTTP2_ERR_INVALID_ARGUMENT {
+            return Ok(());
+        }
+        check(rv)
+    }
+
+    /// Answers `stream` with a response: HEADERS (`fields`, `:status`
+    /// first), `body` in DATA, then `trailers` ending the stream (or the
+    /// last DATA ends it when there are none).
+    pub fn respond(
+        &mut self,
+        stream: i32,
+        fields: &[(&[u8], &[u8])],
+        body: Vec<u8>,
+        trailers: Vec<Field>,
+    ) -> Result<(), Error> {
+        let nva = nv(fields);
+        let provider = sys::nghttp2_data_provider2 {
+            source: sys::nghttp2_data_source {
+                ptr: ptr::null_mut(),
+            },
+            read_callback: Some(read_body),
+        };
+        self.state.bodies.insert(
+            stream,
+            Body {
+                bytes: body,
+                at: 0,
+                trailers,
+            },
+        );
+        // SAFETY: `raw` is live; nva points into `fields`, alive for the
+        // call, and nghttp2 copies it and the provider.
+        let rv = unsafe {
+            sys::nghttp2_submit_response2(self.raw, stream, nva.as_ptr(), nva.len(), &provider)
+        };
+        if rv < 0 {
+            self.state.bodies.remove(&stream);
+        }
+        check(rv)
+    }
+
+    /// Answers `stream` with one HEADERS frame that ends it (gRPC's
+    /// trailers-only response).
+    pub fn respond_headers_only(
+        &mut self,
+        stream: i32,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<(), Error> {
+        let nva = nv(fields);
+        // SAFETY: as in `respond`; no data provider ends the stream with
+        // the HEADERS frame.
+        check(unsafe {
+            sys::nghttp2_submit_response2(self.raw, stream, nva.as_ptr(), nva.len(), ptr::null())
+        })
+    }
+
+    /// Resets `stream` with `code`.
+    pub fn reset(&mut self, stream: i32, code: u32) -> Result<(), Error> {
+        // SAFETY: `raw` is live.
+        check(unsafe {
+            sys::nghttp2_submit_rst_stream(self.raw, sys::NGHTTP2_FLAG_NONE as u8, stream, code)
+        })
+    }
+
+    /// Sends GOAWAY with `code`, naming the last stream processed: the
+    /// streams already open finish, no new one is taken.
+    pub fn go_away(&mut self, code: u32) -> Result<(), Error> {
+        // SAFETY: `raw` is live.
+        check(unsafe {
+            let last = sys::nghttp2_session_get_last_proc_stream_id(self.raw);
+            sys::nghttp2_submit_goaway(
+                self.raw,
+                sys::NGHTTP2_FLAG_NONE as u8,
+                last,
+                code,
+                ptr::null(),
+                0,
+            )
+        })
+    }
+
+    /// The bytes still to write, serialized from every frame queued so
+    /// far; borrowed until the next call.
+    pub fn pending_output(&mut self) -> Result<&[u8], Error> {
+        if self.out_at == self.out.len() {
+            self.out.clear();
+            self.out_at = 0;
+            self.serialize()?;
+        }
+        Ok(&self.out[self.out_at..])
+    }
+
+    /// `n` bytes of [`pending_output`](Session::pending_output) were
+    /// written.
+    pub fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.out_at = (self.out_at + n).min(self.out.len());
+    }
+
+    fn serialize(&mut self) -> Result<(), Error> {
+        loop {
+            let mut chunk: *const u8 = ptr::null();
+            // SAFETY: `raw` is live; nghttp2 sets `chunk` to a buffer of
+            // the returned length, valid until its next call, and it is
+            // copied before that.
+            let n = unsafe { sys::nghttp2_session_mem_send2(self.raw, &mut chunk) };
+            self.failed()?;
+            if n < 0 {
+                return Err(error(n as c_int));
+            }
+            if n > 0 {
+                // SAFETY: as above.
+                self.out
+                    .extend_from_slice(unsafe { std::slice::from_raw_parts(chunk, n as usize) });
+            }
+            // Trailers due after a body read whole: submitted now that
+            // nghttp2 is out of its read callback; the next mem_send2
+            // serializes them after the DATA already out.
+            let due = std::mem::take(&mut self.state.trailers_due);
+            let submitted = !due.is_empty();
+            for (stream, trailers) in due {
+                let fields: Vec<(&[u8], &[u8])> = trailers
+                    .iter()
+                    .map(|(n, v)| (n.as_slice(), v.as_slice()))
+                    .collect();
+                let nva = nv(&fields);
+                // SAFETY: `raw` is live; nva points into `trailers`.
+                check(unsafe {
+                    sys::nghttp2_submit_trailer(self.raw, stream, nva.as_ptr(), nva.len())
+                })?;
+            }
+            if n == 0 && !submitted {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether nghttp2 wants more input: false once the session is over
+    /// (a GOAWAY exchanged and its streams done, or a fatal error).
+    pub fn wants_read(&self) -> bool {
+        // SAFETY: `raw` is live.
+        unsafe { sys::nghttp2_session_want_read(self.raw) != 0 }
+    }
+
+    /// Whether the connection is done: nothing more to read or to write.
+    pub fn is_done(&mut self) -> bool {
+        // SAFETY: `raw` is live.
+        let wants = unsafe {
+            sys::nghttp2_session_want_read(self.raw) != 0
+                || sys::nghttp2_session_want_write(self.raw) != 0
+        };
+        !wants && self.out_at == self.out.len()
+    }
+}

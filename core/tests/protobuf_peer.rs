@@ -15,7 +15,9 @@ use std::process::{Command, Stdio};
 use limen_core::hale::codec::Shape;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::protobuf;
+use limen_core::hale::runtime::{Refusal, RefusalKind};
 use limen_core::hale::serving::shape_of;
+use limen_core::wire::grpc;
 use serde_json::Value;
 
 fn witness() -> Option<PathBuf> {
@@ -41,12 +43,20 @@ fn protoc_present() -> bool {
     false
 }
 
-/// `protoc --encode=MESSAGE` of `text` (protobuf text format).
+/// `protoc --encode=MESSAGE` of `text` (protobuf text format), over the
+/// witness's `Public.proto`.
 fn protoc_encode(dir: &Path, message: &str, text: &str) -> Vec<u8> {
+    protoc_encode_in(dir, "Public.proto", message, text)
+}
+
+/// `protoc --encode=MESSAGE` of `text` over `file` in `dir` (and protoc's
+/// own include folder, for `google/protobuf/any.proto`).
+fn protoc_encode_in(dir: &Path, file: &str, message: &str, text: &str) -> Vec<u8> {
     let mut child = Command::new("protoc")
         .arg(format!("--encode={message}"))
         .arg(format!("--proto_path={}", dir.display()))
-        .arg("Public.proto")
+        .arg("--proto_path=/usr/include")
+        .arg(file)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -263,4 +273,105 @@ fn random_values_of_every_public_message_encode_as_protoc_encodes_them() {
         }
     }
     assert!(messages >= 5, "{messages} messages sampled");
+}
+
+/// A text-format string literal of `s`.
+fn quoted(s: &str) -> String {
+    text_format(&Shape::String, &Value::String(s.to_owned()))
+}
+
+#[test]
+fn every_recorded_refusal_is_the_hale_refusal_protoc_writes() {
+    let Some(dir) = witness() else { return };
+    if !protoc_present() {
+        return;
+    }
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir.join("wire/http")).unwrap() {
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        let body = &record["reply"]["body"]["refusal"];
+        let Some(kind) = body["kind"].as_str() else {
+            continue;
+        };
+        let (ours, text) = match RefusalKind::parse(kind) {
+            Some(kind) => {
+                let mut r = Refusal::new(kind, body["reason"].as_str().unwrap());
+                r.served = body["served"].as_str().map(str::to_owned);
+                r.requires = body["requires"].as_array().map(|roles| {
+                    roles
+                        .iter()
+                        .map(|x| x.as_str().unwrap().to_owned())
+                        .collect()
+                });
+                let mut text = format!(
+                    "kind: {} reason: {}",
+                    quoted(kind.as_str()),
+                    quoted(&r.reason)
+                );
+                for role in r.requires.iter().flatten() {
+                    text.push_str(&format!(" requires: {}", quoted(role)));
+                }
+                if let Some(served) = &r.served {
+                    text.push_str(&format!(" served: {}", quoted(served)));
+                }
+                (grpc::hale_refusal(Some(&r)), text)
+            }
+            // The server error: kind "server" alone.
+            None => (grpc::hale_refusal(None), "kind: \"server\"".to_owned()),
+        };
+        assert_eq!(ours, protoc_encode(&dir, "HaleRefusal", &text), "{text}");
+        checked += 1;
+    }
+    // Seven refusal kinds and the server error.
+    assert!(checked >= 8, "{checked} refusals checked");
+}
+
+#[test]
+fn grpc_status_details_are_the_google_rpc_status_protoc_writes() {
+    if !protoc_present() {
+        return;
+    }
+    // google.rpc.Status as googleapis publishes it.
+    let dir = std::env::temp_dir().join(format!("limen-status-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("google/rpc")).unwrap();
+    std::fs::write(
+        dir.join("google/rpc/status.proto"),
+        "syntax = \"proto3\";\npackage google.rpc;\nimport \"google/protobuf/any.proto\";\n\
+         message Status { int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3; }\n",
+    )
+    .unwrap();
+    for (code, message, type_url, value) in [
+        (
+            9,
+            "handler_error",
+            "type.hale.dev/OrderError",
+            &b"\x0a\x0dunknown_order"[..],
+        ),
+        (
+            3,
+            "unknown_member: Orders::x",
+            "type.hale.dev/HaleRefusal",
+            b"\x0a\x09malformed",
+        ),
+        (
+            13,
+            "server_error",
+            "type.hale.dev/hale.api.Refusal",
+            br#"{"kind":"server"}"#,
+        ),
+    ] {
+        let ours = grpc::status_details(code, message, type_url, value);
+        let escaped: String = value.iter().map(|b| format!("\\{b:03o}")).collect();
+        let text = format!(
+            "code: {code} message: {} details {{ type_url: {} value: \"{escaped}\" }}",
+            quoted(message),
+            quoted(type_url)
+        );
+        assert_eq!(
+            ours,
+            protoc_encode_in(&dir, "google/rpc/status.proto", "google.rpc.Status", &text),
+            "{text}"
+        );
+    }
 }

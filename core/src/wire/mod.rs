@@ -3,6 +3,8 @@
 //!
 //! - [`front`]: one connection of one transport between its bytes and an
 //!   exposure: framing in, outcome encoding out. What every driver drives.
+//! - [`grpc`]: Hale's framing of gRPC and the gRPC column of § Outcomes
+//!   (the HTTP/2 session is `limen-nghttp2`'s).
 //! - [`http1`]: HTTP/1.1, one request to a connection.
 //! - [`hale_http`]: Hale's framing of HTTP (`POST /call/<member>`,
 //!   `GET /.description`) and the HTTP column of § Outcomes.
@@ -14,6 +16,7 @@
 //! [`crate::json::jsonrpc`].
 
 pub mod front;
+pub mod grpc;
 pub mod hale_http;
 pub mod http1;
 pub mod line;

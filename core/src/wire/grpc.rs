@@ -420,7 +420,8 @@ mod tests {
     fn every_body_that_is_not_one_message_is_refused_with_its_reason() {
         let framed = frame_message(b"hello");
         let two = [framed.clone(), framed.clone()].concat();
-        let cases: Vec<(Vec<u8>, Option<&[u8]>, &str)> = vec![
+        type Case<'a> = (Vec<u8>, Option<&'a [u8]>, &'a str);
+        let cases: Vec<Case> = vec![
             (Vec::new(), None, "no_message"),
             (framed[..3].to_vec(), None, "cut_message"),
             (framed[..7].to_vec(), None, "cut_message"),

@@ -58,7 +58,11 @@ impl Listener {
                 format!("`{addr}` is not host:port"),
             )
         })?;
-        Ok(Listener::Tcp(TcpListener::bind(parsed)?))
+        let listener = TcpListener::bind(parsed)?;
+        // Set once here: Linux gives every accepted socket its listener's
+        // TCP_NODELAY, which spares a setsockopt per connection.
+        socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
+        Ok(Listener::Tcp(listener))
     }
 
     /// Binds the Unix socket `path`. A stale socket file (nobody accepts on
@@ -115,10 +119,9 @@ impl Listener {
     /// Unix socket (unnamed for TCP). `Ok(None)` when none waits.
     pub(super) fn accept(&self) -> io::Result<Option<(Stream, PeerCredentials)>> {
         let accepted = match self {
-            Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                let _ = s.set_nodelay(true);
-                (Stream::Tcp(s), PeerCredentials::UNNAMED)
-            }),
+            Listener::Tcp(l) => l
+                .accept()
+                .map(|(s, _)| (Stream::Tcp(s), PeerCredentials::UNNAMED)),
             Listener::Unix { listener, .. } => listener.accept().map(|(s, _)| {
                 let peer = peer_credentials(&s);
                 (Stream::Unix(s), peer)
@@ -256,5 +259,30 @@ pub fn raise_descriptor_limit() {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_tcp_socket_has_nodelay_from_its_listener() {
+        let listener = Listener::bind_tcp("127.0.0.1:0").unwrap();
+        let Listener::Tcp(l) = &listener else {
+            panic!("a TCP listener");
+        };
+        let addr = l.local_addr().unwrap();
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let accepted = loop {
+            if let Some((stream, _)) = listener.accept().unwrap() {
+                break stream;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let Stream::Tcp(s) = &accepted else {
+            panic!("a TCP stream");
+        };
+        assert!(socket2::SockRef::from(s).tcp_nodelay().unwrap());
     }
 }

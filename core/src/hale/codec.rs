@@ -185,16 +185,21 @@ pub fn decode_tokenized(shape: &Shape, payload: &[u8]) -> Result<serde_json::Val
     Ok(value)
 }
 
-fn wrong(path: &Path<'_>) -> String {
+/// `wrong_type: <path>`. Shared with the protobuf codec, which speaks the
+/// same words.
+pub(super) fn wrong(path: &Path<'_>) -> String {
     format!("wrong_type: {path}")
 }
 
 /// Where a value sits in the payload: `payload`, a top-level field's name,
 /// or a nested field's dotted path. Written out only for an error, so a
-/// payload that decodes builds no path text.
+/// payload that decodes builds no path text. Shared with the protobuf
+/// codec.
 #[derive(Clone, Copy)]
-enum Path<'p> {
+pub(super) enum Path<'p> {
+    /// The payload itself.
     Payload,
+    /// A field of the struct at the parent path.
     Field(&'p Path<'p>, &'p str),
 }
 
@@ -202,16 +207,10 @@ impl std::fmt::Display for Path<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Path::Payload => f.write_str("payload"),
-            Path::Field(parent, name) => {
-                // A top-level field is named alone, a nested one after its
-                // parent's path.
-                let parent = parent.to_string();
-                if parent == "payload" {
-                    f.write_str(name)
-                } else {
-                    write!(f, "{parent}.{name}")
-                }
-            }
+            // A top-level field is named alone, a nested one after its
+            // parent's path.
+            Path::Field(Path::Payload, name) => f.write_str(name),
+            Path::Field(parent, name) => write!(f, "{parent}.{name}"),
         }
     }
 }

@@ -28,14 +28,16 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::codec::{FieldShape, Shape, MAX_DEPTH};
+use super::codec::{wrong, FieldShape, Path, Shape, MAX_DEPTH};
 
 /// The field a one-scalar request, response or error travels in.
 pub const SCALAR_FIELD: &str = "value";
 
-const VARINT: u8 = 0;
+/// Wire type 0: a varint.
+pub const VARINT: u8 = 0;
 const I64: u8 = 1;
-const LEN: u8 = 2;
+/// Wire type 2: length-delimited.
+pub const LEN: u8 = 2;
 const START_GROUP: u8 = 3;
 const END_GROUP: u8 = 4;
 const I32: u8 = 5;
@@ -90,28 +92,6 @@ pub fn parse_pb_text(payload: &[u8]) -> Option<(&str, Vec<u8>)> {
         .decode(&rest[colon + 1..])
         .ok()?;
     Some((name, message))
-}
-
-/// Where a value sits: the payload, or a field by its dotted path (as the
-/// JSON codec names it). Written out only for an error.
-#[derive(Clone, Copy)]
-enum Path<'p> {
-    Payload,
-    Field(&'p Path<'p>, &'p str),
-}
-
-impl std::fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Path::Payload => f.write_str("payload"),
-            Path::Field(Path::Payload, name) => f.write_str(name),
-            Path::Field(parent, name) => write!(f, "{parent}.{name}"),
-        }
-    }
-}
-
-fn wrong(path: &Path<'_>) -> String {
-    format!("wrong_type: {path}")
 }
 
 /// A cursor over a message's bytes.
@@ -287,7 +267,8 @@ fn read_value(
     }
 }
 
-fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Writes `v` as a base-128 varint.
+pub fn write_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -295,8 +276,21 @@ fn write_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn write_tag(out: &mut Vec<u8>, number: u64, wire: u8) {
+/// Writes a field's tag: its number and wire type.
+pub fn write_tag(out: &mut Vec<u8>, number: u64, wire: u8) {
     write_varint(out, (number << 3) | u64::from(wire));
+}
+
+/// Writes field `number` as length-delimited `bytes` (nothing when they
+/// are empty: proto3's implicit presence, for the messages whose fields
+/// are not `optional`).
+pub fn write_bytes_field(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    write_tag(out, number, LEN);
+    write_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
 }
 
 fn write_message(

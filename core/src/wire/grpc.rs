@@ -8,6 +8,7 @@
 
 use base64::Engine as _;
 
+use crate::hale::protobuf;
 use crate::hale::runtime::{Outcome, Refusal, RefusalKind};
 
 /// The largest message a call may carry (§ gRPC: 1048576 bytes).
@@ -314,30 +315,17 @@ pub fn bin_header(value: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD_NO_PAD.encode(value)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 fn put_varint_field(out: &mut Vec<u8>, number: u64, v: u64) {
-    put_varint(out, number << 3);
-    put_varint(out, v);
+    protobuf::write_tag(out, number, protobuf::VARINT);
+    protobuf::write_varint(out, v);
 }
 
 fn put_bytes(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
-    if bytes.is_empty() {
-        return;
-    }
-    put_varint(out, (number << 3) | 2);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+    protobuf::write_bytes_field(out, number, bytes);
 }
 
 fn put_string(out: &mut Vec<u8>, number: u64, s: &str) {
-    put_bytes(out, number, s.as_bytes());
+    protobuf::write_bytes_field(out, number, s.as_bytes());
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The serving driver: mio event loops, one per core by default, that move
+//! The serving driver: mio event loops, one per core but one by default, that move
 //! bytes between sockets and the transport fronts of `limen_core`, one
 //! owner of every exposure, and a serial worker thread per receiver
 //! instance.
@@ -56,7 +56,8 @@ pub struct ServerConfig {
     /// The fronts' limits.
     pub fronts: FrontLimits,
     /// How many connection loops run (each on a thread; loop 0 on the one
-    /// that calls [`Server::run`]). 0: one per core the process may use.
+    /// that calls [`Server::run`]). 0: one per core the process may use
+    /// but one, which the receivers' workers need (at least one loop).
     pub loops: usize,
 }
 
@@ -74,7 +75,13 @@ impl ServerConfig {
     /// The number of loops this configuration runs.
     pub fn loop_count(&self) -> usize {
         match self.loops {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            // On 2 vCPUs one loop served HTTP 1.03x and 1.23x peer-hyper
+            // where two served 0.72x and 0.89x (benches/RESULTS.md): a
+            // loop per core leaves the workers none.
+            0 => std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .saturating_sub(1)
+                .max(1),
             n => n,
         }
     }

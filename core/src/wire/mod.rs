@@ -11,6 +11,7 @@
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
 //! - [`mcp`]: the MCP transport's framing of `POST /mcp` and the MCP column of
 //!   § Outcomes.
+//! - [`ws`]: WebSocket (RFC 6455), the server's side, as the hubs speak it.
 //!
 //! JSON-RPC 2.0, which MCP and the Flow Tool protocol both carry, is
 //! [`crate::json::jsonrpc`].
@@ -21,3 +22,4 @@ pub mod hale_http;
 pub mod http1;
 pub mod line;
 pub mod mcp;
+pub mod ws;

@@ -1,0 +1,640 @@
+//! WebSocket (RFC 6455), the server's side, as the hubs speak it (§
+//! Streams): the upgrade and its `Sec-WebSocket-Accept`, masked client
+//! text frames in, unmasked single-frame text messages out, a ping answered
+//! by a pong after the frames queued before it, the close handshake, and
+//! every protocol error closed with its code.
+//!
+//! Our own codec, not tungstenite's: that one needs a stream and draws its
+//! own masks, which a replayed recording cannot hold; tungstenite is this
+//! codec's differential oracle in its tests and fuzz target instead.
+//!
+//! # The order of calls
+//!
+//! 1. Answer the HTTP request with [`upgrade`] (its response bytes, or the
+//!    refusal's status and reason); after a 101, make a [`WsConn`].
+//! 2. Feed it what the socket read ([`handle_data`](WsConn::handle_data)),
+//!    and [`handle_eof`](WsConn::handle_eof) at the end of input.
+//! 3. Take [`poll_event`](WsConn::poll_event) until `None`.
+//! 4. Send with [`send_text`](WsConn::send_text), end with
+//!    [`close`](WsConn::close).
+//! 5. Write [`pending_output`](WsConn::pending_output), report it with
+//!    [`consume_output`](WsConn::consume_output); close the socket once
+//!    [`is_closed`](WsConn::is_closed) and the output is written.
+
+use std::collections::VecDeque;
+
+use base64::Engine as _;
+use sha1::{Digest, Sha1};
+
+use crate::wire::http1::HttpRequest;
+use crate::Timestamp;
+
+/// The GUID RFC 6455 § 1.3 appends to the key.
+const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// Close codes (RFC 6455 § 7.4.1).
+pub mod close_code {
+    /// Normal closure.
+    pub const NORMAL: u16 = 1000;
+    /// The endpoint is going away (a server stopping).
+    pub const GOING_AWAY: u16 = 1001;
+    /// A protocol error.
+    pub const PROTOCOL_ERROR: u16 = 1002;
+    /// A kind of data the endpoint does not take (binary, here).
+    pub const UNSUPPORTED_DATA: u16 = 1003;
+    /// No status code was present (never sent; reported for a close
+    /// frame without one).
+    pub const NO_STATUS: u16 = 1005;
+    /// The connection ended without a close frame (never sent).
+    pub const ABNORMAL: u16 = 1006;
+    /// Text that is not UTF-8.
+    pub const INVALID_PAYLOAD: u16 = 1007;
+    /// A message that breaks the endpoint's policy (a fragmented one,
+    /// here).
+    pub const POLICY_VIOLATION: u16 = 1008;
+    /// A message too big to process.
+    pub const MESSAGE_TOO_BIG: u16 = 1009;
+}
+
+/// The codec's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest message taken (§ Streams: 64 KiB).
+    pub max_message: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_message: 64 * 1024,
+        }
+    }
+}
+
+/// `Sec-WebSocket-Accept` for the client's `Sec-WebSocket-Key`.
+pub fn accept_key(key: &str) -> String {
+    let mut sha = Sha1::new();
+    sha.update(key.as_bytes());
+    sha.update(GUID.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// An upgrade the server does not make: the HTTP status to answer and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeRefused {
+    /// The HTTP status (400, or 426 for another WebSocket version).
+    pub status: u16,
+    /// What was wrong, naming the header.
+    pub reason: String,
+}
+
+/// Answers an HTTP request that asks for a WebSocket: the bytes of the
+/// `101 Switching Protocols` response, or why it is refused.
+pub fn upgrade(request: &HttpRequest) -> Result<Vec<u8>, UpgradeRefused> {
+    let refuse = |status, reason: &str| UpgradeRefused {
+        status,
+        reason: reason.to_owned(),
+    };
+    if request.method != "GET" {
+        return Err(refuse(400, "a WebSocket upgrade is a GET"));
+    }
+    let has_token = |name: &str, token: &str| {
+        request.header(name).is_some_and(|v| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case(token))
+        })
+    };
+    if !has_token("upgrade", "websocket") {
+        return Err(refuse(400, "Upgrade: websocket is missing"));
+    }
+    if !has_token("connection", "upgrade") {
+        return Err(refuse(400, "Connection: Upgrade is missing"));
+    }
+    if request.header("sec-websocket-version") != Some(b"13") {
+        return Err(refuse(426, "Sec-WebSocket-Version must be 13"));
+    }
+    let key = request
+        .header("sec-websocket-key")
+        .and_then(|k| std::str::from_utf8(k).ok())
+        .map(str::trim)
+        .filter(|k| {
+            base64::engine::general_purpose::STANDARD
+                .decode(k)
+                .is_ok_and(|nonce| nonce.len() == 16)
+        })
+        .ok_or_else(|| refuse(400, "Sec-WebSocket-Key must be the base64 of 16 bytes"))?;
+    Ok(format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_key(key)
+    )
+    .into_bytes())
+}
+
+/// What the peer did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WsEvent {
+    /// A whole text message.
+    Text(String),
+    /// The connection is over: the peer's close (its code, or 1005 when it
+    /// gave none), an error of the peer's (the code this side sent), or
+    /// the end of input without a close (1006). Write what is pending, then
+    /// close the socket.
+    Closed {
+        /// The close code.
+        code: u16,
+        /// The reason, as the closing side gave it.
+        reason: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// This side sent its close frame and waits for the peer's.
+    Closing,
+    Closed,
+}
+
+/// One server-side WebSocket connection. See the module documentation.
+#[derive(Debug)]
+pub struct WsConn {
+    limits: Limits,
+    input: Vec<u8>,
+    out: Vec<u8>,
+    out_at: usize,
+    events: VecDeque<WsEvent>,
+    state: State,
+}
+
+const OP_CONTINUATION: u8 = 0x0;
+const OP_TEXT: u8 = 0x1;
+const OP_BINARY: u8 = 0x2;
+const OP_CLOSE: u8 = 0x8;
+const OP_PING: u8 = 0x9;
+const OP_PONG: u8 = 0xA;
+
+impl WsConn {
+    /// A connection just upgraded.
+    pub fn new(limits: Limits) -> WsConn {
+        WsConn {
+            limits,
+            input: Vec::new(),
+            out: Vec::new(),
+            out_at: 0,
+            events: VecDeque::new(),
+            state: State::Open,
+        }
+    }
+
+    /// Takes bytes the peer sent, in any split.
+    pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.input.extend_from_slice(data);
+        let mut at = 0;
+        while self.state != State::Closed {
+            match self.frame(&self.input[at..]) {
+                Ok(None) => break,
+                Ok(Some((used, frame))) => {
+                    at += used;
+                    self.take(frame);
+                }
+                Err((code, reason)) => {
+                    self.fail(code, reason);
+                    break;
+                }
+            }
+        }
+        self.input.drain(..at.min(self.input.len()));
+    }
+
+    /// The peer's end closed. Without a close handshake it is 1006.
+    pub fn handle_eof(&mut self, _now: Timestamp) {
+        if self.state != State::Closed {
+            self.state = State::Closed;
+            self.events.push_back(WsEvent::Closed {
+                code: close_code::ABNORMAL,
+                reason: "the connection ended without a close frame".into(),
+            });
+        }
+    }
+
+    /// The next event, if any. Poll until `None` after every input.
+    pub fn poll_event(&mut self) -> Option<WsEvent> {
+        self.events.pop_front()
+    }
+
+    /// Queues `text` as one unmasked text frame. Nothing is sent once the
+    /// close handshake began.
+    pub fn send_text(&mut self, _now: Timestamp, text: &str) {
+        if self.state == State::Open {
+            write_frame(&mut self.out, OP_TEXT, text.as_bytes());
+        }
+    }
+
+    /// Begins the close handshake with `code` and `reason` (at most 123
+    /// bytes of it are sent), after what is queued.
+    pub fn close(&mut self, _now: Timestamp, code: u16, reason: &str) {
+        if self.state == State::Open {
+            self.send_close(code, reason);
+            self.state = State::Closing;
+        }
+    }
+
+    /// Whether the connection is over (the event said so).
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// The bytes still to write; borrowed until the next call.
+    pub fn pending_output(&self) -> &[u8] {
+        &self.out[self.out_at..]
+    }
+
+    /// `n` bytes of [`pending_output`](WsConn::pending_output) were written.
+    pub fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.out_at = (self.out_at + n).min(self.out.len());
+        if self.out_at == self.out.len() {
+            self.out.clear();
+            self.out_at = 0;
+        }
+    }
+
+    fn send_close(&mut self, code: u16, reason: &str) {
+        let mut payload = code.to_be_bytes().to_vec();
+        // A control frame carries at most 125 bytes: the reason is cut at
+        // a character boundary within 123.
+        let mut end = reason.len().min(123);
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        payload.extend_from_slice(&reason.as_bytes()[..end]);
+        write_frame(&mut self.out, OP_CLOSE, &payload);
+    }
+
+    /// A protocol error of the peer's: close with `code`, and the
+    /// connection is over.
+    fn fail(&mut self, code: u16, reason: String) {
+        if self.state == State::Open {
+            self.send_close(code, &reason);
+        }
+        self.state = State::Closed;
+        self.events.push_back(WsEvent::Closed { code, reason });
+    }
+
+    /// Reads one frame from `bytes`: `None` until it is whole, or the
+    /// close code and reason of what is wrong with it (known from its
+    /// header alone where it can be, so an oversized frame is never held).
+    #[allow(clippy::type_complexity)]
+    fn frame(&self, bytes: &[u8]) -> Result<Option<(usize, Frame)>, (u16, String)> {
+        if bytes.len() < 2 {
+            return Ok(None);
+        }
+        let (b0, b1) = (bytes[0], bytes[1]);
+        let fin = b0 & 0x80 != 0;
+        let opcode = b0 & 0x0f;
+        if b0 & 0x70 != 0 {
+            return Err((
+                close_code::PROTOCOL_ERROR,
+                "a reserved bit is set, and no extension was agreed".into(),
+            ));
+        }
+        let control = opcode & 0x8 != 0;
+        match opcode {
+            OP_CONTINUATION | OP_TEXT | OP_BINARY | OP_CLOSE | OP_PING | OP_PONG => {}
+            other => {
+                return Err((
+                    close_code::PROTOCOL_ERROR,
+                    format!("opcode {other:#x} is reserved"),
+                ))
+            }
+        }
+        if b1 & 0x80 == 0 {
+            return Err((
+                close_code::PROTOCOL_ERROR,
+                "a client's frame must be masked".into(),
+            ));
+        }
+        let (len, mut at) = match b1 & 0x7f {
+            126 => {
+                if bytes.len() < 4 {
+                    return Ok(None);
+                }
+                (u64::from(u16::from_be_bytes([bytes[2], bytes[3]])), 4)
+            }
+            127 => {
+                if bytes.len() < 10 {
+                    return Ok(None);
+                }
+                let len = u64::from_be_bytes(bytes[2..10].try_into().expect("eight bytes"));
+                if len >> 63 != 0 {
+                    return Err((
+                        close_code::PROTOCOL_ERROR,
+                        "a 64-bit length with its top bit set".into(),
+                    ));
+                }
+                (len, 10)
+            }
+            n => (u64::from(n), 2),
+        };
+        if control && (!fin || len > 125) {
+            return Err((
+                close_code::PROTOCOL_ERROR,
+                "a control frame is one frame of at most 125 bytes".into(),
+            ));
+        }
+        if !control && (!fin || opcode == OP_CONTINUATION) {
+            return Err((
+                close_code::POLICY_VIOLATION,
+                "a message is one frame here: fragmented messages are not taken".into(),
+            ));
+        }
+        if len > self.limits.max_message as u64 {
+            return Err((
+                close_code::MESSAGE_TOO_BIG,
+                format!(
+                    "a message of {len} bytes, over {} bytes",
+                    self.limits.max_message
+                ),
+            ));
+        }
+        if bytes.len() < at + 4 + len as usize {
+            return Ok(None);
+        }
+        let mask: [u8; 4] = bytes[at..at + 4].try_into().expect("four bytes");
+        at += 4;
+        let payload: Vec<u8> = bytes[at..at + len as usize]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4])
+            .collect();
+        Ok(Some((at + len as usize, Frame { opcode, payload })))
+    }
+
+    fn take(&mut self, frame: Frame) {
+        match frame.opcode {
+            OP_TEXT => {
+                if self.state != State::Open {
+                    return;
+                }
+                match String::from_utf8(frame.payload) {
+                    Ok(text) => self.events.push_back(WsEvent::Text(text)),
+                    Err(_) => self.fail(
+                        close_code::INVALID_PAYLOAD,
+                        "a text message that is not UTF-8".into(),
+                    ),
+                }
+            }
+            OP_BINARY => self.fail(
+                close_code::UNSUPPORTED_DATA,
+                "binary messages are not taken: the hub speaks text".into(),
+            ),
+            // After the frames queued before it.
+            OP_PING if self.state == State::Open => {
+                write_frame(&mut self.out, OP_PONG, &frame.payload)
+            }
+            OP_CLOSE => self.peer_closed(&frame.payload),
+            _ => {}
+        }
+    }
+
+    fn peer_closed(&mut self, payload: &[u8]) {
+        let (code, reason) = match payload.len() {
+            0 => (close_code::NO_STATUS, String::new()),
+            1 => {
+                return self.fail(
+                    close_code::PROTOCOL_ERROR,
+                    "a close frame's payload of one byte".into(),
+                )
+            }
+            _ => {
+                let code = u16::from_be_bytes([payload[0], payload[1]]);
+                let sendable = matches!(code, 1000..=1003 | 1007..=1011 | 3000..=4999);
+                if !sendable {
+                    return self.fail(
+                        close_code::PROTOCOL_ERROR,
+                        format!("close code {code} may not be sent"),
+                    );
+                }
+                match String::from_utf8(payload[2..].to_vec()) {
+                    Ok(reason) => (code, reason),
+                    Err(_) => {
+                        return self.fail(
+                            close_code::INVALID_PAYLOAD,
+                            "a close reason that is not UTF-8".into(),
+                        )
+                    }
+                }
+            }
+        };
+        if self.state == State::Open {
+            // Echo the peer's code (an empty close answers an empty one).
+            if code == close_code::NO_STATUS {
+                write_frame(&mut self.out, OP_CLOSE, &[]);
+            } else {
+                self.send_close(code, "");
+            }
+        }
+        self.state = State::Closed;
+        self.events.push_back(WsEvent::Closed { code, reason });
+    }
+}
+
+struct Frame {
+    opcode: u8,
+    payload: Vec<u8>,
+}
+
+/// One unmasked final frame of `opcode` carrying `payload`.
+fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
+    out.push(0x80 | opcode);
+    let len = payload.len();
+    if len < 126 {
+        out.push(len as u8);
+    } else if len <= usize::from(u16::MAX) {
+        out.push(126);
+        out.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        out.push(127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+    out.extend_from_slice(payload);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A masked client frame.
+    fn client(opcode: u8, fin: bool, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {
+        let mut out = vec![u8::from(fin) << 7 | opcode];
+        let len = payload.len();
+        if len < 126 {
+            out.push(0x80 | len as u8);
+        } else if len <= 0xffff {
+            out.push(0x80 | 126);
+            out.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            out.push(0x80 | 127);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+        out.extend_from_slice(&mask);
+        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        out
+    }
+
+    fn events(conn: &mut WsConn) -> Vec<WsEvent> {
+        std::iter::from_fn(|| conn.poll_event()).collect()
+    }
+
+    #[test]
+    fn the_accept_key_of_rfc_6455s_example() {
+        assert_eq!(
+            accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+    }
+
+    fn request(headers: &[(&str, &str)]) -> HttpRequest {
+        HttpRequest {
+            method: "GET".into(),
+            target: "/".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                .collect(),
+            body: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_upgrade_is_answered_101_and_a_bad_one_refused_naming_the_header() {
+        let good = [
+            ("Host", "x"),
+            ("Upgrade", "websocket"),
+            ("Connection", "keep-alive, Upgrade"),
+            ("Sec-WebSocket-Version", "13"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ];
+        let response = String::from_utf8(upgrade(&request(&good)).unwrap()).unwrap();
+        assert!(response.starts_with("HTTP/1.1 101 Switching Protocols\r\n"));
+        assert!(response.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+        let without = |name: &str| {
+            let h: Vec<(&str, &str)> = good.iter().copied().filter(|(n, _)| *n != name).collect();
+            upgrade(&request(&h)).unwrap_err()
+        };
+        assert!(without("Upgrade").reason.contains("Upgrade"));
+        assert!(without("Connection").reason.contains("Connection"));
+        assert_eq!(without("Sec-WebSocket-Version").status, 426);
+        assert!(without("Sec-WebSocket-Key")
+            .reason
+            .contains("Sec-WebSocket-Key"));
+    }
+
+    #[test]
+    fn text_in_any_split_and_a_pong_after_what_was_queued() {
+        let mut input = client(OP_TEXT, true, b"{\"subscribe\":\"fills\"}", [1, 2, 3, 4]);
+        input.extend(client(OP_PING, true, b"hi", [9, 9, 9, 9]));
+        for split in 0..=input.len() {
+            let mut conn = WsConn::new(Limits::default());
+            conn.send_text(0, "queued");
+            conn.handle_data(0, &input[..split]);
+            conn.handle_data(0, &input[split..]);
+            assert_eq!(
+                events(&mut conn),
+                [WsEvent::Text("{\"subscribe\":\"fills\"}".into())]
+            );
+            let mut want = vec![0x81, 6];
+            want.extend_from_slice(b"queued");
+            want.extend_from_slice(&[0x8a, 2, b'h', b'i']);
+            assert_eq!(conn.pending_output(), want, "{split}");
+        }
+    }
+
+    #[test]
+    fn the_close_handshake_from_either_side() {
+        let mut conn = WsConn::new(Limits::default());
+        let mut close = 1000u16.to_be_bytes().to_vec();
+        close.extend_from_slice(b"bye");
+        conn.handle_data(0, &client(OP_CLOSE, true, &close, [7, 7, 7, 7]));
+        assert_eq!(
+            events(&mut conn),
+            [WsEvent::Closed {
+                code: 1000,
+                reason: "bye".into()
+            }]
+        );
+        assert_eq!(conn.pending_output(), [0x88, 2, 0x03, 0xe8]);
+        assert!(conn.is_closed());
+
+        let mut conn = WsConn::new(Limits::default());
+        conn.close(0, close_code::GOING_AWAY, "stopping");
+        conn.send_text(0, "too late");
+        let mut want = vec![0x88, 10, 0x03, 0xe9];
+        want.extend_from_slice(b"stopping");
+        assert_eq!(conn.pending_output(), want);
+        // Frames the peer sent before its close are not events any more.
+        conn.handle_data(0, &client(OP_TEXT, true, b"x", [1, 1, 1, 1]));
+        conn.handle_data(0, &client(OP_CLOSE, true, &[0x03, 0xe9], [1, 1, 1, 1]));
+        assert_eq!(
+            events(&mut conn),
+            [WsEvent::Closed {
+                code: 1001,
+                reason: String::new()
+            }]
+        );
+    }
+
+    #[test]
+    fn every_protocol_error_closes_with_its_code() {
+        let unmasked = vec![0x81, 1, b'x'];
+        let mut rsv = client(OP_TEXT, true, b"x", [1, 2, 3, 4]);
+        rsv[0] |= 0x40;
+        let cases: Vec<(Vec<u8>, u16)> = vec![
+            (unmasked, 1002),
+            (rsv, 1002),
+            (client(0x3, true, b"", [0; 4]), 1002),
+            (client(OP_PING, false, b"", [0; 4]), 1002),
+            (client(OP_PING, true, &[0; 126], [0; 4]), 1002),
+            (client(OP_TEXT, false, b"part", [0; 4]), 1008),
+            (client(OP_CONTINUATION, true, b"part", [0; 4]), 1008),
+            (client(OP_BINARY, true, b"\0", [0; 4]), 1003),
+            (client(OP_TEXT, true, &[0xff], [0; 4]), 1007),
+            (client(OP_TEXT, true, &vec![b'a'; 65537], [0; 4]), 1009),
+            (client(OP_CLOSE, true, &[3], [0; 4]), 1002),
+            (client(OP_CLOSE, true, &[0x03, 0xed], [0; 4]), 1002),
+            (client(OP_CLOSE, true, &[0x03, 0xe8, 0xff], [0; 4]), 1007),
+        ];
+        for (input, code) in cases {
+            let mut conn = WsConn::new(Limits::default());
+            conn.handle_data(0, &input);
+            let got = events(&mut conn);
+            assert!(
+                matches!(got.as_slice(), [WsEvent::Closed { code: c, .. }] if *c == code),
+                "{:02x?}: {got:?}",
+                &input[..input.len().min(12)]
+            );
+            let out = conn.pending_output();
+            assert_eq!(&out[..1], [0x88]);
+            assert_eq!(u16::from_be_bytes([out[2], out[3]]), code);
+            assert!(conn.is_closed());
+        }
+        // An oversized frame is refused from its header, before its body.
+        let mut conn = WsConn::new(Limits::default());
+        conn.handle_data(0, &[0x81, 0xff, 0, 0, 0, 0, 0, 1, 0, 1]);
+        assert!(conn.is_closed());
+    }
+
+    #[test]
+    fn the_end_of_input_without_a_close_is_1006() {
+        let mut conn = WsConn::new(Limits::default());
+        conn.handle_eof(0);
+        assert!(matches!(
+            events(&mut conn).as_slice(),
+            [WsEvent::Closed { code: 1006, .. }]
+        ));
+        assert!(conn.pending_output().is_empty());
+    }
+}

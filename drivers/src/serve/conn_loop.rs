@@ -435,6 +435,10 @@ impl ConnLoop {
             }
             self.by_correlation.insert(correlation, key);
             self.rearm(key);
+            // A client sends its request as soon as it connects, so the
+            // bytes are usually there already: read them now rather than a
+            // turn later, when the readiness event says so.
+            self.read(key);
         }
     }
 

@@ -482,7 +482,7 @@ fn failures_and_usage() {
     ] {
         let r = hale(&args);
         assert_eq!(r.code, 5, "hale {}: {}", args.join(" "), r.stderr);
-        assert!(r.stderr.contains("usage:"), "{}", r.stderr);
+        assert!(r.stderr.contains("Usage: hale"), "{}", r.stderr);
     }
     let r = hale(&[
         "check",

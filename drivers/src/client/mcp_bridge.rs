@@ -33,7 +33,7 @@ use limen_core::wire::mcp::{
 use serde_json::Value;
 
 use super::wire::{self, Endpoint};
-use super::{bearer_header, bearer_of, fetch, Described, EXIT_USAGE};
+use super::{bearer_header, bearer_of, fetch, Described};
 
 /// The code of an answer the endpoint could not give.
 pub const TRANSPORT_FAILURE: i64 = -32000;
@@ -365,44 +365,10 @@ impl Bridge {
 }
 
 /// `hale mcp --app ENDPOINT [--bearer T]`: serves stdin until it ends.
-pub fn main(args: &[String]) -> i32 {
-    let usage = |m: &str| {
-        eprintln!("hale: {m}\nusage: hale mcp --app <unix:PATH | http://host:port | mcp://host:port> [--bearer T]");
-        EXIT_USAGE
-    };
-    let mut app = None;
-    let mut bearer = None;
-    let mut i = 0;
-    while i < args.len() {
-        let (flag, inline) = match args[i].split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (args[i].clone(), None),
-        };
-        let mut value = || {
-            inline.clone().or_else(|| {
-                i += 1;
-                args.get(i).cloned()
-            })
-        };
-        match flag.as_str() {
-            "--app" => match value() {
-                Some(v) => app = Some(v),
-                None => return usage("--app needs an endpoint"),
-            },
-            "--bearer" => match value() {
-                Some(v) => bearer = Some(v),
-                None => return usage("--bearer needs a token"),
-            },
-            other => return usage(&format!("mcp: unexpected `{other}`")),
-        }
-        i += 1;
-    }
-    let Some(app) = app else {
-        return usage("hale mcp serves a served exposure with --app ENDPOINT; the toolchain's own MCP server is not shipped");
-    };
-    let target = match Target::parse(&app) {
+pub fn main(app: &str, bearer: Option<String>) -> i32 {
+    let target = match Target::parse(app) {
         Ok(t) => t,
-        Err(e) => return usage(&e),
+        Err(e) => return crate::hale_cli::usage(&["mcp"], &format!("--app: {e}")),
     };
     let mut bridge = Bridge::new(target, bearer_of(bearer));
     let stdin = io::stdin();

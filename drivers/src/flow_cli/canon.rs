@@ -1,6 +1,11 @@
 //! `flow canon --schema FILE [--max-… N]`: one JSON text on stdin, decoded
 //! at the type FILE's schema describes, printed as its canonical text.
 //!
+//! The schema is read as people write them
+//! ([`type_from_plain_schema`]): a root without `$schema` is draft
+//! 2020-12, an object schema written inline an anonymous record, an inline
+//! `oneOf` an anonymous enum.
+//!
 //! Exit 0 with the text and a newline; a refusal prints
 //! `refused: <path>: <reason>` on stderr and exits 1; a usage error (or a
 //! schema that is not one limen reads) exits 2.
@@ -8,7 +13,7 @@
 use std::io::{Read, Write};
 
 use limen_core::flow::canonical::write_canonical;
-use limen_core::flow::{decode, type_from_schema, Limits};
+use limen_core::flow::{decode, type_from_plain_schema, Limits};
 
 use super::cli::CanonArgs;
 
@@ -38,7 +43,7 @@ pub fn run(a: &CanonArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage(&format!("{schema_path} is not JSON: {e}")),
     };
-    let (ty, env) = match type_from_schema(&schema) {
+    let (ty, env) = match type_from_plain_schema(&schema) {
         Ok(t) => t,
         Err(e) => return usage(&format!("{schema_path}: {e}")),
     };

@@ -409,7 +409,7 @@ pub fn main(app: &str, bearer: Option<String>) -> i32 {
 /// Reads one line without its newline into `line`: `None` at the end of
 /// input, `Some(false)` for a line over [`MAX_LINE`] (read to its end and
 /// dropped).
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
+pub(crate) fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
     let mut over = false;
     loop {
         let buf = input.fill_buf()?;
@@ -441,7 +441,8 @@ fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<
     }
 }
 
-fn write_line(stdout: &io::Stdout, answer: &[u8]) -> io::Result<()> {
+/// Writes one answer line and flushes it.
+pub(crate) fn write_line(stdout: &io::Stdout, answer: &[u8]) -> io::Result<()> {
     let mut out = stdout.lock();
     out.write_all(answer)?;
     out.write_all(b"\n")?;

@@ -9,7 +9,8 @@
 //! - `hale api describe|call …` and their short forms `hale describe|call`
 //!   ([`crate::client`]): the operator's verbs;
 //! - `hale mcp --app ENDPOINT` ([`crate::client::mcp_bridge`]): the MCP
-//!   bridge on stdio to a served exposure;
+//!   bridge on stdio to a served exposure; `hale mcp` alone ([`mcp`]):
+//!   the MCP server on stdio bridging a host to the toolchain;
 //! - `hale completions SHELL`: a completion script;
 //! - [`describer`]: the live describer a serving driver gives an exposure.
 //!
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod demo;
 pub mod describer;
 pub mod export;
+pub mod mcp;
 
 use clap::CommandFactory;
 
@@ -50,7 +52,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Call(a) => crate::client::call_main(&a.words(), true),
         Command::Mcp(a) => match a.app {
             Some(app) => crate::client::mcp_bridge::main(&app, a.bearer),
-            None => usage(&["mcp"], "name the served exposure with --app ENDPOINT"),
+            None => mcp::main(),
         },
         Command::Api(ApiCommand::Export(a)) => export::run(&a),
         Command::Api(ApiCommand::Describe(a)) => crate::client::describe_main(&a, false),

@@ -32,9 +32,9 @@ pub enum Command {
     /// The API verbs: a surface's bundle, a served exposure's description, one call.
     #[command(subcommand)]
     Api(ApiCommand),
-    /// Short form of `hale api describe` (a bare path is unix:<path>).
+    /// Short form of `hale api describe` (a bare path is unix:PATH).
     Describe(DescribeArgs),
-    /// Short form of `hale api call` (a bare path is unix:<path>, a bare payload is --json).
+    /// Short form of `hale api call` (a bare path is unix:PATH, a bare payload is --json).
     Call(CallArgs),
     /// An MCP server on stdio: to a served exposure with --app, else to the toolchain.
     Mcp(McpArgs),
@@ -180,7 +180,7 @@ fn loops(v: &str) -> Result<usize, String> {
                         exposure, 5 usage. The bearer is --bearer, else HALE_API_BEARER."
 )]
 pub struct DescribeArgs {
-    /// unix:<path> or http://host:port.
+    /// unix:PATH or http://host:port.
     #[arg(value_name = "ENDPOINT")]
     pub endpoint: String,
     /// Print the document as the exposure wrote it, not the readable rendering.
@@ -202,7 +202,7 @@ pub struct DescribeArgs {
                         error, 4 a transport failure, 5 usage."
 )]
 pub struct CallArgs {
-    /// unix:<path> or http://host:port.
+    /// unix:PATH or http://host:port.
     #[arg(value_name = "ENDPOINT")]
     pub endpoint: String,
     /// The member, e.g. Orders::place.
@@ -223,7 +223,7 @@ pub struct CallArgs {
     /// Print the wire outcome as it came, on stdout.
     #[arg(long)]
     pub raw: bool,
-    /// A bare payload (short form), then the typed flags: --<field> <value> …
+    /// A bare payload (short form), then the typed flags: --FIELD VALUE …
     #[arg(
         value_name = "--FIELD VALUE",
         trailing_var_arg = true,
@@ -263,7 +263,7 @@ impl CallArgs {
                         ends, 5 on usage."
 )]
 pub struct McpArgs {
-    /// Bridge to this served exposure: unix:<path>, http://host:port or
+    /// Bridge to this served exposure: unix:PATH, http://host:port or
     /// mcp://host:port. Without it, serve the toolchain's own tools.
     #[arg(long, value_name = "ENDPOINT")]
     pub app: Option<String>,

@@ -361,6 +361,7 @@ fn own_peer() -> PeerCredentials {
         uid: i64::from(uid),
         gid: i64::from(gid),
         pid: i64::from(std::process::id()),
+        groups: None,
     }
 }
 

@@ -63,5 +63,6 @@ pub fn peer(v: &Value, path: &str) -> Result<PeerCredentials, RecordError> {
         uid: int(o.get("uid"), &format!("{path}.uid"))?,
         gid: int(o.get("gid"), &format!("{path}.gid"))?,
         pid: int(o.get("pid"), &format!("{path}.pid"))?,
+        groups: None,
     })
 }

@@ -85,6 +85,7 @@ fn described_peer(doc: &Value) -> Option<PeerCredentials> {
         uid: p.get("uid")?.as_i64()?,
         gid: p.get("gid")?.as_i64()?,
         pid: p.get("pid")?.as_i64()?,
+        groups: None,
     })
 }
 
@@ -168,6 +169,7 @@ mod tests {
             uid: 0,
             gid: 0,
             pid: 9,
+            groups: None,
         };
         let reference = doc("/run/desk/admin.sock", 1000, 4242);
         assert_eq!(

@@ -657,6 +657,7 @@ mod tests {
             uid: 1000,
             gid: 1000,
             pid: 1,
+            groups: None,
         };
         w.gate("self.ledger");
         let c = w.connect(admin, operator).unwrap();

@@ -79,6 +79,7 @@ fn peer_of(record: &serde_json::Value) -> Credential {
         uid: p["uid"].as_i64().unwrap(),
         gid: p["gid"].as_i64().unwrap(),
         pid: p["pid"].as_i64().unwrap(),
+        groups: None,
     })
 }
 

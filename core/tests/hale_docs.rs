@@ -208,6 +208,7 @@ fn every_live_description_is_its_fixture() {
                     uid: field("uid"),
                     gid: field("gid"),
                     pid: field("pid"),
+                    groups: None,
                 })
             } else {
                 bearer(&format!("t-{}", principal.name))

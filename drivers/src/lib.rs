@@ -5,6 +5,7 @@
 //! the `flow` and `hale` command-line tools.
 #![warn(missing_docs)]
 
+pub mod cli_support;
 pub mod client;
 pub mod demo;
 pub mod flow_cli;

@@ -498,10 +498,37 @@ fn the_verbs_exit_by_outcome() {
     assert_eq!(code, 0);
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["exposure"], "Admin@fnv1a64:40381db6685c9f75/admin");
-    // describe: 0, 2 refused, 4 nothing answers, 5 usage.
+    // The readable form: the exposure and its listener, the caller, one
+    // line per member this caller may call, from the same document.
+    let (code, out, _) = hale(&["describe", d.admin.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("Admin@fnv1a64:40381db6685c9f75/admin  [unix "),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("caller: unix "), "{out}");
+    let members = doc["members"].as_array().unwrap();
     assert_eq!(
-        hale(&["api", "describe", &http, "--bearer", "t-alice"]).0,
-        0
+        lines.len(),
+        2 + members.len() + doc["streams"].as_array().unwrap().len()
+    );
+    for (line, m) in lines[2..].iter().zip(members) {
+        assert!(
+            line.starts_with(&format!("  {}(", m["name"].as_str().unwrap())),
+            "{out}"
+        );
+    }
+    // describe: 0, 2 refused, 4 nothing answers, 5 usage.
+    let (code, out, _) = hale(&["api", "describe", &http, "--bearer", "t-alice"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("\ncaller: bearer alice; roles: trader\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  Orders::place(symbol: String, qty: Int, limit: Int (Money, q(cent))) -> OrderReceipt"),
+        "{out}"
     );
     let (code, _, err) = hale(&["api", "describe", &http]);
     assert_eq!(code, 2);

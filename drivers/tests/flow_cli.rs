@@ -93,6 +93,70 @@ fn canon_refuses_with_the_path_and_the_reason() {
     assert!(err.starts_with("refused: $.items"), "{err}");
 }
 
+/// A schema written as people write them, in a scratch file.
+fn plain_schema(name: &str, schema: &serde_json::Value) -> String {
+    let dir = std::env::temp_dir().join(format!("limen-flow-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, schema.to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn canon_reads_the_schemas_people_write() {
+    // No `$schema`: draft 2020-12.
+    let int = plain_schema("int.json", &serde_json::json!({"type": "integer"}));
+    assert_eq!(
+        flow(&["canon", "--schema", &int], "12.0e1"),
+        (0, "120\n".into(), String::new())
+    );
+    // An object schema written inline: an anonymous record.
+    let point = plain_schema(
+        "point.json",
+        &serde_json::json!({
+            "title": "Point",
+            "type": "object",
+            "properties": {"y": {"type": "number"}, "x": {"type": "number"}},
+            "required": ["x", "y"]
+        }),
+    );
+    assert_eq!(
+        flow(
+            &["canon", "--schema", &point],
+            r#"{"y": 2.50, "x": -0.0, "z": 1}"#
+        ),
+        (0, "{\"x\":0,\"y\":2.5}\n".into(), String::new())
+    );
+    let (code, out, err) = flow(&["canon", "--schema", &point], r#"{"x": 1}"#);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("refused: $"), "{err}");
+    // A `oneOf` of constants and single-property objects: an anonymous enum.
+    let state = plain_schema(
+        "state.json",
+        &serde_json::json!({"oneOf": [
+            {"const": "Idle"},
+            {"type": "object", "properties": {"Busy": {"type": "integer"}}, "required": ["Busy"]}
+        ]}),
+    );
+    assert_eq!(
+        flow(&["canon", "--schema", &state], r#" "Idle" "#).1,
+        "\"Idle\"\n"
+    );
+    assert_eq!(
+        flow(&["canon", "--schema", &state], r#"{"Busy": 1E1}"#).1,
+        "{\"Busy\":10}\n"
+    );
+    assert_eq!(flow(&["canon", "--schema", &state], r#""Gone""#).0, 1);
+    // What the encoding would not keep is still refused, at its pointer.
+    let closed = plain_schema(
+        "closed.json",
+        &serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    );
+    let (code, _, err) = flow(&["canon", "--schema", &closed], "{}");
+    assert_eq!(code, 2);
+    assert!(err.contains("/additionalProperties"), "{err}");
+}
+
 #[test]
 fn canon_usage_errors_exit_2() {
     for args in [

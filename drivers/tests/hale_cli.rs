@@ -429,6 +429,48 @@ fn export_check_names_what_drifted() {
 }
 
 #[test]
+fn the_retired_structural_path_is_refused_with_its_replacement() {
+    let dir = scratch("retired");
+    let old = dir.join("old.hl");
+    std::fs::write(
+        &old,
+        "type A { n: Int; }\nlocus Desk { fn close(a: A) -> A { return a; } }\n\
+         main locus M {\n    params { desk: Desk = Desk { }; }\n    \
+         bindings { api: unix(\"/run/desk.sock\"); }\n    run() { }\n}\n",
+    )
+    .unwrap();
+    let r = hale(&["check", &old.display().to_string()]);
+    assert_eq!(r.code, 1);
+    // One diagnostic: its three lines, naming what replaced the entry.
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", r.stderr);
+    assert!(
+        lines[0].ends_with(&format!(
+            "old.hl:5:16: {}",
+            limen_core::hale::syntax::RETIRED_API_ENTRY
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(lines[0].contains("api::serve("), "{}", r.stderr);
+    let gated = dir.join("gated.hl");
+    std::fs::write(
+        &gated,
+        "type A { n: Int; }\nlocus Desk { @gated fn close(a: A) -> A { return a; } }\n",
+    )
+    .unwrap();
+    let r = hale(&["check", "--api", &gated.display().to_string()]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr.lines().count(), 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("gated.hl:2:14: `@gated` is retired"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("requires"), "{}", r.stderr);
+}
+
+#[test]
 fn failures_and_usage() {
     let dir = scratch("bad");
     let bad = dir.join("bad.hl");
@@ -482,7 +524,7 @@ fn failures_and_usage() {
     ] {
         let r = hale(&args);
         assert_eq!(r.code, 5, "hale {}: {}", args.join(" "), r.stderr);
-        assert!(r.stderr.contains("usage:"), "{}", r.stderr);
+        assert!(r.stderr.contains("Usage: hale"), "{}", r.stderr);
     }
     let r = hale(&[
         "check",

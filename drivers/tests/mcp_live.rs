@@ -780,6 +780,225 @@ fn the_typescript_sdk_stdio_client_drives_the_bridge() {
     sdk_over_the_bridge(Sdk::TypeScript);
 }
 
+/// `hale check …` (or `hale api export …`) as a process: its exit status
+/// and stdout.
+fn hale_run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(HALE).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+/// One SDK's stdio client driving `hale mcp`, the toolchain's server: each
+/// tool answers what its command prints, a failing command is a result
+/// marked `isError`, and arguments that are not the tool's are refused.
+fn sdk_over_the_toolchain(sdk: Sdk) {
+    let Some(dir) = witness() else { return };
+    if sdk.command().is_none() {
+        return;
+    }
+    let program = dir.join("program.hl").display().to_string();
+    let scratch = std::env::temp_dir().join(format!(
+        "limen-mcp-toolchain-{}-{sdk:?}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let bad = scratch.join("bad.hl");
+    std::fs::write(&bad, "role trader\napi A { }\n").unwrap();
+    let out = scratch.join("bundle");
+    let call = |label: &str, name: &str, arguments: Value| json!({"label": label, "name": name, "arguments": arguments});
+    let calls = vec![
+        call("check", "check", json!({"file": program})),
+        call(
+            "check_bad",
+            "check",
+            json!({"file": bad.display().to_string()}),
+        ),
+        call("inventory", "api_inventory", json!({"file": program})),
+        call(
+            "describe",
+            "api_describe",
+            json!({"file": program, "exposure": "public", "caller": "alice", "holds": ["trader"]}),
+        ),
+        call(
+            "openapi",
+            "api_projection",
+            json!({"file": program, "surface": "Public", "form": "openapi"}),
+        ),
+        call(
+            "proto",
+            "api_projection",
+            json!({"file": program, "surface": "Admin", "form": "proto"}),
+        ),
+        call(
+            "no_surface",
+            "api_projection",
+            json!({"file": program, "surface": "Nope", "form": "mcp"}),
+        ),
+        call(
+            "export",
+            "api_export",
+            json!({"file": program, "surface": "Public", "out": out.display().to_string()}),
+        ),
+        call(
+            "export_check",
+            "api_export",
+            json!({"file": program, "surface": "Public", "check": out.display().to_string()}),
+        ),
+        call(
+            "unknown_argument",
+            "check",
+            json!({"file": program, "api": true}),
+        ),
+        call("no_such_tool", "frobnicate", json!({})),
+    ];
+    let plan = json!({"transport": "stdio", "command": [HALE, "mcp"], "calls": calls});
+    let report = sdk.run(&plan).unwrap();
+    let who = format!("{sdk:?} toolchain");
+    assert_eq!(report["server"]["name"], "hale", "{who}: {report}");
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{who}: {report}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "check",
+            "api_inventory",
+            "api_describe",
+            "api_projection",
+            "api_export"
+        ],
+        "{who}"
+    );
+    let result = |label: &str| {
+        let r = &report["calls"][label]["result"];
+        assert!(r.is_object(), "{who} {label}: {}", report["calls"][label]);
+        r.clone()
+    };
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap().to_owned();
+    let failed = |r: &Value| r["isError"] == true;
+    // check: the program checks; a bad one is an error result with the
+    // diagnostic `hale check` prints.
+    let r = result("check");
+    assert!(!failed(&r), "{who}: {r}");
+    assert_eq!(r["structuredContent"]["ok"], true);
+    let r = result("check_bad");
+    assert!(failed(&r), "{who}: {r}");
+    assert!(text(&r).contains("bad.hl:2:1:"), "{who}: {r}");
+    // The documents are the ones the command prints.
+    let doc = |args: &[&str]| -> Value {
+        let (code, out) = hale_run(args);
+        assert_eq!(code, 0, "hale {args:?}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let r = result("inventory");
+    assert_eq!(
+        r["structuredContent"],
+        doc(&["check", "--api", &program]),
+        "{who}"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&r)).unwrap(),
+        r["structuredContent"]
+    );
+    let r = result("describe");
+    assert_eq!(
+        r["structuredContent"],
+        doc(&[
+            "check",
+            "--api",
+            "--exposure",
+            "public",
+            "--caller",
+            "alice",
+            "--holds",
+            "trader",
+            &program
+        ]),
+        "{who}"
+    );
+    let r = result("openapi");
+    assert_eq!(
+        r["structuredContent"],
+        doc(&[
+            "check",
+            "--api",
+            "--surface",
+            "Public",
+            "--openapi",
+            &program
+        ]),
+        "{who}"
+    );
+    let r = result("proto");
+    let (code, proto) = hale_run(&["check", "--api", "--surface", "Admin", "--proto", &program]);
+    assert_eq!((code, text(&r)), (0, proto), "{who}");
+    let r = result("no_surface");
+    assert!(
+        failed(&r) && text(&r).contains("no surface `Nope`"),
+        "{who}: {r}"
+    );
+    // export writes the bundle `hale api export` writes, and --check holds it.
+    let r = result("export");
+    assert!(!failed(&r), "{who}: {r}");
+    let cli = scratch.join("cli");
+    let (code, _) = hale_run(&[
+        "api",
+        "export",
+        "--surface",
+        "Public",
+        "--out",
+        cli.to_str().unwrap(),
+        &program,
+    ]);
+    assert_eq!(code, 0);
+    let files = r["structuredContent"]["files"].as_array().unwrap().clone();
+    assert!(!files.is_empty());
+    for f in &files {
+        let name = f.as_str().unwrap();
+        assert_eq!(
+            std::fs::read(out.join(name)).unwrap(),
+            std::fs::read(cli.join(name)).unwrap(),
+            "{who}: {name}"
+        );
+    }
+    let r = result("export_check");
+    assert!(!failed(&r), "{who}: {r}");
+    assert_eq!(r["structuredContent"]["current"], true);
+    // Arguments that are not the tool's: -32602, naming what is wrong.
+    for (label, says) in [
+        ("unknown_argument", "`api`"),
+        ("no_such_tool", "frobnicate"),
+    ] {
+        let e = &report["calls"][label]["error"];
+        assert_eq!(e["code"], -32602, "{who} {label}: {e}");
+        assert!(
+            e["data"]["reason"].as_str().unwrap().contains(says),
+            "{who} {label}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_python_sdk_1x_stdio_client_drives_the_toolchain() {
+    sdk_over_the_toolchain(Sdk::Python1);
+}
+
+#[test]
+fn the_python_sdk_2x_stdio_client_drives_the_toolchain() {
+    sdk_over_the_toolchain(Sdk::Python2);
+}
+
+#[test]
+fn the_typescript_sdk_stdio_client_drives_the_toolchain() {
+    sdk_over_the_toolchain(Sdk::TypeScript);
+}
+
 /// Lines through `hale mcp --app ENDPOINT`: one answer line per request.
 fn bridge_lines(endpoint: &str, token: &str, lines: &[Value]) -> Vec<Value> {
     let mut child = Command::new(HALE)
@@ -855,7 +1074,7 @@ fn the_bridge_forwards_to_an_mcp_endpoint_and_names_what_does_not_answer() {
 #[test]
 fn hale_mcp_refuses_what_it_cannot_drive() {
     for args in [
-        &["mcp"][..],
+        &["mcp", "--bearer", "t"][..],
         &["mcp", "--app", "grpc://127.0.0.1:1"],
         &["mcp", "--app", "/tmp/bare.sock"],
         &["mcp", "--app", "mcp://nohost"],

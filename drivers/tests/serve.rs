@@ -390,3 +390,83 @@ fn after_a_drained_panic_no_call_handed_ahead_runs() {
         );
     }
 }
+
+/// Grants `staff` to a Unix peer holding the supplementary group `gid`.
+struct ByGroup(u32);
+impl RoleSource for ByGroup {
+    fn holds(&self, p: &Principal, role: &str) -> bool {
+        role == "staff" && p.groups.contains(&self.0)
+    }
+}
+
+/// One call over a Unix exposure whose `Echo::say` requires `staff`, held
+/// by whoever holds the supplementary group `gid`, made by a child process
+/// that first takes the supplementary groups `client_groups` (which needs
+/// root; `None` keeps this process's): the reply line.
+fn call_as_member_of(gid: u32, client_groups: Option<&[u32]>, tag: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("limen-serve-groups-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("g.sock");
+    let mut server = Server::new(ServerConfig::default()).unwrap();
+    let (u, _) = server.bind_unix(&path).unwrap().unwrap();
+    let w = server
+        .add_worker(
+            "self.echo",
+            1,
+            Box::new(Echo),
+            Arc::new(|_| Supervision::Absorb),
+        )
+        .unwrap();
+    let mut spec = spec("g", "unix");
+    spec.members[0].requires = vec!["staff".into()];
+    let exposure = Exposure::new(
+        spec,
+        None,
+        Box::new(ByGroup(gid)),
+        Box::new(AnyCodec),
+        Box::new(Doc),
+    );
+    server.serve(u, exposure, vec![w]).unwrap();
+    let stop = server.stop_handle();
+    let run = thread::spawn(move || server.run());
+    let groups = client_groups.map_or("None".to_owned(), |g| format!("{g:?}"));
+    let client = format!(
+        "import os, socket\n\
+         g = {groups}\n\
+         if g is not None: os.setgroups(g)\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.connect({path:?})\n\
+         s.sendall(b'{{\"call\":\"Echo::say\",\"payload\":7,\"id\":1}}\\n')\n\
+         print(s.makefile().readline(), end='')\n",
+        path = path.display().to_string()
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &client])
+        .output()
+        .unwrap();
+    stop.stop();
+    run.join().unwrap().unwrap();
+    let line = String::from_utf8(out.stdout).unwrap();
+    serde_json::from_str(&line)
+        .unwrap_or_else(|_| panic!("no reply: {line} {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn a_unix_peer_s_supplementary_groups_reach_the_role_source() {
+    // SAFETY: only reads the process's effective uid.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("skipped: setting a client's supplementary groups needs root");
+        return;
+    }
+    let reply = call_as_member_of(4242, Some(&[4242, 4343]), "held");
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(reply["value"], 7);
+    // The groups are the principal's, not its JSON's (the description's
+    // principal has no member for them).
+    assert_eq!(reply["caller"].get("groups"), None, "{reply}");
+    let reply = call_as_member_of(4242, Some(&[4343]), "other");
+    assert_eq!(reply["refusal"]["kind"], "unauthorized", "{reply}");
+    let reply = call_as_member_of(4242, Some(&[]), "none");
+    assert_eq!(reply["refusal"]["kind"], "unauthorized", "{reply}");
+}

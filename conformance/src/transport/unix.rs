@@ -155,6 +155,7 @@ mod tests {
         uid: 1000,
         gid: 1000,
         pid: 4242,
+        groups: None,
     };
 
     fn line(uid: i64, pid: i64, id: u64) -> Value {
@@ -168,6 +169,7 @@ mod tests {
             uid: 0,
             gid: 0,
             pid: 77,
+            groups: None,
         };
         assert_eq!(
             compare_reply(
@@ -216,6 +218,7 @@ mod tests {
             uid: 0,
             gid: 0,
             pid: 9,
+            groups: None,
         };
         assert_eq!(
             compare_reply(
@@ -224,7 +227,8 @@ mod tests {
                 Some(PeerCredentials {
                     uid: 1000,
                     gid: 1000,
-                    pid: 9
+                    pid: 9,
+                    groups: None,
                 }),
                 &line(doc("/tmp/a.sock", 0), 0),
                 Some(ran_as)

@@ -33,7 +33,7 @@ pub use fingerprint::{
 };
 pub use identity::{Identity, Origin};
 pub use number::{Decimal, Int};
-pub use schema::{schema_of, type_from_schema, GenerateError, SchemaError};
+pub use schema::{schema_of, type_from_plain_schema, type_from_schema, GenerateError, SchemaError};
 pub use time::{Duration, Instant};
 pub use types::{Constructor, Field, Payload, Type, TypeBody, TypeDecl, TypeEnv};
 pub use value::{EnumPayload, JsonValue, Value};

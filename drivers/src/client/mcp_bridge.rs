@@ -33,7 +33,7 @@ use limen_core::wire::mcp::{
 use serde_json::Value;
 
 use super::wire::{self, Endpoint};
-use super::{bearer_header, bearer_of, fetch, Described, EXIT_USAGE};
+use super::{bearer_header, bearer_of, fetch, Described};
 
 /// The code of an answer the endpoint could not give.
 pub const TRANSPORT_FAILURE: i64 = -32000;
@@ -365,44 +365,10 @@ impl Bridge {
 }
 
 /// `hale mcp --app ENDPOINT [--bearer T]`: serves stdin until it ends.
-pub fn main(args: &[String]) -> i32 {
-    let usage = |m: &str| {
-        eprintln!("hale: {m}\nusage: hale mcp --app <unix:PATH | http://host:port | mcp://host:port> [--bearer T]");
-        EXIT_USAGE
-    };
-    let mut app = None;
-    let mut bearer = None;
-    let mut i = 0;
-    while i < args.len() {
-        let (flag, inline) = match args[i].split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (args[i].clone(), None),
-        };
-        let mut value = || {
-            inline.clone().or_else(|| {
-                i += 1;
-                args.get(i).cloned()
-            })
-        };
-        match flag.as_str() {
-            "--app" => match value() {
-                Some(v) => app = Some(v),
-                None => return usage("--app needs an endpoint"),
-            },
-            "--bearer" => match value() {
-                Some(v) => bearer = Some(v),
-                None => return usage("--bearer needs a token"),
-            },
-            other => return usage(&format!("mcp: unexpected `{other}`")),
-        }
-        i += 1;
-    }
-    let Some(app) = app else {
-        return usage("hale mcp serves a served exposure with --app ENDPOINT; the toolchain's own MCP server is not shipped");
-    };
-    let target = match Target::parse(&app) {
+pub fn main(app: &str, bearer: Option<String>) -> i32 {
+    let target = match Target::parse(app) {
         Ok(t) => t,
-        Err(e) => return usage(&e),
+        Err(e) => return crate::hale_cli::usage(&["mcp"], &format!("--app: {e}")),
     };
     let mut bridge = Bridge::new(target, bearer_of(bearer));
     let stdin = io::stdin();
@@ -443,7 +409,7 @@ pub fn main(args: &[String]) -> i32 {
 /// Reads one line without its newline into `line`: `None` at the end of
 /// input, `Some(false)` for a line over [`MAX_LINE`] (read to its end and
 /// dropped).
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
+pub(crate) fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
     let mut over = false;
     loop {
         let buf = input.fill_buf()?;
@@ -475,7 +441,8 @@ fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<
     }
 }
 
-fn write_line(stdout: &io::Stdout, answer: &[u8]) -> io::Result<()> {
+/// Writes one answer line and flushes it.
+pub(crate) fn write_line(stdout: &io::Stdout, answer: &[u8]) -> io::Result<()> {
     let mut out = stdout.lock();
     out.write_all(answer)?;
     out.write_all(b"\n")?;

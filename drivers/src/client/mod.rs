@@ -27,8 +27,11 @@ pub const EXIT_TRANSPORT: i32 = 4;
 /// Usage.
 pub const EXIT_USAGE: i32 = 5;
 
-fn usage(message: &str) -> i32 {
-    eprintln!("hale: {message}");
+/// A usage error of `describe` or `call` (`verb`), in its short form or
+/// under `hale api`: the message, then the verb's usage line.
+fn verb_usage(short: bool, verb: &str, message: &str) -> i32 {
+    let path: &[&str] = if short { &[verb] } else { &["api", verb] };
+    crate::hale_cli::usage(path, message);
     EXIT_USAGE
 }
 
@@ -125,36 +128,12 @@ fn default_id() -> String {
 
 /// `describe <endpoint> [--json] [--bearer T]`. `short` is the `hale
 /// describe` form, where a bare path stands for `unix:<path>`.
-pub fn describe_main(args: &[String], short: bool) -> i32 {
-    let mut endpoint = None;
-    let mut json = false;
-    let mut bearer = None;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--json" => json = true,
-            "--bearer" => {
-                i += 1;
-                match args.get(i) {
-                    Some(t) => bearer = Some(t.clone()),
-                    None => return usage("--bearer needs a token"),
-                }
-            }
-            a if a.starts_with("--bearer=") => bearer = Some(a["--bearer=".len()..].to_owned()),
-            a if a.starts_with('-') => return usage(&format!("describe: unknown flag `{a}`")),
-            a if endpoint.is_none() => endpoint = Some(a.to_owned()),
-            a => return usage(&format!("describe: unexpected `{a}`")),
-        }
-        i += 1;
-    }
-    let Some(endpoint) = endpoint else {
-        return usage(
-            "describe <endpoint> [--json] [--bearer T]: name unix:<path> or http://host:port",
-        );
-    };
-    let endpoint = match Endpoint::parse(&endpoint, short) {
+pub fn describe_main(args: &crate::hale_cli::cli::DescribeArgs, short: bool) -> i32 {
+    let json = args.json;
+    let bearer = args.bearer.clone();
+    let endpoint = match Endpoint::parse(&args.endpoint, short) {
         Ok(e) => e,
-        Err(e) => return usage(&e),
+        Err(e) => return verb_usage(short, "describe", &e),
     };
     let bearer = bearer_of(bearer);
     match fetch(&endpoint, bearer.as_deref(), &default_id()) {
@@ -221,7 +200,7 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
             "raw" => raw = true,
             "json" | "bearer" | "id" | "digest" => {
                 let Some(v) = take(&mut i) else {
-                    return usage(&format!("--{name} needs a value"));
+                    return verb_usage(short, "call", &format!("--{name} needs a value"));
                 };
                 let slot = match name.as_str() {
                     "json" => &mut json,
@@ -230,7 +209,7 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
                     _ => &mut digest,
                 };
                 if slot.is_some() {
-                    return usage(&format!("--{name} is given twice"));
+                    return verb_usage(short, "call", &format!("--{name} is given twice"));
                 }
                 *slot = Some(v);
             }
@@ -245,26 +224,30 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
         [e, m] => (e.clone(), m.clone()),
         [e, m, p] if short => {
             if json.is_some() {
-                return usage("a bare payload and --json are one payload given twice");
+                return verb_usage(short, "call", "a bare payload and --json are one payload given twice");
             }
             json = Some(p.clone());
             (e.clone(), m.clone())
         }
-        _ => return usage("call <endpoint> <member> [--json P | --<field> V …] [--bearer T] [--id ID] [--digest D] [--raw]"),
+        _ => return verb_usage(short, "call", "call <endpoint> <member> [--json P | --<field> V …] [--bearer T] [--id ID] [--digest D] [--raw]"),
     };
     let endpoint = match Endpoint::parse(&endpoint, short) {
         Ok(e) => e,
-        Err(e) => return usage(&e),
+        Err(e) => return verb_usage(short, "call", &e),
     };
     let source = match (json, flags.is_empty()) {
         (Some(_), false) => {
-            return usage("--json and typed flags are one payload given twice: use one")
+            return verb_usage(
+                short,
+                "call",
+                "--json and typed flags are one payload given twice: use one",
+            )
         }
         (Some(j), true) => {
             let text = if j == "-" {
                 let mut s = String::new();
                 if std::io::stdin().read_to_string(&mut s).is_err() {
-                    return usage("--json -: stdin is not text");
+                    return verb_usage(short, "call", "--json -: stdin is not text");
                 }
                 s
             } else {
@@ -276,7 +259,7 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
     };
     if let PayloadSource::Json(text) = &source {
         if serde_json::from_str::<Value>(text).is_err() {
-            return usage("--json: the payload is not JSON");
+            return verb_usage(short, "call", "--json: the payload is not JSON");
         }
     }
     let bearer = bearer_of(bearer);
@@ -304,18 +287,22 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
             let members = doc["members"].as_array().cloned().unwrap_or_default();
             let Some(m) = members.iter().find(|m| m["name"] == member.as_str()) else {
                 let names: Vec<&str> = members.iter().filter_map(|m| m["name"].as_str()).collect();
-                return usage(&format!(
-                    "`{member}` is not a member this caller may call; the description lists {}",
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                ));
+                return verb_usage(
+                    short,
+                    "call",
+                    &format!(
+                        "`{member}` is not a member this caller may call; the description lists {}",
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                );
             };
             match payload::build(&m["request"], &doc["schemas"], &flags) {
                 Ok(p) => p,
-                Err(e) => return usage(&e),
+                Err(e) => return verb_usage(short, "call", &e),
             }
         }
     };

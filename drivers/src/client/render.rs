@@ -147,3 +147,139 @@ pub fn type_word(schema: &Value) -> String {
         (None, None) => base,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A witness description, when the shared fixtures are present.
+    fn witness(name: &str) -> Option<Value> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/hale-witness")
+            .join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some(serde_json::from_str(&text).unwrap()),
+            Err(_) => {
+                eprintln!("skipping: {} is absent", path.display());
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn the_witness_public_description_for_alice() {
+        let Some(doc) = witness("public.alice.description.json") else {
+            return;
+        };
+        assert_eq!(
+            render(&doc),
+            "Public@fnv1a64:a8930d6e7998e986/public  [http 127.0.0.1:8080]\n\
+             caller: bearer alice; roles: trader\n\
+             \x20 Orders::cancel(order: Int (OrderId)) -> Cancelled, error OrderError  requires: trader\n\
+             \x20 Orders::place(symbol: String, qty: Int, limit: Int (Money, q(cent))) -> OrderReceipt, \
+             error ClosureViolation  requires: -\n"
+        );
+    }
+
+    #[test]
+    fn every_witness_description_renders_a_line_per_member_and_stream() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/hale-witness");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipping: {} is absent", dir.display());
+            return;
+        };
+        let mut seen = 0;
+        for e in entries {
+            let path = e.unwrap().path();
+            if !path.to_string_lossy().ends_with(".description.json") {
+                continue;
+            }
+            let doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let text = render(&doc);
+            let lines: Vec<&str> = text.lines().collect();
+            let members = doc["members"].as_array().unwrap();
+            let streams = doc["streams"].as_array().unwrap();
+            assert_eq!(
+                lines.len(),
+                2 + members.len() + streams.len(),
+                "{}",
+                path.display()
+            );
+            assert!(lines[0].starts_with(doc["exposure"].as_str().unwrap()));
+            assert!(lines[1].starts_with(&format!(
+                "caller: {} ",
+                doc["caller"]["principal"]["mode"].as_str().unwrap()
+            )));
+            for (line, m) in lines[2..].iter().zip(members) {
+                let name = m["name"].as_str().unwrap();
+                assert!(line.starts_with(&format!("  {name}(")), "{line}");
+                assert!(
+                    line.ends_with(&format!("requires: {}", requires(&m["requires"]))),
+                    "{line}"
+                );
+            }
+            for (line, s) in lines[2 + members.len()..].iter().zip(streams) {
+                let topic = s["topic"].as_str().unwrap();
+                assert!(line.starts_with(&format!("  stream {topic} -> ")), "{line}");
+            }
+            seen += 1;
+        }
+        assert!(seen > 0, "no description fixtures in {}", dir.display());
+    }
+
+    #[test]
+    fn optional_fields_lists_streams_and_absent_parts() {
+        let doc = json!({
+            "exposure": "Admin@fnv1a64:0000000000000001/admin",
+            "listener": {"transport": "unix", "address": null},
+            "caller": {"principal": {"mode": "unix", "name": "uid:1000"}, "roles": []},
+            "members": [
+                {"name": "Ledger::tags", "request": {"$ref": "#/schemas/Query"},
+                 "response": {"type": "array", "items": {"$ref": "#/schemas/Tag"}},
+                 "error": null, "requires": ["operator", "auditor"]},
+                {"name": "Ledger::ping", "request": null, "response": null, "error": null,
+                 "requires": []},
+                {"name": "Ledger::raw", "request": {"type": "number"}, "response": {},
+                 "error": {"type": "string"}, "requires": []}
+            ],
+            "streams": [
+                {"topic": "fills", "payload": {"$ref": "#/schemas/Fill"}, "requires": ["trader"]}
+            ],
+            "schemas": {
+                "Query": {"type": "object",
+                          "properties": {"prefix": {"type": "string"},
+                                         "limit": {"type": "integer", "x-hale-unit": "q(item)"},
+                                         "flags": {"type": "array", "items": {"type": "boolean"}}},
+                          "required": ["prefix"]}
+            }
+        });
+        assert_eq!(
+            render(&doc),
+            "Admin@fnv1a64:0000000000000001/admin  [unix -]\n\
+             caller: unix uid:1000; roles: -\n\
+             \x20 Ledger::tags(prefix: String, limit?: Int (q(item)), flags?: [Bool]) -> [Tag]  requires: operator, auditor\n\
+             \x20 Ledger::ping() -> ()  requires: -\n\
+             \x20 Ledger::raw(Float) -> Any, error String  requires: -\n\
+             \x20 stream fills -> Fill  requires: trader\n"
+        );
+    }
+
+    #[test]
+    fn a_reference_resolves_by_its_last_segment() {
+        let schemas = json!({"A": {"type": "object"}});
+        assert_eq!(
+            resolve(&json!({"$ref": "#/schemas/A"}), &schemas),
+            Some(&schemas["A"])
+        );
+        assert_eq!(resolve(&json!({"$ref": "#/schemas/B"}), &schemas), None);
+        let inline = json!({"type": "integer"});
+        assert_eq!(resolve(&inline, &schemas), Some(&inline));
+        // An unresolved reference is still named by it.
+        let m = json!({"name": "A::b", "request": {"$ref": "#/schemas/B"}, "response": null,
+                       "error": null, "requires": []});
+        assert_eq!(member_line(&m, &schemas), "A::b(B) -> ()  requires: -");
+    }
+}

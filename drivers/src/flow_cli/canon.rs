@@ -1,6 +1,11 @@
 //! `flow canon --schema FILE [--max-… N]`: one JSON text on stdin, decoded
 //! at the type FILE's schema describes, printed as its canonical text.
 //!
+//! The schema is read as people write them
+//! ([`type_from_plain_schema`]): a root without `$schema` is draft
+//! 2020-12, an object schema written inline an anonymous record, an inline
+//! `oneOf` an anonymous enum.
+//!
 //! Exit 0 with the text and a newline; a refusal prints
 //! `refused: <path>: <reason>` on stderr and exits 1; a usage error (or a
 //! schema that is not one limen reads) exits 2.
@@ -8,59 +13,28 @@
 use std::io::{Read, Write};
 
 use limen_core::flow::canonical::write_canonical;
-use limen_core::flow::{decode, type_from_schema, Limits};
+use limen_core::flow::{decode, type_from_plain_schema, Limits};
 
-/// The usage line.
-pub const USAGE: &str = "flow canon --schema FILE [--max-bytes N] [--max-depth N] [--max-int-digits N] \
-[--max-decimal-digits N] [--max-decimal-exponent N] [--max-string-bytes N] [--max-collection-len N] < TEXT";
+use super::cli::CanonArgs;
 
-/// Runs `flow canon` with the arguments after `canon`.
-pub fn run(args: &[String]) -> i32 {
-    let mut schema = None;
+/// Runs `flow canon` with its arguments.
+pub fn run(a: &CanonArgs) -> i32 {
     let mut limits = Limits::default();
-    let mut i = 0;
-    while i < args.len() {
-        let (flag, inline) = match args[i].split_once('=') {
-            Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
-            None => (args[i].clone(), None),
-        };
-        let value = match inline {
-            Some(v) => Some(v),
-            None => {
-                i += 1;
-                args.get(i).cloned()
-            }
-        };
-        let Some(value) = value else {
-            return usage(&format!("{flag} needs a value"));
-        };
-        let number = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag} takes a whole number, not `{value}`"))
-        };
-        let set = match flag.as_str() {
-            "--schema" => {
-                schema = Some(value.clone());
-                Ok(())
-            }
-            "--max-bytes" => number().map(|n| limits.max_bytes = n as usize),
-            "--max-depth" => number().map(|n| limits.max_depth = n as usize),
-            "--max-int-digits" => number().map(|n| limits.max_int_digits = n as usize),
-            "--max-decimal-digits" => number().map(|n| limits.max_decimal_digits = n as usize),
-            "--max-decimal-exponent" => number().map(|n| limits.max_decimal_exponent = n),
-            "--max-string-bytes" => number().map(|n| limits.max_string_bytes = n as usize),
-            "--max-collection-len" => number().map(|n| limits.max_collection_len = n as usize),
-            other => Err(format!("unknown flag `{other}`")),
-        };
-        if let Err(e) = set {
-            return usage(&e);
+    let set = |slot: &mut usize, v: Option<usize>| {
+        if let Some(v) = v {
+            *slot = v;
         }
-        i += 1;
-    }
-    let Some(schema_path) = schema else {
-        return usage("--schema FILE is required");
     };
+    set(&mut limits.max_bytes, a.max_bytes);
+    set(&mut limits.max_depth, a.max_depth);
+    set(&mut limits.max_int_digits, a.max_int_digits);
+    set(&mut limits.max_decimal_digits, a.max_decimal_digits);
+    if let Some(n) = a.max_decimal_exponent {
+        limits.max_decimal_exponent = n;
+    }
+    set(&mut limits.max_string_bytes, a.max_string_bytes);
+    set(&mut limits.max_collection_len, a.max_collection_len);
+    let schema_path = a.schema.display().to_string();
     let schema_text = match std::fs::read(&schema_path) {
         Ok(t) => t,
         Err(e) => return usage(&format!("cannot read {schema_path}: {e}")),
@@ -69,7 +43,7 @@ pub fn run(args: &[String]) -> i32 {
         Ok(s) => s,
         Err(e) => return usage(&format!("{schema_path} is not JSON: {e}")),
     };
-    let (ty, env) = match type_from_schema(&schema) {
+    let (ty, env) = match type_from_plain_schema(&schema) {
         Ok(t) => t,
         Err(e) => return usage(&format!("{schema_path}: {e}")),
     };
@@ -93,6 +67,5 @@ pub fn run(args: &[String]) -> i32 {
 }
 
 fn usage(message: &str) -> i32 {
-    eprintln!("flow canon: {message}\nusage: {USAGE}");
-    2
+    super::usage(&["canon"], message)
 }

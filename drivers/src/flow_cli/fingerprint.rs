@@ -6,13 +6,12 @@
 
 use limen_core::flow::{fingerprint_of_signature, Fingerprint};
 
-/// Runs `flow fingerprint` with the arguments after `fingerprint`.
-pub fn run(args: &[String]) -> i32 {
-    let [path] = args else {
-        eprintln!("flow fingerprint: usage: flow fingerprint LISTING");
-        return 2;
-    };
-    let text = match std::fs::read(path) {
+use super::cli::FingerprintArgs;
+
+/// Runs `flow fingerprint` with its arguments.
+pub fn run(a: &FingerprintArgs) -> i32 {
+    let path = a.listing.display().to_string();
+    let text = match std::fs::read(&path) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("flow fingerprint: cannot read {path}: {e}");

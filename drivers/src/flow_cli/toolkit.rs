@@ -1,18 +1,11 @@
 //! `flow toolkit rust LISTING [-o FILE]`: Rust types and a typed trait for
 //! a listing's Tools (see `limen_toolkit::codegen`).
 
-const USAGE: &str = "usage: flow toolkit rust LISTING [-o FILE]";
+use super::cli::RustArgs;
 
-/// Runs `flow toolkit …` (the arguments after `toolkit`).
-pub fn main(args: &[String]) -> i32 {
-    let (listing, out) = match args {
-        [lang, listing] if lang == "rust" => (listing, None),
-        [lang, listing, o, file] if lang == "rust" && o == "-o" => (listing, Some(file)),
-        _ => {
-            eprintln!("{USAGE}");
-            return super::tools::EXIT_USAGE;
-        }
-    };
+/// Runs `flow toolkit rust` with its arguments.
+pub fn rust(a: &RustArgs) -> i32 {
+    let (listing, out) = (&a.listing, &a.out);
     let text = match std::fs::read_to_string(listing) {
         Ok(t) => t,
         Err(e) => {

@@ -29,6 +29,7 @@ use limen_core::flow::tool::{
 };
 use limen_core::flow::{type_from_schema, Identity, Type};
 
+use super::cli::{Binding, CallArgs, CheckArgs, DescribeArgs};
 use crate::tool::{Host, HostOptions, Process, Spawn};
 
 /// A command line that cannot be read.
@@ -36,37 +37,18 @@ pub const EXIT_USAGE: i32 = 64;
 /// `flow tools call`: the run is refused.
 pub const EXIT_REFUSED: i32 = 5;
 
-const USAGE: &str = "usage:
-  flow tools describe -- CMD…
-  flow tools check --listing L [--config FILE]… [--config-for REPOSITORY=FILE]… [--bind IDENTITY=CMD]… [--bind-mcp IDENTITY=CMD]…
-  flow tools call --listing L --tool IDENTITY --args JSON [--config …] [--bind …] [--run ID] [--call ID] [--type NAME=SCHEMA]… [--max-reply BYTES]";
-
-/// Runs `flow tools …` (the arguments after `tools`).
-pub fn main(args: &[String]) -> i32 {
-    match args.first().map(String::as_str) {
-        Some("describe") => describe(&args[1..]),
-        Some("check") => check(&args[1..]),
-        Some("call") => call(&args[1..]),
-        Some("--help" | "-h") => {
-            println!("{USAGE}");
-            0
-        }
-        _ => usage("flow tools: name a command: describe, check or call"),
-    }
+fn usage(path: &str, why: &str) -> i32 {
+    super::usage(&["tools", path], why)
 }
 
-fn usage(why: &str) -> i32 {
-    eprintln!("{why}\n{USAGE}");
-    EXIT_USAGE
-}
-
-fn describe(args: &[String]) -> i32 {
-    let words = match args.first().map(String::as_str) {
-        Some("--") => &args[1..],
-        _ => args,
+/// Runs `flow tools describe`.
+pub fn describe(a: &DescribeArgs) -> i32 {
+    let words = match a.command.first().map(String::as_str) {
+        Some("--") => &a.command[1..],
+        _ => &a.command[..],
     };
     let Some((program, rest)) = words.split_first() else {
-        return usage("flow tools describe: name the implementation's command after `--`");
+        return usage("describe", "name the implementation's command after `--`");
     };
     let spawn = Spawn {
         program: program.clone(),
@@ -103,62 +85,32 @@ fn relay(stderr: &[u8]) {
     }
 }
 
-/// What `check` and `call` share: the listing and how to bind it.
-#[derive(Default)]
-struct Common {
-    listing: Option<String>,
-    configs: Vec<(Option<String>, String)>,
-    binds: Vec<(String, String, bool)>,
-    max_reply: Option<usize>,
-}
-
-impl Common {
-    /// Takes the option at `args[*i]` if it is one of the common ones.
-    fn take(&mut self, args: &[String], i: &mut usize) -> Result<bool, String> {
-        let flag = args[*i].as_str();
-        let value = |i: &mut usize| {
-            *i += 1;
-            args.get(*i)
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "--listing" => self.listing = Some(value(i)?),
-            "--config" => self.configs.push((None, value(i)?)),
-            "--config-for" => {
-                let v = value(i)?;
-                let (repo, file) = v
-                    .split_once('=')
-                    .ok_or_else(|| format!("--config-for takes REPOSITORY=FILE, not {v:?}"))?;
-                self.configs.push((Some(repo.to_owned()), file.to_owned()));
-            }
-            "--bind" | "--bind-mcp" => {
-                let v = value(i)?;
-                let (identity, command) = v
-                    .split_once('=')
-                    .ok_or_else(|| format!("{flag} takes IDENTITY=CMD, not {v:?}"))?;
-                self.binds.push((
-                    identity.to_owned(),
-                    command.to_owned(),
-                    flag == "--bind-mcp",
-                ));
-            }
-            "--max-reply" => {
-                let v = value(i)?;
-                self.max_reply = Some(
-                    v.parse()
-                        .map_err(|_| format!("--max-reply takes a number of bytes, not {v:?}"))?,
-                );
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
+impl Binding {
+    fn listing(&self) -> Result<Listing, String> {
+        let path = self.listing.display();
+        let text = std::fs::read(&self.listing).map_err(|e| format!("{path}: {e}"))?;
+        Listing::parse(&text).map_err(|e| format!("{path}: {e}"))
     }
 
-    fn listing(&self) -> Result<Listing, String> {
-        let path = self.listing.as_ref().ok_or("--listing names the listing")?;
-        let text = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-        Listing::parse(&text).map_err(|e| format!("{path}: {e}"))
+    /// The configurations: every `--config` for all the listing's
+    /// repositories, then every `--config-for`, which wins for its own.
+    fn configs(&self) -> Vec<(Option<String>, String)> {
+        let all = self.config.iter().map(|f| (None, f.clone()));
+        let one = self
+            .config_for
+            .iter()
+            .map(|(r, f)| (Some(r.clone()), f.clone()));
+        all.chain(one).collect()
+    }
+
+    /// The overrides, `--bind` then `--bind-mcp` (whether it is MCP).
+    fn binds(&self) -> Vec<(String, String, bool)> {
+        let plain = self.bind.iter().map(|(i, c)| (i.clone(), c.clone(), false));
+        let mcp = self
+            .bind_mcp
+            .iter()
+            .map(|(i, c)| (i.clone(), c.clone(), true));
+        plain.chain(mcp).collect()
     }
 
     /// The host's options: overrides from `--bind`, repositories'
@@ -168,7 +120,7 @@ impl Common {
         if let Some(max) = self.max_reply {
             options.limits.max_line = max;
         }
-        for (identity, command, mcp) in &self.binds {
+        for (identity, command, mcp) in &self.binds() {
             let identity = Identity::parse(identity).map_err(|e| format!("--bind: {e}"))?;
             let implementation = if *mcp {
                 Implementation::Mcp {
@@ -191,7 +143,7 @@ impl Common {
                 limen_core::flow::Origin::Path { .. } => None,
             })
             .collect();
-        for (repository, file) in &self.configs {
+        for (repository, file) in &self.configs() {
             let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
             let config = ToolConfig::parse(file, &text).map_err(|e| e.to_string())?;
             let dir = Path::new(file)
@@ -223,19 +175,12 @@ impl Common {
     }
 }
 
-fn check(args: &[String]) -> i32 {
-    let mut common = Common::default();
-    let mut i = 0;
-    while i < args.len() {
-        match common.take(args, &mut i) {
-            Ok(true) => i += 1,
-            Ok(false) => return usage(&format!("flow tools check: unknown option {:?}", args[i])),
-            Err(why) => return usage(&format!("flow tools check: {why}")),
-        }
-    }
+/// Runs `flow tools check`.
+pub fn check(a: &CheckArgs) -> i32 {
+    let common = &a.binding;
     let listing = match common.listing() {
         Ok(l) => l,
-        Err(why) => return usage(&format!("flow tools check: {why}")),
+        Err(why) => return usage("check", &why),
     };
     let options = match common.options(&listing) {
         Ok(o) => o,
@@ -256,56 +201,26 @@ fn check(args: &[String]) -> i32 {
     }
 }
 
-fn call(args: &[String]) -> i32 {
-    let mut common = Common::default();
-    let (mut tool, mut json, mut run, mut call_id) = (None, None, None, None);
-    let mut types: Vec<(String, String)> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        match common.take(args, &mut i) {
-            Ok(true) => {
-                i += 1;
-                continue;
-            }
-            Ok(false) => {}
-            Err(why) => return usage(&format!("flow tools call: {why}")),
-        }
-        let flag = args[i].as_str();
-        let Some(v) = args.get(i + 1).cloned() else {
-            return usage(&format!("flow tools call: {flag} needs a value"));
-        };
-        match flag {
-            "--tool" => tool = Some(v),
-            "--args" => json = Some(v),
-            "--run" => run = Some(v),
-            "--call" => call_id = Some(v),
-            "--type" => match v.split_once('=') {
-                Some((n, s)) => types.push((n.to_owned(), s.to_owned())),
-                None => return usage("flow tools call: --type takes NAME=SCHEMA"),
-            },
-            _ => return usage(&format!("flow tools call: unknown option {flag:?}")),
-        }
-        i += 2;
-    }
-    let (Some(tool), Some(json)) = (tool, json) else {
-        return usage("flow tools call: --tool and --args are required");
-    };
+/// Runs `flow tools call`.
+pub fn call(a: &CallArgs) -> i32 {
+    let common = &a.binding;
+    let (tool, json, run, call_id, types) = (&a.tool, &a.args, &a.run, &a.call, &a.types);
     let listing = match common.listing() {
         Ok(l) => l,
-        Err(why) => return usage(&format!("flow tools call: {why}")),
+        Err(why) => return usage("call", &why),
     };
     let refused = |why: String| {
         eprintln!("flow tools call: the run is refused: {why}");
         EXIT_REFUSED
     };
-    let identity = match Identity::parse(&tool) {
+    let identity = match Identity::parse(tool) {
         Ok(i) => i,
-        Err(e) => return usage(&format!("flow tools call: --tool: {e}")),
+        Err(e) => return usage("call", &format!("--tool: {e}")),
     };
     let Some(declared) = listing.get(&identity).cloned() else {
         return refused(format!("the listing declares no {identity}"));
     };
-    let type_args = match type_args(&declared, &types) {
+    let type_args = match type_args(&declared, types) {
         Ok(t) => t,
         Err(why) => return refused(why),
     };

@@ -8,7 +8,7 @@ use limen_core::hale::model::Program;
 use limen_core::hale::syntax::Diagnostic;
 use limen_core::hale::{check_program, Checked};
 
-use super::args::Args;
+use super::cli::CheckArgs;
 use super::usage;
 
 /// A checked program, or the exit status the check ended with (its
@@ -60,50 +60,42 @@ pub fn failed(file: &str, e: &DocError) -> i32 {
 }
 
 /// Runs `hale check` with its arguments.
-pub fn run(args: &[String]) -> i32 {
-    let a = match Args::parse(
-        args,
-        &["exposure", "caller", "holds", "surface"],
-        &["api", "openapi", "json-schema", "mcp", "proto"],
-    ) {
-        Ok(a) => a,
-        Err(m) => return usage(&format!("check: {m}")),
-    };
-    let file = match a.file() {
-        Ok(f) => f.to_string(),
-        Err(m) => return usage(&format!("check: {m}")),
-    };
-    let forms: Vec<&str> = ["openapi", "json-schema", "mcp", "proto"]
-        .into_iter()
-        .filter(|f| a.has(f))
-        .collect();
-    let describing =
-        a.value("exposure").is_some() || a.value("caller").is_some() || a.value("holds").is_some();
-    let projecting = a.value("surface").is_some() || !forms.is_empty();
-    if !a.has("api") && (describing || projecting) {
-        return usage(
-            "check: --exposure, --caller, --holds, --surface and the forms go with --api",
-        );
-    }
+pub fn run(a: &CheckArgs) -> i32 {
+    let usage = |m: &str| usage(&["check"], m);
+    let file = a.file.clone();
+    let forms: Vec<&str> = [
+        ("openapi", a.openapi),
+        ("json-schema", a.json_schema),
+        ("mcp", a.mcp),
+        ("proto", a.proto),
+    ]
+    .into_iter()
+    .filter_map(|(f, on)| on.then_some(f))
+    .collect();
+    let describing = a.exposure.is_some() || a.caller.is_some() || a.holds.is_some();
+    let projecting = a.surface.is_some() || !forms.is_empty();
     if describing && projecting {
-        return usage("check: an exposure's description (--exposure) or a surface's projection (--surface), not both");
+        return usage("an exposure's description (--exposure) or a surface's projection (--surface), not both");
     }
-    if describing && (a.value("exposure").is_none() || a.value("caller").is_none()) {
-        return usage("check: a description names --exposure NAME and --caller PRINCIPAL");
+    if describing && (a.exposure.is_none() || a.caller.is_none()) {
+        return usage("a description names --exposure NAME and --caller PRINCIPAL");
     }
-    if projecting && (a.value("surface").is_none() || forms.len() != 1) {
-        return usage("check: a projection names --surface NAME and one of --openapi, --json-schema, --mcp, --proto");
+    if projecting && (a.surface.is_none() || forms.len() != 1) {
+        return usage(
+            "a projection names --surface NAME and one of --openapi, --json-schema, --mcp, --proto",
+        );
     }
     let program = match checked(&file, true) {
         Ok(p) => p,
         Err(code) => return code,
     };
-    if !a.has("api") {
+    if !a.api {
         return 0;
     }
-    let printed = if let (Some(exposure), Some(caller)) = (a.value("exposure"), a.value("caller")) {
+    let printed = if let (Some(exposure), Some(caller)) = (&a.exposure, &a.caller) {
         let holds: Vec<String> = a
-            .value("holds")
+            .holds
+            .as_deref()
             .unwrap_or("")
             .split(',')
             .map(str::trim)
@@ -111,7 +103,7 @@ pub fn run(args: &[String]) -> i32 {
             .map(str::to_string)
             .collect();
         docs::describe_offline(&program, exposure, caller, &holds).map(|d| pretty(&d))
-    } else if let Some(surface) = a.value("surface") {
+    } else if let Some(surface) = a.surface.as_deref() {
         match forms[0] {
             "openapi" => docs::openapi(&program, surface).map(|d| pretty(&d)),
             "json-schema" => docs::json_schema(&program, surface).map(|d| pretty(&d)),

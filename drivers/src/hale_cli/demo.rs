@@ -4,8 +4,7 @@
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
 //! given); `--record DIR` writes every exchange as a conformance record.
 
-use std::path::PathBuf;
-
+use super::cli::DemoArgs;
 use crate::demo::{Demo, DemoOptions};
 use limen_core::hale::runtime::ExposureLimits;
 use limen_core::SECOND;
@@ -16,12 +15,9 @@ pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
 /// The exit status of a listener that cannot bind at birth.
 pub const BOOT_EXIT: i32 = 2;
 
-/// Runs `hale demo` with the arguments after `demo`.
-pub fn run(args: &[String]) -> i32 {
-    let options = match parse(args) {
-        Ok(o) => o,
-        Err(e) => return super::usage(&e),
-    };
+/// Runs `hale demo` with its arguments.
+pub fn run(args: &DemoArgs) -> i32 {
+    let options = options(args);
     // Ctrl-C and SIGTERM stop the demo in order; blocked before any thread
     // starts so only the signal thread takes them.
     let signals = block_signals();
@@ -55,73 +51,25 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
-fn parse(args: &[String]) -> Result<DemoOptions, String> {
+/// The demo's options from its flags.
+pub fn options(a: &DemoArgs) -> DemoOptions {
     let mut options = DemoOptions::default();
-    let mut i = 0;
-    while i < args.len() {
-        let (flag, inline) = match args[i].split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (args[i].clone(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("demo: {flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--public" | "--partner" => {
-                let v = value()?;
-                options.addresses.insert(flag[2..].to_owned(), v);
-            }
-            "--mcp" => options.mcp = Some(value()?),
-            "--admin-socket" => {
-                let v = value()?;
-                options.addresses.insert("admin".to_owned(), v);
-            }
-            "--operator" => {
-                let v = value()?;
-                if v.strip_prefix("uid:")
-                    .is_none_or(|n| n.parse::<u32>().is_err())
-                {
-                    return Err(format!(
-                        "demo: --operator names a Unix peer as uid:<n>, not `{v}`"
-                    ));
-                }
-                options.operator = Some(v);
-            }
-            "--bound" => {
-                let v = value()?;
-                let n = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("demo: --bound is a positive integer, not `{v}`"))?;
-                options.bound = Some(n);
-            }
-            "--loops" => {
-                let v = value()?;
-                options.loops = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=1024).contains(n))
-                    .ok_or_else(|| {
-                        format!("demo: --loops is a number of loops from 1 to 1024, not `{v}`")
-                    })?;
-            }
-            "--control" => options.control = Some(PathBuf::from(value()?)),
-            "--record" => options.record = Some(PathBuf::from(value()?)),
-            other => return Err(format!("demo: unknown flag `{other}`")),
+    for (name, address) in [
+        ("public", &a.public),
+        ("partner", &a.partner),
+        ("admin", &a.admin_socket),
+    ] {
+        if let Some(address) = address {
+            options.addresses.insert(name.to_owned(), address.clone());
         }
-        i += 1;
     }
-    if options.mcp.is_none() {
-        options.mcp = Some(DEFAULT_MCP.to_owned());
-    }
-    Ok(options)
+    options.mcp = Some(a.mcp.clone());
+    options.operator = a.operator.clone();
+    options.bound = a.bound;
+    options.loops = a.loops.unwrap_or(0);
+    options.control = a.control.clone();
+    options.record = a.record.clone();
+    options
 }
 
 fn block_signals() -> libc::sigset_t {

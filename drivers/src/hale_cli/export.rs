@@ -2,31 +2,20 @@
 //! surface's bundle (§ Generated specs and clients), written to DIR, or
 //! held against the copy committed in DIR.
 
-use std::path::Path;
-
 use limen_core::hale::docs;
 
-use super::args::Args;
 use super::check::{checked, failed};
+use super::cli::ExportArgs;
 use super::{usage, VERSION};
 
 /// Runs `hale api export` with its arguments.
-pub fn run(args: &[String]) -> i32 {
-    let a = match Args::parse(args, &["surface", "out", "check"], &[]) {
-        Ok(a) => a,
-        Err(m) => return usage(&format!("api export: {m}")),
-    };
-    let file = match a.file() {
-        Ok(f) => f.to_string(),
-        Err(m) => return usage(&format!("api export: {m}")),
-    };
-    let Some(surface) = a.value("surface") else {
-        return usage("api export: --surface NAME names the surface");
-    };
-    let (dir, check) = match (a.value("out"), a.value("check")) {
+pub fn run(a: &ExportArgs) -> i32 {
+    let file = a.file.clone();
+    let surface = a.surface.as_str();
+    let (dir, check) = match (&a.out, &a.check) {
         (Some(d), None) => (d, false),
         (None, Some(d)) => (d, true),
-        _ => return usage("api export: one of --out DIR and --check DIR"),
+        _ => return usage(&["api", "export"], "one of --out DIR and --check DIR"),
     };
     let program = match checked(&file, false) {
         Ok(p) => p,
@@ -36,7 +25,7 @@ pub fn run(args: &[String]) -> i32 {
         Ok(b) => b,
         Err(e) => return failed(&file, &e),
     };
-    let dir = Path::new(dir);
+    let dir = dir.as_path();
     let mut status = 0;
     if check {
         let drift = bundle.check(|name| std::fs::read(dir.join(name)).ok());

@@ -213,8 +213,9 @@ impl Write for Stream {
     }
 }
 
-/// The kernel's account of a Unix socket peer (SO_PEERCRED); unnamed
-/// (-1s) when the kernel will not say.
+/// The kernel's account of a Unix socket peer (SO_PEERCRED, and its
+/// supplementary groups by SO_PEERGROUPS); unnamed (-1s) when the kernel
+/// will not say. Groups it will not give are `None`.
 pub fn peer_credentials(stream: &impl AsRawFd) -> PeerCredentials {
     let mut cred = libc::ucred {
         pid: 0,
@@ -240,7 +241,63 @@ pub fn peer_credentials(stream: &impl AsRawFd) -> PeerCredentials {
         uid: i64::from(cred.uid),
         gid: i64::from(cred.gid),
         pid: i64::from(cred.pid),
+        groups: peer_groups(stream.as_raw_fd()).and_then(intern_groups),
     }
+}
+
+/// The peer's supplementary groups (SO_PEERGROUPS), or `None` when the
+/// kernel will not give them.
+fn peer_groups(fd: std::os::fd::RawFd) -> Option<Vec<u32>> {
+    let mut groups: Vec<libc::gid_t> = vec![0; 32];
+    loop {
+        let mut len = (groups.len() * std::mem::size_of::<libc::gid_t>()) as libc::socklen_t;
+        // SAFETY: `groups` is a valid, writable buffer of `len` bytes, and
+        // the kernel writes at most `len` bytes into it.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let n = len as usize / std::mem::size_of::<libc::gid_t>();
+        if rc == 0 {
+            groups.truncate(n);
+            return Some(groups);
+        }
+        // ERANGE: the buffer was short; `len` is the size needed.
+        if io::Error::last_os_error().raw_os_error() != Some(libc::ERANGE) || n <= groups.len() {
+            return None;
+        }
+        groups.resize(n, 0);
+    }
+}
+
+/// The most distinct group sets [`intern_groups`] keeps; past it a peer's
+/// groups are not read (`None`), so a peer that keeps changing its groups
+/// cannot grow the process without bound.
+pub const MAX_GROUP_SETS: usize = 4096;
+
+/// The one `'static` copy of a set of groups, kept for the life of the
+/// process so that [`PeerCredentials`] stays `Copy`: the distinct sets are
+/// the ones the system's users hold, a handful. `None` past
+/// [`MAX_GROUP_SETS`] distinct sets.
+fn intern_groups(groups: Vec<u32>) -> Option<&'static [u32]> {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static SETS: Mutex<BTreeSet<&'static [u32]>> = Mutex::new(BTreeSet::new());
+    let mut sets = SETS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = sets.get(groups.as_slice()) {
+        return Some(known);
+    }
+    if sets.len() >= MAX_GROUP_SETS {
+        return None;
+    }
+    let kept: &'static [u32] = Vec::leak(groups);
+    sets.insert(kept);
+    Some(kept)
 }
 
 /// Raises the soft limit on open descriptors to the hard limit (a server
@@ -265,6 +322,7 @@ pub fn raise_descriptor_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use limen_core::hale::runtime::Principal;
 
     #[test]
     fn an_accepted_tcp_socket_has_nodelay_from_its_listener() {
@@ -284,5 +342,79 @@ mod tests {
             panic!("a TCP stream");
         };
         assert!(socket2::SockRef::from(s).tcp_nodelay().unwrap());
+    }
+
+    /// This process's supplementary groups, from getgroups(2).
+    fn own_groups() -> Vec<u32> {
+        // SAFETY: a zero-sized call only counts; the second writes at most
+        // `n` entries into a buffer of `n`.
+        unsafe {
+            let n = libc::getgroups(0, std::ptr::null_mut());
+            let mut groups = vec![0 as libc::gid_t; n.max(0) as usize];
+            let n = libc::getgroups(n, groups.as_mut_ptr());
+            groups.truncate(n.max(0) as usize);
+            groups
+        }
+    }
+
+    #[test]
+    fn a_unix_peer_is_named_with_its_supplementary_groups() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let peer = peer_credentials(&a);
+        // SAFETY: these calls only read the process's own credentials.
+        let (uid, gid, pid) = unsafe { (libc::getuid(), libc::getgid(), libc::getpid()) };
+        assert_eq!(
+            (peer.uid, peer.gid, peer.pid),
+            (i64::from(uid), i64::from(gid), i64::from(pid))
+        );
+        let mut read = peer
+            .groups
+            .expect("the kernel gives a peer's groups")
+            .to_vec();
+        let mut own = own_groups();
+        read.sort_unstable();
+        own.sort_unstable();
+        assert_eq!(read, own);
+        // Into the principal, beside the fields its JSON carries.
+        let principal = Principal::unix(peer);
+        assert_eq!(principal.groups, peer.groups.unwrap());
+        assert_eq!(
+            principal.to_json(),
+            serde_json::json!({"mode": "unix", "name": format!("uid:{uid}"),
+                               "uid": uid, "gid": gid, "pid": pid})
+        );
+        // One copy of a set, however many peers hold it.
+        let again = peer_credentials(&a).groups.unwrap();
+        assert!(std::ptr::eq(again, peer.groups.unwrap()));
+    }
+
+    #[test]
+    fn an_accepted_peer_is_named_with_its_groups() {
+        let dir = std::env::temp_dir().join(format!("limen-net-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.sock");
+        let listener = Listener::bind_unix(&path).unwrap();
+        let _client = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        let (_, peer) = loop {
+            if let Some(accepted) = listener.accept().unwrap() {
+                break accepted;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let mut read = peer
+            .groups
+            .expect("the kernel gives a peer's groups")
+            .to_vec();
+        let mut own = own_groups();
+        read.sort_unstable();
+        own.sort_unstable();
+        assert_eq!(read, own);
+    }
+
+    #[test]
+    fn a_tcp_stream_names_no_groups() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        assert_eq!(peer_groups(s.as_raw_fd()), None);
     }
 }

@@ -32,12 +32,15 @@ mod read;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod plain_tests;
+
 use std::fmt;
 
 pub use generate::schema_of;
 pub(crate) use generate::{unique, Form, Generator, Scope};
-pub use read::type_from_schema;
 pub(crate) use read::Reader;
+pub use read::{type_from_plain_schema, type_from_schema, ANONYMOUS};
 
 /// The `$schema` of every root schema: JSON Schema draft 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";

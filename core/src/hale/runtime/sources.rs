@@ -30,6 +30,11 @@ pub struct PrincipalData {
     /// Further fields the source sets (a Unix peer's `uid`, `gid`, `pid`),
     /// in the order they are written.
     pub fields: Vec<(String, i64)>,
+    /// A Unix peer's supplementary groups (empty for any other principal,
+    /// or when the kernel's were not read), for a role source to read. Not
+    /// written in the principal's JSON: the description's principal has no
+    /// member for them.
+    pub groups: Vec<u32>,
 }
 
 impl std::ops::Deref for Principal {
@@ -51,6 +56,7 @@ impl std::fmt::Debug for Principal {
             .field("mode", &self.mode)
             .field("name", &self.name)
             .field("fields", &self.fields)
+            .field("groups", &self.groups)
             .finish()
     }
 }
@@ -62,6 +68,7 @@ impl Principal {
             mode: mode.to_owned(),
             name: name.to_owned(),
             fields,
+            groups: Vec::new(),
         }
         .into()
     }
@@ -76,9 +83,10 @@ impl Principal {
         Principal::new("bearer", name, Vec::new())
     }
 
-    /// The principal a Unix peer's kernel credentials name: `uid:<n>`.
+    /// The principal a Unix peer's kernel credentials name: `uid:<n>`, its
+    /// uid, gid and pid, and its supplementary groups.
     pub fn unix(peer: PeerCredentials) -> Principal {
-        Principal::new(
+        let mut p = Principal::new(
             "unix",
             &format!("uid:{}", peer.uid),
             vec![
@@ -86,7 +94,11 @@ impl Principal {
                 ("gid".to_owned(), peer.gid),
                 ("pid".to_owned(), peer.pid),
             ],
-        )
+        );
+        if let Some(groups) = peer.groups {
+            p.data_mut().groups = groups.to_vec();
+        }
+        p
     }
 
     /// Appends the principal as the JSON object a reply's `caller` carries
@@ -172,6 +184,11 @@ pub struct PeerCredentials {
     pub gid: i64,
     /// The peer's process id, or -1.
     pub pid: i64,
+    /// The peer's supplementary groups as the kernel gave them
+    /// (SO_PEERGROUPS), or `None` when they were not read. A driver hands
+    /// each distinct set once for the life of the process, so the
+    /// credentials stay `Copy`.
+    pub groups: Option<&'static [u32]>,
 }
 
 impl PeerCredentials {
@@ -180,6 +197,7 @@ impl PeerCredentials {
         uid: -1,
         gid: -1,
         pid: -1,
+        groups: None,
     };
 }
 
@@ -520,6 +538,7 @@ mod tests {
             uid: 1000,
             gid: 1000,
             pid: 4242,
+            groups: None,
         });
         let json = p.to_json();
         assert_eq!(

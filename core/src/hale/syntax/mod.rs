@@ -18,6 +18,7 @@ mod parser;
 mod tests;
 
 pub use diag::{Diagnostic, Pos, Span};
+pub use parser::{RETIRED_API_ENTRY, RETIRED_GATED};
 
 /// How deep declaration expressions and types may nest (brackets, operator
 /// chains, field chains). Deeper input is refused with a diagnostic rather

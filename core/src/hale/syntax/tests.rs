@@ -369,6 +369,88 @@ fn bodies_record_violations_and_literals() {
     assert!(b.literals[1].struct_field("hub").is_some());
 }
 
+/// The structural path before surfaces (§ What this replaced): the
+/// `api` entry bound on the main locus and `@gated` handlers.
+const RETIRED: &str = "type A { n: Int; }
+locus Desk {
+    @gated(operator) fn close(a: A) -> A { return a; }
+}
+main locus M {
+    params { desk: Desk = Desk { }; }
+    bindings { api: unix(\"/run/desk.sock\"); }
+    run() { }
+}
+";
+
+#[test]
+fn the_retired_api_entry_is_refused_naming_its_replacement() {
+    let src = RETIRED.replace("@gated(operator) ", "");
+    refused(
+        &src,
+        &[
+            &format!("t.hl:7:16: {}", super::RETIRED_API_ENTRY),
+            "    bindings { api: unix(\"/run/desk.sock\"); }",
+            "               ^^^",
+        ],
+    );
+    for replacement in [
+        "`api` block",
+        "@rpc(requires:",
+        "api::serve(",
+        "bound to a hub",
+    ] {
+        assert!(
+            super::RETIRED_API_ENTRY.contains(replacement),
+            "{replacement}"
+        );
+    }
+    // A topic binding to a hub is no entry, and parses.
+    let hub = src.replace(
+        "bindings { api: unix(\"/run/desk.sock\"); }",
+        "bindings { Fills: self.hub bound: 8, on_full: drop_old; }",
+    );
+    parse("t.hl", &hub).unwrap();
+}
+
+#[test]
+fn gated_is_refused_naming_its_replacement() {
+    let src = RETIRED.replace("bindings { api: unix(\"/run/desk.sock\"); }\n", "");
+    refused(
+        &src,
+        &[
+            &format!("t.hl:3:5: {}", super::RETIRED_GATED),
+            "    @gated(operator) fn close(a: A) -> A { return a; }",
+            "    ^^^^^^",
+        ],
+    );
+    assert!(super::RETIRED_GATED.contains("requires"));
+    // Bare, on a function at the top level, the same.
+    let bare = diag("type A { n: Int; }\n@gated\nfn f(a: A) -> A { return a; }\n");
+    assert!(
+        bare.starts_with(&format!("t.hl:2:1: {}", super::RETIRED_GATED)),
+        "{bare}"
+    );
+    // `@rpc` with `requires` is the replacement, and parses.
+    parse(
+        "t.hl",
+        &src.replace("@gated(operator)", "@rpc(requires: [operator])"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_program_of_the_retired_path_gets_one_diagnostic() {
+    // The check stops at the first: one diagnostic, the first retired form.
+    let checked = crate::hale::check_program("t.hl", RETIRED);
+    assert!(checked.program.is_none());
+    assert_eq!(checked.errors.len(), 1);
+    assert!(
+        checked.errors[0].message.contains("`@gated` is retired"),
+        "{}",
+        checked.errors[0]
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 

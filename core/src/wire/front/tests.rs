@@ -5,6 +5,7 @@ const PEER: PeerCredentials = PeerCredentials {
     uid: 1000,
     gid: 1000,
     pid: 4242,
+    groups: None,
 };
 
 fn events(f: &mut Front) -> Vec<FrontEvent> {

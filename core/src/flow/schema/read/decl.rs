@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{doc, is_empty_object, names, object, only, tagged, Def, Root};
+use super::{doc, is_empty_object, names, object, tagged, Def, Root};
 use crate::flow::schema::generate::Scope;
 use crate::flow::schema::{child, SchemaError};
 use crate::flow::types::{Constructor, Field, Payload, Type, TypeBody, TypeDecl};
@@ -21,31 +21,13 @@ impl<'s> Root<'s> {
         let scope = Scope::Bound(&def.params);
         const HEAD: [&str; 2] = ["description", "$generic"];
         let body = if obj.contains_key("oneOf") {
-            only(obj, at, &[&HEAD[..], &["oneOf"]].concat(), "an enum")?;
-            let branches = match obj.get("oneOf") {
-                Some(Value::Array(b)) if !b.is_empty() => b,
-                _ => {
-                    return Err(SchemaError::at(
-                        &child(at, "oneOf"),
-                        "an enum's `oneOf` is an array of one branch per constructor",
-                    ))
-                }
-            };
-            let mut constructors: Vec<Constructor> = Vec::with_capacity(branches.len());
-            for (i, branch) in branches.iter().enumerate() {
-                let at = child(&child(at, "oneOf"), &i.to_string());
-                let c = self.constructor(branch, &at, scope, refs)?;
-                if constructors.iter().any(|k| k.name == c.name) {
-                    return Err(SchemaError::at(
-                        &at,
-                        format!("a second constructor `{}`", c.name),
-                    ));
-                }
-                constructors.push(c);
-            }
-            TypeBody::Enum(constructors)
+            self.only(obj, at, &[&HEAD[..], &["oneOf"]].concat(), "an enum")?;
+            TypeBody::Enum(self.constructors(&obj["oneOf"], &child(at, "oneOf"), scope, refs)?)
+        } else if self.plain && obj.contains_key("enum") {
+            self.only(obj, at, &[&HEAD[..], &["enum", "type"]].concat(), "an enum")?;
+            TypeBody::Enum(self.names_enum(obj, at)?)
         } else if obj.contains_key("not") {
-            only(
+            self.only(
                 obj,
                 at,
                 &[&HEAD[..], &["not"]].concat(),
@@ -60,6 +42,11 @@ impl<'s> Root<'s> {
             TypeBody::Enum(Vec::new())
         } else if obj.contains_key("type") {
             let allowed = [&HEAD[..], &["type", "properties", "required", "$required"]].concat();
+            let allowed = if self.plain {
+                [&allowed[..], &["additionalProperties"]].concat()
+            } else {
+                allowed
+            };
             TypeBody::Record(self.fields(obj, at, &allowed, scope, refs)?)
         } else {
             return Err(SchemaError::at(
@@ -76,7 +63,7 @@ impl<'s> Root<'s> {
     }
 
     /// A record's (or a named payload's) object as its fields.
-    fn fields(
+    pub(super) fn fields(
         &self,
         obj: &Map<String, Value>,
         at: &str,
@@ -84,7 +71,16 @@ impl<'s> Root<'s> {
         scope: Scope<'_>,
         refs: &mut BTreeSet<usize>,
     ) -> Result<Vec<Field>, SchemaError> {
-        only(obj, at, allowed, "a record's object")?;
+        self.only(obj, at, allowed, "a record's object")?;
+        if let Some(open) = obj.get("additionalProperties") {
+            if *open != Value::Bool(true) {
+                return Err(SchemaError::at(
+                    &child(at, "additionalProperties"),
+                    "a record reads past fields it does not name (§ Schemas: \
+                     `additionalProperties` is not restricted), so only `true` may be written here",
+                ));
+            }
+        }
         if obj.get("type") != Some(&Value::from("object")) {
             return Err(SchemaError::at(
                 &child(at, "type"),
@@ -140,6 +136,20 @@ impl<'s> Root<'s> {
                 ty,
             });
         }
+        if self.plain {
+            // Written by hand: `required` in any order, naming properties.
+            if let Some((i, name)) = required
+                .iter()
+                .enumerate()
+                .find(|(_, r)| !properties.contains_key(*r))
+            {
+                return Err(SchemaError::at(
+                    &child(&child(at, "required"), &i.to_string()),
+                    format!("`{name}` is required but no property"),
+                ));
+            }
+            return Ok(fields);
+        }
         if required != expect_required {
             return Err(SchemaError::at(
                 &child(at, "required"),
@@ -161,6 +171,76 @@ impl<'s> Root<'s> {
         Ok(fields)
     }
 
+    /// An enum's `oneOf` (at `at`) as its constructors.
+    pub(super) fn constructors(
+        &self,
+        branches: &Value,
+        at: &str,
+        scope: Scope<'_>,
+        refs: &mut BTreeSet<usize>,
+    ) -> Result<Vec<Constructor>, SchemaError> {
+        let branches = match branches {
+            Value::Array(b) if !b.is_empty() => b,
+            _ => {
+                return Err(SchemaError::at(
+                    at,
+                    "an enum's `oneOf` is an array of one branch per constructor",
+                ))
+            }
+        };
+        let mut constructors: Vec<Constructor> = Vec::with_capacity(branches.len());
+        for (i, branch) in branches.iter().enumerate() {
+            let at = child(at, &i.to_string());
+            let c = self.constructor(branch, &at, scope, refs)?;
+            if constructors.iter().any(|k| k.name == c.name) {
+                return Err(SchemaError::at(
+                    &at,
+                    format!("a second constructor `{}`", c.name),
+                ));
+            }
+            constructors.push(c);
+        }
+        Ok(constructors)
+    }
+
+    /// A plain schema's `{"enum": ["A", "B"]}` (`"type": "string"` beside
+    /// it or not) as constructors without payload.
+    pub(super) fn names_enum(
+        &self,
+        obj: &Map<String, Value>,
+        at: &str,
+    ) -> Result<Vec<Constructor>, SchemaError> {
+        if obj.get("type").is_some_and(|t| t != "string") {
+            return Err(SchemaError::at(
+                &child(at, "type"),
+                "an `enum` is read as constructors without payload: its values are strings",
+            ));
+        }
+        let at = child(at, "enum");
+        let names = match &obj["enum"] {
+            Value::Array(items) if !items.is_empty() => items,
+            _ => return Err(SchemaError::at(&at, "an `enum` is a non-empty array")),
+        };
+        let mut constructors: Vec<Constructor> = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let at = child(&at, &i.to_string());
+            let Value::String(name) = name else {
+                return Err(SchemaError::at(
+                    &at,
+                    "an `enum` is read as constructors without payload: its values are strings",
+                ));
+            };
+            if constructors.iter().any(|k| k.name == *name) {
+                return Err(SchemaError::at(
+                    &at,
+                    format!("a second constructor `{name}`"),
+                ));
+            }
+            constructors.push(Constructor::unit(name));
+        }
+        Ok(constructors)
+    }
+
     /// One `oneOf` branch of an enum as its constructor.
     fn constructor(
         &self,
@@ -172,7 +252,7 @@ impl<'s> Root<'s> {
         let obj = object(branch, at, "an enum's branch")?;
         let doc = doc(obj, at, true)?;
         if let Some(name) = obj.get("const") {
-            only(
+            self.only(
                 obj,
                 at,
                 &["description", "const"],
@@ -190,7 +270,7 @@ impl<'s> Root<'s> {
                 payload: Payload::Unit,
             });
         }
-        let (name, payload_schema, payload_at) = tagged(obj, at, true)?;
+        let (name, payload_schema, payload_at) = tagged(obj, at, true, self.plain)?;
         let payload_obj = object(payload_schema, &payload_at, "a payload schema")?;
         let payload = if payload_obj.contains_key("properties") {
             let allowed = ["type", "properties", "required", "$required"];

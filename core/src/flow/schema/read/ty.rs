@@ -4,10 +4,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{doc, is_empty_object, object, only, tagged, Root};
+use super::{doc, is_empty_object, object, only, tagged, Root, ANNOTATIONS};
 use crate::flow::schema::generate::Scope;
 use crate::flow::schema::{child, def_key_of_ref, def_ref, SchemaError};
-use crate::flow::types::Type;
+use crate::flow::types::{Type, TypeBody};
 
 impl Root<'_> {
     /// The type a schema written where a type is used stands for, and its
@@ -21,8 +21,12 @@ impl Root<'_> {
         refs: &mut BTreeSet<usize>,
     ) -> Result<(Type, Option<String>), SchemaError> {
         let obj = object(schema, at, "a type's schema")?;
-        let doc = doc(obj, at, allow_doc)?;
-        let d: &[&str] = if allow_doc { &["description"] } else { &[] };
+        let doc = doc(obj, at, allow_doc || self.plain)?;
+        let d: &[&str] = match (self.plain, allow_doc) {
+            (true, _) => &ANNOTATIONS,
+            (false, true) => &["description"],
+            (false, false) => &[],
+        };
         let only = |allowed: &[&str], what: &str| only(obj, at, &[d, allowed].concat(), what);
         let get = |key: &str| obj.get(key);
         let ty =
@@ -67,8 +71,20 @@ impl Root<'_> {
                 }
                 Type::Never
             } else if let Some(branches) = get("oneOf") {
-                only(&["oneOf"], "an Option or a Result")?;
-                self.option_or_result(branches, &child(at, "oneOf"), scope, refs)?
+                if self.plain {
+                    // Written by hand: an anonymous enum (an Option's or a
+                    // Result's `oneOf` among them, encoded alike).
+                    only(&["oneOf"], "an enum")?;
+                    let constructors =
+                        self.constructors(branches, &child(at, "oneOf"), scope, refs)?;
+                    Type::named(self.anonymous(TypeBody::Enum(constructors)))
+                } else {
+                    only(&["oneOf"], "an Option or a Result")?;
+                    self.option_or_result(branches, &child(at, "oneOf"), scope, refs)?
+                }
+            } else if self.plain && obj.contains_key("enum") {
+                only(&["enum", "type"], "an enum")?;
+                Type::named(self.anonymous(TypeBody::Enum(self.names_enum(obj, at)?)))
             } else if let Some(ty) = get("type") {
                 match ty {
                     Value::String(t) => match t.as_str() {
@@ -101,6 +117,16 @@ impl Root<'_> {
                             }
                         }
                         "array" => self.array(obj, at, allow_doc, scope, refs)?,
+                        "object" if self.plain && obj.contains_key("properties") => {
+                            // Written by hand: an anonymous record.
+                            let allowed = [
+                                d,
+                                &["type", "properties", "required", "additionalProperties"][..],
+                            ]
+                            .concat();
+                            let fields = self.fields(obj, at, &allowed, scope, refs)?;
+                            Type::named(self.anonymous(TypeBody::Record(fields)))
+                        }
                         "object" => {
                             if obj.contains_key("properties") {
                                 return Err(SchemaError::at(
@@ -186,7 +212,11 @@ impl Root<'_> {
         scope: Scope<'_>,
         refs: &mut BTreeSet<usize>,
     ) -> Result<Type, SchemaError> {
-        let d: &[&str] = if allow_doc { &["description"] } else { &[] };
+        let d: &[&str] = match (self.plain, allow_doc) {
+            (true, _) => &ANNOTATIONS,
+            (false, true) => &["description"],
+            (false, false) => &[],
+        };
         let only = |allowed: &[&str], what: &str| only(obj, at, &[d, allowed].concat(), what);
         if obj.contains_key("$dict") {
             only(&["type", "items", "$dict"], "a dict")?;
@@ -311,7 +341,7 @@ impl Root<'_> {
         let at1 = child(at, "1");
         let mut payload = |v: &Value, at: &str, name: &str| -> Result<Type, SchemaError> {
             let obj = object(v, at, "a branch")?;
-            let (tag, schema, payload_at) = tagged(obj, at, false)?;
+            let (tag, schema, payload_at) = tagged(obj, at, false, false)?;
             if tag != name {
                 return Err(SchemaError::at(
                     &child(at, "properties"),

@@ -267,6 +267,8 @@ impl Parser<'_> {
         Ok(out)
     }
 
+    /// A `bindings` block: topics bound to hubs (the retired `api:` entry
+    /// refused, `RETIRED_API_ENTRY`).
     fn bindings_block(&mut self) -> PResult<Vec<BindingEntry>> {
         self.bump();
         self.bump(); // `bindings {`
@@ -274,6 +276,10 @@ impl Parser<'_> {
         while self.eat_punct("}").is_none() {
             let start = self.span();
             let topic = self.ident("a topic to bind or `}`")?;
+            if topic.name == "api" {
+                // § What this replaced: the structural entry is retired.
+                return Err(self.error(topic.span, super::RETIRED_API_ENTRY));
+            }
             self.expect_punct(":", &format!("after the bound topic `{}`", topic.name))?;
             let transport = self.expr()?;
             let mut options = Vec::new();

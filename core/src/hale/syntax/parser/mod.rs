@@ -18,6 +18,20 @@ use super::MAX_NESTING;
 
 pub(super) type PResult<T> = Result<T, Diagnostic>;
 
+/// The diagnostic of the retired structural entry, `bindings { api: … }`
+/// (§ What this replaced), naming what replaced it.
+pub const RETIRED_API_ENTRY: &str = "`bindings { api: … }` is retired: a program's API is a \
+     surface, an `api` block (`rpc Locus::member requires: [role];`) or `@rpc(requires: [role])` \
+     on a handler, served by `api::serve(Surface, transport, as: \"name\", …)` in `run()`; a \
+     stream is a topic bound to a hub (`bindings { Topic: self.hub requires: [role], …; }`)";
+
+/// The diagnostic of the retired `@gated` (§ What this replaced), naming
+/// what replaced it.
+pub const RETIRED_GATED: &str = "`@gated` is retired: the roles a caller needs are the \
+     `requires` of the member's row (`rpc Locus::member requires: [role];` in an `api` block, or \
+     `@rpc(requires: [role])`), checked where `api::serve(…)` serves it; a stream's are the \
+     `requires` of its topic's binding to a hub";
+
 pub(super) struct Parser<'a> {
     file: &'a str,
     src: &'a str,
@@ -338,11 +352,16 @@ impl<'a> Parser<'a> {
         )
     }
 
-    /// `@name` or `@name(args)`, any number.
+    /// `@name` or `@name(args)`, any number; the retired `@gated` is
+    /// refused (`RETIRED_GATED`).
     fn attributes(&mut self) -> PResult<Vec<Attribute>> {
         let mut out = Vec::new();
         while let Some(at) = self.eat_punct("@") {
             let name = self.ident("an attribute name after `@`")?;
+            if name.name == "gated" {
+                // § What this replaced: gating by attribute is retired.
+                return Err(self.error(self.since(at), RETIRED_GATED));
+            }
             let args = if self.at_punct("(") {
                 Some(self.call_args(true)?)
             } else {

@@ -1,0 +1,281 @@
+//! The `hale` command line as `clap` reads it: every command, its flags and
+//! their help. The commands' own files run what was read.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// `hale`: Hale API surfaces from the command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hale",
+    version = super::VERSION,
+    about = "Hale API surfaces from the command line: check a program, print its documents, \
+             export a surface's bundle, serve the witness program, drive a served exposure.",
+    after_help = "`hale demo` serves the witness program and prints a tour of what to try.\n\
+                  Every command has its own --help.",
+    subcommand_required = true
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `hale`'s commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a Hale program; with --api, print a document from its rows.
+    Check(CheckArgs),
+    /// Serve the witness program on its embedded default.
+    Demo(DemoArgs),
+    /// The API verbs: a surface's bundle, a served exposure's description, one call.
+    #[command(subcommand)]
+    Api(ApiCommand),
+    /// Short form of `hale api describe` (a bare path is unix:PATH).
+    Describe(DescribeArgs),
+    /// Short form of `hale api call` (a bare path is unix:PATH, a bare payload is --json).
+    Call(CallArgs),
+    /// An MCP server on stdio: to a served exposure with --app, else to the toolchain.
+    Mcp(McpArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+}
+
+/// `hale api`'s verbs.
+#[derive(Debug, Subcommand)]
+pub enum ApiCommand {
+    /// Write a surface's bundle to a folder, or hold it against a committed copy.
+    Export(ExportArgs),
+    /// Read the description a served exposure gives this caller.
+    Describe(DescribeArgs),
+    /// Call one member of a served exposure; the exit status is the outcome.
+    Call(CallArgs),
+}
+
+/// `hale check [--api …] FILE`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 checked (and the document printed), 1 the check or the \
+                        document failed (the reason on stderr), 5 usage."
+)]
+pub struct CheckArgs {
+    /// Print a document from the API rows: the inventory unless
+    /// --exposure/--caller or --surface with a form say which.
+    #[arg(long)]
+    pub api: bool,
+    /// The exposure to describe (with --caller).
+    #[arg(long, value_name = "NAME", requires = "api")]
+    pub exposure: Option<String>,
+    /// The caller the description is for: a principal's name, or its JSON.
+    #[arg(long, value_name = "PRINCIPAL", requires = "api")]
+    pub caller: Option<String>,
+    /// The roles the caller holds, comma-separated.
+    #[arg(long, value_name = "ROLE,…", requires = "api")]
+    pub holds: Option<String>,
+    /// The surface to project (with one of the forms).
+    #[arg(long, value_name = "NAME", requires = "api")]
+    pub surface: Option<String>,
+    /// Project the surface as OpenAPI.
+    #[arg(long, requires = "api")]
+    pub openapi: bool,
+    /// Project the surface as JSON Schema.
+    #[arg(long = "json-schema", requires = "api")]
+    pub json_schema: bool,
+    /// Project the surface as MCP tools.
+    #[arg(long, requires = "api")]
+    pub mcp: bool,
+    /// Project the surface as protobuf.
+    #[arg(long, requires = "api")]
+    pub proto: bool,
+    /// The Hale program.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+/// `hale api export --surface NAME (--out DIR | --check DIR) FILE`.
+#[derive(Debug, Args)]
+#[command(after_help = "Exit status: 0 written (or current), 1 drift or a failure, 5 usage.")]
+pub struct ExportArgs {
+    /// The surface whose bundle this is.
+    #[arg(long, value_name = "NAME", required = true)]
+    pub surface: String,
+    /// Write the bundle into DIR.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "check",
+        conflicts_with = "check"
+    )]
+    pub out: Option<PathBuf>,
+    /// Hold the bundle committed in DIR against the one the surface now generates.
+    #[arg(long, value_name = "DIR")]
+    pub check: Option<PathBuf>,
+    /// The Hale program.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+/// `hale demo …`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 stopped, 2 a listener could not bind, 5 usage. \
+                        Ctrl-C stops it in order."
+)]
+pub struct DemoArgs {
+    /// Where Public listens (HTTP).
+    #[arg(long, value_name = "ADDR")]
+    pub public: Option<String>,
+    /// Where Partner listens (HTTP).
+    #[arg(long, value_name = "ADDR")]
+    pub partner: Option<String>,
+    /// The Unix socket Admin listens on.
+    #[arg(long = "admin-socket", value_name = "PATH")]
+    pub admin_socket: Option<String>,
+    /// Where Public is served over MCP.
+    #[arg(long, value_name = "ADDR", default_value = super::demo::DEFAULT_MCP)]
+    pub mcp: String,
+    /// The Unix peer who holds `operator` (the current user unless given).
+    #[arg(long, value_name = "uid:N", value_parser = operator)]
+    pub operator: Option<String>,
+    /// A bound for every exposure, overriding the program's.
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub bound: Option<usize>,
+    /// How many connection loops serve (one per core unless given).
+    #[arg(long, value_name = "N", value_parser = loops)]
+    pub loops: Option<usize>,
+    /// A control socket for tests.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+    /// Write every exchange as a conformance record under DIR.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+}
+
+fn operator(v: &str) -> Result<String, String> {
+    match v.strip_prefix("uid:").map(str::parse::<u32>) {
+        Some(Ok(_)) => Ok(v.to_owned()),
+        _ => Err(format!("names a Unix peer as uid:<n>, not `{v}`")),
+    }
+}
+
+fn positive(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("is a positive integer, not `{v}`"))
+}
+
+fn loops(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=1024).contains(n))
+        .ok_or_else(|| format!("is a number of loops from 1 to 1024, not `{v}`"))
+}
+
+/// `describe <endpoint> [--json] [--bearer T]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 described, 2 refused, 4 nothing answered as an \
+                        exposure, 5 usage. The bearer is --bearer, else HALE_API_BEARER."
+)]
+pub struct DescribeArgs {
+    /// unix:PATH or http://host:port.
+    #[arg(value_name = "ENDPOINT")]
+    pub endpoint: String,
+    /// Print the document as the exposure wrote it, not the readable rendering.
+    #[arg(long)]
+    pub json: bool,
+    /// The bearer token (HTTP).
+    #[arg(long, value_name = "T")]
+    pub bearer: Option<String>,
+}
+
+/// `call <endpoint> <member> [payload] …`. The payload's typed flags
+/// (`--<field> <value>`) are the member's own, read against its
+/// description: they and everything after them are read by the verb.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The payload is --json '<payload>', --json - (stdin), or one typed flag \
+                        per field (--<field> <value>) read against the member's request schema.\n\
+                        Exit status: 0 a result, 1 a handler error, 2 a refusal, 3 the server \
+                        error, 4 a transport failure, 5 usage."
+)]
+pub struct CallArgs {
+    /// unix:PATH or http://host:port.
+    #[arg(value_name = "ENDPOINT")]
+    pub endpoint: String,
+    /// The member, e.g. Orders::place.
+    #[arg(value_name = "MEMBER")]
+    pub member: String,
+    /// The payload as JSON, or - to read it from stdin.
+    #[arg(long, value_name = "PAYLOAD", allow_hyphen_values = true)]
+    pub json: Option<String>,
+    /// The bearer token (HTTP).
+    #[arg(long, value_name = "T")]
+    pub bearer: Option<String>,
+    /// The request's id.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// The surface digest the call is written against (the description's unless given).
+    #[arg(long, value_name = "D")]
+    pub digest: Option<String>,
+    /// Print the wire outcome as it came, on stdout.
+    #[arg(long)]
+    pub raw: bool,
+    /// A bare payload (short form), then the typed flags: --FIELD VALUE …
+    #[arg(
+        value_name = "--FIELD VALUE",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..
+    )]
+    pub rest: Vec<String>,
+}
+
+impl CallArgs {
+    /// The arguments as the verb reads them: the positional ones, the
+    /// flags `clap` read written back inline, then the rest.
+    pub fn words(&self) -> Vec<String> {
+        let mut words = vec![self.endpoint.clone(), self.member.clone()];
+        for (flag, value) in [
+            ("json", &self.json),
+            ("bearer", &self.bearer),
+            ("id", &self.id),
+            ("digest", &self.digest),
+        ] {
+            if let Some(v) = value {
+                words.push(format!("--{flag}={v}"));
+            }
+        }
+        if self.raw {
+            words.push("--raw".to_owned());
+        }
+        words.extend(self.rest.iter().cloned());
+        words
+    }
+}
+
+/// `hale mcp [--app ENDPOINT] [--bearer T]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "One JSON-RPC message per line on stdin and stdout; exits 0 when stdin \
+                        ends, 5 on usage."
+)]
+pub struct McpArgs {
+    /// Bridge to this served exposure: unix:PATH, http://host:port or
+    /// mcp://host:port. Without it, serve the toolchain's own tools.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub app: Option<String>,
+    /// The bearer token (HTTP), else HALE_API_BEARER.
+    #[arg(long, value_name = "T", requires = "app")]
+    pub bearer: Option<String>,
+}
+
+/// `completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

@@ -95,7 +95,9 @@ fn canon_refuses_with_the_path_and_the_reason() {
 
 /// A schema written as people write them, in a scratch file.
 fn plain_schema(name: &str, schema: &serde_json::Value) -> String {
-    let dir = std::env::temp_dir().join(format!("limen-flow-cli-{}", std::process::id()));
+    // A folder of its own: tests run in parallel and another one removes
+    // its scratch folder when it ends.
+    let dir = std::env::temp_dir().join(format!("limen-flow-cli-plain-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, schema.to_string()).unwrap();

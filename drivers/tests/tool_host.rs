@@ -323,11 +323,21 @@ fn a_crash_is_unknown_for_calls_out_and_a_restart_describes_again() {
     }
     let (_, process) = host.processes().next().unwrap();
     assert_eq!(process.starts(), 2);
-    let stderr = String::from_utf8_lossy(&process.stderr()).into_owned();
-    assert!(
-        stderr.contains("rogue: start 1") && stderr.contains("rogue: start 2"),
-        "{stderr}"
-    );
+    // The process's stderr is read by a thread of its own: a line the
+    // process wrote may reach the host a moment after the call's reply.
+    let started_twice = || {
+        let stderr = String::from_utf8_lossy(&process.stderr()).into_owned();
+        (
+            stderr.contains("rogue: start 1") && stderr.contains("rogue: start 2"),
+            stderr,
+        )
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !started_twice().0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (both, stderr) = started_twice();
+    assert!(both, "{stderr}");
     host.shutdown();
 }
 

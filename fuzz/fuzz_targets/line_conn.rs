@@ -28,6 +28,7 @@ const PEER: PeerCredentials = PeerCredentials {
     uid: 1000,
     gid: 1000,
     pid: 4242,
+    groups: None,
 };
 
 /// Whether `text` is one JSON value (the tokenizer refuses empty and blank

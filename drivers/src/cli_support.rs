@@ -78,3 +78,19 @@ pub fn usage_error(cmd: Command, path: &[&str], message: &str) {
         usage_line(cmd, path)
     );
 }
+
+/// Prints `cmd`'s completion script for `shell` on stdout. A reader that
+/// stops early (`| head`) is not an error: the script is written whole or
+/// until the pipe closes, and the exit status is 0 either way.
+pub fn print_completions(shell: clap_complete::Shell, mut cmd: Command, name: &str) -> i32 {
+    use std::io::Write as _;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, name, &mut script);
+    match std::io::stdout().write_all(&script) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("{name}: cannot write the completion script: {e}");
+            1
+        }
+        _ => 0,
+    }
+}

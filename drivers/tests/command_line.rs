@@ -157,6 +157,26 @@ fn completion_scripts_for_three_shells() {
     }
 }
 
+#[test]
+fn a_completion_script_read_in_part_ends_quietly() {
+    // `hale completions bash | head -c0`: the reader closes the pipe
+    // before the script is written (the pipe's buffer would hold it all
+    // otherwise); the writer must not panic on the broken pipe.
+    for bin in [HALE, FLOW] {
+        let mut child = Command::new(bin)
+            .args(["completions", "bash"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{bin}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{bin}: {stderr}");
+    }
+}
+
 /// A usage error: its exit status, the flag named, the command's usage
 /// line, nothing on stdout.
 fn refused(bin: &str, args: &[&str], code: i32, names: &str, usage: &str) {

@@ -45,8 +45,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Tools(ToolsCommand::Call(a)) => tools::call(&a),
         Command::Toolkit(ToolkitCommand::Rust(a)) => toolkit::rust(&a),
         Command::Completions(a) => {
-            clap_complete::generate(a.shell, &mut Cli::command(), "flow", &mut std::io::stdout());
-            0
+            crate::cli_support::print_completions(a.shell, Cli::command(), "flow")
         }
     }
 }

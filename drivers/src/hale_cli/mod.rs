@@ -58,8 +58,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Api(ApiCommand::Describe(a)) => crate::client::describe_main(&a, false),
         Command::Api(ApiCommand::Call(a)) => crate::client::call_main(&a.words(), false),
         Command::Completions(a) => {
-            clap_complete::generate(a.shell, &mut Cli::command(), "hale", &mut std::io::stdout());
-            0
+            crate::cli_support::print_completions(a.shell, Cli::command(), "hale")
         }
     }
 }

@@ -94,3 +94,20 @@ pub fn print_completions(shell: clap_complete::Shell, mut cmd: Command, name: &s
         _ => 0,
     }
 }
+
+/// Writes `text` to stdout. A reader that closed the pipe (`| head`) has
+/// read all it wanted: the process ends quietly with status 0, instead of
+/// the panic `print!` makes; another write error is said on stderr and
+/// ends it with 1.
+pub fn print(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -177,6 +177,43 @@ fn a_completion_script_read_in_part_ends_quietly() {
     }
 }
 
+#[test]
+fn a_document_read_in_part_ends_quietly() {
+    // `hale check --api … | head -c0`: a reader that closed the pipe has
+    // read all it wanted; the writer ends with status 0, not a panic.
+    let program = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/hale-witness/program.hl"
+    );
+    if !std::path::Path::new(program).exists() {
+        eprintln!("skipped: the witness fixtures are absent");
+        return;
+    }
+    for args in [
+        &["check", "--api", program][..],
+        &[
+            "check",
+            "--api",
+            "--surface",
+            "Public",
+            "--openapi",
+            program,
+        ][..],
+    ] {
+        let mut child = Command::new(HALE)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
 /// A usage error: its exit status, the flag named, the command's usage
 /// line, nothing on stdout.
 fn refused(bin: &str, args: &[&str], code: i32, names: &str, usage: &str) {

@@ -144,10 +144,10 @@ pub fn describe_main(args: &crate::hale_cli::cli::DescribeArgs, short: bool) -> 
         }
         Ok(Described::Document(raw)) => {
             if json {
-                println!("{}", String::from_utf8_lossy(&raw));
+                crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(&raw)));
             } else {
                 match serde_json::from_slice::<Value>(&raw) {
-                    Ok(doc) => print!("{}", render::render(&doc)),
+                    Ok(doc) => crate::cli_support::print(&render::render(&doc)),
                     Err(_) => return transport("the description is not JSON"),
                 }
             }
@@ -332,7 +332,7 @@ pub fn call_main(args: &[String], short: bool) -> i32 {
 fn print_outcome(wire: &[u8], code: i32, raw: bool) -> i32 {
     let text = String::from_utf8_lossy(wire);
     if raw {
-        println!("{text}");
+        crate::cli_support::print(&format!("{text}\n"));
     } else {
         eprintln!("{text}");
     }
@@ -370,9 +370,9 @@ fn call_unix(
         (Some(Value::Bool(true)), _) => {
             let value = wire::raw_member(&reply, "value").unwrap_or(b"null");
             if raw {
-                println!("{}", String::from_utf8_lossy(&reply));
+                crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(&reply)));
             } else {
-                println!("{}", String::from_utf8_lossy(value));
+                crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(value)));
             }
             return EXIT_RESULT;
         }
@@ -404,7 +404,7 @@ fn call_http(
     };
     let code = match reply.status {
         200 => {
-            println!("{}", String::from_utf8_lossy(&reply.body));
+            crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(&reply.body)));
             return EXIT_RESULT;
         }
         422 => EXIT_HANDLER_ERROR,

@@ -49,7 +49,7 @@ pub fn run(a: &FingerprintArgs) -> i32 {
                 continue;
             }
         };
-        println!("{name} {computed}");
+        crate::cli_support::print(&format!("{name} {computed}\n"));
         let listed = entry.get("fingerprint").and_then(|f| f.as_str());
         match listed.map(Fingerprint::parse) {
             Some(Ok(f)) if f == computed => {}

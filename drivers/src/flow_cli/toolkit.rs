@@ -22,7 +22,7 @@ pub fn rust(a: &RustArgs) -> i32 {
     };
     match out {
         None => {
-            print!("{code}");
+            crate::cli_support::print(&code);
             0
         }
         Some(file) => match std::fs::write(file, code) {

@@ -62,10 +62,10 @@ pub fn describe(a: &DescribeArgs) -> i32 {
     process.shutdown();
     match result {
         Ok(described) => {
-            println!(
-                "{}",
+            crate::cli_support::print(&format!(
+                "{}\n",
                 serde_json::to_string_pretty(&described.result).unwrap_or_default()
-            );
+            ));
             0
         }
         Err(why) => {
@@ -191,7 +191,7 @@ pub fn check(a: &CheckArgs) -> i32 {
     };
     let binding = Host::bind(&listing.tools, &options);
     for entry in &binding.report.entries {
-        println!("{entry}");
+        crate::cli_support::print(&format!("{entry}\n"));
     }
     if let Some(host) = binding.host {
         host.shutdown();
@@ -248,7 +248,7 @@ pub fn call(a: &CallArgs) -> i32 {
         call: call_id.as_deref().unwrap_or("1").into(),
     };
     let outcome = host.call(key, &identity, values, type_args);
-    println!("{}", outcome.to_json());
+    crate::cli_support::print(&format!("{}\n", outcome.to_json()));
     if !matches!(outcome, Outcome::Ok(_)) {
         for (_, process) in host.processes() {
             relay(&process.stderr());

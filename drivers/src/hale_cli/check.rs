@@ -115,7 +115,7 @@ pub fn run(a: &CheckArgs) -> i32 {
     };
     match printed {
         Ok(text) => {
-            print!("{text}");
+            crate::cli_support::print(&text);
             0
         }
         Err(e) => failed(&file, &e),

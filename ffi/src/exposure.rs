@@ -563,104 +563,179 @@ pub unsafe extern "C" fn limen_exposure_complete(
     })
 }
 
-macro_rules! exposure_input {
-    ($(#[$doc:meta])* $name:ident ( $($arg:ident : $ty:ty),* ) => |$h:ident| $body:expr) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// `exposure` must be a live handle.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(exposure: *mut limen_exposure $(, $arg: $ty)*) -> limen_result {
-            guard(|| {
-                // SAFETY: the caller's promise, passed through.
-                let $h = unsafe { handle(exposure) }?;
-                $h.delivery = None;
-                $body
-            })
-        }
-    };
-}
-
-exposure_input!(
-    /// The connection `correlation` is gone: its requests run, their replies
-    /// are dropped.
-    limen_exposure_connection_lost(correlation: u64) => |h| {
+/// The connection `correlation` is gone: its requests run, their replies
+/// are dropped.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_connection_lost(
+    exposure: *mut limen_exposure,
+    correlation: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         h.exposure.connection_lost(correlation);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// Receiver `receiver` announces its incarnation `stamp` (the answer to
-    /// an ASK; a receiver restarted announces a new stamp).
-    limen_exposure_receiver_born(receiver: usize, stamp: u64) => |h| {
+/// Receiver `receiver` announces its incarnation `stamp` (the answer to
+/// an ASK; a receiver restarted announces a new stamp).
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_born(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         check_receiver(h, receiver)?;
         h.exposure.receiver_born(receiver, stamp);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// Receiver `receiver`'s incarnation `stamp` drains.
-    limen_exposure_receiver_draining(receiver: usize, stamp: u64) => |h| {
+/// Receiver `receiver`'s incarnation `stamp` drains.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_draining(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         check_receiver(h, receiver)?;
         h.exposure.receiver_draining(receiver, stamp);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// Receiver `receiver`'s incarnation `stamp` dissolved.
-    limen_exposure_receiver_dissolved(receiver: usize, stamp: u64) => |h| {
+/// Receiver `receiver`'s incarnation `stamp` dissolved.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_dissolved(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         check_receiver(h, receiver)?;
         h.exposure.receiver_dissolved(receiver, stamp);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// Asked, receiver `receiver` has nobody to answer.
-    limen_exposure_receiver_absent(receiver: usize) => |h| {
+/// Asked, receiver `receiver` has nobody to answer.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_absent(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         check_receiver(h, receiver)?;
         h.exposure.receiver_absent(receiver);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// The dispatched call `request_id` was not taken (its stamp is not the
-    /// receiver's incarnation).
-    limen_exposure_dispatch_not_taken(request_id: u64) => |h| {
+/// The dispatched call `request_id` was not taken (its stamp is not the
+/// receiver's incarnation).
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_dispatch_not_taken(
+    exposure: *mut limen_exposure,
+    request_id: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         h.exposure.dispatch_not_taken(request_id);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// `stop()` at `now` (the monotonic clock, nanoseconds): refuse new
-    /// requests, wait for the pending ones up to the stop wait.
-    limen_exposure_stop(now: u64) => |h| {
+/// `stop()` at `now` (the monotonic clock, nanoseconds): refuse new
+/// requests, wait for the pending ones up to the stop wait.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_stop(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         h.exposure.stop(now);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// The serving locus's teardown at `now`.
-    limen_exposure_teardown(now: u64) => |h| {
+/// The serving locus's teardown at `now`.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_teardown(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         h.exposure.teardown(now);
         Ok(())
-    }
-);
+    })
+}
 
-exposure_input!(
-    /// Time passed: `now` is at or past [`limen_exposure_poll_timeout`]'s
-    /// deadline.
-    limen_exposure_handle_timeout(now: u64) => |h| {
+/// Time passed: `now` is at or past [`limen_exposure_poll_timeout`]'s
+/// deadline.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_handle_timeout(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
         h.exposure.handle_timeout(now);
         Ok(())
-    }
-);
+    })
+}
 
 /// Whether the exposure has a deadline; if so it is written to
 /// `*deadline` (the monotonic clock, nanoseconds). `false` for a `NULL`

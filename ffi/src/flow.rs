@@ -114,7 +114,7 @@ pub unsafe extern "C" fn limen_flow_schema_new(
 #[no_mangle]
 pub unsafe extern "C" fn limen_flow_schema_free(schema: *mut limen_flow_schema) {
     // SAFETY: the caller's promise, passed through.
-    let _ = crate::guard_value((), || unsafe { free(schema) });
+    crate::guard_value((), || unsafe { free(schema) })
 }
 
 /// Sets the decoder's limits for later calls on `schema`.

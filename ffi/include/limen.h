@@ -9,6 +9,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// How a handler ended ([`limen_exposure_complete`]'s `how`).
+typedef enum limen_completion {
+  // It returned: `body` is its response as JSON.
+  LIMEN_COMPLETION_RETURNED = 0,
+  // It failed with its declared error: `body` is the error as JSON.
+  LIMEN_COMPLETION_FAILED = 1,
+  // It violated a closure and supervision let execution return (the
+  // server error); `body` is ignored.
+  LIMEN_COMPLETION_VIOLATED = 2,
+  // It violated and supervision exits the process; `body` is ignored.
+  LIMEN_COMPLETION_PROCESS_EXITS = 3,
+} limen_completion;
+
 // What an exposure event asks ([`limen_exposure_event`]'s `kind`).
 typedef enum limen_exposure_event_kind {
   // No event is waiting.
@@ -44,6 +57,18 @@ typedef enum limen_front_event {
   // The connection is done: close the socket and free the front.
   LIMEN_FRONT_EVENT_CLOSED = 3,
 } limen_front_event;
+
+// What [`limen_hale_project`] writes.
+typedef enum limen_hale_projection {
+  // The OpenAPI 3.1 document of a surface.
+  LIMEN_HALE_PROJECTION_OPENAPI = 0,
+  // The JSON Schema bundle of a surface.
+  LIMEN_HALE_PROJECTION_JSON_SCHEMA = 1,
+  // The MCP tool list of a surface.
+  LIMEN_HALE_PROJECTION_MCP = 2,
+  // The proto3 service of a surface.
+  LIMEN_HALE_PROJECTION_PROTO = 3,
+} limen_hale_projection;
 
 // What a call that can fail returns.
 typedef enum limen_result {

@@ -96,6 +96,27 @@ typedef enum limen_result {
   LIMEN_RESULT_PANIC = 7,
 } limen_result;
 
+// What a host event asks or tells ([`limen_tool_event`]'s `kind`).
+typedef enum limen_tool_event_kind {
+  // No event is waiting.
+  LIMEN_TOOL_EVENT_NONE = 0,
+  // Start the implementation's process, then report
+  // [`limen_tool_host_started`] (or [`limen_tool_host_start_failed`]).
+  LIMEN_TOOL_EVENT_START = 1,
+  // Stop the process (it failed to describe itself); report
+  // [`limen_tool_host_handle_eof`] once it has ended.
+  LIMEN_TOOL_EVENT_STOP = 2,
+  // The process described itself: `ok`, and `text` is describe's result
+  // as JSON; or not, and `text` says why.
+  LIMEN_TOOL_EVENT_DESCRIBED = 3,
+  // A call is closed: `run` and `call` name it, `text` is its outcome as
+  // JSON (`{"Ok": …}`, `{"Failed": …}`, `{"NotRun": "…"}`,
+  // `{"Unknown": "…"}`, `{"BadReply": "…"}`), `ok` whether it is Ok.
+  LIMEN_TOOL_EVENT_CLOSED = 4,
+  // Something the implementation sent changed nothing; `text` says what.
+  LIMEN_TOOL_EVENT_DROPPED = 5,
+} limen_tool_event_kind;
+
 // The transport an exposure's serve site names.
 typedef enum limen_transport {
   // `unix::Rpc`: Unix JSON lines ([`crate::front::limen_front_new_unix`]).
@@ -133,6 +154,11 @@ typedef struct limen_hale_checked limen_hale_checked;
 // [`limen_identity_add_token`] and [`limen_identity_add_grant`], read (not
 // kept) by [`limen_exposure_new`], released by [`limen_identity_free`].
 typedef struct limen_identity limen_identity;
+
+// The host's side of one implementation process, with the listing its
+// calls are declared in. Made by [`limen_tool_host_new`], released by
+// [`limen_tool_host_free`].
+typedef struct limen_tool_host limen_tool_host;
 
 // A text this library lends to C: its bytes and its length, valid as long
 // as what lends it.
@@ -222,6 +248,21 @@ typedef struct limen_hale_diagnostic {
   // The whole source line, without its line ending.
   const char *source_line;
 } limen_hale_diagnostic;
+
+// One host event. Its pointers stay valid until the next call on the host.
+typedef struct limen_tool_event {
+  // What the event asks or tells.
+  enum limen_tool_event_kind kind;
+  // DESCRIBED: whether it described itself; CLOSED: whether the outcome
+  // is Ok.
+  bool ok;
+  // CLOSED: the call's run id, NUL-terminated.
+  const char *run;
+  // CLOSED: the call's history id, NUL-terminated.
+  const char *call;
+  // DESCRIBED, CLOSED, DROPPED: the text (UTF-8, not NUL-terminated).
+  struct limen_str text;
+} limen_tool_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -797,6 +838,162 @@ enum limen_result limen_hale_describe(struct limen_hale_checked *checked,
                                       uint8_t *buf,
                                       size_t buf_cap,
                                       size_t *written);
+
+// Reads the listing `listing` (`listing_len` bytes of JSON: `{"data",
+// "tools"}`) and writes a new host handle to `*out`, with no process yet.
+// `LIMEN_RESULT_UNREADABLE` when the listing is not one limen reads.
+//
+// # Safety
+// `listing` must be valid for `listing_len` bytes; `out` for a write.
+enum limen_result limen_tool_host_new(const uint8_t *listing,
+                                      size_t listing_len,
+                                      struct limen_tool_host **out);
+
+// Releases a host; `NULL` is ignored. Open calls are dropped.
+//
+// # Safety
+// `host` must be `NULL` or a handle from [`limen_tool_host_new`] not freed
+// before.
+void limen_tool_host_free(struct limen_tool_host *host);
+
+// Asks for the implementation's describe at `now`: starts the process if
+// it is not running; a DESCRIBED event follows.
+//
+// # Safety
+// `host` must be a live handle.
+enum limen_result limen_tool_host_describe(struct limen_tool_host *host, uint64_t now);
+
+// Sends a call at `now`: the Tool `tool` (its identity, NUL-terminated, as
+// the listing names it) with the args object `args` (`args_len` bytes of
+// JSON, one member per parameter), keyed by the run id `run` and the
+// history id `call` (both NUL-terminated). A generic Tool's type
+// parameters stand for `json.Value`. Starts the process if it is not
+// running; a CLOSED event naming the key follows, exactly once.
+//
+// `LIMEN_RESULT_NOT_FOUND` when the listing declares no such Tool,
+// `LIMEN_RESULT_REFUSED` when the args do not decode at its parameters,
+// `LIMEN_RESULT_INVALID_STATE` when a call with this key is open.
+//
+// # Safety
+// `host` must be a live handle; `run`, `call` and `tool` NUL-terminated;
+// `args` valid for `args_len` bytes.
+enum limen_result limen_tool_host_call(struct limen_tool_host *host,
+                                       uint64_t now,
+                                       const char *run,
+                                       const char *call,
+                                       const char *tool,
+                                       const uint8_t *args,
+                                       size_t args_len);
+
+// Asks the implementation to stop work on the call `run`/`call` at `now`
+// (it stays open until its reply; a call not yet written closes NotRun).
+//
+// # Safety
+// `host` must be a live handle; `run` and `call` NUL-terminated.
+enum limen_result limen_tool_host_cancel(struct limen_tool_host *host,
+                                         uint64_t now,
+                                         const char *run,
+                                         const char *call);
+
+// Closes the call `run`/`call` without an outcome at `now` (a reply that
+// comes later is dropped).
+//
+// # Safety
+// `host` must be a live handle; `run` and `call` NUL-terminated.
+enum limen_result limen_tool_host_abandon(struct limen_tool_host *host,
+                                          uint64_t now,
+                                          const char *run,
+                                          const char *call);
+
+// The process a START event asked for has started at `now`.
+//
+// # Safety
+// `host` must be a live handle.
+enum limen_result limen_tool_host_started(struct limen_tool_host *host, uint64_t now);
+
+// The process a START event asked for could not be started, for
+// `reason` (NUL-terminated).
+//
+// # Safety
+// `host` must be a live handle; `reason` NUL-terminated.
+enum limen_result limen_tool_host_start_failed(struct limen_tool_host *host,
+                                               uint64_t now,
+                                               const char *reason);
+
+// `data` (`data_len` bytes, copied) was read from the process's standard
+// output at `now`, in any split.
+//
+// # Safety
+// `host` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_tool_host_handle_data(struct limen_tool_host *host,
+                                              uint64_t now,
+                                              const uint8_t *data,
+                                              size_t data_len);
+
+// The process's standard output ended at `now`: the process is over
+// (reap it). Every call out closes.
+//
+// # Safety
+// `host` must be a live handle.
+enum limen_result limen_tool_host_handle_eof(struct limen_tool_host *host, uint64_t now);
+
+// `now` is at or past [`limen_tool_host_poll_timeout`]'s deadline.
+//
+// # Safety
+// `host` must be a live handle.
+enum limen_result limen_tool_host_handle_timeout(struct limen_tool_host *host, uint64_t now);
+
+// Whether the host has a deadline (the describe's); if so it is written to
+// `*deadline`. `false` for a `NULL` handle.
+//
+// # Safety
+// `host` must be `NULL` or a live handle; `deadline` valid for a write.
+bool limen_tool_host_poll_timeout(const struct limen_tool_host *host, uint64_t *deadline);
+
+// How many calls are open (sent or waiting to be); 0 for a `NULL` handle.
+//
+// # Safety
+// `host` must be `NULL` or a live handle.
+size_t limen_tool_host_open_calls(const struct limen_tool_host *host);
+
+// Lends the bytes still to write to the process's standard input into
+// `*out`, valid until the next call on the host; report what was written
+// with [`limen_tool_host_consume_output`].
+//
+// # Safety
+// `host` must be a live handle; `out` valid for a write.
+enum limen_result limen_tool_host_pending_output(struct limen_tool_host *host,
+                                                 struct limen_str *out);
+
+// Copies every byte still to write into `buf`, its count to `*written`,
+// consuming nothing; `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length
+// needed and copies nothing.
+//
+// # Safety
+// `host` must be a live handle; `buf` valid for `buf_cap` bytes; `written`
+// for a write.
+enum limen_result limen_tool_host_copy_output(struct limen_tool_host *host,
+                                              uint8_t *buf,
+                                              size_t buf_cap,
+                                              size_t *written);
+
+// The first `n` bytes of the pending output were written to the process
+// at `now`. `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is
+// more than is pending.
+//
+// # Safety
+// `host` must be a live handle.
+enum limen_result limen_tool_host_consume_output(struct limen_tool_host *host,
+                                                 uint64_t now,
+                                                 size_t n);
+
+// Takes the next event into `*out` (kind `LIMEN_TOOL_EVENT_NONE` when none
+// waits). Poll until NONE after every input and command.
+//
+// # Safety
+// `host` must be a live handle; `out` valid for a write.
+enum limen_result limen_tool_host_poll_event(struct limen_tool_host *host,
+                                             struct limen_tool_event *out);
 
 #ifdef __cplusplus
 }  // extern "C"

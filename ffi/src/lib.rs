@@ -25,6 +25,7 @@ pub mod exposure;
 pub mod flow;
 pub mod front;
 pub mod hale;
+pub mod tool;
 
 /// What a call that can fail returns.
 #[repr(C)]
@@ -65,6 +66,11 @@ impl Failure {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// `s` as a C string, a NUL inside written `\0`.
+pub(crate) fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', "\\0")).unwrap_or_default()
 }
 
 fn set_last_error(reason: &str) {

@@ -70,6 +70,18 @@ typedef enum limen_hale_projection {
   LIMEN_HALE_PROJECTION_PROTO = 3,
 } limen_hale_projection;
 
+// How a Tool's call ended ([`limen_toolkit_reply`]'s `how`).
+typedef enum limen_reply {
+  // The declared success value: `body` is JSON at the Tool's ok type.
+  LIMEN_REPLY_OK = 0,
+  // The declared error value: `body` is JSON at the Tool's error type.
+  LIMEN_REPLY_FAILED = 1,
+  // The call definitely did not happen: `body` is the reason (text).
+  LIMEN_REPLY_NOT_RUN = 2,
+  // The call may or may not have happened: `body` is the reason (text).
+  LIMEN_REPLY_UNKNOWN = 3,
+} limen_reply;
+
 // What a call that can fail returns.
 typedef enum limen_result {
   // The call did what it says.
@@ -117,6 +129,22 @@ typedef enum limen_tool_event_kind {
   LIMEN_TOOL_EVENT_DROPPED = 5,
 } limen_tool_event_kind;
 
+// What a toolkit event asks ([`limen_toolkit_event`]'s `kind`).
+typedef enum limen_toolkit_event_kind {
+  // No event is waiting.
+  LIMEN_TOOLKIT_EVENT_NONE = 0,
+  // A call to run: `tool` (its index in the listing) and `tool_name`,
+  // `run` and `call` (its key), `text` its args object as canonical JSON
+  // text, one member per parameter. Answer it with
+  // [`limen_toolkit_reply`].
+  LIMEN_TOOLKIT_EVENT_CALL = 1,
+  // The host asks to stop work on the call `run`/`call` (it proves
+  // nothing; the call still needs its reply).
+  LIMEN_TOOLKIT_EVENT_CANCEL = 2,
+  // Something that changes nothing; `text` says what.
+  LIMEN_TOOLKIT_EVENT_DROPPED = 3,
+} limen_toolkit_event_kind;
+
 // The transport an exposure's serve site names.
 typedef enum limen_transport {
   // `unix::Rpc`: Unix JSON lines ([`crate::front::limen_front_new_unix`]).
@@ -159,6 +187,12 @@ typedef struct limen_identity limen_identity;
 // calls are declared in. Made by [`limen_tool_host_new`], released by
 // [`limen_tool_host_free`].
 typedef struct limen_tool_host limen_tool_host;
+
+// The implementation's side of one Tool protocol connection: a program
+// that implements Tools reads the host's lines on its standard input and
+// answers on its standard output. Made by [`limen_toolkit_new`], released
+// by [`limen_toolkit_free`].
+typedef struct limen_toolkit limen_toolkit;
 
 // A text this library lends to C: its bytes and its length, valid as long
 // as what lends it.
@@ -263,6 +297,24 @@ typedef struct limen_tool_event {
   // DESCRIBED, CLOSED, DROPPED: the text (UTF-8, not NUL-terminated).
   struct limen_str text;
 } limen_tool_event;
+
+// One toolkit event. Its pointers stay valid until the next call on the
+// toolkit.
+typedef struct limen_toolkit_event {
+  // What the event asks.
+  enum limen_toolkit_event_kind kind;
+  // CALL: the Tool's index in the listing.
+  size_t tool;
+  // CALL: the Tool's identity, NUL-terminated (valid until the toolkit
+  // is freed).
+  const char *tool_name;
+  // CALL, CANCEL: the run id, NUL-terminated.
+  const char *run;
+  // CALL, CANCEL: the history id, NUL-terminated.
+  const char *call;
+  // CALL: the args object; DROPPED: what was dropped.
+  struct limen_str text;
+} limen_toolkit_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -994,6 +1046,98 @@ enum limen_result limen_tool_host_consume_output(struct limen_tool_host *host,
 // `host` must be a live handle; `out` valid for a write.
 enum limen_result limen_tool_host_poll_event(struct limen_tool_host *host,
                                              struct limen_tool_event *out);
+
+// Serves the Tools of the listing `listing` (`listing_len` bytes of JSON),
+// answering describe with their fingerprints, and writes a new handle to
+// `*out`. `LIMEN_RESULT_UNREADABLE` when the listing is not one limen
+// reads.
+//
+// # Safety
+// `listing` must be valid for `listing_len` bytes; `out` for a write.
+enum limen_result limen_toolkit_new(const uint8_t *listing,
+                                    size_t listing_len,
+                                    struct limen_toolkit **out);
+
+// Releases a toolkit; `NULL` is ignored.
+//
+// # Safety
+// `toolkit` must be `NULL` or a handle from [`limen_toolkit_new`] not
+// freed before.
+void limen_toolkit_free(struct limen_toolkit *toolkit);
+
+// `data` (`data_len` bytes, copied) was read from standard input at `now`.
+//
+// # Safety
+// `toolkit` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_toolkit_handle_data(struct limen_toolkit *toolkit,
+                                            uint64_t now,
+                                            const uint8_t *data,
+                                            size_t data_len);
+
+// Standard input ended at `now`: finish the open calls, write what is
+// pending, then exit.
+//
+// # Safety
+// `toolkit` must be a live handle.
+enum limen_result limen_toolkit_handle_eof(struct limen_toolkit *toolkit, uint64_t now);
+
+// Whether standard input has ended; `true` for a `NULL` handle.
+//
+// # Safety
+// `toolkit` must be `NULL` or a live handle.
+bool limen_toolkit_input_ended(const struct limen_toolkit *toolkit);
+
+// How many calls are yielded and not answered; 0 for a `NULL` handle.
+//
+// # Safety
+// `toolkit` must be `NULL` or a live handle.
+size_t limen_toolkit_open_calls(const struct limen_toolkit *toolkit);
+
+// Takes the next event into `*out` (kind `LIMEN_TOOLKIT_EVENT_NONE` when
+// none waits). Poll until NONE after every input.
+//
+// # Safety
+// `toolkit` must be a live handle; `out` valid for a write.
+enum limen_result limen_toolkit_poll_event(struct limen_toolkit *toolkit,
+                                           struct limen_toolkit_event *out);
+
+// Answers the open call `run`/`call` (NUL-terminated) at `now`: `how` is a
+// [`limen_reply`] number, `body` (`body_len` bytes) the value as JSON (OK,
+// FAILED; decoded strictly at the Tool's declared type, a generic Tool's
+// type parameters standing for `json.Value`) or the reason (NOT_RUN,
+// UNKNOWN). `LIMEN_RESULT_NOT_FOUND` when no such call is open,
+// `LIMEN_RESULT_REFUSED` (the call still open) when the value does not
+// decode at its type.
+//
+// # Safety
+// `toolkit` must be a live handle; `run` and `call` NUL-terminated; `body`
+// valid for `body_len` bytes.
+enum limen_result limen_toolkit_reply(struct limen_toolkit *toolkit,
+                                      uint64_t now,
+                                      const char *run,
+                                      const char *call,
+                                      uint32_t how,
+                                      const uint8_t *body,
+                                      size_t body_len);
+
+// Lends the bytes still to write to standard output into `*out`, valid
+// until the next call on the toolkit; report what was written with
+// [`limen_toolkit_consume_output`].
+//
+// # Safety
+// `toolkit` must be a live handle; `out` valid for a write.
+enum limen_result limen_toolkit_pending_output(struct limen_toolkit *toolkit,
+                                               struct limen_str *out);
+
+// The first `n` bytes of the pending output were written at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending.
+//
+// # Safety
+// `toolkit` must be a live handle.
+enum limen_result limen_toolkit_consume_output(struct limen_toolkit *toolkit,
+                                               uint64_t now,
+                                               size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

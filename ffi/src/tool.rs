@@ -1,14 +1,20 @@
-//! The Tool process protocol's host connection: the host's side of one
-//! implementation process, its declarations read from a listing. A thin
-//! wrapper of `limen_core::flow::tool::HostConn`; the order of calls is
-//! `ToolConn`'s. The caller starts the process, writes its standard input
-//! and reads its standard output.
+//! The Tool process protocol's two connections, their declarations read
+//! from a listing: the host's side of one implementation process
+//! ([`limen_tool_host`], a thin wrapper of `HostConn`; the order of calls is
+//! `ToolConn`'s: the caller starts the process, writes its standard input
+//! and reads its standard output) and the implementation's side
+//! ([`limen_toolkit`], a thin wrapper of `ToolkitConn`: the caller reads
+//! its own standard input and writes its standard output).
 
 use std::ffi::{c_char, CString};
 
-use limen_core::flow::tool::toolkit::decode_args;
-use limen_core::flow::tool::{CallKey, HostConn, HostEvent, Limits, Listing, Outcome, ToolConn};
-use limen_core::flow::{Identity, Type};
+use limen_core::flow::canonical::write_canonical;
+use limen_core::flow::tool::toolkit::{decode_args, ToolkitLimits};
+use limen_core::flow::tool::{
+    CallKey, HostConn, HostEvent, Limits, Listing, Outcome, Reply, ToolConn, ToolkitConn,
+    ToolkitEvent,
+};
+use limen_core::flow::{decode_with_params, Identity, Limits as FlowLimits, Type};
 
 use crate::{
     bytes, c_text, copy_out, free, guard, guard_value, handle, limen_result, limen_str, put,
@@ -508,5 +514,380 @@ pub unsafe extern "C" fn limen_tool_host_poll_event(
         ev.text = limen_str::lend(&h.text);
         // SAFETY: as above.
         unsafe { put(out, ev) }
+    })
+}
+
+/// The implementation's side of one Tool protocol connection: a program
+/// that implements Tools reads the host's lines on its standard input and
+/// answers on its standard output. Made by [`limen_toolkit_new`], released
+/// by [`limen_toolkit_free`].
+pub struct limen_toolkit {
+    conn: ToolkitConn,
+    /// Each Tool's identity, in the listing's order.
+    names: Vec<CString>,
+    /// The Tool of each open call, by its key.
+    open: Vec<(CallKey, usize)>,
+    text: Vec<u8>,
+    run: CString,
+    call: CString,
+}
+
+/// What a toolkit event asks ([`limen_toolkit_event`]'s `kind`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum limen_toolkit_event_kind {
+    /// No event is waiting.
+    LIMEN_TOOLKIT_EVENT_NONE = 0,
+    /// A call to run: `tool` (its index in the listing) and `tool_name`,
+    /// `run` and `call` (its key), `text` its args object as canonical JSON
+    /// text, one member per parameter. Answer it with
+    /// [`limen_toolkit_reply`].
+    LIMEN_TOOLKIT_EVENT_CALL = 1,
+    /// The host asks to stop work on the call `run`/`call` (it proves
+    /// nothing; the call still needs its reply).
+    LIMEN_TOOLKIT_EVENT_CANCEL = 2,
+    /// Something that changes nothing; `text` says what.
+    LIMEN_TOOLKIT_EVENT_DROPPED = 3,
+}
+
+/// One toolkit event. Its pointers stay valid until the next call on the
+/// toolkit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct limen_toolkit_event {
+    /// What the event asks.
+    pub kind: limen_toolkit_event_kind,
+    /// CALL: the Tool's index in the listing.
+    pub tool: usize,
+    /// CALL: the Tool's identity, NUL-terminated (valid until the toolkit
+    /// is freed).
+    pub tool_name: *const c_char,
+    /// CALL, CANCEL: the run id, NUL-terminated.
+    pub run: *const c_char,
+    /// CALL, CANCEL: the history id, NUL-terminated.
+    pub call: *const c_char,
+    /// CALL: the args object; DROPPED: what was dropped.
+    pub text: limen_str,
+}
+
+/// How a Tool's call ended ([`limen_toolkit_reply`]'s `how`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum limen_reply {
+    /// The declared success value: `body` is JSON at the Tool's ok type.
+    LIMEN_REPLY_OK = 0,
+    /// The declared error value: `body` is JSON at the Tool's error type.
+    LIMEN_REPLY_FAILED = 1,
+    /// The call definitely did not happen: `body` is the reason (text).
+    LIMEN_REPLY_NOT_RUN = 2,
+    /// The call may or may not have happened: `body` is the reason (text).
+    LIMEN_REPLY_UNKNOWN = 3,
+}
+
+/// Serves the Tools of the listing `listing` (`listing_len` bytes of JSON),
+/// answering describe with their fingerprints, and writes a new handle to
+/// `*out`. `LIMEN_RESULT_UNREADABLE` when the listing is not one limen
+/// reads.
+///
+/// # Safety
+/// `listing` must be valid for `listing_len` bytes; `out` for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_new(
+    listing: *const u8,
+    listing_len: usize,
+    out: *mut *mut limen_toolkit,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let text = unsafe { bytes(listing, listing_len) }?;
+        let listing = Listing::parse(text).map_err(|e| {
+            Failure::new(
+                limen_result::LIMEN_RESULT_UNREADABLE,
+                format!("the listing is not one limen reads: {e}"),
+            )
+        })?;
+        let names = listing
+            .tools
+            .iter()
+            .map(|t| crate::c_string(&t.identity().to_string()))
+            .collect();
+        let h = Box::new(limen_toolkit {
+            names,
+            conn: ToolkitConn::new(listing.tools, ToolkitLimits::default()),
+            open: Vec::new(),
+            text: Vec::new(),
+            run: CString::default(),
+            call: CString::default(),
+        });
+        // SAFETY: as above.
+        unsafe { put(out, Box::into_raw(h)) }
+    })
+}
+
+/// Releases a toolkit; `NULL` is ignored.
+///
+/// # Safety
+/// `toolkit` must be `NULL` or a handle from [`limen_toolkit_new`] not
+/// freed before.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_free(toolkit: *mut limen_toolkit) {
+    // SAFETY: the caller's promise, passed through.
+    guard_value((), || unsafe { free(toolkit) })
+}
+
+/// `data` (`data_len` bytes, copied) was read from standard input at `now`.
+///
+/// # Safety
+/// `toolkit` must be a live handle; `data` valid for `data_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_handle_data(
+    toolkit: *mut limen_toolkit,
+    now: u64,
+    data: *const u8,
+    data_len: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data, data_len) }?;
+        h.conn.handle_data(now, data);
+        Ok(())
+    })
+}
+
+/// Standard input ended at `now`: finish the open calls, write what is
+/// pending, then exit.
+///
+/// # Safety
+/// `toolkit` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_handle_eof(
+    toolkit: *mut limen_toolkit,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        h.conn.handle_eof(now);
+        Ok(())
+    })
+}
+
+/// Whether standard input has ended; `true` for a `NULL` handle.
+///
+/// # Safety
+/// `toolkit` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_input_ended(toolkit: *const limen_toolkit) -> bool {
+    // SAFETY: the caller's promise, passed through.
+    guard_value(true, || {
+        unsafe { toolkit.as_ref() }.is_none_or(|h| h.conn.input_ended())
+    })
+}
+
+/// How many calls are yielded and not answered; 0 for a `NULL` handle.
+///
+/// # Safety
+/// `toolkit` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_open_calls(toolkit: *const limen_toolkit) -> usize {
+    // SAFETY: the caller's promise, passed through.
+    guard_value(0, || {
+        unsafe { toolkit.as_ref() }.map_or(0, |h| h.conn.open_calls())
+    })
+}
+
+/// Takes the next event into `*out` (kind `LIMEN_TOOLKIT_EVENT_NONE` when
+/// none waits). Poll until NONE after every input.
+///
+/// # Safety
+/// `toolkit` must be a live handle; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_poll_event(
+    toolkit: *mut limen_toolkit,
+    out: *mut limen_toolkit_event,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        let mut ev = limen_toolkit_event {
+            kind: limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_NONE,
+            tool: 0,
+            tool_name: std::ptr::null(),
+            run: std::ptr::null(),
+            call: std::ptr::null(),
+            text: limen_str::EMPTY,
+        };
+        h.text.clear();
+        match h.conn.poll_event() {
+            None => {}
+            Some(ToolkitEvent::Call(incoming)) => {
+                ev.kind = limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_CALL;
+                ev.tool = incoming.tool;
+                ev.tool_name = h
+                    .names
+                    .get(incoming.tool)
+                    .map_or(std::ptr::null(), |n| n.as_ptr());
+                let tool = &h.conn.tools()[incoming.tool];
+                h.text.push(b'{');
+                for (i, (p, v)) in tool
+                    .declaration
+                    .params
+                    .iter()
+                    .zip(&incoming.args)
+                    .enumerate()
+                {
+                    if i > 0 {
+                        h.text.push(b',');
+                    }
+                    limen_core::json::write_string(&p.name, &mut h.text);
+                    h.text.push(b':');
+                    write_canonical(v, &mut h.text);
+                }
+                h.text.push(b'}');
+                h.run = crate::c_string(incoming.key.run.as_str());
+                h.call = crate::c_string(incoming.key.call.as_str());
+                h.open.push((incoming.key, incoming.tool));
+                ev.run = h.run.as_ptr();
+                ev.call = h.call.as_ptr();
+            }
+            Some(ToolkitEvent::Cancel(key)) => {
+                ev.kind = limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_CANCEL;
+                h.run = crate::c_string(key.run.as_str());
+                h.call = crate::c_string(key.call.as_str());
+                ev.run = h.run.as_ptr();
+                ev.call = h.call.as_ptr();
+            }
+            Some(ToolkitEvent::Dropped(why)) => {
+                ev.kind = limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_DROPPED;
+                h.text = why.into_bytes();
+            }
+        }
+        ev.text = limen_str::lend(&h.text);
+        // SAFETY: as above.
+        unsafe { put(out, ev) }
+    })
+}
+
+/// Answers the open call `run`/`call` (NUL-terminated) at `now`: `how` is a
+/// [`limen_reply`] number, `body` (`body_len` bytes) the value as JSON (OK,
+/// FAILED; decoded strictly at the Tool's declared type, a generic Tool's
+/// type parameters standing for `json.Value`) or the reason (NOT_RUN,
+/// UNKNOWN). `LIMEN_RESULT_NOT_FOUND` when no such call is open,
+/// `LIMEN_RESULT_REFUSED` (the call still open) when the value does not
+/// decode at its type.
+///
+/// # Safety
+/// `toolkit` must be a live handle; `run` and `call` NUL-terminated; `body`
+/// valid for `body_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_reply(
+    toolkit: *mut limen_toolkit,
+    now: u64,
+    run: *const c_char,
+    call: *const c_char,
+    how: u32,
+    body: *const u8,
+    body_len: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        // SAFETY: as above.
+        let k = key(unsafe { c_text(run, "the run id") }?, unsafe {
+            // SAFETY: as above.
+            c_text(call, "the call id")
+        }?);
+        // SAFETY: as above.
+        let body = unsafe { bytes(body, body_len) }?;
+        let at = h
+            .open
+            .iter()
+            .position(|(open, _)| *open == k)
+            .ok_or_else(|| {
+                Failure::new(
+                    limen_result::LIMEN_RESULT_NOT_FOUND,
+                    format!("no call is open with {k}"),
+                )
+            })?;
+        let tool = h.conn.tools()[h.open[at].1].clone();
+        let decl = &tool.declaration;
+        let binds: Vec<(String, Type)> = decl
+            .generic
+            .iter()
+            .map(|g| (g.clone(), Type::Json))
+            .collect();
+        let value = |ty: &Type| {
+            decode_with_params(body, ty, &tool.env, &binds, &FlowLimits::default()).map_err(|e| {
+                Failure::new(
+                    limen_result::LIMEN_RESULT_REFUSED,
+                    format!("the value does not decode at its type: {e}"),
+                )
+            })
+        };
+        let reason = || String::from_utf8_lossy(body).into_owned();
+        let reply = match how {
+            0 => Reply::Ok(value(&decl.ok)?),
+            1 => Reply::Failed(value(&decl.err)?),
+            2 => Reply::NotRun(reason()),
+            3 => Reply::Unknown(reason()),
+            other => {
+                return Err(Failure::new(
+                    limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+                    format!("{other} names no reply"),
+                ))
+            }
+        };
+        h.open.swap_remove(at);
+        h.conn.reply(now, &k, &reply);
+        Ok(())
+    })
+}
+
+/// Lends the bytes still to write to standard output into `*out`, valid
+/// until the next call on the toolkit; report what was written with
+/// [`limen_toolkit_consume_output`].
+///
+/// # Safety
+/// `toolkit` must be a live handle; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_pending_output(
+    toolkit: *mut limen_toolkit,
+    out: *mut limen_str,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        let s = limen_str::lend(h.conn.pending_output());
+        // SAFETY: as above.
+        unsafe { put(out, s) }
+    })
+}
+
+/// The first `n` bytes of the pending output were written at `now`.
+/// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+/// is pending.
+///
+/// # Safety
+/// `toolkit` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_toolkit_consume_output(
+    toolkit: *mut limen_toolkit,
+    now: u64,
+    n: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(toolkit) }?;
+        let pending = h.conn.pending_output().len();
+        if n > pending {
+            return Err(Failure::new(
+                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+                format!("{n} bytes consumed, {pending} pending"),
+            ));
+        }
+        h.conn.consume_output(now, n);
+        Ok(())
     })
 }

@@ -511,3 +511,188 @@ fn null_handles_are_an_error_not_a_crash() {
     }
     assert_eq!(last_error(), "the handle is NULL");
 }
+
+mod tools {
+    use super::*;
+    use limen_ffi::tool::*;
+
+    const ECHO: &str = "example.com/limen-fixtures@0.3.0/echo.flow.echo";
+    const FAIL: &str = "example.com/limen-fixtures@0.3.0/echo.flow.fail";
+
+    fn listing() -> Vec<u8> {
+        std::fs::read(root().join("toolkit/tests/fixtures/listing.json")).unwrap()
+    }
+
+    /// Moves every pending byte of `from` into `to` (a pipe that takes all).
+    fn pipe(
+        take: impl Fn(*mut limen_str) -> limen_result,
+        consume: impl Fn(usize) -> limen_result,
+        feed: impl Fn(&[u8]) -> limen_result,
+    ) -> usize {
+        let mut out = limen_str::EMPTY;
+        assert_eq!(take(&mut out), LIMEN_RESULT_OK);
+        let bytes = lent(out);
+        if !bytes.is_empty() {
+            assert_eq!(consume(bytes.len()), LIMEN_RESULT_OK);
+            assert_eq!(feed(&bytes), LIMEN_RESULT_OK);
+        }
+        bytes.len()
+    }
+
+    /// A host and a toolkit over the same listing, wired back to back: each
+    /// call's outcome as the host closes it.
+    #[test]
+    fn a_host_and_a_toolkit_talk_through_the_abi() {
+        let l = listing();
+        let (mut host, mut kit) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid slices and outputs; handles freed once at the end.
+        unsafe {
+            assert_eq!(
+                limen_tool_host_new(l.as_ptr(), l.len(), &mut host),
+                LIMEN_RESULT_OK
+            );
+            assert_eq!(
+                limen_toolkit_new(l.as_ptr(), l.len(), &mut kit),
+                LIMEN_RESULT_OK
+            );
+            let s = |t: &str| CString::new(t).unwrap();
+            for (call, tool, args) in [
+                ("1", ECHO, r#"{"text":"hi"}"#),
+                ("2", FAIL, r#"{"reason":"no"}"#),
+            ] {
+                let r = limen_tool_host_call(
+                    host,
+                    0,
+                    s("run").as_ptr(),
+                    s(call).as_ptr(),
+                    s(tool).as_ptr(),
+                    args.as_ptr(),
+                    args.len(),
+                );
+                assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+            }
+            // A key already open, args that do not decode, an unknown Tool.
+            let dup = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("1").as_ptr(),
+                s(ECHO).as_ptr(),
+                b"{\"text\":\"x\"}".as_ptr(),
+                12,
+            );
+            assert_eq!(dup, LIMEN_RESULT_INVALID_STATE);
+            let bad = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("3").as_ptr(),
+                s(ECHO).as_ptr(),
+                b"{\"text\":1}".as_ptr(),
+                10,
+            );
+            assert_eq!(bad, LIMEN_RESULT_REFUSED);
+            let unknown = "example.com/limen-fixtures@0.3.0/echo.flow.nothing";
+            let none = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("4").as_ptr(),
+                s(unknown).as_ptr(),
+                b"{}".as_ptr(),
+                2,
+            );
+            assert_eq!(none, LIMEN_RESULT_NOT_FOUND);
+
+            let mut closed = Vec::new();
+            for _ in 0..64 {
+                loop {
+                    let mut ev = std::mem::MaybeUninit::<limen_tool_event>::uninit();
+                    assert_eq!(
+                        limen_tool_host_poll_event(host, ev.as_mut_ptr()),
+                        LIMEN_RESULT_OK
+                    );
+                    let ev = ev.assume_init();
+                    match ev.kind {
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_NONE => break,
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_START => {
+                            assert_eq!(limen_tool_host_started(host, 0), LIMEN_RESULT_OK)
+                        }
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_CLOSED => {
+                            closed.push((c(ev.call), String::from_utf8(lent(ev.text)).unwrap()))
+                        }
+                        _ => {}
+                    }
+                }
+                loop {
+                    let mut ev = std::mem::MaybeUninit::<limen_toolkit_event>::uninit();
+                    assert_eq!(
+                        limen_toolkit_poll_event(kit, ev.as_mut_ptr()),
+                        LIMEN_RESULT_OK
+                    );
+                    let ev = ev.assume_init();
+                    if ev.kind == limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_NONE {
+                        break;
+                    }
+                    assert_eq!(ev.kind, limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_CALL);
+                    let args: serde_json::Value = serde_json::from_slice(&lent(ev.text)).unwrap();
+                    let (how, body) = if c(ev.tool_name) == ECHO {
+                        // A value not of the Tool's type is refused, the call still open.
+                        let wrong =
+                            limen_toolkit_reply(kit, 0, ev.run, ev.call, 0, b"1".as_ptr(), 1);
+                        assert_eq!(wrong, LIMEN_RESULT_REFUSED);
+                        (0, args["text"].to_string())
+                    } else {
+                        (1, format!("{{\"Refused\":{}}}", args["reason"]))
+                    };
+                    let r = limen_toolkit_reply(
+                        kit,
+                        0,
+                        ev.run,
+                        ev.call,
+                        how,
+                        body.as_ptr(),
+                        body.len(),
+                    );
+                    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+                    // Answered once.
+                    let again = limen_toolkit_reply(
+                        kit,
+                        0,
+                        ev.run,
+                        ev.call,
+                        how,
+                        body.as_ptr(),
+                        body.len(),
+                    );
+                    assert_eq!(again, LIMEN_RESULT_NOT_FOUND);
+                }
+                let to_kit = pipe(
+                    |o| limen_tool_host_pending_output(host, o),
+                    |n| limen_tool_host_consume_output(host, 0, n),
+                    |b| limen_toolkit_handle_data(kit, 0, b.as_ptr(), b.len()),
+                );
+                let to_host = pipe(
+                    |o| limen_toolkit_pending_output(kit, o),
+                    |n| limen_toolkit_consume_output(kit, 0, n),
+                    |b| limen_tool_host_handle_data(host, 0, b.as_ptr(), b.len()),
+                );
+                if closed.len() == 2 && to_kit == 0 && to_host == 0 {
+                    break;
+                }
+            }
+            closed.sort();
+            assert_eq!(
+                closed,
+                [
+                    ("1".to_owned(), r#"{"Ok":"hi"}"#.to_owned()),
+                    ("2".to_owned(), r#"{"Failed":{"Refused":"no"}}"#.to_owned())
+                ]
+            );
+            assert_eq!(limen_tool_host_open_calls(host), 0);
+            assert_eq!(limen_toolkit_open_calls(kit), 0);
+            limen_tool_host_free(host);
+            limen_toolkit_free(kit);
+        }
+    }
+}

@@ -1,0 +1,785 @@
+//! The exposure: built from a program's text and an exposure's name, its
+//! identity sources a table the caller fills ([`limen_identity`]), fed
+//! requests (from a front) and completions, emitting dispatches and
+//! deliveries as polled events.
+//!
+//! A thin wrapper of `limen_core::hale::runtime::Exposure`: every input is
+//! the method of the same name, every event one [`limen_exposure_event`].
+
+use std::ffi::{c_char, CString};
+use std::sync::Arc;
+
+use limen_core::hale::check_program;
+use limen_core::hale::docs::ExposureDescriber;
+use limen_core::hale::model::{Source, TransportKind};
+use limen_core::hale::runtime::{
+    BearerSource, Completion, Delivery, Describer, Event, Exposure, RoleTable, TokenTable,
+};
+use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::mcp::Framing;
+
+use crate::{
+    bytes, c_text, copy_out, free, guard, guard_value, handle, limen_result, limen_str, put,
+    Failure,
+};
+
+/// The identity sources an exposure is built with: a bearer token table
+/// (token → principal name, with an optional expiry) and a role table
+/// (principal name → role). Made by [`limen_identity_new`], filled by
+/// [`limen_identity_add_token`] and [`limen_identity_add_grant`], read (not
+/// kept) by [`limen_exposure_new`], released by [`limen_identity_free`].
+#[derive(Default)]
+pub struct limen_identity {
+    tokens: Vec<(String, String, Option<u64>)>,
+    refused: Option<String>,
+    grants: Vec<(String, String)>,
+}
+
+/// Writes a new, empty identity table to `*out`.
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_new(out: *mut *mut limen_identity) -> limen_result {
+    guard(|| {
+        let h = Box::new(limen_identity::default());
+        // SAFETY: the caller's promise, passed through.
+        unsafe { put(out, Box::into_raw(h)) }
+    })
+}
+
+/// Releases an identity table; `NULL` is ignored.
+///
+/// # Safety
+/// `identity` must be `NULL` or a handle from [`limen_identity_new`] not
+/// freed before.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_free(identity: *mut limen_identity) {
+    // SAFETY: the caller's promise, passed through.
+    guard_value((), || unsafe { free(identity) })
+}
+
+/// The bearer token `token` names the principal `name` (both
+/// NUL-terminated); `expires_unix_ns` is its expiry in nanoseconds since
+/// the Unix epoch, 0 for none.
+///
+/// # Safety
+/// `identity` must be a live handle; `token` and `name` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_add_token(
+    identity: *mut limen_identity,
+    token: *const c_char,
+    name: *const c_char,
+    expires_unix_ns: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(identity) }?;
+        // SAFETY: as above.
+        let token = unsafe { c_text(token, "the token") }?;
+        // SAFETY: as above.
+        let name = unsafe { c_text(name, "the name") }?;
+        let expiry = (expires_unix_ns != 0).then_some(expires_unix_ns);
+        h.tokens.push((token.to_owned(), name.to_owned(), expiry));
+        Ok(())
+    })
+}
+
+/// The bearer source's own reason for refusing a token it names nobody for
+/// (NUL-terminated; `NULL` states none).
+///
+/// # Safety
+/// `identity` must be a live handle; `reason` `NULL` or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_set_refused(
+    identity: *mut limen_identity,
+    reason: *const c_char,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(identity) }?;
+        h.refused = if reason.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            Some(unsafe { c_text(reason, "the reason") }?.to_owned())
+        };
+        Ok(())
+    })
+}
+
+/// The principal named `principal` holds `role` directly (both
+/// NUL-terminated). A Unix peer's principal is named `uid:<n>`.
+///
+/// # Safety
+/// `identity` must be a live handle; `principal` and `role`
+/// NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_add_grant(
+    identity: *mut limen_identity,
+    principal: *const c_char,
+    role: *const c_char,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(identity) }?;
+        // SAFETY: as above.
+        let principal = unsafe { c_text(principal, "the principal") }?;
+        // SAFETY: as above.
+        let role = unsafe { c_text(role, "the role") }?;
+        h.grants.push((principal.to_owned(), role.to_owned()));
+        Ok(())
+    })
+}
+
+/// The transport an exposure's serve site names.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum limen_transport {
+    /// `unix::Rpc`: Unix JSON lines ([`crate::front::limen_front_new_unix`]).
+    LIMEN_TRANSPORT_UNIX = 0,
+    /// `http::Rpc`: HTTP/1.1 ([`crate::front::limen_front_new_http`]).
+    LIMEN_TRANSPORT_HTTP = 1,
+    /// `mcp::Rpc`: MCP over HTTP/1.1 ([`crate::front::limen_front_new_mcp`]).
+    LIMEN_TRANSPORT_MCP = 2,
+    /// Any other (the in-process test transport).
+    LIMEN_TRANSPORT_OTHER = 3,
+}
+
+/// What an exposure event asks ([`limen_exposure_event`]'s `kind`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum limen_exposure_event_kind {
+    /// No event is waiting.
+    LIMEN_EXPOSURE_EVENT_NONE = 0,
+    /// An outcome for the connection `correlation`: hand it to that
+    /// connection's front with [`crate::front::limen_front_deliver`] before
+    /// the next call on the exposure (it is dropped otherwise).
+    LIMEN_EXPOSURE_EVENT_DELIVER = 1,
+    /// Run a call: `receiver`, `member`, `payload` (its JSON), `caller_*`;
+    /// report it with [`limen_exposure_complete`] naming `request_id`.
+    LIMEN_EXPOSURE_EVENT_DISPATCH = 2,
+    /// Ask `receiver` to announce itself: answer
+    /// [`limen_exposure_receiver_born`] or [`limen_exposure_receiver_absent`].
+    LIMEN_EXPOSURE_EVENT_ASK = 3,
+    /// The exposure is finished with the connection `correlation`: abort its
+    /// front ([`crate::front::limen_front_abort`]).
+    LIMEN_EXPOSURE_EVENT_CLOSE_CONNECTION = 4,
+    /// Shutdown is done: close the listener.
+    LIMEN_EXPOSURE_EVENT_STOP_LISTENING = 5,
+}
+
+/// One exposure event. Its pointers stay valid until the next call on the
+/// exposure; the fields a kind does not name are zero or empty.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct limen_exposure_event {
+    /// What the event asks.
+    pub kind: limen_exposure_event_kind,
+    /// DELIVER, CLOSE_CONNECTION: the connection.
+    pub correlation: u64,
+    /// DELIVER, DISPATCH: the exposure's request id.
+    pub request_id: u64,
+    /// DISPATCH, ASK: the receiver, by its index (see
+    /// [`limen_exposure_receiver_name`]).
+    pub receiver: usize,
+    /// DISPATCH, ASK: the receiver's name as the serve site binds it
+    /// (`self.orders`), NUL-terminated.
+    pub receiver_name: *const c_char,
+    /// DISPATCH: the member, by index in the exposure's rows.
+    pub member: usize,
+    /// DISPATCH: the member's name (`Orders::place`), NUL-terminated.
+    pub member_name: *const c_char,
+    /// DISPATCH: the decoded payload as compact JSON.
+    pub payload: limen_str,
+    /// DISPATCH, DELIVER: the caller's mode (`bearer`, `unix`),
+    /// NUL-terminated.
+    pub caller_mode: *const c_char,
+    /// DISPATCH, DELIVER: the caller's name, NUL-terminated.
+    pub caller_name: *const c_char,
+    /// DISPATCH: the receiver's generation the call was admitted under.
+    pub generation: u64,
+    /// DISPATCH: the incarnation stamp the call is handed to.
+    pub stamp: u64,
+}
+
+/// An exposure of a program, serving through one transport. Made by
+/// [`limen_exposure_new`], released by [`limen_exposure_free`].
+pub struct limen_exposure {
+    pub(crate) exposure: Exposure,
+    pub(crate) transport: limen_transport,
+    pub(crate) framing: Arc<Framing>,
+    receivers: Vec<CString>,
+    members: Vec<CString>,
+    identity: Vec<u8>,
+    /// The delivery of the last DELIVER event, until a front takes it.
+    pub(crate) delivery: Option<Delivery>,
+    payload: Vec<u8>,
+    caller_mode: CString,
+    caller_name: CString,
+}
+
+fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', "\\0")).unwrap_or_default()
+}
+
+/// Builds the exposure named `name` (NUL-terminated) of the program text
+/// `src` (`src_len` bytes), with the identity sources of `identity` (read,
+/// not kept: the caller still frees it), and writes a new handle to `*out`.
+///
+/// The exposure's bearer source is `identity`'s token table unless its serve
+/// site names the kernel's peer credentials (a Unix exposure without a
+/// bearer source); its role source is `identity`'s grants. `bound`
+/// (NUL-terminated, or `NULL` for the address as written) is the listener's
+/// address as described (`127.0.0.1:8080`, a socket's path).
+///
+/// `LIMEN_RESULT_REFUSED` when the program does not pass its check (the last
+/// error is its first diagnostic), `LIMEN_RESULT_NOT_FOUND` when it serves
+/// no exposure `name`, `LIMEN_RESULT_UNREADABLE` when the exposure cannot be
+/// served. The caller frees the handle with [`limen_exposure_free`].
+///
+/// # Safety
+/// `src` must be valid for `src_len` bytes; `name` NUL-terminated;
+/// `identity` a live handle; `bound` `NULL` or NUL-terminated; `out` valid
+/// for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_new(
+    src: *const u8,
+    src_len: usize,
+    name: *const c_char,
+    identity: *mut limen_identity,
+    bound: *const c_char,
+    out: *mut *mut limen_exposure,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let src = unsafe { crate::text(src, src_len, "the program") }?;
+        // SAFETY: as above.
+        let name = unsafe { c_text(name, "the exposure's name") }?;
+        // SAFETY: as above.
+        let ids = unsafe { handle(identity) }?;
+        let bound = if bound.is_null() {
+            None
+        } else {
+            // SAFETY: as above.
+            Some(unsafe { c_text(bound, "the bound address") }?)
+        };
+        let checked = check_program("program.hl", src);
+        let passed = checked.passed();
+        let Some(program) = checked.program.filter(|_| passed) else {
+            let first = checked
+                .errors
+                .first()
+                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
+                .unwrap_or_default();
+            return Err(Failure::new(
+                limen_result::LIMEN_RESULT_REFUSED,
+                format!("the program does not pass its check: {first}"),
+            ));
+        };
+        let model = program.exposure(name).ok_or_else(|| {
+            Failure::new(
+                limen_result::LIMEN_RESULT_NOT_FOUND,
+                format!("the program serves no exposure `{name}`"),
+            )
+        })?;
+        let unreadable = |e: String| Failure::new(limen_result::LIMEN_RESULT_UNREADABLE, e);
+        let (via, transport) = match model.listener.as_ref().map(|l| &l.transport) {
+            Some(TransportKind::Unix) => ("unix", limen_transport::LIMEN_TRANSPORT_UNIX),
+            Some(TransportKind::Http) => ("http", limen_transport::LIMEN_TRANSPORT_HTTP),
+            Some(TransportKind::Mcp) => ("mcp", limen_transport::LIMEN_TRANSPORT_MCP),
+            _ => ("test", limen_transport::LIMEN_TRANSPORT_OTHER),
+        };
+        let spec = exposure_spec(&program, model, via).map_err(|e| unreadable(e.to_string()))?;
+        let codec = ShapeCodec::new(&program, model).map_err(|e| unreadable(e.to_string()))?;
+        let describer = ExposureDescriber::new(&program, name, bound)
+            .map_err(|e| unreadable(format!("cannot describe `{name}`: {e}")))?;
+        let bearer: Option<Box<dyn BearerSource + Send>> = match model.principals {
+            Source::Kernel => None,
+            _ => {
+                let table = ids.tokens.iter().fold(
+                    TokenTable::new(ids.refused.as_deref()),
+                    |t, (token, who, expiry)| match expiry {
+                        Some(e) => t.with_expiry(token, who, *e),
+                        None => t.with(token, who),
+                    },
+                );
+                Some(Box::new(table))
+            }
+        };
+        let roles = ids
+            .grants
+            .iter()
+            .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role));
+        let framing = Arc::new(Framing::new(&spec));
+        let receivers = spec.receivers.iter().map(|r| c_string(r)).collect();
+        let members = spec.members.iter().map(|m| c_string(&m.name)).collect();
+        let identity = spec.identity().into_bytes();
+        let exposure = Exposure::new(
+            spec,
+            bearer,
+            Box::new(roles),
+            Box::new(codec),
+            Box::new(describer) as Box<dyn Describer + Send>,
+        );
+        let h = Box::new(limen_exposure {
+            exposure,
+            transport,
+            framing,
+            receivers,
+            members,
+            identity,
+            delivery: None,
+            payload: Vec::new(),
+            caller_mode: CString::default(),
+            caller_name: CString::default(),
+        });
+        // SAFETY: as above.
+        unsafe { put(out, Box::into_raw(h)) }
+    })
+}
+
+/// Releases an exposure; `NULL` is ignored. Requests still pending are
+/// dropped unanswered.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a handle from [`limen_exposure_new`] not
+/// freed before.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_free(exposure: *mut limen_exposure) {
+    // SAFETY: the caller's promise, passed through.
+    guard_value((), || unsafe { free(exposure) })
+}
+
+/// The transport the exposure's serve site names;
+/// `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_transport(
+    exposure: *const limen_exposure,
+) -> limen_transport {
+    guard_value(limen_transport::LIMEN_TRANSPORT_OTHER, || {
+        // SAFETY: the caller's promise, passed through.
+        unsafe { exposure.as_ref() }.map_or(limen_transport::LIMEN_TRANSPORT_OTHER, |h| h.transport)
+    })
+}
+
+/// Writes the exposure's identity (`<surface>@<digest>/<name>`) into `buf`,
+/// its length to `*written`.
+///
+/// # Safety
+/// `exposure` must be a live handle; `buf` valid for `buf_cap` bytes;
+/// `written` for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_identity(
+    exposure: *mut limen_exposure,
+    buf: *mut u8,
+    buf_cap: usize,
+    written: *mut usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(exposure) }?;
+        // SAFETY: as above.
+        unsafe { copy_out(&h.identity, buf, buf_cap, written) }
+    })
+}
+
+/// How many receivers the exposure binds; 0 for a `NULL` handle.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_count(exposure: *const limen_exposure) -> usize {
+    guard_value(0, || {
+        // SAFETY: the caller's promise, passed through.
+        unsafe { exposure.as_ref() }.map_or(0, |h| h.receivers.len())
+    })
+}
+
+/// The name of receiver `receiver` as the serve site binds it
+/// (`self.orders`), NUL-terminated and valid until the exposure is freed;
+/// `NULL` past the end.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_name(
+    exposure: *const limen_exposure,
+    receiver: usize,
+) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: the caller's promise, passed through.
+        unsafe { exposure.as_ref() }
+            .and_then(|h| h.receivers.get(receiver))
+            .map_or(std::ptr::null(), |n| n.as_ptr())
+    })
+}
+
+/// Takes the next event into `*out` (kind `LIMEN_EXPOSURE_EVENT_NONE` when
+/// none waits). Poll until NONE after every input. A DELIVER event's
+/// delivery is held by the exposure until a front takes it or the next call
+/// on the exposure drops it.
+///
+/// # Safety
+/// `exposure` must be a live handle; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_poll_event(
+    exposure: *mut limen_exposure,
+    out: *mut limen_exposure_event,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        let mut ev = limen_exposure_event {
+            kind: limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_NONE,
+            correlation: 0,
+            request_id: 0,
+            receiver: 0,
+            receiver_name: std::ptr::null(),
+            member: 0,
+            member_name: std::ptr::null(),
+            payload: limen_str::EMPTY,
+            caller_mode: std::ptr::null(),
+            caller_name: std::ptr::null(),
+            generation: 0,
+            stamp: 0,
+        };
+        // A recall is only ever asked of a call handed ahead, and the ABI's
+        // exposures hand none ahead (`ExposureLimits::dispatch_ahead` 0);
+        // were one asked, declining it is always correct (the call runs
+        // and completes as usual), so it is passed over.
+        let event = loop {
+            match h.exposure.poll_event() {
+                Some(Event::Recall { .. }) => continue,
+                other => break other,
+            }
+        };
+        match event {
+            None => {}
+            Some(Event::Deliver(d)) => {
+                ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER;
+                ev.correlation = d.correlation;
+                ev.request_id = d.request_id;
+                h.caller_mode = c_string(&d.caller.mode);
+                h.caller_name = c_string(&d.caller.name);
+                ev.caller_mode = h.caller_mode.as_ptr();
+                ev.caller_name = h.caller_name.as_ptr();
+                h.delivery = Some(d);
+            }
+            Some(Event::Dispatch(d)) => {
+                ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DISPATCH;
+                ev.request_id = d.request_id;
+                ev.receiver = d.receiver;
+                ev.receiver_name = h
+                    .receivers
+                    .get(d.receiver)
+                    .map_or(std::ptr::null(), |n| n.as_ptr());
+                ev.member = d.member;
+                ev.member_name = h
+                    .members
+                    .get(d.member)
+                    .map_or(std::ptr::null(), |n| n.as_ptr());
+                h.payload = serde_json::to_vec(&d.payload).unwrap_or_default();
+                ev.payload = limen_str::lend(&h.payload);
+                h.caller_mode = c_string(&d.context.caller.mode);
+                h.caller_name = c_string(&d.context.caller.name);
+                ev.caller_mode = h.caller_mode.as_ptr();
+                ev.caller_name = h.caller_name.as_ptr();
+                ev.generation = d.generation;
+                ev.stamp = d.stamp;
+            }
+            Some(Event::Ask(r)) => {
+                ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_ASK;
+                ev.receiver = r;
+                ev.receiver_name = h.receivers.get(r).map_or(std::ptr::null(), |n| n.as_ptr());
+            }
+            Some(Event::CloseConnection(c)) => {
+                ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_CLOSE_CONNECTION;
+                ev.correlation = c;
+            }
+            Some(Event::StopListening) => {
+                ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_STOP_LISTENING;
+            }
+            Some(Event::Recall { .. }) => unreachable!("passed over above"),
+        }
+        // SAFETY: as above.
+        unsafe { put(out, ev) }
+    })
+}
+
+fn check_receiver(h: &limen_exposure, receiver: usize) -> Result<(), Failure> {
+    if receiver < h.receivers.len() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            limen_result::LIMEN_RESULT_NOT_FOUND,
+            format!("the exposure has {} receivers", h.receivers.len()),
+        ))
+    }
+}
+
+/// How a handler ended ([`limen_exposure_complete`]'s `how`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum limen_completion {
+    /// It returned: `body` is its response as JSON.
+    LIMEN_COMPLETION_RETURNED = 0,
+    /// It failed with its declared error: `body` is the error as JSON.
+    LIMEN_COMPLETION_FAILED = 1,
+    /// It violated a closure and supervision let execution return (the
+    /// server error); `body` is ignored.
+    LIMEN_COMPLETION_VIOLATED = 2,
+    /// It violated and supervision exits the process; `body` is ignored.
+    LIMEN_COMPLETION_PROCESS_EXITS = 3,
+}
+
+/// The call `request_id` ended: `how` is a [`limen_completion`] number,
+/// `body` (`body_len` bytes, copied) its response or error as JSON.
+/// `LIMEN_RESULT_INVALID_ARGUMENT` for a `how` that names no completion.
+///
+/// # Safety
+/// `exposure` must be a live handle; `body` valid for `body_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_complete(
+    exposure: *mut limen_exposure,
+    request_id: u64,
+    how: u32,
+    body: *const u8,
+    body_len: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promises, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        // SAFETY: as above.
+        let body = unsafe { bytes(body, body_len) }?;
+        let completion = match how {
+            0 => Completion::Returned(body.to_vec()),
+            1 => Completion::Failed(body.to_vec()),
+            2 => Completion::Violated,
+            3 => Completion::ProcessExits,
+            other => {
+                return Err(Failure::new(
+                    limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+                    format!("{other} names no completion"),
+                ))
+            }
+        };
+        h.exposure.handle_completion(request_id, completion);
+        Ok(())
+    })
+}
+
+/// The connection `correlation` is gone: its requests run, their replies
+/// are dropped.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_connection_lost(
+    exposure: *mut limen_exposure,
+    correlation: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        h.exposure.connection_lost(correlation);
+        Ok(())
+    })
+}
+
+/// Receiver `receiver` announces its incarnation `stamp` (the answer to
+/// an ASK; a receiver restarted announces a new stamp).
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_born(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        check_receiver(h, receiver)?;
+        h.exposure.receiver_born(receiver, stamp);
+        Ok(())
+    })
+}
+
+/// Receiver `receiver`'s incarnation `stamp` drains.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_draining(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        check_receiver(h, receiver)?;
+        h.exposure.receiver_draining(receiver, stamp);
+        Ok(())
+    })
+}
+
+/// Receiver `receiver`'s incarnation `stamp` dissolved.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_dissolved(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    stamp: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        check_receiver(h, receiver)?;
+        h.exposure.receiver_dissolved(receiver, stamp);
+        Ok(())
+    })
+}
+
+/// Asked, receiver `receiver` has nobody to answer.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_receiver_absent(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        check_receiver(h, receiver)?;
+        h.exposure.receiver_absent(receiver);
+        Ok(())
+    })
+}
+
+/// The dispatched call `request_id` was not taken (its stamp is not the
+/// receiver's incarnation).
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_dispatch_not_taken(
+    exposure: *mut limen_exposure,
+    request_id: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        h.exposure.dispatch_not_taken(request_id);
+        Ok(())
+    })
+}
+
+/// `stop()` at `now` (the monotonic clock, nanoseconds): refuse new
+/// requests, wait for the pending ones up to the stop wait.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_stop(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        h.exposure.stop(now);
+        Ok(())
+    })
+}
+
+/// The serving locus's teardown at `now`.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_teardown(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        h.exposure.teardown(now);
+        Ok(())
+    })
+}
+
+/// Time passed: `now` is at or past [`limen_exposure_poll_timeout`]'s
+/// deadline.
+///
+/// # Safety
+/// `exposure` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_handle_timeout(
+    exposure: *mut limen_exposure,
+    now: u64,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        h.exposure.handle_timeout(now);
+        Ok(())
+    })
+}
+
+/// Whether the exposure has a deadline; if so it is written to
+/// `*deadline` (the monotonic clock, nanoseconds). `false` for a `NULL`
+/// handle.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle; `deadline` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_poll_timeout(
+    exposure: *const limen_exposure,
+    deadline: *mut u64,
+) -> bool {
+    guard_value(false, || {
+        // SAFETY: the caller's promise, passed through.
+        let Some(h) = (unsafe { exposure.as_ref() }) else {
+            return false;
+        };
+        match h.exposure.poll_timeout() {
+            // SAFETY: as above.
+            Some(t) => unsafe { put(deadline, t) }.is_ok(),
+            None => false,
+        }
+    })
+}
+
+/// Whether shutdown has finished; `true` for a `NULL` handle.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_is_stopped(exposure: *const limen_exposure) -> bool {
+    guard_value(true, || {
+        // SAFETY: the caller's promise, passed through.
+        unsafe { exposure.as_ref() }.is_none_or(|h| h.exposure.is_stopped())
+    })
+}

@@ -1,0 +1,698 @@
+//! The C ABI driven as C drives it: through the exported functions and raw
+//! pointers, checked against independent sources (the RFC 8785 vectors, the
+//! toolkit's listing fixture with the fingerprints its implementation
+//! states, the witness program served over HTTP bytes).
+
+use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+use limen_ffi::exposure::*;
+use limen_ffi::flow::*;
+use limen_ffi::front::*;
+use limen_ffi::hale::*;
+use limen_ffi::{limen_last_error, limen_result, limen_str, limen_version};
+
+use limen_result::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn last_error() -> String {
+    // SAFETY: limen_last_error returns a NUL-terminated string valid until
+    // the next call on this thread.
+    unsafe { CStr::from_ptr(limen_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn c(p: *const c_char) -> String {
+    // SAFETY: the library lends NUL-terminated strings.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// Calls `f(buf, cap, written)` as a C caller would: first with no buffer,
+/// then with one of the length asked for.
+fn grow(mut f: impl FnMut(*mut u8, usize, *mut usize) -> limen_result) -> (limen_result, Vec<u8>) {
+    let mut written = 0usize;
+    let r = f(ptr::null_mut(), 0, &mut written);
+    if r != LIMEN_RESULT_BUFFER_TOO_SMALL {
+        return (r, Vec::new());
+    }
+    let mut buf = vec![0u8; written];
+    let r = f(buf.as_mut_ptr(), buf.len(), &mut written);
+    buf.truncate(written);
+    (r, buf)
+}
+
+#[test]
+fn the_version_is_the_crates() {
+    assert_eq!(c(limen_version()), env!("CARGO_PKG_VERSION"));
+}
+
+const DIALECT: &str = r#""$schema":"https://json-schema.org/draft/2020-12/schema""#;
+
+fn schema(body: &str) -> *mut limen_flow_schema {
+    let text = if body == "{}" {
+        format!("{{{DIALECT}}}")
+    } else {
+        format!("{{{DIALECT},{}", &body[1..])
+    };
+    let mut h = ptr::null_mut();
+    // SAFETY: a valid slice and output pointer.
+    let r = unsafe { limen_flow_schema_new(text.as_ptr(), text.len(), &mut h) };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    h
+}
+
+#[test]
+fn canonical_text_agrees_with_the_rfc_8785_vectors() {
+    let dir = root().join("../shared/data/json-canonicalization");
+    if !dir.is_dir() {
+        eprintln!("skipped: {} is absent", dir.display());
+        return;
+    }
+    let s = schema("{}");
+    for name in [
+        "arrays.json",
+        "french.json",
+        "structures.json",
+        "unicode.json",
+    ] {
+        let input = std::fs::read(dir.join("input").join(name)).unwrap();
+        let expected = std::fs::read(dir.join("output").join(name)).unwrap();
+        let (r, out) = grow(|buf, cap, w| {
+            // SAFETY: live handle, valid slices.
+            unsafe { limen_flow_canonical(s, input.as_ptr(), input.len(), buf, cap, w) }
+        });
+        assert_eq!(r, LIMEN_RESULT_OK, "{name}: {}", last_error());
+        assert_eq!(out, expected, "{name}");
+    }
+    // SAFETY: the handle is live and freed once.
+    unsafe { limen_flow_schema_free(s) };
+}
+
+#[test]
+fn a_buffer_too_small_writes_nothing_and_says_the_length() {
+    let s = schema("{}");
+    let text = b"{\"b\": 1, \"a\": [true]}";
+    let mut buf = [0xAAu8; 8];
+    let mut written = 0;
+    // SAFETY: live handle, valid slices.
+    let r = unsafe {
+        limen_flow_canonical(
+            s,
+            text.as_ptr(),
+            text.len(),
+            buf.as_mut_ptr(),
+            8,
+            &mut written,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_BUFFER_TOO_SMALL);
+    assert_eq!(written, br#"{"a":[true],"b":1}"#.len());
+    assert_eq!(buf, [0xAAu8; 8], "nothing is written to a buffer too small");
+    // SAFETY: the handle is live and freed once.
+    unsafe { limen_flow_schema_free(s) };
+}
+
+#[test]
+fn a_refusal_names_its_json_pointer_and_reason() {
+    let s = schema(
+        r#"{"type":"object","additionalProperties":{"type":"array","items":{"type":"integer"}}}"#,
+    );
+    let text = br#"{"hits":[1,2,"x"]}"#;
+    let mut written = 0;
+    // SAFETY: live handle, valid slices; no buffer with capacity 0.
+    let r = unsafe {
+        limen_flow_canonical(
+            s,
+            text.as_ptr(),
+            text.len(),
+            ptr::null_mut(),
+            0,
+            &mut written,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_REFUSED);
+    assert!(last_error().starts_with("$.hits[2]: "), "{}", last_error());
+    let mut refusal = limen_flow_refusal {
+        pointer: ptr::null(),
+        reason: ptr::null(),
+    };
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_flow_schema_refusal(s, &mut refusal) },
+        LIMEN_RESULT_OK
+    );
+    assert_eq!(c(refusal.pointer), "/hits/2");
+    assert!(last_error().ends_with(&c(refusal.reason)));
+    // SAFETY: the handle is live and freed once.
+    unsafe { limen_flow_schema_free(s) };
+}
+
+#[test]
+fn a_listings_fingerprints_are_the_ones_it_states() {
+    let text = std::fs::read(root().join("toolkit/tests/fixtures/listing.json")).unwrap();
+    let listing: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    let (r, out) = grow(|buf, cap, w| {
+        // SAFETY: valid slices.
+        unsafe { limen_flow_listing_fingerprints(text.as_ptr(), text.len(), buf, cap, w) }
+    });
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let expected: String = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}\n",
+                t["tool"].as_str().unwrap(),
+                t["fingerprint"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(String::from_utf8(out).unwrap(), expected);
+    // One signature alone, and a listing that states a wrong fingerprint.
+    let first = &listing["tools"][0];
+    let sig = first["signature"].to_string();
+    let (r, out) = grow(|buf, cap, w| {
+        // SAFETY: valid slices.
+        unsafe { limen_flow_fingerprint(sig.as_ptr(), sig.len(), buf, cap, w) }
+    });
+    assert_eq!(r, LIMEN_RESULT_OK);
+    assert_eq!(out, first["fingerprint"].as_str().unwrap().as_bytes());
+    let mut wrong = listing.clone();
+    wrong["tools"][0]["fingerprint"] = listing["tools"][1]["fingerprint"].clone();
+    let wrong = wrong.to_string();
+    let (r, _) = grow(|buf, cap, w| {
+        // SAFETY: valid slices.
+        unsafe { limen_flow_listing_fingerprints(wrong.as_ptr(), wrong.len(), buf, cap, w) }
+    });
+    assert_eq!(r, LIMEN_RESULT_REFUSED);
+    assert!(last_error().contains(first["tool"].as_str().unwrap()));
+}
+
+fn desk() -> String {
+    std::fs::read_to_string(root().join("conformance/programs/desk.hl")).unwrap()
+}
+
+#[test]
+fn the_witness_passes_its_check_and_a_broken_program_says_where() {
+    let file = CString::new("desk.hl").unwrap();
+    let src = desk();
+    let mut h = ptr::null_mut();
+    // SAFETY: valid strings and output.
+    assert_eq!(
+        unsafe { limen_hale_check(file.as_ptr(), src.as_ptr(), src.len(), &mut h) },
+        LIMEN_RESULT_OK
+    );
+    // SAFETY: live handle.
+    assert!(unsafe { limen_hale_checked_passed(h) });
+    let surface = CString::new("Public").unwrap();
+    let (r, doc) = grow(|buf, cap, w| {
+        // SAFETY: live handle, valid strings.
+        unsafe { limen_hale_project(h, 0, surface.as_ptr(), buf, cap, w) }
+    });
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let doc: serde_json::Value = serde_json::from_slice(&doc).unwrap();
+    assert!(doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|k| k.contains("Orders::place")));
+    // SAFETY: freed once.
+    unsafe { limen_hale_checked_free(h) };
+
+    let broken = src.replacen("locus Orders {", "locus Orders {{", 1);
+    let line = broken
+        .lines()
+        .position(|l| l.contains("locus Orders {{"))
+        .unwrap()
+        + 1;
+    let mut h = ptr::null_mut();
+    // SAFETY: valid strings and output.
+    assert_eq!(
+        unsafe { limen_hale_check(file.as_ptr(), broken.as_ptr(), broken.len(), &mut h) },
+        LIMEN_RESULT_OK
+    );
+    // SAFETY: live handle.
+    assert!(!unsafe { limen_hale_checked_passed(h) });
+    // SAFETY: live handle.
+    assert!(unsafe { limen_hale_checked_count(h) } >= 1);
+    let mut d = std::mem::MaybeUninit::<limen_hale_diagnostic>::uninit();
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_hale_checked_diagnostic(h, 0, d.as_mut_ptr()) },
+        LIMEN_RESULT_OK
+    );
+    // SAFETY: written by the call above.
+    let d = unsafe { d.assume_init() };
+    assert_eq!(d.line as usize, line);
+    assert_eq!(c(d.file), "desk.hl");
+    assert!(!c(d.message).is_empty());
+    // SAFETY: live handle; past the end is NOT_FOUND.
+    let past = unsafe { limen_hale_checked_diagnostic(h, 1 << 20, ptr::null_mut()) };
+    assert_eq!(past, LIMEN_RESULT_NOT_FOUND);
+    // SAFETY: freed once.
+    unsafe { limen_hale_checked_free(h) };
+}
+
+struct Served {
+    exposure: *mut limen_exposure,
+    front: *mut limen_front,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // SAFETY: both handles are live and freed once.
+        unsafe {
+            limen_front_free(self.front);
+            limen_exposure_free(self.exposure);
+        }
+    }
+}
+
+fn serve_public() -> Served {
+    let src = desk();
+    let mut ids = ptr::null_mut();
+    // SAFETY: valid output.
+    assert_eq!(unsafe { limen_identity_new(&mut ids) }, LIMEN_RESULT_OK);
+    let s = |t: &str| CString::new(t).unwrap();
+    // SAFETY: live handle, valid strings.
+    unsafe {
+        assert_eq!(
+            limen_identity_add_token(ids, s("t-alice").as_ptr(), s("alice").as_ptr(), 0),
+            LIMEN_RESULT_OK
+        );
+        assert_eq!(
+            limen_identity_add_token(ids, s("t-bob").as_ptr(), s("bob").as_ptr(), 0),
+            LIMEN_RESULT_OK
+        );
+        assert_eq!(
+            limen_identity_set_refused(ids, s("no such token").as_ptr()),
+            LIMEN_RESULT_OK
+        );
+        assert_eq!(
+            limen_identity_add_grant(ids, s("alice").as_ptr(), s("trader").as_ptr()),
+            LIMEN_RESULT_OK
+        );
+    }
+    let mut exposure = ptr::null_mut();
+    let name = s("public");
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: freed once; the exposure keeps nothing of it.
+    unsafe { limen_identity_free(ids) };
+    // SAFETY: live handle.
+    assert_eq!(
+        unsafe { limen_exposure_transport(exposure) },
+        limen_transport::LIMEN_TRANSPORT_HTTP
+    );
+    let mut front = ptr::null_mut();
+    // SAFETY: valid output.
+    assert_eq!(
+        unsafe { limen_front_new_http(0, 7, &mut front) },
+        LIMEN_RESULT_OK
+    );
+    Served { exposure, front }
+}
+
+fn event(e: *mut limen_exposure) -> limen_exposure_event {
+    let mut ev = std::mem::MaybeUninit::uninit();
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_exposure_poll_event(e, ev.as_mut_ptr()) },
+        LIMEN_RESULT_OK
+    );
+    // SAFETY: written by the call above.
+    unsafe { ev.assume_init() }
+}
+
+fn lent(s: limen_str) -> Vec<u8> {
+    if s.len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the library lends `len` bytes at `ptr`.
+    unsafe { std::slice::from_raw_parts(s.ptr, s.len) }.to_vec()
+}
+
+/// Feeds one HTTP request and takes the front's REQUEST into the exposure.
+fn send(sv: &Served, request: &str) {
+    // SAFETY: live handles, valid slices and outputs.
+    unsafe {
+        assert_eq!(
+            limen_front_handle_data(sv.front, 1, request.as_ptr(), request.len()),
+            LIMEN_RESULT_OK
+        );
+        let mut k = limen_front_event::LIMEN_FRONT_EVENT_NONE;
+        assert_eq!(limen_front_poll_event(sv.front, &mut k), LIMEN_RESULT_OK);
+        assert_eq!(k, limen_front_event::LIMEN_FRONT_EVENT_REQUEST);
+        let mut id = 0;
+        assert_eq!(
+            limen_front_submit(sv.front, sv.exposure, 1, 0, &mut id),
+            LIMEN_RESULT_OK
+        );
+        assert!(id > 0);
+        // The request is handed over once.
+        assert_eq!(
+            limen_front_submit(sv.front, sv.exposure, 1, 0, ptr::null_mut()),
+            LIMEN_RESULT_INVALID_STATE
+        );
+    }
+}
+
+fn written(sv: &Served) -> String {
+    let mut out = limen_str::EMPTY;
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_front_pending_output(sv.front, &mut out) },
+        LIMEN_RESULT_OK
+    );
+    let bytes = lent(out);
+    // SAFETY: live handle; consumes exactly what was pending.
+    assert_eq!(
+        unsafe { limen_front_consume_output(sv.front, 2, bytes.len()) },
+        LIMEN_RESULT_OK
+    );
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn the_witness_public_exposure_serves_a_call_over_http_bytes() {
+    let sv = serve_public();
+    let body = r#"{"symbol":"ACME","qty":10,"limit":12500}"#;
+    send(
+        &sv,
+        &format!(
+            "POST /call/Orders::place HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t-alice\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    // The receiver is asked for, announced, then handed the call.
+    let ask = event(sv.exposure);
+    assert_eq!(
+        ask.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_ASK
+    );
+    assert_eq!(c(ask.receiver_name), "self.orders");
+    // SAFETY: live handle.
+    assert_eq!(
+        unsafe { limen_exposure_receiver_born(sv.exposure, ask.receiver, 1) },
+        LIMEN_RESULT_OK
+    );
+    let d = event(sv.exposure);
+    assert_eq!(
+        d.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DISPATCH
+    );
+    assert_eq!(c(d.member_name), "Orders::place");
+    assert_eq!(c(d.caller_name), "alice");
+    let payload: serde_json::Value = serde_json::from_slice(&lent(d.payload)).unwrap();
+    assert_eq!(
+        payload,
+        serde_json::json!({"symbol":"ACME","qty":10,"limit":12500})
+    );
+    assert_eq!(
+        event(sv.exposure).kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_NONE
+    );
+    let receipt = br#"{"order":41,"notional":125000}"#;
+    // SAFETY: live handle, valid slice.
+    let r = unsafe {
+        limen_exposure_complete(
+            sv.exposure,
+            d.request_id,
+            0,
+            receipt.as_ptr(),
+            receipt.len(),
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_OK);
+    let deliver = event(sv.exposure);
+    assert_eq!(
+        deliver.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER
+    );
+    assert_eq!(deliver.correlation, 7);
+    // SAFETY: live handles.
+    assert_eq!(
+        unsafe { limen_front_deliver(sv.front, sv.exposure, 2) },
+        LIMEN_RESULT_OK
+    );
+    let reply = written(&sv);
+    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+    assert!(
+        reply.ends_with(std::str::from_utf8(receipt).unwrap()),
+        "{reply}"
+    );
+}
+
+#[test]
+fn an_unknown_token_is_refused_without_reaching_a_receiver() {
+    let sv = serve_public();
+    send(
+        &sv,
+        "POST /call/Orders::place HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t-nobody\r\nContent-Length: 2\r\n\r\n{}",
+    );
+    let deliver = event(sv.exposure);
+    assert_eq!(
+        deliver.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER
+    );
+    // SAFETY: live handles.
+    assert_eq!(
+        unsafe { limen_front_deliver(sv.front, sv.exposure, 2) },
+        LIMEN_RESULT_OK
+    );
+    // A delivery is taken once.
+    // SAFETY: live handles.
+    assert_eq!(
+        unsafe { limen_front_deliver(sv.front, sv.exposure, 2) },
+        LIMEN_RESULT_INVALID_STATE
+    );
+    let reply = written(&sv);
+    assert!(reply.starts_with("HTTP/1.1 401 "), "{reply}");
+    assert!(reply.contains("no such token"), "{reply}");
+}
+
+#[test]
+fn null_handles_are_an_error_not_a_crash() {
+    let mut w = 0;
+    // SAFETY: NULL handles are what is tested.
+    unsafe {
+        assert_eq!(
+            limen_flow_canonical(ptr::null_mut(), ptr::null(), 0, ptr::null_mut(), 0, &mut w),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            limen_front_handle_eof(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            limen_exposure_stop(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        limen_front_free(ptr::null_mut());
+        limen_exposure_free(ptr::null_mut());
+        limen_flow_schema_free(ptr::null_mut());
+        limen_hale_checked_free(ptr::null_mut());
+    }
+    assert_eq!(last_error(), "the handle is NULL");
+}
+
+mod tools {
+    use super::*;
+    use limen_ffi::tool::*;
+
+    const ECHO: &str = "example.com/limen-fixtures@0.3.0/echo.flow.echo";
+    const FAIL: &str = "example.com/limen-fixtures@0.3.0/echo.flow.fail";
+
+    fn listing() -> Vec<u8> {
+        std::fs::read(root().join("toolkit/tests/fixtures/listing.json")).unwrap()
+    }
+
+    /// Moves every pending byte of `from` into `to` (a pipe that takes all).
+    fn pipe(
+        take: impl Fn(*mut limen_str) -> limen_result,
+        consume: impl Fn(usize) -> limen_result,
+        feed: impl Fn(&[u8]) -> limen_result,
+    ) -> usize {
+        let mut out = limen_str::EMPTY;
+        assert_eq!(take(&mut out), LIMEN_RESULT_OK);
+        let bytes = lent(out);
+        if !bytes.is_empty() {
+            assert_eq!(consume(bytes.len()), LIMEN_RESULT_OK);
+            assert_eq!(feed(&bytes), LIMEN_RESULT_OK);
+        }
+        bytes.len()
+    }
+
+    /// A host and a toolkit over the same listing, wired back to back: each
+    /// call's outcome as the host closes it.
+    #[test]
+    fn a_host_and_a_toolkit_talk_through_the_abi() {
+        let l = listing();
+        let (mut host, mut kit) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid slices and outputs; handles freed once at the end.
+        unsafe {
+            assert_eq!(
+                limen_tool_host_new(l.as_ptr(), l.len(), &mut host),
+                LIMEN_RESULT_OK
+            );
+            assert_eq!(
+                limen_toolkit_new(l.as_ptr(), l.len(), &mut kit),
+                LIMEN_RESULT_OK
+            );
+            let s = |t: &str| CString::new(t).unwrap();
+            for (call, tool, args) in [
+                ("1", ECHO, r#"{"text":"hi"}"#),
+                ("2", FAIL, r#"{"reason":"no"}"#),
+            ] {
+                let r = limen_tool_host_call(
+                    host,
+                    0,
+                    s("run").as_ptr(),
+                    s(call).as_ptr(),
+                    s(tool).as_ptr(),
+                    args.as_ptr(),
+                    args.len(),
+                );
+                assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+            }
+            // A key already open, args that do not decode, an unknown Tool.
+            let dup = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("1").as_ptr(),
+                s(ECHO).as_ptr(),
+                b"{\"text\":\"x\"}".as_ptr(),
+                12,
+            );
+            assert_eq!(dup, LIMEN_RESULT_INVALID_STATE);
+            let bad = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("3").as_ptr(),
+                s(ECHO).as_ptr(),
+                b"{\"text\":1}".as_ptr(),
+                10,
+            );
+            assert_eq!(bad, LIMEN_RESULT_REFUSED);
+            let unknown = "example.com/limen-fixtures@0.3.0/echo.flow.nothing";
+            let none = limen_tool_host_call(
+                host,
+                0,
+                s("run").as_ptr(),
+                s("4").as_ptr(),
+                s(unknown).as_ptr(),
+                b"{}".as_ptr(),
+                2,
+            );
+            assert_eq!(none, LIMEN_RESULT_NOT_FOUND);
+
+            let mut closed = Vec::new();
+            for _ in 0..64 {
+                loop {
+                    let mut ev = std::mem::MaybeUninit::<limen_tool_event>::uninit();
+                    assert_eq!(
+                        limen_tool_host_poll_event(host, ev.as_mut_ptr()),
+                        LIMEN_RESULT_OK
+                    );
+                    let ev = ev.assume_init();
+                    match ev.kind {
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_NONE => break,
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_START => {
+                            assert_eq!(limen_tool_host_started(host, 0), LIMEN_RESULT_OK)
+                        }
+                        limen_tool_event_kind::LIMEN_TOOL_EVENT_CLOSED => {
+                            closed.push((c(ev.call), String::from_utf8(lent(ev.text)).unwrap()))
+                        }
+                        _ => {}
+                    }
+                }
+                loop {
+                    let mut ev = std::mem::MaybeUninit::<limen_toolkit_event>::uninit();
+                    assert_eq!(
+                        limen_toolkit_poll_event(kit, ev.as_mut_ptr()),
+                        LIMEN_RESULT_OK
+                    );
+                    let ev = ev.assume_init();
+                    if ev.kind == limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_NONE {
+                        break;
+                    }
+                    assert_eq!(ev.kind, limen_toolkit_event_kind::LIMEN_TOOLKIT_EVENT_CALL);
+                    let args: serde_json::Value = serde_json::from_slice(&lent(ev.text)).unwrap();
+                    let (how, body) = if c(ev.tool_name) == ECHO {
+                        // A value not of the Tool's type is refused, the call still open.
+                        let wrong =
+                            limen_toolkit_reply(kit, 0, ev.run, ev.call, 0, b"1".as_ptr(), 1);
+                        assert_eq!(wrong, LIMEN_RESULT_REFUSED);
+                        (0, args["text"].to_string())
+                    } else {
+                        (1, format!("{{\"Refused\":{}}}", args["reason"]))
+                    };
+                    let r = limen_toolkit_reply(
+                        kit,
+                        0,
+                        ev.run,
+                        ev.call,
+                        how,
+                        body.as_ptr(),
+                        body.len(),
+                    );
+                    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+                    // Answered once.
+                    let again = limen_toolkit_reply(
+                        kit,
+                        0,
+                        ev.run,
+                        ev.call,
+                        how,
+                        body.as_ptr(),
+                        body.len(),
+                    );
+                    assert_eq!(again, LIMEN_RESULT_NOT_FOUND);
+                }
+                let to_kit = pipe(
+                    |o| limen_tool_host_pending_output(host, o),
+                    |n| limen_tool_host_consume_output(host, 0, n),
+                    |b| limen_toolkit_handle_data(kit, 0, b.as_ptr(), b.len()),
+                );
+                let to_host = pipe(
+                    |o| limen_toolkit_pending_output(kit, o),
+                    |n| limen_toolkit_consume_output(kit, 0, n),
+                    |b| limen_tool_host_handle_data(host, 0, b.as_ptr(), b.len()),
+                );
+                if closed.len() == 2 && to_kit == 0 && to_host == 0 {
+                    break;
+                }
+            }
+            closed.sort();
+            assert_eq!(
+                closed,
+                [
+                    ("1".to_owned(), r#"{"Ok":"hi"}"#.to_owned()),
+                    ("2".to_owned(), r#"{"Failed":{"Refused":"no"}}"#.to_owned())
+                ]
+            );
+            assert_eq!(limen_tool_host_open_calls(host), 0);
+            assert_eq!(limen_toolkit_open_calls(kit), 0);
+            limen_tool_host_free(host);
+            limen_toolkit_free(kit);
+        }
+    }
+}

@@ -194,6 +194,29 @@ typedef struct limen_tool_host limen_tool_host;
 // by [`limen_toolkit_free`].
 typedef struct limen_toolkit limen_toolkit;
 
+// Asked at admission for the principal a bearer token names: write its
+// name (UTF-8, not NUL-terminated) into `name` (`name_cap` bytes) and its
+// length to `*name_len`, and the credential's expiry in nanoseconds since
+// the Unix epoch to `*expires_unix_ns` (leave 0 for none); return
+// `LIMEN_RESULT_OK`. Return `LIMEN_RESULT_NOT_FOUND` when the token names
+// nobody (the refusal is unauthenticated). A name longer than `name_cap`
+// (256 bytes) names nobody. Must not unwind; called on the thread that
+// made the call into the exposure, during it.
+typedef enum limen_result (*limen_bearer_fn)(void *user_data,
+                                             const char *token,
+                                             uint8_t *name,
+                                             size_t name_cap,
+                                             size_t *name_len,
+                                             uint64_t *expires_unix_ns);
+
+// Asked at admission whether the principal named `principal` (`mode` is
+// `bearer` or `unix`; both NUL-terminated) holds `role` directly. Must not
+// unwind; called on the thread that made the call into the exposure.
+typedef bool (*limen_role_fn)(void *user_data,
+                              const char *mode,
+                              const char *principal,
+                              const char *role);
+
 // A text this library lends to C: its bytes and its length, valid as long
 // as what lends it.
 typedef struct limen_str {
@@ -334,6 +357,22 @@ const char *limen_last_error(void);
 // (`"LIMEN_RESULT_OK"`, …; the empty string for a number that names none),
 // a static NUL-terminated string valid forever.
 const char *limen_result_name(uint32_t result);
+
+// Makes the identity sources ask the caller at admission instead of the
+// tables: `bearer` for the principal a token names (`NULL`: no token names
+// anyone), `role` for whether a principal holds a role (`NULL`: nobody
+// holds any). The tables filled before are not read once callbacks are
+// set. `user_data` is passed to both, untouched.
+//
+// # Safety
+// `identity` must be a live handle. The callbacks must follow their
+// contracts ([`limen_bearer_fn`], [`limen_role_fn`]) and stay callable,
+// with `user_data` valid, for as long as an exposure built from this
+// table lives, on the thread that calls into that exposure.
+enum limen_result limen_identity_set_callbacks(struct limen_identity *identity,
+                                               limen_bearer_fn bearer,
+                                               limen_role_fn role,
+                                               void *user_data);
 
 // Writes a new, empty identity table to `*out`.
 //

@@ -13,7 +13,8 @@ use limen_core::hale::check_program;
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Source, TransportKind};
 use limen_core::hale::runtime::{
-    BearerSource, Completion, Delivery, Describer, Event, Exposure, RoleTable, TokenTable,
+    BearerSource, Completion, Delivery, Describer, Event, Exposure, Principal, RoleSource,
+    RoleTable, TokenTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::mcp::Framing;
@@ -33,6 +34,151 @@ pub struct limen_identity {
     tokens: Vec<(String, String, Option<u64>)>,
     refused: Option<String>,
     grants: Vec<(String, String)>,
+    callbacks: Option<Callbacks>,
+}
+
+/// Asked at admission for the principal a bearer token names: write its
+/// name (UTF-8, not NUL-terminated) into `name` (`name_cap` bytes) and its
+/// length to `*name_len`, and the credential's expiry in nanoseconds since
+/// the Unix epoch to `*expires_unix_ns` (leave 0 for none); return
+/// `LIMEN_RESULT_OK`. Return `LIMEN_RESULT_NOT_FOUND` when the token names
+/// nobody (the refusal is unauthenticated). A name longer than `name_cap`
+/// (256 bytes) names nobody. Must not unwind; called on the thread that
+/// made the call into the exposure, during it.
+pub type limen_bearer_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut std::ffi::c_void,
+        token: *const c_char,
+        name: *mut u8,
+        name_cap: usize,
+        name_len: *mut usize,
+        expires_unix_ns: *mut u64,
+    ) -> limen_result,
+>;
+
+/// Asked at admission whether the principal named `principal` (`mode` is
+/// `bearer` or `unix`; both NUL-terminated) holds `role` directly. Must not
+/// unwind; called on the thread that made the call into the exposure.
+pub type limen_role_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut std::ffi::c_void,
+        mode: *const c_char,
+        principal: *const c_char,
+        role: *const c_char,
+    ) -> bool,
+>;
+
+#[derive(Clone, Copy)]
+struct Callbacks {
+    bearer: limen_bearer_fn,
+    role: limen_role_fn,
+    user_data: *mut std::ffi::c_void,
+}
+
+// SAFETY: the exposure that holds the callbacks is reached only through
+// its handle, from whatever thread the caller makes its calls on; the
+// caller promises (limen_identity_set_callbacks) that `user_data` may be
+// used from that thread.
+unsafe impl Send for Callbacks {}
+
+/// A bearer source that asks the caller's callback.
+struct CallbackBearer(Callbacks);
+
+impl CallbackBearer {
+    fn ask(&self, token: &str) -> Option<(String, u64)> {
+        let f = self.0.bearer?;
+        let token = CString::new(token).ok()?;
+        let mut name = [0u8; 256];
+        let mut len = 0usize;
+        let mut expires = 0u64;
+        // SAFETY: the callback's contract: it writes at most `name.len()`
+        // bytes into `name` and one value to each out pointer, all valid
+        // for the call.
+        let rv = unsafe {
+            f(
+                self.0.user_data,
+                token.as_ptr(),
+                name.as_mut_ptr(),
+                name.len(),
+                &mut len,
+                &mut expires,
+            )
+        };
+        if rv != limen_result::LIMEN_RESULT_OK || len > name.len() {
+            return None;
+        }
+        let name = std::str::from_utf8(&name[..len]).ok()?.to_owned();
+        Some((name, expires))
+    }
+}
+
+impl BearerSource for CallbackBearer {
+    fn principal(&self, token: &str) -> Option<Principal> {
+        self.ask(token).map(|(name, _)| Principal::bearer(&name))
+    }
+
+    fn expiry(&self, token: &str) -> Option<u64> {
+        self.ask(token)
+            .and_then(|(_, expires)| (expires != 0).then_some(expires))
+    }
+}
+
+/// A role source that asks the caller's callback.
+struct CallbackRoles(Callbacks);
+
+impl RoleSource for CallbackRoles {
+    fn holds(&self, principal: &Principal, role: &str) -> bool {
+        let Some(f) = self.0.role else {
+            return false;
+        };
+        let (Ok(mode), Ok(name), Ok(role)) = (
+            CString::new(&*principal.mode),
+            CString::new(&*principal.name),
+            CString::new(role),
+        ) else {
+            return false;
+        };
+        // SAFETY: the callback's contract: it reads three NUL-terminated
+        // texts alive for the call.
+        unsafe {
+            f(
+                self.0.user_data,
+                mode.as_ptr(),
+                name.as_ptr(),
+                role.as_ptr(),
+            )
+        }
+    }
+}
+
+/// Makes the identity sources ask the caller at admission instead of the
+/// tables: `bearer` for the principal a token names (`NULL`: no token names
+/// anyone), `role` for whether a principal holds a role (`NULL`: nobody
+/// holds any). The tables filled before are not read once callbacks are
+/// set. `user_data` is passed to both, untouched.
+///
+/// # Safety
+/// `identity` must be a live handle. The callbacks must follow their
+/// contracts ([`limen_bearer_fn`], [`limen_role_fn`]) and stay callable,
+/// with `user_data` valid, for as long as an exposure built from this
+/// table lives, on the thread that calls into that exposure.
+#[no_mangle]
+pub unsafe extern "C" fn limen_identity_set_callbacks(
+    identity: *mut limen_identity,
+    bearer: limen_bearer_fn,
+    role: limen_role_fn,
+    user_data: *mut std::ffi::c_void,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(identity) }?;
+        h.callbacks = Some(Callbacks {
+            bearer,
+            role,
+            user_data,
+        });
+        Ok(())
+    })
 }
 
 /// Writes a new, empty identity table to `*out`.
@@ -294,8 +440,10 @@ pub unsafe extern "C" fn limen_exposure_new(
         let codec = ShapeCodec::new(&program, model).map_err(|e| unreadable(e.to_string()))?;
         let describer = ExposureDescriber::new(&program, name, bound)
             .map_err(|e| unreadable(format!("cannot describe `{name}`: {e}")))?;
-        let bearer: Option<Box<dyn BearerSource + Send>> = match model.principals {
-            Source::Kernel => None,
+        let bearer: Option<Box<dyn BearerSource + Send>> = match (&model.principals, ids.callbacks)
+        {
+            (Source::Kernel, _) => None,
+            (_, Some(callbacks)) => Some(Box::new(CallbackBearer(callbacks))),
             _ => {
                 let table = ids.tokens.iter().fold(
                     TokenTable::new(ids.refused.as_deref()),
@@ -307,10 +455,14 @@ pub unsafe extern "C" fn limen_exposure_new(
                 Some(Box::new(table))
             }
         };
-        let roles = ids
-            .grants
-            .iter()
-            .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role));
+        let roles: Box<dyn RoleSource + Send> = match ids.callbacks {
+            Some(callbacks) => Box::new(CallbackRoles(callbacks)),
+            None => Box::new(
+                ids.grants
+                    .iter()
+                    .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role)),
+            ),
+        };
         let framing = Arc::new(Framing::new(&spec));
         let receivers = spec.receivers.iter().map(|r| c_string(r)).collect();
         let members = spec.members.iter().map(|m| c_string(&m.name)).collect();
@@ -318,7 +470,7 @@ pub unsafe extern "C" fn limen_exposure_new(
         let exposure = Exposure::new(
             spec,
             bearer,
-            Box::new(roles),
+            roles,
             Box::new(codec),
             Box::new(describer) as Box<dyn Describer + Send>,
         );

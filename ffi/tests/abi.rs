@@ -696,3 +696,142 @@ mod tools {
         }
     }
 }
+
+/// The bearer callback: `t-cb` names `carol`, `t-dave` names `dave`, every
+/// other token nobody. `user_data` counts the questions.
+unsafe extern "C" fn bearer_cb(
+    user_data: *mut std::ffi::c_void,
+    token: *const c_char,
+    name: *mut u8,
+    name_cap: usize,
+    name_len: *mut usize,
+    expires: *mut u64,
+) -> limen_result {
+    // SAFETY: the library passes the counter it was given and valid
+    // pointers, per the callback's contract.
+    unsafe {
+        *(user_data as *mut usize) += 1;
+        let who: &[u8] = match CStr::from_ptr(token).to_bytes() {
+            b"t-cb" => b"carol",
+            b"t-dave" => b"dave",
+            _ => return LIMEN_RESULT_NOT_FOUND,
+        };
+        assert!(who.len() <= name_cap);
+        ptr::copy_nonoverlapping(who.as_ptr(), name, who.len());
+        *name_len = who.len();
+        *expires = 0;
+    }
+    LIMEN_RESULT_OK
+}
+
+/// The role callback: `carol` holds `trader`, nobody else holds anything.
+unsafe extern "C" fn role_cb(
+    _user_data: *mut std::ffi::c_void,
+    mode: *const c_char,
+    principal: *const c_char,
+    role: *const c_char,
+) -> bool {
+    // SAFETY: three NUL-terminated texts, per the callback's contract.
+    unsafe {
+        CStr::from_ptr(mode).to_bytes() == b"bearer"
+            && CStr::from_ptr(principal).to_bytes() == b"carol"
+            && CStr::from_ptr(role).to_bytes() == b"trader"
+    }
+}
+
+#[test]
+fn the_identity_sources_may_be_callbacks_asked_at_admission() {
+    let src = desk();
+    let mut asked = 0usize;
+    let mut ids = ptr::null_mut();
+    // SAFETY: valid output; callbacks that follow their contracts; the
+    // counter outlives the exposure.
+    unsafe {
+        assert_eq!(limen_identity_new(&mut ids), LIMEN_RESULT_OK);
+        assert_eq!(
+            limen_identity_set_callbacks(
+                ids,
+                Some(bearer_cb),
+                Some(role_cb),
+                &mut asked as *mut usize as *mut std::ffi::c_void,
+            ),
+            LIMEN_RESULT_OK
+        );
+    }
+    let mut exposure = ptr::null_mut();
+    let name = CString::new("public").unwrap();
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: freed once; the exposure keeps the callbacks, not the table.
+    unsafe { limen_identity_free(ids) };
+    let mut front = ptr::null_mut();
+    // SAFETY: valid output.
+    assert_eq!(
+        unsafe { limen_front_new_http(0, 7, &mut front) },
+        LIMEN_RESULT_OK
+    );
+    let sv = Served { exposure, front };
+    let cancel = |token: &str| {
+        format!(
+            "POST /call/Orders::cancel HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 11\r\n\r\n{{\"order\":1}}"
+        )
+    };
+    // carol, named by the callback, holds trader: the call reaches the
+    // receiver as hers.
+    send(&sv, &cancel("t-cb"));
+    let ask = event(sv.exposure);
+    assert_eq!(
+        ask.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_ASK
+    );
+    // SAFETY: live handle.
+    unsafe { limen_exposure_receiver_born(sv.exposure, ask.receiver, 1) };
+    let d = event(sv.exposure);
+    assert_eq!(
+        d.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DISPATCH
+    );
+    assert_eq!(c(d.caller_name), "carol");
+    assert!(asked >= 1);
+    // dave is named but holds nothing: unauthorized; an unknown token:
+    // unauthenticated. Each on a front of its own.
+    for (token, status) in [("t-dave", "403"), ("t-nobody", "401")] {
+        let mut front = ptr::null_mut();
+        // SAFETY: valid output.
+        assert_eq!(
+            unsafe { limen_front_new_http(0, 8, &mut front) },
+            LIMEN_RESULT_OK
+        );
+        let other = Served {
+            exposure: sv.exposure,
+            front,
+        };
+        send(&other, &cancel(token));
+        let deliver = event(sv.exposure);
+        assert_eq!(
+            deliver.kind,
+            limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER
+        );
+        // SAFETY: live handles.
+        assert_eq!(
+            unsafe { limen_front_deliver(other.front, sv.exposure, 2) },
+            LIMEN_RESULT_OK
+        );
+        let reply = written(&other);
+        assert!(reply.starts_with(&format!("HTTP/1.1 {status} ")), "{reply}");
+        // The exposure is freed by `sv` alone.
+        // SAFETY: live handle, freed once.
+        unsafe { limen_front_free(other.front) };
+        std::mem::forget(other);
+    }
+}

@@ -835,3 +835,110 @@ fn the_identity_sources_may_be_callbacks_asked_at_admission() {
         std::mem::forget(other);
     }
 }
+
+#[test]
+fn an_mcp_exposure_answers_tools_call_through_the_mcp_front() {
+    // The witness with Public served over MCP instead of HTTP.
+    let src = desk().replacen(
+        "api::serve(Public, http::Rpc { bind: \"127.0.0.1:8080\"",
+        "api::serve(Public, mcp::Rpc { bind: \"127.0.0.1:8090\"",
+        1,
+    );
+    assert!(
+        src.contains("mcp::Rpc"),
+        "the witness's public serve site moved"
+    );
+    let mut ids = ptr::null_mut();
+    let s = |t: &str| CString::new(t).unwrap();
+    // SAFETY: valid output, live handle, valid strings.
+    unsafe {
+        assert_eq!(limen_identity_new(&mut ids), LIMEN_RESULT_OK);
+        assert_eq!(
+            limen_identity_add_token(ids, s("t-alice").as_ptr(), s("alice").as_ptr(), 0),
+            LIMEN_RESULT_OK
+        );
+    }
+    let mut exposure = ptr::null_mut();
+    let name = s("public");
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: freed once.
+    unsafe { limen_identity_free(ids) };
+    // SAFETY: live handle.
+    assert_eq!(
+        unsafe { limen_exposure_transport(exposure) },
+        limen_transport::LIMEN_TRANSPORT_MCP
+    );
+    let mut front = ptr::null_mut();
+    // SAFETY: live exposure, valid output.
+    assert_eq!(
+        unsafe { limen_front_new_mcp(0, exposure, 9, &mut front) },
+        LIMEN_RESULT_OK
+    );
+    let sv = Served { exposure, front };
+    let body = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"Orders__place","arguments":{"symbol":"ACME","qty":10,"limit":12500}}}"#;
+    send(
+        &sv,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t-alice\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    let ask = event(sv.exposure);
+    assert_eq!(
+        ask.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_ASK
+    );
+    // SAFETY: live handle.
+    unsafe { limen_exposure_receiver_born(sv.exposure, ask.receiver, 1) };
+    let d = event(sv.exposure);
+    assert_eq!(
+        d.kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DISPATCH
+    );
+    assert_eq!(c(d.member_name), "Orders::place");
+    let receipt = br#"{"order":41,"notional":125000}"#;
+    // SAFETY: live handle, valid slice.
+    unsafe {
+        assert_eq!(
+            limen_exposure_complete(
+                sv.exposure,
+                d.request_id,
+                0,
+                receipt.as_ptr(),
+                receipt.len()
+            ),
+            LIMEN_RESULT_OK
+        );
+    }
+    assert_eq!(
+        event(sv.exposure).kind,
+        limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER
+    );
+    // SAFETY: live handles.
+    assert_eq!(
+        unsafe { limen_front_deliver(sv.front, sv.exposure, 2) },
+        LIMEN_RESULT_OK
+    );
+    let reply = written(&sv);
+    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+    let json: serde_json::Value =
+        serde_json::from_str(&reply[reply.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    // § The MCP transport: the result's structuredContent is the response.
+    assert_eq!(json["id"], 5);
+    assert_eq!(json["result"]["isError"], false);
+    assert_eq!(
+        json["result"]["structuredContent"],
+        serde_json::json!({"order":41,"notional":125000})
+    );
+}

@@ -663,6 +663,42 @@ pub unsafe extern "C" fn limen_exposure_poll_event(
     })
 }
 
+/// One input to the exposure behind `exposure`: the handle checked, the
+/// delivery it lent dropped (its pointers last until the next call), the
+/// machine stepped.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+unsafe fn input(exposure: *mut limen_exposure, step: impl FnOnce(&mut Exposure)) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        step(&mut h.exposure);
+        Ok(())
+    })
+}
+
+/// [`input`] about receiver `receiver`, which must be one the exposure
+/// binds.
+///
+/// # Safety
+/// `exposure` must be `NULL` or a live handle.
+unsafe fn receiver_input(
+    exposure: *mut limen_exposure,
+    receiver: usize,
+    step: impl FnOnce(&mut Exposure),
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(exposure) }?;
+        h.delivery = None;
+        check_receiver(h, receiver)?;
+        step(&mut h.exposure);
+        Ok(())
+    })
+}
+
 fn check_receiver(h: &limen_exposure, receiver: usize) -> Result<(), Failure> {
     if receiver < h.receivers.len() {
         Ok(())
@@ -736,13 +772,8 @@ pub unsafe extern "C" fn limen_exposure_connection_lost(
     exposure: *mut limen_exposure,
     correlation: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        h.exposure.connection_lost(correlation);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { input(exposure, |e| e.connection_lost(correlation)) }
 }
 
 /// Receiver `receiver` announces its incarnation `stamp` (the answer to
@@ -756,14 +787,8 @@ pub unsafe extern "C" fn limen_exposure_receiver_born(
     receiver: usize,
     stamp: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        check_receiver(h, receiver)?;
-        h.exposure.receiver_born(receiver, stamp);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { receiver_input(exposure, receiver, |e| e.receiver_born(receiver, stamp)) }
 }
 
 /// Receiver `receiver`'s incarnation `stamp` drains.
@@ -776,14 +801,8 @@ pub unsafe extern "C" fn limen_exposure_receiver_draining(
     receiver: usize,
     stamp: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        check_receiver(h, receiver)?;
-        h.exposure.receiver_draining(receiver, stamp);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { receiver_input(exposure, receiver, |e| e.receiver_draining(receiver, stamp)) }
 }
 
 /// Receiver `receiver`'s incarnation `stamp` dissolved.
@@ -796,14 +815,12 @@ pub unsafe extern "C" fn limen_exposure_receiver_dissolved(
     receiver: usize,
     stamp: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        check_receiver(h, receiver)?;
-        h.exposure.receiver_dissolved(receiver, stamp);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe {
+        receiver_input(exposure, receiver, |e| {
+            e.receiver_dissolved(receiver, stamp)
+        })
+    }
 }
 
 /// Asked, receiver `receiver` has nobody to answer.
@@ -815,14 +832,8 @@ pub unsafe extern "C" fn limen_exposure_receiver_absent(
     exposure: *mut limen_exposure,
     receiver: usize,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        check_receiver(h, receiver)?;
-        h.exposure.receiver_absent(receiver);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { receiver_input(exposure, receiver, |e| e.receiver_absent(receiver)) }
 }
 
 /// The dispatched call `request_id` was not taken (its stamp is not the
@@ -835,13 +846,8 @@ pub unsafe extern "C" fn limen_exposure_dispatch_not_taken(
     exposure: *mut limen_exposure,
     request_id: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        h.exposure.dispatch_not_taken(request_id);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { input(exposure, |e| e.dispatch_not_taken(request_id)) }
 }
 
 /// `stop()` at `now` (the monotonic clock, nanoseconds): refuse new
@@ -854,13 +860,8 @@ pub unsafe extern "C" fn limen_exposure_stop(
     exposure: *mut limen_exposure,
     now: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        h.exposure.stop(now);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { input(exposure, |e| e.stop(now)) }
 }
 
 /// The serving locus's teardown at `now`.
@@ -872,13 +873,8 @@ pub unsafe extern "C" fn limen_exposure_teardown(
     exposure: *mut limen_exposure,
     now: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        h.exposure.teardown(now);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { input(exposure, |e| e.teardown(now)) }
 }
 
 /// Time passed: `now` is at or past [`limen_exposure_poll_timeout`]'s
@@ -891,13 +887,8 @@ pub unsafe extern "C" fn limen_exposure_handle_timeout(
     exposure: *mut limen_exposure,
     now: u64,
 ) -> limen_result {
-    guard(|| {
-        // SAFETY: the caller's promise, passed through.
-        let h = unsafe { handle(exposure) }?;
-        h.delivery = None;
-        h.exposure.handle_timeout(now);
-        Ok(())
-    })
+    // SAFETY: the caller's promise, passed through.
+    unsafe { input(exposure, |e| e.handle_timeout(now)) }
 }
 
 /// Whether the exposure has a deadline; if so it is written to

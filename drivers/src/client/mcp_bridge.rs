@@ -371,6 +371,14 @@ pub fn main(app: &str, bearer: Option<String>) -> i32 {
         Err(e) => return crate::hale_cli::usage(&["mcp"], &format!("--app: {e}")),
     };
     let mut bridge = Bridge::new(target, bearer_of(bearer));
+    serve_stdio(|line| bridge.handle(line))
+}
+
+/// Serves MCP's stdio transport until stdin ends: each line handed to
+/// `handle`, whose answer (if any) is written as one line; a line over
+/// [`MAX_LINE`] answered invalid request; blank lines passed over. Ends
+/// with 0 at the end of input or when stdout closes.
+pub(crate) fn serve_stdio(mut handle: impl FnMut(&[u8]) -> Option<Vec<u8>>) -> i32 {
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let stdout = io::stdout();
@@ -378,7 +386,7 @@ pub fn main(app: &str, bearer: Option<String>) -> i32 {
     loop {
         line.clear();
         match read_line(&mut input, &mut line) {
-            Ok(None) => return 0,
+            Ok(None) | Err(_) => return 0,
             Ok(Some(true)) => {}
             Ok(Some(false)) => {
                 let mut out = Vec::new();
@@ -393,12 +401,11 @@ pub fn main(app: &str, bearer: Option<String>) -> i32 {
                 }
                 continue;
             }
-            Err(_) => return 0,
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if let Some(answer) = bridge.handle(&line) {
+        if let Some(answer) = handle(&line) {
             if write_line(&stdout, &answer).is_err() {
                 return 0;
             }

@@ -18,7 +18,6 @@
 //! JSON-RPC error -32602. Paths are read from the server's working
 //! directory. The server exits 0 when its standard input ends.
 
-use std::io;
 use std::path::Path;
 
 use limen_core::hale::docs::{self, DocError};
@@ -27,8 +26,6 @@ use limen_core::hale::{check_program, Checked};
 use limen_core::json::jsonrpc;
 use limen_core::wire::mcp::{classify, encode_malformed, initialize_result, Incoming};
 use serde_json::{json, Map, Value};
-
-use crate::client::mcp_bridge::{read_line, write_line};
 
 /// The name the server gives in `initialize`.
 pub const SERVER_NAME: &str = "hale";
@@ -424,36 +421,5 @@ pub fn handle(line: &[u8]) -> Option<Vec<u8>> {
 
 /// `hale mcp`: serves stdin until it ends.
 pub fn main() -> i32 {
-    let stdin = io::stdin();
-    let mut input = stdin.lock();
-    let stdout = io::stdout();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line(&mut input, &mut line) {
-            Ok(None) | Err(_) => return 0,
-            Ok(Some(true)) => {}
-            Ok(Some(false)) => {
-                let mut out = Vec::new();
-                encode_malformed(
-                    b"null",
-                    jsonrpc::INVALID_REQUEST,
-                    "the message is over 1048576 bytes",
-                    &mut out,
-                );
-                if write_line(&stdout, &out).is_err() {
-                    return 0;
-                }
-                continue;
-            }
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if let Some(answer) = handle(&line) {
-            if write_line(&stdout, &answer).is_err() {
-                return 0;
-            }
-        }
-    }
+    crate::client::mcp_bridge::serve_stdio(handle)
 }

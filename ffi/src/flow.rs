@@ -7,7 +7,7 @@ use std::ffi::CString;
 use limen_core::flow::canonical::write_canonical;
 use limen_core::flow::decode::{DecodeError, Segment};
 use limen_core::flow::{
-    decode, fingerprint_of_signature, type_from_schema, Fingerprint, Limits, Type, TypeEnv,
+    check_listed_entry, decode, fingerprint_of_signature, type_from_schema, Limits, Type, TypeEnv,
 };
 
 use crate::{bytes, copy_out, free, guard, handle, limen_result, put, Failure};
@@ -322,34 +322,11 @@ pub unsafe extern "C" fn limen_flow_listing_fingerprints(
         let mut out = String::new();
         let mut wrong = Vec::new();
         for (i, entry) in tools.iter().enumerate() {
-            let name = entry
-                .get("tool")
-                .and_then(|t| t.as_str())
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("tools[{i}]"));
-            let computed = match entry.get("signature").map(fingerprint_of_signature) {
-                Some(Ok(f)) => f,
-                Some(Err(e)) => {
-                    wrong.push(format!("{name}: its signature is not one limen reads: {e}"));
-                    continue;
-                }
-                None => {
-                    wrong.push(format!("{name}: it lists no signature"));
-                    continue;
-                }
-            };
-            out.push_str(&format!("{name} {computed}\n"));
-            let listed = entry.get("fingerprint").and_then(|f| f.as_str());
-            match listed.map(Fingerprint::parse) {
-                Some(Ok(f)) if f == computed => {}
-                Some(_) => wrong.push(format!(
-                    "{name}: lists {}, its signature's fingerprint is {computed}",
-                    listed.unwrap_or_default()
-                )),
-                None => wrong.push(format!(
-                    "{name}: lists no fingerprint; its signature's is {computed}"
-                )),
+            let checked = check_listed_entry(i, entry);
+            if let Some(computed) = &checked.computed {
+                out.push_str(&format!("{} {computed}\n", checked.name));
             }
+            wrong.extend(checked.wrong);
         }
         // SAFETY: as above.
         unsafe { copy_out(out.as_bytes(), buf, buf_cap, written) }?;

@@ -28,8 +28,8 @@ pub mod value;
 
 pub use decode::{decode, decode_with_params, parse_json_value, DecodeError, Limits};
 pub use fingerprint::{
-    canonical_json_text, canonical_signature, fingerprint_of_signature, Declaration, Fingerprint,
-    Param,
+    canonical_json_text, canonical_signature, check_listed_entry, fingerprint_of_signature,
+    Declaration, Fingerprint, ListedEntry, Param,
 };
 pub use identity::{Identity, Origin};
 pub use number::{Decimal, Int};

@@ -4,7 +4,7 @@
 //! Exits 1 naming every tool whose listed fingerprint differs from the
 //! computed one (or whose signature cannot be read), 2 on usage.
 
-use limen_core::flow::{fingerprint_of_signature, Fingerprint};
+use limen_core::flow::check_listed_entry;
 
 use super::cli::FingerprintArgs;
 
@@ -33,34 +33,12 @@ pub fn run(a: &FingerprintArgs) -> i32 {
     };
     let mut wrong = Vec::new();
     for (i, entry) in tools.iter().enumerate() {
-        let name = entry
-            .get("tool")
-            .and_then(|t| t.as_str())
-            .map(str::to_owned)
-            .unwrap_or_else(|| format!("tools[{i}]"));
-        let computed = match entry.get("signature").map(fingerprint_of_signature) {
-            Some(Ok(f)) => f,
-            Some(Err(e)) => {
-                wrong.push(format!("{name}: its signature is not one limen reads: {e}"));
-                continue;
-            }
-            None => {
-                wrong.push(format!("{name}: it lists no signature"));
-                continue;
-            }
-        };
-        crate::cli_support::print(&format!("{name} {computed}\n"));
-        let listed = entry.get("fingerprint").and_then(|f| f.as_str());
-        match listed.map(Fingerprint::parse) {
-            Some(Ok(f)) if f == computed => {}
-            Some(Ok(_)) | Some(Err(_)) => wrong.push(format!(
-                "{name}: lists {}, its signature's fingerprint is {computed}",
-                listed.unwrap_or_default()
-            )),
-            None => wrong.push(format!(
-                "{name}: lists no fingerprint; its signature's is {computed}"
-            )),
+        let checked = check_listed_entry(i, entry);
+        if let Some(computed) = &checked.computed {
+            let name = &checked.name;
+            crate::cli_support::print(&format!("{name} {computed}\n"));
         }
+        wrong.extend(checked.wrong);
     }
     for w in &wrong {
         eprintln!("flow fingerprint: {w}");

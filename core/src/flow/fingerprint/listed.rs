@@ -127,6 +127,66 @@ pub fn fingerprint_of_signature(listed: &Value) -> Result<Fingerprint, SchemaErr
     )?))
 }
 
+/// One entry of a listing's `tools` (describe's result) checked against
+/// its own signature ([`check_listed_entry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedEntry {
+    /// The tool's name as listed, or `tools[i]` when it lists none.
+    pub name: String,
+    /// The fingerprint its signature computes to, when it has one limen
+    /// reads.
+    pub computed: Option<Fingerprint>,
+    /// What is wrong with the entry, named by its tool: a signature limen
+    /// does not read or none, a fingerprint that is not the computed one
+    /// or none.
+    pub wrong: Option<String>,
+}
+
+/// Checks the `i`-th entry of a listing's `tools`: its signature's
+/// fingerprint computed and compared with the one it lists.
+pub fn check_listed_entry(i: usize, entry: &Value) -> ListedEntry {
+    let name = entry
+        .get("tool")
+        .and_then(|t| t.as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("tools[{i}]"));
+    let computed = match entry.get("signature").map(fingerprint_of_signature) {
+        Some(Ok(f)) => f,
+        Some(Err(e)) => {
+            let wrong = Some(format!("{name}: its signature is not one limen reads: {e}"));
+            return ListedEntry {
+                name,
+                computed: None,
+                wrong,
+            };
+        }
+        None => {
+            let wrong = Some(format!("{name}: it lists no signature"));
+            return ListedEntry {
+                name,
+                computed: None,
+                wrong,
+            };
+        }
+    };
+    let listed = entry.get("fingerprint").and_then(|f| f.as_str());
+    let wrong = match listed.map(Fingerprint::parse) {
+        Some(Ok(f)) if f == computed => None,
+        Some(_) => Some(format!(
+            "{name}: lists {}, its signature's fingerprint is {computed}",
+            listed.unwrap_or_default()
+        )),
+        None => Some(format!(
+            "{name}: lists no fingerprint; its signature's is {computed}"
+        )),
+    };
+    ListedEntry {
+        name,
+        computed: Some(computed),
+        wrong,
+    }
+}
+
 /// Keywords whose value is one schema.
 const ONE: &[&str] = &[
     "additionalProperties",

@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 pub use json_text::canonical_json_text;
-pub use listed::{canonical_signature, fingerprint_of_signature};
+pub use listed::{canonical_signature, check_listed_entry, fingerprint_of_signature, ListedEntry};
 
 use super::identity::Identity;
 use super::schema::unique;

@@ -274,6 +274,26 @@ impl Drop for Served {
     }
 }
 
+/// The exposure `public` of the program `src`, with the identity sources
+/// of `ids` (not freed here).
+fn public_exposure(src: &str, ids: *mut limen_identity) -> *mut limen_exposure {
+    let mut exposure = ptr::null_mut();
+    let name = CString::new("public").unwrap();
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    exposure
+}
+
 fn serve_public() -> Served {
     let src = desk();
     let mut ids = ptr::null_mut();
@@ -299,20 +319,7 @@ fn serve_public() -> Served {
             LIMEN_RESULT_OK
         );
     }
-    let mut exposure = ptr::null_mut();
-    let name = s("public");
-    // SAFETY: valid strings and handles.
-    let r = unsafe {
-        limen_exposure_new(
-            src.as_ptr(),
-            src.len(),
-            name.as_ptr(),
-            ids,
-            ptr::null(),
-            &mut exposure,
-        )
-    };
-    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let exposure = public_exposure(&src, ids);
     // SAFETY: freed once; the exposure keeps nothing of it.
     unsafe { limen_identity_free(ids) };
     // SAFETY: live handle.
@@ -758,20 +765,7 @@ fn the_identity_sources_may_be_callbacks_asked_at_admission() {
             LIMEN_RESULT_OK
         );
     }
-    let mut exposure = ptr::null_mut();
-    let name = CString::new("public").unwrap();
-    // SAFETY: valid strings and handles.
-    let r = unsafe {
-        limen_exposure_new(
-            src.as_ptr(),
-            src.len(),
-            name.as_ptr(),
-            ids,
-            ptr::null(),
-            &mut exposure,
-        )
-    };
-    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let exposure = public_exposure(&src, ids);
     // SAFETY: freed once; the exposure keeps the callbacks, not the table.
     unsafe { limen_identity_free(ids) };
     let mut front = ptr::null_mut();
@@ -858,20 +852,7 @@ fn an_mcp_exposure_answers_tools_call_through_the_mcp_front() {
             LIMEN_RESULT_OK
         );
     }
-    let mut exposure = ptr::null_mut();
-    let name = s("public");
-    // SAFETY: valid strings and handles.
-    let r = unsafe {
-        limen_exposure_new(
-            src.as_ptr(),
-            src.len(),
-            name.as_ptr(),
-            ids,
-            ptr::null(),
-            &mut exposure,
-        )
-    };
-    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let exposure = public_exposure(&src, ids);
     // SAFETY: freed once.
     unsafe { limen_identity_free(ids) };
     // SAFETY: live handle.

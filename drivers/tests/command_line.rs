@@ -157,23 +157,29 @@ fn completion_scripts_for_three_shells() {
     }
 }
 
+/// Runs `bin args` with its stdout closed before it writes, and holds that
+/// it ends with status 0 and no panic.
+fn ends_quietly_on_a_closed_pipe(bin: &str, args: &[&str]) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{bin} {args:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(0), "{bin} {args:?}: {stderr}");
+}
+
 #[test]
 fn a_completion_script_read_in_part_ends_quietly() {
     // `hale completions bash | head -c0`: the reader closes the pipe
     // before the script is written (the pipe's buffer would hold it all
     // otherwise); the writer must not panic on the broken pipe.
     for bin in [HALE, FLOW] {
-        let mut child = Command::new(bin)
-            .args(["completions", "bash"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{bin}: {stderr}");
-        assert_eq!(out.status.code(), Some(0), "{bin}: {stderr}");
+        ends_quietly_on_a_closed_pipe(bin, &["completions", "bash"]);
     }
 }
 
@@ -200,17 +206,7 @@ fn a_document_read_in_part_ends_quietly() {
             program,
         ][..],
     ] {
-        let mut child = Command::new(HALE)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        ends_quietly_on_a_closed_pipe(HALE, args);
     }
 }
 

@@ -287,8 +287,7 @@ impl WsConn {
     /// Reads one frame from `bytes`: `None` until it is whole, or the
     /// close code and reason of what is wrong with it (known from its
     /// header alone where it can be, so an oversized frame is never held).
-    #[allow(clippy::type_complexity)]
-    fn frame(&self, bytes: &[u8]) -> Result<Option<(usize, Frame)>, (u16, String)> {
+    fn frame(&self, bytes: &[u8]) -> FrameRead {
         if bytes.len() < 2 {
             return Ok(None);
         }
@@ -446,6 +445,10 @@ struct Frame {
     opcode: u8,
     payload: Vec<u8>,
 }
+
+/// What reading one frame gives: nothing until it is whole, the frame and
+/// the bytes it took, or the close code and reason of what is wrong.
+type FrameRead = Result<Option<(usize, Frame)>, (u16, String)>;
 
 /// One unmasked final frame of `opcode` carrying `payload`.
 fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {

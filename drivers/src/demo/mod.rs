@@ -135,8 +135,7 @@ fn transport_name(kind: &TransportKind) -> &'static str {
 /// not a path an unprivileged user can bind, so the demo serves the socket
 /// in a directory of its own under the temporary directory.
 pub fn default_socket() -> PathBuf {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     std::env::temp_dir()
         .join(format!("hale-demo-{uid}"))
         .join("admin.sock")
@@ -418,8 +417,7 @@ fn served_grants(
     if e.principals != Source::Kernel {
         return written;
     }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = format!("uid:{}", unsafe { libc::getuid() });
+    let me = format!("uid:{}", rustix::process::getuid().as_raw());
     let operator = options.operator.clone().unwrap_or(me);
     written
         .into_iter()

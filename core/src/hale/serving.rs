@@ -100,6 +100,8 @@ pub fn hierarchy(program: &Program) -> RoleHierarchy {
 #[derive(Clone, Debug)]
 pub struct ShapeCodec {
     shapes: Vec<Option<Shape>>,
+    /// Whether a `pb:` payload is a protobuf call (a gRPC exposure's).
+    protobuf: bool,
 }
 
 impl ShapeCodec {
@@ -117,12 +119,37 @@ impl ShapeCodec {
             };
             shapes.push(shape);
         }
-        Ok(ShapeCodec { shapes })
+        Ok(ShapeCodec {
+            shapes,
+            protobuf: false,
+        })
+    }
+
+    /// The codec of a gRPC exposure (§ The protobuf codec): a payload
+    /// `pb:<message>:<base64>` (the text the gRPC front holds a protobuf
+    /// call as) is decoded by the same shape with the protobuf codec, in
+    /// the JSON codec's words. Another exposure's codec leaves it to the
+    /// JSON codec, which refuses it: the protobuf codec joins a program
+    /// only with a gRPC exposure.
+    pub fn with_protobuf(mut self) -> ShapeCodec {
+        self.protobuf = true;
+        self
     }
 }
 
 impl PayloadCodec for ShapeCodec {
     fn decode(&self, member: usize, payload: &[u8]) -> Result<serde_json::Value, String> {
+        if self.protobuf {
+            if let Some((_, message)) = super::protobuf::parse_pb_text(payload) {
+                return match self.shapes.get(member) {
+                    Some(Some(shape)) => super::protobuf::decode(shape, &message),
+                    // A row without a request takes `HaleEmpty`, whose
+                    // unknown fields are skipped.
+                    Some(None) => super::protobuf::decode(&Shape::Struct(Vec::new()), &message),
+                    None => Err("wrong_type: payload".into()),
+                };
+            }
+        }
         match self.shapes.get(member) {
             Some(Some(shape)) => codec::decode(shape, payload),
             // A row without a request takes `null` or `{}` as its payload.

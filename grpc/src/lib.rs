@@ -110,6 +110,8 @@ pub struct GrpcFront {
     closed: bool,
     /// Since when queued output has waited for the peer to read.
     stalled_since: Option<Timestamp>,
+    /// GOAWAY was sent.
+    stopping: bool,
 }
 
 impl std::fmt::Debug for GrpcFront {
@@ -142,6 +144,7 @@ impl GrpcFront {
             failed: false,
             closed: false,
             stalled_since: None,
+            stopping: false,
         };
         front.flush(now);
         Some(front)
@@ -236,10 +239,23 @@ impl GrpcFront {
 
     /// Shutdown, once the exposure has answered what it will: GOAWAY
     /// (NO_ERROR) after the replies already queued, naming the last stream
-    /// taken; the connection closes when its streams are done.
+    /// taken; the connection closes when its streams are done. A stream
+    /// whose message was still being read never reached the exposure: it
+    /// is reset REFUSED_STREAM (not processed, safe to retry elsewhere).
     pub fn stop(&mut self, now: Timestamp) {
-        if self.closed || self.failed {
+        if self.closed || self.failed || self.stopping {
             return;
+        }
+        self.stopping = true;
+        let reading: Vec<i32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s, Stream::Reading { .. }))
+            .map(|(&id, _)| id)
+            .collect();
+        for stream in reading {
+            self.streams.remove(&stream);
+            let _ = self.session.reset(stream, code::REFUSED_STREAM);
         }
         let _ = self.session.go_away(code::NO_ERROR);
         self.flush(now);

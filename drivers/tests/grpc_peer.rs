@@ -494,3 +494,77 @@ fn full_and_shutting_down_over_grpc() {
         "the demo ends once its gRPC connections are done"
     );
 }
+
+#[test]
+fn describe_answers_the_callers_document_in_each_codec() {
+    let dir = scratch("describe");
+    let Some(peer) = peer(&dir) else { return };
+    let d = grpc_demo("grpc-describe", &[]);
+    let describe = |content_type: &str, token: &str| {
+        json!({
+            "client": "h2",
+            "rpc": "Describe",
+            "path": "/hale.api.Description/Describe",
+            "content_type": content_type,
+            "metadata": [["authorization", format!("Bearer {token}")]],
+            "raw": b64(&[0, 0, 0, 0, 0]),
+            "raw_response": true,
+        })
+    };
+    let got = peer.run(
+        &d.grpc,
+        vec![
+            describe("application/grpc+json", "t-alice"),
+            describe("application/grpc", "t-alice"),
+            describe("application/grpc+json", "t-mallory"),
+        ],
+    );
+    let message = |got: &Value| {
+        assert_eq!(got["code"], 0, "{got}");
+        base64::engine::general_purpose::STANDARD
+            .decode(got["response"].as_str().unwrap())
+            .unwrap()
+    };
+    // Under +json the message is the document.
+    let doc: Value = serde_json::from_slice(&message(&got[0])).unwrap();
+    // Under protobuf, DescriptionDocument { string json = 1; }: the same
+    // document as that field.
+    let pb = message(&got[1]);
+    assert_eq!(pb[0], 0x0a, "field 1, length-delimited");
+    let (len, at) = {
+        let (mut v, mut i) = (0usize, 1);
+        loop {
+            v |= usize::from(pb[i] & 0x7f) << (7 * (i - 1));
+            i += 1;
+            if pb[i - 1] < 0x80 {
+                break (v, i);
+            }
+        }
+    };
+    assert_eq!(pb.len(), at + len);
+    let inner: Value = serde_json::from_slice(&pb[at..]).unwrap();
+    assert_eq!(inner, doc);
+    // The listener grpc and § gRPC's outcome encoding; otherwise the
+    // document public's HTTP listener serves the same caller.
+    assert_eq!(
+        doc["listener"],
+        json!({"transport": "grpc", "address": d.grpc})
+    );
+    assert_eq!(doc["outcomes"]["transport"], "grpc");
+    assert_eq!(doc["outcomes"]["refusal"]["status"]["unauthorized"], 7);
+    let http = limen_drivers::client::wire::http_exchange(
+        &d.public,
+        "GET",
+        "/.description",
+        &[("Authorization", "Bearer t-alice".to_string())],
+        b"",
+    )
+    .unwrap();
+    let public: Value = serde_json::from_slice(&http.body).unwrap();
+    for key in ["surface", "digest", "caller", "members", "schemas", "notes"] {
+        assert_eq!(doc[key], public[key], "{key}");
+    }
+    // A caller nobody names gets the same UNAUTHENTICATED as a call.
+    assert_eq!(got[2]["code"], 16, "{}", got[2]);
+    assert_eq!(got[2]["detail"]["value"]["kind"], "unauthenticated");
+}

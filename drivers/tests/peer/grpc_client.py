@@ -17,7 +17,8 @@ CALL: {"client": "grpcio" | "h2", "rpc": "Orders__place",
        "method": "POST" (h2), "content_type": "application/grpc+json" (h2),
        "metadata": [[name, value], ...],
        "body": {...} (the request message's fields, or the JSON payload),
-       "raw": "<base64 of the whole HTTP/2 body>" (h2; instead of body)}
+       "raw": "<base64 of the whole HTTP/2 body>" (h2; instead of body),
+       "raw_response": true (h2: the response message as base64, undecoded)}
 Report: {"calls": [RESULT, ...]}
 RESULT: {"code": int, "message": str, "response": {...} | null,
          "detail": {"code", "message", "type_url", "value"} | null,
@@ -193,7 +194,9 @@ def h2_call(target, proto, call):
     if code == 0:
         assert data[0] == 0 and int.from_bytes(data[1:5], "big") == len(data) - 5, data
         message_bytes = data[5:]
-        if codec == "json":
+        if call.get("raw_response"):
+            response = base64.b64encode(message_bytes).decode()
+        elif codec == "json":
             response = json.loads(message_bytes)
         else:
             cls = getattr(

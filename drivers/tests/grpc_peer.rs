@@ -568,3 +568,58 @@ fn describe_answers_the_callers_document_in_each_codec() {
     assert_eq!(got[2]["code"], 16, "{}", got[2]);
     assert_eq!(got[2]["detail"]["value"]["kind"], "unauthenticated");
 }
+
+impl Peer {
+    /// Runs a scenario of the peer script (`streams`, `protocol_error`).
+    fn scenario(&self, target: &str, plan: Value) -> Value {
+        let mut plan = plan;
+        plan["target"] = json!(target);
+        plan["stubs"] = json!(self.stubs);
+        let mut child = Command::new(&self.python)
+            .arg(root().join("drivers/tests/peer/grpc_client.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plan.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.trim()).unwrap_or_else(|_| {
+            panic!(
+                "no report; stdout {text}, stderr {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+#[test]
+fn the_stream_past_4096_held_is_refused_and_the_connection_goes_on() {
+    let dir = scratch("streams");
+    let Some(peer) = peer(&dir) else { return };
+    let d = grpc_demo("grpc-streams", &[]);
+    // § gRPC: at most 4096 streams held; one past that is REFUSED_STREAM.
+    let got = peer.scenario(&d.grpc, json!({"scenario": "streams", "streams": 4097}));
+    assert_eq!(got["goaway"], Value::Null, "{got}");
+    assert_eq!(got["resets"], json!([[got["last"], 7]]), "{got}");
+    // The streams held are served: the first one's call completes.
+    assert_eq!(got["first"], 0, "{got}");
+}
+
+#[test]
+fn a_protocol_error_is_goaway_and_the_server_goes_on() {
+    let dir = scratch("protocol");
+    let Some(peer) = peer(&dir) else { return };
+    let d = grpc_demo("grpc-protocol", &[]);
+    let got = peer.scenario(&d.grpc, json!({"scenario": "protocol_error"}));
+    assert_eq!(got, json!({"goaway": 1, "closed": true}), "PROTOCOL_ERROR");
+    // Another connection is served.
+    let call = raw("application/grpc+json", json!({}));
+    assert_eq!(peer.one(&d.grpc, call)["code"], 0);
+}

@@ -20,6 +20,12 @@ CALL: {"client": "grpcio" | "h2", "rpc": "Orders__place",
        "raw": "<base64 of the whole HTTP/2 body>" (h2; instead of body),
        "raw_response": true (h2: the response message as base64, undecoded)}
 Report: {"calls": [RESULT, ...]}
+
+Or a plan {"target", "stubs", "scenario": "streams", "streams": N}: N
+streams opened (headers only) on one connection once the server's SETTINGS
+are in; the resets the server sends, then stream 1's call completed and
+its status. Or "scenario": "protocol_error": a DATA frame on stream 0;
+the GOAWAY's error code.
 RESULT: {"code": int, "message": str, "response": {...} | null,
          "detail": {"code", "message", "type_url", "value"} | null,
          "content_type": str | null, "trailers_only": bool | null}
@@ -215,8 +221,97 @@ def h2_call(target, proto, call):
     }
 
 
+def connect(target):
+    import h2.config
+    import h2.connection
+
+    host, port = target.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    conn = h2.connection.H2Connection(
+        config=h2.config.H2Configuration(client_side=True, header_encoding=None)
+    )
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+def pump(sock, conn, until):
+    """Reads events until until(event) is true for one; returns them all."""
+    seen = []
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return seen
+        for event in conn.receive_data(chunk):
+            seen.append(event)
+            if until(event):
+                sock.sendall(conn.data_to_send())
+                return seen
+        sock.sendall(conn.data_to_send())
+
+
+def streams_scenario(target, n):
+    import h2.events
+
+    sock, conn = connect(target)
+    pump(sock, conn, lambda e: isinstance(e, h2.events.RemoteSettingsChanged))
+    advertised = conn.remote_settings.max_concurrent_streams
+    headers = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/Public/Orders__place"),
+        (":authority", target),
+        ("te", "trailers"),
+        ("content-type", "application/grpc+json"),
+        ("authorization", "Bearer t-alice"),
+    ]
+    ids = []
+    for _ in range(n):
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, headers, end_stream=False)
+        ids.append(stream)
+    sock.sendall(conn.data_to_send())
+    resets = []
+    events = pump(sock, conn, lambda e: isinstance(e, (h2.events.StreamReset, h2.events.ConnectionTerminated)))
+    for e in events:
+        if isinstance(e, h2.events.StreamReset):
+            resets.append([e.stream_id, int(e.error_code)])
+        if isinstance(e, h2.events.ConnectionTerminated):
+            return {"advertised": advertised, "resets": resets, "goaway": int(e.error_code)}
+    # The connection goes on: the first stream's call completes.
+    message = json.dumps({"symbol": "ACME", "qty": 1, "limit": 1}).encode()
+    conn.send_data(ids[0], b"\0" + len(message).to_bytes(4, "big") + message, end_stream=True)
+    sock.sendall(conn.data_to_send())
+    status = None
+    for e in pump(sock, conn, lambda e: isinstance(e, h2.events.StreamEnded) and e.stream_id == ids[0]):
+        if isinstance(e, h2.events.TrailersReceived) and e.stream_id == ids[0]:
+            status = int(dict(e.headers)[b"grpc-status"])
+    sock.close()
+    return {"advertised": advertised, "resets": resets, "goaway": None, "first": status, "last": ids[-1]}
+
+
+def protocol_error_scenario(target):
+    import h2.events
+
+    sock, conn = connect(target)
+    pump(sock, conn, lambda e: isinstance(e, h2.events.RemoteSettingsChanged))
+    # DATA on stream 0: a connection error (RFC 9113 section 6.1).
+    sock.sendall(b"\0\0\1\0\0\0\0\0\0x")
+    events = pump(sock, conn, lambda e: isinstance(e, h2.events.ConnectionTerminated))
+    goaway = [int(e.error_code) for e in events if isinstance(e, h2.events.ConnectionTerminated)]
+    closed = sock.recv(65536) == b""
+    sock.close()
+    return {"goaway": goaway[0] if goaway else None, "closed": closed}
+
+
 def main():
     plan = json.load(sys.stdin)
+    if plan.get("scenario") == "streams":
+        print(json.dumps(streams_scenario(plan["target"], plan["streams"])))
+        return
+    if plan.get("scenario") == "protocol_error":
+        print(json.dumps(protocol_error_scenario(plan["target"])))
+        return
     proto = Proto(plan["stubs"])
     results = []
     for call in plan["calls"]:

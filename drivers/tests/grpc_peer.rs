@@ -623,3 +623,93 @@ fn a_protocol_error_is_goaway_and_the_server_goes_on() {
     let call = raw("application/grpc+json", json!({}));
     assert_eq!(peer.one(&d.grpc, call)["code"], 0);
 }
+
+/// A recorded call's body as one length-prefixed +json message, in a file.
+fn json_message_file(dir: &Path, rec: &Value) -> PathBuf {
+    let json = rec["request"]["body"].to_string().into_bytes();
+    let mut body = vec![0];
+    body.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    body.extend_from_slice(&json);
+    let path = dir.join("message.bin");
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// One +json call through `curl --http2-prior-knowledge`: the header
+/// blocks as curl dumps them (trailers included) and the body.
+fn curl_grpc(addr: &str, rpc: &str, token: &str, body: &Path) -> (String, Vec<u8>) {
+    let out = Command::new("curl")
+        .args(["-s", "--http2-prior-knowledge", "-D", "-", "-o", "-"])
+        .args(["-H", "content-type: application/grpc+json"])
+        .args(["-H", &format!("authorization: Bearer {token}")])
+        .arg("--data-binary")
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://{addr}/Public/{rpc}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // -D - and -o - share stdout: the head, then the body, then (for a
+    // response with a body) the trailers.
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.stdout,
+    )
+}
+
+#[test]
+fn curl_and_h2load_speak_grpc_json() {
+    let Some(records) = witness() else { return };
+    if !support::peer("curl") || !support::peer("h2load") {
+        return;
+    }
+    let dir = scratch("curl");
+    let d = grpc_demo("grpc-curl", &["--loops", "2", "--bound", "1000"]);
+    let result = record(&records, "result");
+    let body = json_message_file(&dir, &result);
+    let (text, bytes) = curl_grpc(&d.grpc, "Orders__place", "t-alice", &body);
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
+    assert!(
+        text.contains("content-type: application/grpc+json"),
+        "{text}"
+    );
+    // The message: five bytes of prefix, then the recorded response.
+    let at = bytes
+        .windows(5)
+        .position(|w| w[0] == 0 && w[1..4] == [0, 0, 0])
+        .unwrap();
+    let len = bytes[at + 4] as usize;
+    let message: Value = serde_json::from_slice(&bytes[at + 5..at + 5 + len]).unwrap();
+    assert_eq!(message, result["reply"]["body"]);
+    let trailers = String::from_utf8_lossy(&bytes[at + 5 + len..]);
+    assert!(trailers.contains("grpc-status: 0"), "{trailers}");
+    // A refusal: trailers-only, the status and reason in the one block.
+    let rec = record(&records, "refusal_unauthorized");
+    let (text, _) = curl_grpc(
+        &d.grpc,
+        "Orders__cancel",
+        "t-bob",
+        &json_message_file(&dir, &rec),
+    );
+    let reason = rec["reply"]["body"]["refusal"]["reason"].as_str().unwrap();
+    assert!(text.contains("grpc-status: 7\r\n"), "{text}");
+    assert!(
+        text.contains(&format!("grpc-message: {reason}\r\n")),
+        "{text}"
+    );
+    // Under load, over two loops: every stream answered.
+    let out = Command::new("h2load")
+        .args(["-n", "4000", "-c", "8", "-m", "10"])
+        .args(["-H", "content-type: application/grpc+json"])
+        .args(["-H", "authorization: Bearer t-alice"])
+        .arg("-d")
+        .arg(&body)
+        .arg(format!("http://{}/Public/Orders__place", d.grpc))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("4000 total, 4000 started, 4000 done, 4000 succeeded, 0 failed, 0 errored"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -353,3 +353,69 @@ fn output_the_peer_does_not_read_ends_the_connection() {
     f.handle_timeout(t);
     assert_eq!(events(&mut f), [FrontEvent::Closed]);
 }
+
+#[test]
+fn stop_refuses_a_stream_still_being_read() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    // Stream 1 framed, stream 3's message not yet whole.
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    bytes.extend(call_headers(
+        3,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 1);
+    drain(&mut f);
+    f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec())));
+    f.stop(0);
+    let out = drain(&mut f);
+    let kinds: Vec<(u8, u32)> = out.iter().map(|(t, _, s, _)| (*t, *s)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (HEADERS, 1),
+            (DATA, 1),
+            (HEADERS, 1),
+            (RST_STREAM, 3),
+            (GOAWAY, 0)
+        ]
+    );
+    assert_eq!(out[3].3, 7u32.to_be_bytes(), "REFUSED_STREAM");
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+#[test]
+fn the_peer_gone_loses_the_calls_it_has_with_the_exposure() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 1);
+    f.handle_eof(0);
+    assert_eq!(events(&mut f), [FrontEvent::Lost, FrontEvent::Closed]);
+    assert!(f.pending_output().is_empty());
+    assert_eq!(
+        f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec()))),
+        0
+    );
+    // A connection with nothing at the exposure only closes.
+    let mut f = front(GrpcLimits::default());
+    f.handle_data(0, &open());
+    f.handle_eof(0);
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}

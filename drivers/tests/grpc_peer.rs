@@ -135,6 +135,15 @@ impl Via {
     fn json(self) -> bool {
         matches!(self, Via::Json)
     }
+
+    /// The content type sent, which the answer goes under (§ gRPC).
+    fn content_type(self) -> &'static str {
+        match self {
+            Via::Stub => "application/grpc",
+            Via::Proto => "application/grpc+proto",
+            Via::Json => "application/grpc+json",
+        }
+    }
 }
 
 /// A recorded HTTP call as a gRPC call sent `via`.
@@ -160,13 +169,9 @@ fn call_of(rec: &Value, via: Via) -> Value {
     });
     match via {
         Via::Stub => call["client"] = json!("grpcio"),
-        Via::Proto => {
+        Via::Proto | Via::Json => {
             call["client"] = json!("h2");
-            call["content_type"] = json!("application/grpc+proto");
-        }
-        Via::Json => {
-            call["client"] = json!("h2");
-            call["content_type"] = json!("application/grpc+json");
+            call["content_type"] = json!(via.content_type());
         }
     }
     call
@@ -197,12 +202,7 @@ fn check(rec: &Value, via: Via, got: &Value) {
             if !matches!(via, Via::Stub) {
                 // HEADERS, DATA, trailers, in the codec asked.
                 assert_eq!(got["trailers_only"], false, "{what}");
-                let ct = if json {
-                    "application/grpc+json"
-                } else {
-                    "application/grpc"
-                };
-                assert_eq!(got["content_type"], ct, "{what}");
+                assert_eq!(got["content_type"], via.content_type(), "{what}");
             }
             return;
         }
@@ -254,12 +254,7 @@ fn check(rec: &Value, via: Via, got: &Value) {
     if !matches!(via, Via::Stub) {
         // Every outcome but a result is trailers-only, in the codec asked.
         assert_eq!(got["trailers_only"], true, "{what}");
-        let ct = if json {
-            "application/grpc+json"
-        } else {
-            "application/grpc"
-        };
-        assert_eq!(got["content_type"], ct, "{what}");
+        assert_eq!(got["content_type"], via.content_type(), "{what}");
     }
 }
 
@@ -437,12 +432,8 @@ fn every_malformed_call_is_invalid_argument_and_fails_alone() {
         let got = peer.one(&d.grpc, raw(ct, json!({"path": path})));
         assert_eq!(got["code"], 0, "{path}: {got}");
         assert_eq!(got["response"]["notional"], 125000, "{path}: {got}");
-        let answered = if ct.ends_with("json") {
-            ct
-        } else {
-            "application/grpc"
-        };
-        assert_eq!(got["content_type"], answered, "{path}");
+        // Answered under the content type asked.
+        assert_eq!(got["content_type"], ct, "{path}");
     }
 }
 

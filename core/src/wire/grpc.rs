@@ -41,7 +41,9 @@ pub enum GrpcCodec {
 }
 
 impl GrpcCodec {
-    /// The content type the response is answered under.
+    /// The codec's plain content type. A call is answered under the
+    /// content type it was sent with ([`Head::content_type`]); this is the
+    /// one a content type that is not gRPC's is answered under.
     pub fn content_type(self) -> &'static str {
         match self {
             GrpcCodec::Proto => "application/grpc",

@@ -74,6 +74,10 @@ pub struct Head {
     /// The codec the answer is written in (protobuf when the content type
     /// is not one of gRPC's).
     pub codec: GrpcCodec,
+    /// The content type the answer goes under: the one asked
+    /// (`application/grpc`, `+proto` or `+json`), `application/grpc` when
+    /// it was none of them.
+    pub content_type: &'static str,
     /// What the path names, or why the head is malformed (the method, the
     /// path, the content type: the first that is wrong).
     pub route: Result<Route, String>,
@@ -97,6 +101,7 @@ impl Head {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
     codec: GrpcCodec,
+    content_type: &'static str,
     /// The member called, when the path named one.
     member: Option<String>,
 }
@@ -238,8 +243,14 @@ impl Framing {
             Some(Err(reason)) => Err(reason.clone()),
             None => Err("unsupported_content_type: none sent".into()),
         });
+        let content_type = match get("content-type").map(media_type).as_deref() {
+            Some("application/grpc+proto") => "application/grpc+proto",
+            Some("application/grpc+json") => "application/grpc+json",
+            _ => "application/grpc",
+        };
         Head {
             codec: codec.and_then(Result::ok).unwrap_or(GrpcCodec::Proto),
+            content_type,
             route,
             bearer: get("authorization").and_then(bearer),
             digest: get(DIGEST_HEADER).map(text),
@@ -269,7 +280,7 @@ impl Framing {
                     super::REFLECTION_V1
                 };
                 return Framed::Answer(trailers_only(
-                    head.codec,
+                    head.content_type,
                     status::UNIMPLEMENTED,
                     &format!("{service} is not served yet"),
                     None,
@@ -306,6 +317,7 @@ impl Framing {
             },
             reply: Reply {
                 codec: head.codec,
+                content_type: head.content_type,
                 member,
             },
         }
@@ -317,6 +329,7 @@ impl Framing {
     /// its percent-encoded message and its detail.
     pub fn answer(&self, reply: &Reply, outcome: Outcome) -> Answer {
         let codec = reply.codec;
+        let content_type = reply.content_type;
         let row = reply.member.as_deref().and_then(|m| self.rows.get(m));
         let message = match (&outcome, codec) {
             (Outcome::Result(json), GrpcCodec::Json) => Some(json.clone()),
@@ -332,17 +345,14 @@ impl Framing {
                     Some(Ok(bytes)) => Some(bytes),
                     // A response the protobuf codec cannot write (the
                     // handler broke its own row) is the server error.
-                    _ => return server_error(codec),
+                    _ => return server_error(codec, content_type),
                 }
             }
             _ => None,
         };
         if let Some(message) = message {
             return Answer::Message {
-                headers: vec![
-                    field(":status", "200"),
-                    field("content-type", codec.content_type()),
-                ],
+                headers: vec![field(":status", "200"), field("content-type", content_type)],
                 body: frame_message(&message),
                 trailers: vec![field("grpc-status", "0")],
             };
@@ -354,9 +364,9 @@ impl Framing {
                 match row.and_then(|r| r.error.as_ref()) {
                     Some((shape, name)) => match write_proto(Some(shape), &e) {
                         Ok(bytes) => (format!("{TYPE_URL_PREFIX}{name}"), bytes),
-                        Err(_) => return server_error(codec),
+                        Err(_) => return server_error(codec, content_type),
                     },
-                    None => return server_error(codec),
+                    None => return server_error(codec, content_type),
                 }
             }
             (Outcome::Refusal(r), GrpcCodec::Json) => {
@@ -368,33 +378,33 @@ impl Framing {
                 format!("{TYPE_URL_PREFIX}{REFUSAL}"),
                 hale_refusal(Some(&r)),
             ),
-            (_, codec) => return server_error(codec),
+            (_, codec) => return server_error(codec, content_type),
         };
-        trailers_only(codec, code, &text, Some(detail))
+        trailers_only(content_type, code, &text, Some(detail))
     }
 }
 
 /// The server error's answer: INTERNAL, `server_error`, the refusal
 /// object `{"kind": "server"}` (or `HaleRefusal` of kind `server`).
-fn server_error(codec: GrpcCodec) -> Answer {
+fn server_error(codec: GrpcCodec, content_type: &str) -> Answer {
     let detail = match codec {
         GrpcCodec::Json => (JSON_REFUSAL.to_string(), br#"{"kind":"server"}"#.to_vec()),
         GrpcCodec::Proto => (format!("{TYPE_URL_PREFIX}{REFUSAL}"), hale_refusal(None)),
     };
-    trailers_only(codec, status::INTERNAL, "server_error", Some(detail))
+    trailers_only(content_type, status::INTERNAL, "server_error", Some(detail))
 }
 
 /// A trailers-only answer: the status, its message percent-encoded, and
 /// (when there is one) the detail in `grpc-status-details-bin`.
 pub fn trailers_only(
-    codec: GrpcCodec,
+    content_type: &str,
     code: u32,
     message: &str,
     detail: Option<(String, Vec<u8>)>,
 ) -> Answer {
     let mut headers = vec![
         field(":status", "200"),
-        field("content-type", codec.content_type()),
+        field("content-type", content_type),
         field("grpc-status", code.to_string()),
         field("grpc-message", percent_encode(message)),
     ];
@@ -429,6 +439,16 @@ fn json_text(message: Vec<u8>) -> Result<Vec<u8>, String> {
         return Err("not_json_text: the message is not UTF-8".into());
     }
     Ok(message)
+}
+
+/// A content type's media type, lowercased, its parameters dropped.
+fn media_type(value: &[u8]) -> String {
+    let text = String::from_utf8_lossy(value);
+    text.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// The token of an `authorization: Bearer <token>` value, as § The HTTP

@@ -244,7 +244,14 @@ fn a_head_is_malformed_by_its_method_path_or_content_type() {
         Err("unknown_service: Other".into())
     );
     let bad = f("/Desk/Book__place", "application/grpc+xml");
-    assert_eq!(bad.codec, GrpcCodec::Proto);
+    assert_eq!(
+        (bad.codec, bad.content_type),
+        (GrpcCodec::Proto, "application/grpc")
+    );
+    assert_eq!(
+        f("/Desk/Book__place", "Application/GRPC+Proto; charset=x").content_type,
+        "application/grpc+proto"
+    );
     assert_eq!(
         bad.route,
         Err("unsupported_content_type: application/grpc+xml".into())
@@ -283,9 +290,10 @@ fn a_result_is_one_message_in_the_codec_asked() {
     assert_eq!(got.status, 0);
     assert_eq!(got.body.unwrap(), vec![0x08, 41]);
     match &a {
+        // Answered under the content type asked.
         Answer::Message { headers, .. } => assert_eq!(
             headers[1],
-            (b"content-type".to_vec(), b"application/grpc".to_vec())
+            (b"content-type".to_vec(), b"application/grpc+proto".to_vec())
         ),
         other => panic!("{other:?}"),
     }
@@ -473,7 +481,12 @@ fn describe_is_the_document_and_reflection_is_not_served_yet() {
 
 #[test]
 fn grpc_message_is_percent_encoded_and_the_detail_holds_the_text() {
-    let a = trailers_only(GrpcCodec::Json, 3, "bad é 100%", Some(("u".into(), vec![])));
+    let a = trailers_only(
+        "application/grpc+json",
+        3,
+        "bad é 100%",
+        Some(("u".into(), vec![])),
+    );
     let got = said(&a);
     assert_eq!(got.message, "bad %C3%A9 100%25");
     assert_eq!(got.detail.unwrap().1, "bad é 100%");

@@ -335,4 +335,29 @@ main locus Main {
         assert_eq!(codec.decode(1, b"null").unwrap(), serde_json::Value::Null);
         assert_eq!(codec.decode(1, b"3").unwrap_err(), "wrong_type: payload");
     }
+
+    #[test]
+    fn only_a_grpc_exposure_s_codec_reads_the_pb_text() {
+        let p = parse_program("shop.hl", SRC).unwrap();
+        let e = p.exposure("shop").unwrap();
+        // Line { sku = "a", pct = 7 }: fields 1 and 3, qty's default filled.
+        let text = crate::hale::protobuf::pb_text("Line", b"\x0a\x01a\x18\x07");
+        let plain = ShapeCodec::new(&p, e).unwrap();
+        assert_eq!(plain.decode(0, &text).unwrap_err(), "wrong_type: payload");
+        let grpc = plain.with_protobuf();
+        assert_eq!(
+            grpc.decode(0, &text).unwrap(),
+            serde_json::json!({"SKU": "a", "qty": 1, "pct": 7})
+        );
+        // The protobuf codec's refusals, in the JSON codec's words.
+        let cut = crate::hale::protobuf::pb_text("Line", b"\x0a\x05a");
+        assert_eq!(grpc.decode(0, &cut).unwrap_err(), "wrong_type: payload");
+        // A row with no request takes HaleEmpty; JSON still reads as JSON.
+        let empty = crate::hale::protobuf::pb_text("HaleEmpty", b"");
+        assert_eq!(grpc.decode(1, &empty).unwrap(), serde_json::json!({}));
+        assert_eq!(
+            grpc.decode(0, br#"{"SKU": "a", "pct": 1}"#).unwrap()["pct"],
+            1
+        );
+    }
 }

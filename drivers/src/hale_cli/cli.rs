@@ -135,6 +135,10 @@ pub struct DemoArgs {
     /// Where Public is served over MCP.
     #[arg(long, value_name = "ADDR", default_value = super::demo::DEFAULT_MCP)]
     pub mcp: String,
+    /// Where Public is served over gRPC (HTTP/2, prior knowledge); not
+    /// served unless given.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc: Option<String>,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,

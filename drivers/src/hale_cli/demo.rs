@@ -1,8 +1,9 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--grpc ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
-//! given); `--record DIR` writes every exchange as a conformance record.
+//! given) and over gRPC when `--grpc` is given; `--record DIR` writes every
+//! exchange as a conformance record.
 
 use super::cli::DemoArgs;
 use crate::demo::{Demo, DemoOptions};
@@ -70,6 +71,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
         }
     }
     options.mcp = Some(a.mcp.clone());
+    options.grpc = a.grpc.clone();
     options.operator = a.operator.clone();
     options.bound = a.bound;
     options.loops = a.loops.unwrap_or(0);

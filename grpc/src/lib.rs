@@ -378,7 +378,8 @@ impl GrpcFront {
                 H2Event::Reset { stream, .. } | H2Event::Closed { stream, .. } => {
                     self.streams.remove(&stream);
                 }
-                H2Event::GoAway { .. } => {}
+                // A request's trailers say nothing a call reads.
+                H2Event::GoAway { .. } | H2Event::Trailers { .. } => {}
             }
         }
     }

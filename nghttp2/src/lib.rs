@@ -127,6 +127,15 @@ pub enum H2Event {
         /// The error code (NO_ERROR for a normal close).
         code: u32,
     },
+    /// A trailer block, whole: a response's trailers, as a client
+    /// session reads them (a server reads a request's and drops them). An
+    /// [`H2Event::EndStream`] follows when it ends the stream.
+    Trailers {
+        /// The stream.
+        stream: i32,
+        /// The fields in order.
+        fields: Vec<Field>,
+    },
     /// The peer sent GOAWAY.
     GoAway {
         /// The last stream it will have processed.
@@ -195,7 +204,8 @@ struct State {
     panicked: Option<String>,
 }
 
-/// An HTTP/2 server connection. See the crate documentation.
+/// An HTTP/2 connection, a server's or (for the conformance runner) a
+/// client's. See the crate documentation.
 pub struct Session {
     raw: *mut sys::nghttp2_session,
     state: Box<State>,
@@ -219,7 +229,7 @@ impl std::fmt::Debug for Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // SAFETY: `raw` came from nghttp2_session_server_new2 and is freed
+        // SAFETY: `raw` came from nghttp2_session_{server,client}_new2 and is freed
         // once, here.
         unsafe { sys::nghttp2_session_del(self.raw) };
     }
@@ -318,15 +328,19 @@ unsafe extern "C" fn on_frame_recv(
         match hd.type_ as u32 {
             sys::NGHTTP2_HEADERS => {
                 let fields = state.headers.remove(&stream).unwrap_or_default();
-                if cat == Some(sys::NGHTTP2_HCAT_REQUEST) {
+                // A request's head at a server, a response's at a client.
+                if cat == Some(sys::NGHTTP2_HCAT_REQUEST) || cat == Some(sys::NGHTTP2_HCAT_RESPONSE)
+                {
                     state.events.push_back(H2Event::Headers {
                         stream,
                         fields,
                         end_stream,
                     });
-                } else if end_stream {
-                    // A trailer block: its fields are not asked for.
-                    state.events.push_back(H2Event::EndStream { stream });
+                } else {
+                    state.events.push_back(H2Event::Trailers { stream, fields });
+                    if end_stream {
+                        state.events.push_back(H2Event::EndStream { stream });
+                    }
                 }
             }
             sys::NGHTTP2_DATA if end_stream => {
@@ -460,6 +474,18 @@ struct SettingsEntry {
 impl Session {
     /// A server session; its SETTINGS (the limits) are queued to send.
     pub fn server(limits: Limits) -> Result<Session, Error> {
+        Session::new(limits, false)
+    }
+
+    /// A client session (prior knowledge): its connection preface and
+    /// SETTINGS are queued to send. The conformance runner speaks to the
+    /// gRPC front through one, so a replay's bytes are HTTP/2 as nghttp2
+    /// writes and reads them, the same every run.
+    pub fn client(limits: Limits) -> Result<Session, Error> {
+        Session::new(limits, true)
+    }
+
+    fn new(limits: Limits, client: bool) -> Result<Session, Error> {
         let mut state = Box::<State>::default();
         let mut callbacks: *mut sys::nghttp2_session_callbacks = ptr::null_mut();
         let mut option: *mut sys::nghttp2_option = ptr::null_mut();
@@ -493,12 +519,12 @@ impl Session {
             }
             // The window opens as the application takes the bytes.
             sys::nghttp2_option_set_no_auto_window_update(option, 1);
-            let rv = sys::nghttp2_session_server_new2(
-                &mut raw,
-                callbacks,
-                &mut *state as *mut State as *mut c_void,
-                option,
-            );
+            let user_data = &mut *state as *mut State as *mut c_void;
+            let rv = if client {
+                sys::nghttp2_session_client_new2(&mut raw, callbacks, user_data, option)
+            } else {
+                sys::nghttp2_session_server_new2(&mut raw, callbacks, user_data, option)
+            };
             sys::nghttp2_session_callbacks_del(callbacks);
             sys::nghttp2_option_del(option);
             check(rv)?;
@@ -611,6 +637,54 @@ impl Session {
             self.state.bodies.remove(&stream);
         }
         check(rv)
+    }
+
+    /// Opens a stream of a client session with a request: HEADERS
+    /// (`fields`, pseudo-headers first), then `body` in DATA ending the
+    /// stream (or the HEADERS frame ends it when `body` is `None`).
+    /// Returns the stream.
+    pub fn request(
+        &mut self,
+        fields: &[(&[u8], &[u8])],
+        body: Option<Vec<u8>>,
+    ) -> Result<i32, Error> {
+        let nva = nv(fields);
+        let provider = sys::nghttp2_data_provider2 {
+            source: sys::nghttp2_data_source {
+                ptr: ptr::null_mut(),
+            },
+            read_callback: Some(read_body),
+        };
+        let with_body = if body.is_some() {
+            &provider as *const sys::nghttp2_data_provider2
+        } else {
+            ptr::null()
+        };
+        // SAFETY: `raw` is live; nva points into `fields`, alive for the
+        // call, and nghttp2 copies it and the provider. The body is read
+        // only from mem_send2, after it is put in place below.
+        let stream = unsafe {
+            sys::nghttp2_submit_request2(
+                self.raw,
+                ptr::null(),
+                nva.as_ptr(),
+                nva.len(),
+                with_body,
+                ptr::null_mut(),
+            )
+        };
+        check(stream)?;
+        if let Some(bytes) = body {
+            self.state.bodies.insert(
+                stream,
+                Body {
+                    bytes,
+                    at: 0,
+                    trailers: Vec::new(),
+                },
+            );
+        }
+        Ok(stream)
     }
 
     /// Answers `stream` with one HEADERS frame that ends it (gRPC's

@@ -1,8 +1,9 @@
 //! A served program in memory: the demo's arrangement (every exposure the
 //! program serves over a transport limen has machines for — HTTP, MCP, a
-//! Unix socket — and Public over MCP as the demo adds it, bound to one set
-//! of receiver instances) driven through the real machines — each
-//! connection a [`Front`] of its transport ([`Form::front_maker`]), the
+//! Unix socket — and Public over MCP and over gRPC as the demo adds them,
+//! bound to one set of receiver instances) driven through the real
+//! machines — each connection a [`Machine`] of its transport (the core's
+//! front, or the gRPC front over nghttp2; [`Form::front_maker`]), the
 //! [`Exposure`] behind it — with no socket, no thread and no clock.
 //!
 //! Time is a virtual clock, two readings of it kept apart as the machines
@@ -12,8 +13,8 @@
 //! plus the monotonic reading. Every input moves the clock one millisecond
 //! ([`TICK`]); a silence ([`World::wait`]) moves it as far as it says. The
 //! world knows every deadline its machines name — each open connection's
-//! front ([`Front::poll_timeout`]: HTTP's read and stalled-write timers,
-//! a Unix line's stalled write) and each exposure's (the end of `stop()`'s
+//! front ([`Machine::poll_timeout`]: HTTP's read and stalled-write timers,
+//! a Unix line's stalled write, an HTTP/2 connection's stalled write) and each exposure's (the end of `stop()`'s
 //! wait) — and however the clock moves it stops at each deadline on the way
 //! in turn, firing `handle_timeout` on what is due and acting on what that
 //! emits (a front closing, an exposure abandoning its executing calls),
@@ -34,11 +35,11 @@ use limen_core::hale::runtime::{
     Receiver, RoleTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::wire::front::{FrontEvent, FrontLimits};
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
-use crate::transport::{self, Form, FrontMaker, Transport};
+use crate::transport::{self, Form, FrontMaker, Machine, Transport};
 
 /// The wall clock when the monotonic clock reads 0: 2026-01-01T00:00:00Z,
 /// in nanoseconds since the Unix epoch (the clock a bearer source's expiry
@@ -68,7 +69,7 @@ pub type DescriberFactory = dyn Fn(&Program, &ModelExposure) -> Box<dyn Describe
 
 struct Conn {
     served: usize,
-    front: Front,
+    front: Machine,
     output: Vec<u8>,
     closed: bool,
     /// When the server closed it, on the monotonic clock.
@@ -193,6 +194,13 @@ impl World {
                 }
             };
             let codec = ShapeCodec::new(program, e).map_err(|e| e.to_string())?;
+            // A gRPC exposure's codec reads the protobuf calls too, as the
+            // demo serves it.
+            let codec = if form.listener() == TransportKind::Grpc {
+                codec.with_protobuf()
+            } else {
+                codec
+            };
             let docs: Box<dyn Describer + Send> = match (form.describer(program, e), describer) {
                 (Some(own), _) => own.map_err(|err| format!("exposure `{}`: {err}", spec.name))?,
                 (None, Some(f)) => f(program, e),
@@ -205,7 +213,9 @@ impl World {
             let receivers = spec.receivers.clone();
             let name = spec.name.clone();
             let identity = spec.identity();
-            let fronts = form.front_maker(&spec);
+            let fronts = form
+                .front_maker(program, e, &spec)
+                .map_err(|err| format!("exposure `{}`: {err}", spec.name))?;
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
                 exposure.receiver_born(r, STAMP);
@@ -560,15 +570,24 @@ impl World {
 
 /// The exposures a program is served with, as `hale demo` serves them:
 /// its own, and when it declares no MCP serve site, Public's over MCP as
-/// the exposure `mcp` (the demo's `--mcp`, [`limen_drivers::demo::mcp_exposure`]).
+/// the exposure `mcp` (the demo's `--mcp`, [`limen_drivers::demo::mcp_exposure`]);
+/// when it declares no gRPC serve site, Public's over gRPC as the exposure
+/// `grpc` (the demo's `--grpc`, [`limen_drivers::demo::grpc_exposure`]).
 pub fn served_exposures(program: &Program) -> Vec<ModelExposure> {
     let declares_mcp = program
         .exposures
         .iter()
         .any(|e| e.listener.as_ref().map(|l| &l.transport) == Some(&TransportKind::Mcp));
+    let declares_grpc = program
+        .exposures
+        .iter()
+        .any(|e| e.listener.as_ref().map(|l| &l.transport) == Some(&TransportKind::Grpc));
     let mut all = program.exposures.clone();
     if !declares_mcp && program.exposure("mcp").is_none() {
         all.extend(limen_drivers::demo::mcp_exposure(program, DEMO_MCP));
+    }
+    if !declares_grpc && program.exposure("grpc").is_none() {
+        all.extend(limen_drivers::demo::grpc_exposure(program, DEMO_GRPC));
     }
     all
 }
@@ -583,6 +602,10 @@ pub fn served_exposure(program: &Program, name: &str) -> Option<ModelExposure> {
 /// Where the demo serves MCP unless told otherwise (the address a
 /// description of it would name; nothing is bound).
 const DEMO_MCP: &str = "127.0.0.1:8090";
+
+/// Where the demo serves gRPC in its usage (`hale demo --grpc
+/// 127.0.0.1:8091`); a description of it would name it, nothing is bound.
+const DEMO_GRPC: &str = "127.0.0.1:8091";
 
 #[cfg(test)]
 mod tests {

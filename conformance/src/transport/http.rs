@@ -9,12 +9,12 @@
 //! the run's address and masked, and a reply is held to the headers the
 //! expected reply names. MCP ([`super::mcp`]) takes this form whole.
 
-use limen_core::hale::model::TransportKind;
+use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
 use limen_core::wire::front::Front;
 use serde_json::{Map, Value};
 
-use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker};
+use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker, Machine};
 use crate::jsonpath::{error, object, string, RecordError};
 use crate::mask;
 
@@ -327,8 +327,15 @@ impl Form for Http {
         restrict_headers(got, expected)
     }
 
-    fn front_maker(&self, _spec: &ExposureSpec) -> FrontMaker {
-        Box::new(|now, limits, _peer, c| Front::http(now, limits.http, c))
+    fn front_maker(
+        &self,
+        _program: &Program,
+        _exposure: &ModelExposure,
+        _spec: &ExposureSpec,
+    ) -> Result<FrontMaker, String> {
+        Ok(Box::new(|now, limits, _peer, c| {
+            Machine::Core(Front::http(now, limits.http, c))
+        }))
     }
 
     fn endpoint(&self, text: &str) -> Option<Endpoint> {

@@ -24,7 +24,7 @@ use limen_core::wire::front::Front;
 use limen_core::wire::mcp;
 use serde_json::{json, Map, Value};
 
-use super::{authority, http, Endpoint, Exchange, Form, FrontMaker, Reference};
+use super::{authority, http, Endpoint, Exchange, Form, FrontMaker, Machine, Reference};
 use crate::jsonpath::RecordError;
 use crate::mask;
 
@@ -348,9 +348,16 @@ impl Form for Mcp {
         http::restrict_headers(got, expected)
     }
 
-    fn front_maker(&self, spec: &ExposureSpec) -> FrontMaker {
+    fn front_maker(
+        &self,
+        _program: &Program,
+        _exposure: &ModelExposure,
+        spec: &ExposureSpec,
+    ) -> Result<FrontMaker, String> {
         let framing = Arc::new(mcp::Framing::new(spec));
-        Box::new(move |now, limits, _peer, c| Front::mcp(now, limits.http, framing.clone(), c))
+        Ok(Box::new(move |now, limits, _peer, c| {
+            Machine::Core(Front::mcp(now, limits.http, framing.clone(), c))
+        }))
     }
 
     /// Over MCP a describe is `tools/list`: the caller's tools.

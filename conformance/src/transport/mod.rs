@@ -13,6 +13,7 @@
 //! [`crate::jsonpath`] and [`crate::mask`] and nothing above them; a record
 //! is seen here only as an [`Exchange`], a view of it.
 
+pub mod grpc;
 pub mod http;
 pub mod mcp;
 pub mod unix;
@@ -20,9 +21,10 @@ pub mod unix;
 use std::path::{Path, PathBuf};
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
-use limen_core::hale::runtime::{Correlation, Describer, ExposureSpec, PeerCredentials};
-use limen_core::wire::front::{Front, FrontLimits};
+use limen_core::hale::runtime::{Correlation, Delivery, Describer, ExposureSpec, PeerCredentials};
+use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
 use limen_core::Timestamp;
+use limen_grpc::GrpcFront;
 use serde_json::Value;
 
 use crate::jsonpath::RecordError;
@@ -47,7 +49,7 @@ pub fn is_eof(reply: &Value) -> bool {
 
 /// Every transport limen has machines for, in the order an endpoint's text
 /// is tried against them.
-pub static FORMS: &[&dyn Form] = &[&unix::Unix, &http::Http, &mcp::Mcp];
+pub static FORMS: &[&dyn Form] = &[&unix::Unix, &http::Http, &mcp::Mcp, &grpc::Grpc];
 
 /// The transport named `name`, when limen has machines for it.
 pub fn by_name(name: &str) -> Option<&'static dyn Form> {
@@ -60,14 +62,15 @@ pub fn by_listener(kind: &TransportKind) -> Option<&'static dyn Form> {
     FORMS.iter().copied().find(|f| f.listener() == *kind)
 }
 
-/// The names of [`FORMS`], as a command line lists them: `unix|http|mcp`.
+/// The names of [`FORMS`], as a command line lists them:
+/// `unix|http|mcp|grpc`.
 pub fn names() -> String {
     FORMS.iter().map(|f| f.name()).collect::<Vec<_>>().join("|")
 }
 
 /// A transport a record can be of, by its name in the record (the folder it
 /// sits in). Those limen has machines for have a [`Form`]; the others
-/// (`grpc`, `ws`, `udp`, `tool`) are read, their envelope the same, and
+/// (`ws`, `udp`, `tool`) are read, their envelope the same, and
 /// reported as having no machine yet.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Transport(String);
@@ -146,7 +149,85 @@ pub trait Reference {
 /// (its kernel credentials, where the transport carries them), addressed
 /// as `correlation`.
 pub type FrontMaker =
-    Box<dyn Fn(Timestamp, &FrontLimits, PeerCredentials, Correlation) -> Front + Send>;
+    Box<dyn Fn(Timestamp, &FrontLimits, PeerCredentials, Correlation) -> Machine + Send>;
+
+/// One connection's front in the replay world: the core's [`Front`] (Unix
+/// lines, HTTP/1.1, MCP) or `limen-grpc`'s [`GrpcFront`] (gRPC over
+/// HTTP/2), behind the one set of methods the world drives, as the
+/// server's connection loop holds them (`drivers/src/serve/fronts.rs`).
+#[derive(Debug)]
+pub enum Machine {
+    /// A core front.
+    Core(Front),
+    /// A gRPC front.
+    Grpc(GrpcFront),
+}
+
+impl Machine {
+    /// See [`Front::handle_data`].
+    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        match self {
+            Machine::Core(f) => f.handle_data(now, data),
+            Machine::Grpc(f) => f.handle_data(now, data),
+        }
+    }
+
+    /// See [`Front::handle_timeout`].
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        match self {
+            Machine::Core(f) => f.handle_timeout(now),
+            Machine::Grpc(f) => f.handle_timeout(now),
+        }
+    }
+
+    /// See [`Front::poll_timeout`].
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self {
+            Machine::Core(f) => f.poll_timeout(),
+            Machine::Grpc(f) => f.poll_timeout(),
+        }
+    }
+
+    /// See [`Front::poll_event`].
+    pub fn poll_event(&mut self) -> Option<FrontEvent> {
+        match self {
+            Machine::Core(f) => f.poll_event(),
+            Machine::Grpc(f) => f.poll_event(),
+        }
+    }
+
+    /// See [`Front::deliver`].
+    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
+        match self {
+            Machine::Core(f) => f.deliver(now, delivery),
+            Machine::Grpc(f) => f.deliver(now, delivery),
+        }
+    }
+
+    /// See [`Front::abort`].
+    pub fn abort(&mut self) {
+        match self {
+            Machine::Core(f) => f.abort(),
+            Machine::Grpc(f) => f.abort(),
+        }
+    }
+
+    /// See [`Front::pending_output`].
+    pub fn pending_output(&self) -> &[u8] {
+        match self {
+            Machine::Core(f) => f.pending_output(),
+            Machine::Grpc(f) => f.pending_output(),
+        }
+    }
+
+    /// See [`Front::consume_output`].
+    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
+        match self {
+            Machine::Core(f) => f.consume_output(now, n),
+            Machine::Grpc(f) => f.consume_output(now, n),
+        }
+    }
+}
 
 /// An endpoint a live check reaches: `unix:<path>` or a TCP listener
 /// (`http://host:port`, `mcp://host:port`).
@@ -280,8 +361,14 @@ pub trait Form: Sync + std::fmt::Debug {
         got
     }
 
-    /// Builds the fronts of the exposure `spec` serves.
-    fn front_maker(&self, spec: &ExposureSpec) -> FrontMaker;
+    /// Builds the fronts of the exposure `spec` serves (`exposure` of
+    /// `program`, where a transport's framing is made from the model).
+    fn front_maker(
+        &self,
+        program: &Program,
+        exposure: &ModelExposure,
+        spec: &ExposureSpec,
+    ) -> Result<FrontMaker, String>;
 
     /// The describer an exposure of the transport answers a describe with,
     /// where the transport has its own (MCP's is its tools); `None`: the

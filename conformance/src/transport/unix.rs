@@ -5,12 +5,12 @@
 //! in the order written and a newline; its `reply` is the reply line's
 //! object, and its `peer` the kernel credentials the connection carried.
 
-use limen_core::hale::model::TransportKind;
+use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
 use limen_core::wire::front::Front;
 use serde_json::Value;
 
-use super::{refusal_outcome, Endpoint, Form, FrontMaker};
+use super::{refusal_outcome, Endpoint, Form, FrontMaker, Machine};
 use crate::jsonpath::RecordError;
 use crate::mask;
 
@@ -123,8 +123,15 @@ impl Form for Unix {
         reply
     }
 
-    fn front_maker(&self, _spec: &ExposureSpec) -> FrontMaker {
-        Box::new(|now, limits, peer, c| Front::unix(now, limits.line, peer, c))
+    fn front_maker(
+        &self,
+        _program: &Program,
+        _exposure: &ModelExposure,
+        _spec: &ExposureSpec,
+    ) -> Result<FrontMaker, String> {
+        Ok(Box::new(|now, limits, peer, c| {
+            Machine::Core(Front::unix(now, limits.line, peer, c))
+        }))
     }
 
     fn endpoint(&self, text: &str) -> Option<Endpoint> {

@@ -53,6 +53,23 @@ fn every_record_equals_the_reference_record_of_its_name() {
         let stem = name.strip_prefix("http/").unwrap();
         assert!(ours.record(&format!("mcp/{stem}")).is_some(), "mcp/{stem}");
     }
+    // And its gRPC record (§ Outcomes: the recorded HTTP calls as unary
+    // calls, the bodies in messages and details), held to it the same way.
+    for name in reference_names(&reference, "http") {
+        let stem = name.strip_prefix("http/").unwrap();
+        if stem.starts_with("describe.") {
+            continue;
+        }
+        let grpc = format!("grpc/{stem}");
+        assert!(
+            report
+                .lines
+                .iter()
+                .any(|l| l.name == grpc && l.verdict == Verdict::Pass),
+            "{grpc}: {}",
+            report.render()
+        );
+    }
     for caller in ["alice", "bob"] {
         let name = format!("mcp/tools_list.{caller}");
         assert!(
@@ -66,8 +83,8 @@ fn every_record_equals_the_reference_record_of_its_name() {
     }
     let n = ours.records.len();
     assert_eq!(
-        n, 53,
-        "ten outcomes and the describes per transport, what only MCP has, and the transport failures"
+        n, 65,
+        "ten outcomes and the describes per transport, what only MCP has, and the transport failures; over gRPC the ten outcomes and Public's two describes"
     );
     let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
     assert_eq!(code, 0, "{out}");

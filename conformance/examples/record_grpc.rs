@@ -1,0 +1,126 @@
+//! Records the corpus's `wire/grpc` records from a live `hale demo
+//! --grpc`: each call record of `wire/http` that needs no scenario (no
+//! gate, drain, stop or silence: the result, the handler's error, the
+//! server error and the refusals a request provokes by itself) sent as § Outcomes says a gRPC
+//! client sends it (`Grpc`'s `implied_by`: the recorded body the one
+//! `+json` message), and the public describes, each over its own
+//! connection; what the server answered is written as the record's reply.
+//! The records are then reviewed and committed, and `limen-conformance
+//! replay` holds the machines to them.
+//!
+//! `cargo run -p limen-conformance --example record_grpc -- grpc://ADDR
+//! CORPUS OUT`: the demo's exposure `grpc` serves Public at ADDR; CORPUS
+//! holds the HTTP records; the records are written to `OUT/wire/grpc/`.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use limen_conformance::record::Corpus;
+use limen_conformance::transport::{grpc::Grpc, Form};
+use serde_json::{json, Value};
+
+/// Outcomes a request provokes by itself, with no scenario.
+const ALONE: [&str; 8] = [
+    "result",
+    "handler_error",
+    "server_error",
+    "refusal_malformed",
+    "refusal_unauthenticated",
+    "refusal_unauthorized",
+    "refusal_digest_mismatch",
+    "describe",
+];
+
+/// Outcomes that need a scenario (a gate, a drain, `stop()`): written as
+/// the HTTP record implies them, not recorded.
+const IMPLIED: [&str; 3] = [
+    "refusal_full",
+    "refusal_shutting_down",
+    "refusal_unavailable",
+];
+
+fn exchange(addr: &str, request: &Value) -> Value {
+    let bytes = Grpc.request_bytes(request, Some(addr)).expect("a request");
+    let mut s = TcpStream::connect(addr).expect("the demo listens");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(&bytes).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        if let Some(reply) = Grpc.reply(&raw, false).expect("HTTP/2") {
+            return reply;
+        }
+        let n = s.read(&mut buf).expect("a reply within 5 seconds");
+        if n == 0 {
+            return Grpc.reply(&raw, true).expect("HTTP/2").expect("ended");
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [endpoint, corpus, out] = args.as_slice() else {
+        panic!("usage: record_grpc grpc://ADDR CORPUS OUT");
+    };
+    let addr = endpoint.strip_prefix("grpc://").expect("grpc://ADDR");
+    let corpus = Corpus::open(Path::new(corpus)).expect("a corpus");
+    let dir = Path::new(out).join("wire/grpc");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The exposure the demo serves over gRPC: its describe names it.
+    let described = exchange(addr, &Grpc.describe_request(Some("t-alice")));
+    let identity = described["message"]["exposure"]
+        .as_str()
+        .expect("the describe names the exposure")
+        .to_owned();
+    let note = "Recorded from hale demo --grpc by conformance/examples/record_grpc.rs (the wire/http record of the same name sent as a unary call under application/grpc+json, § Outcomes); reviewed.";
+    for record in &corpus.records {
+        let stem = record.stem();
+        if record.transport.as_str() != "http" || !record.exposure.ends_with("/public") {
+            continue;
+        }
+        let describe = stem.starts_with("describe.");
+        if IMPLIED.contains(&stem) {
+            let mut value = record.implied(&Grpc, &identity).expect("a call").value;
+            value["scenario"] = json!({ "note": format!(
+                "Implied from wire/http/{stem} by conformance/examples/record_grpc.rs (§ Outcomes: the recorded HTTP call as a unary call, the recorded body the value of the details' Any), not recorded: provoking it live needs the demo's control socket, which the generator does not drive. A replay provokes it by its outcome's scenario and holds the reply to the status, the message and the details decoded (the base64 is not stated: a JSON body does not fix the bytes of the value)."
+            ) });
+            let mut text = serde_json::to_string_pretty(&value).unwrap();
+            text.push('\n');
+            std::fs::write(dir.join(format!("{stem}.json")), text).unwrap();
+            println!("wire/grpc/{stem}.json: implied");
+            continue;
+        }
+        if !ALONE.contains(&stem) && !describe {
+            continue;
+        }
+        let request = if describe {
+            let bearer = record.request["headers"]["Authorization"]
+                .as_str()
+                .and_then(|a| a.strip_prefix("Bearer "));
+            Grpc.describe_request(bearer)
+        } else {
+            let implied = record.implied(&Grpc, &identity).expect("a call record");
+            implied.request.clone()
+        };
+        let reply = exchange(addr, &request);
+        let (outcome, kind) = Grpc.outcome(&reply).expect("an outcome");
+        let mut value = json!({
+            "wire": 1, "transport": "grpc", "exposure": identity,
+            "outcome": outcome,
+        });
+        if let Some(k) = kind {
+            value["kind"] = k.into();
+        }
+        value["request"] = request;
+        value["reply"] = reply;
+        value["scenario"] = json!({ "note": note });
+        let name = stem.replace(".public.", ".grpc.");
+        let mut text = serde_json::to_string_pretty(&value).unwrap();
+        text.push('\n');
+        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
+        println!("wire/grpc/{name}.json: {outcome}");
+    }
+}

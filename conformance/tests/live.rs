@@ -56,6 +56,7 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
         options.addresses.insert(name.into(), "127.0.0.1:0".into());
     }
     options.mcp = Some("127.0.0.1:0".into());
+    options.grpc = Some("127.0.0.1:0".into());
     options
         .addresses
         .insert("admin".into(), s(&dir.0.join("admin.sock")).to_owned());
@@ -68,6 +69,7 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
         .iter()
         .map(|(name, _, bound)| {
             let endpoint = match bound {
+                BoundAddress::Tcp(a) if name == "grpc" => format!("grpc://{a}"),
                 BoundAddress::Tcp(a) => format!("http://{a}"),
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
@@ -258,6 +260,25 @@ fn mcp_every_outcome_live_recorded_and_replayed() {
         "{out}"
     );
     assert!(out.ends_with("10 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn grpc_every_outcome_live() {
+    let demo = boot("grpc", None);
+    let (code, out) = check_cooperating(&demo, "grpc", "grpc", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("serves Public@fnv1a64:a8930d6e7998e986/grpc"),
+        "{out}"
+    );
+    // Every record of wire/grpc: the ten outcomes, the cooperative ones by
+    // the control socket, and Public's two describes.
+    let names = project_names("grpc");
+    assert_eq!(names.len(), 12);
+    for name in &names {
+        assert!(out.contains(&format!("pass  {name}\n")), "{name}:\n{out}");
+    }
+    assert!(out.ends_with("12 passed, 0 failed\n"), "{out}");
 }
 
 #[test]
@@ -481,9 +502,13 @@ fn check_speaks_the_transports_it_names() {
     let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "http"]);
     assert_eq!(code, 2);
     assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");
-    let (code, out) = check(&["--endpoint", "grpc://h:1", "--transport", "http"]);
+    let (code, out) = check(&["--endpoint", "unix:/tmp/x.sock", "--transport", "grpc"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("does not speak to unix:/tmp/x.sock"), "{out}");
+    let (code, out) = check(&["--endpoint", "ftp://h:1", "--transport", "grpc"]);
     assert_eq!(code, 2);
     assert!(out.contains("is not an endpoint"), "{out}");
+    assert!(out.contains("grpc://host:port"), "{out}");
 }
 
 #[test]

@@ -9,8 +9,11 @@
 //! replay` holds the machines to them.
 //!
 //! `cargo run -p limen-conformance --example record_grpc -- grpc://ADDR
-//! CORPUS OUT`: the demo's exposure `grpc` serves Public at ADDR; CORPUS
-//! holds the HTTP records; the records are written to `OUT/wire/grpc/`.
+//! CORPUS OUT [proto]`: the demo's exposure `grpc` serves Public at ADDR;
+//! CORPUS holds the HTTP records; the records are written to
+//! `OUT/wire/grpc/`. With `proto` it records the `+proto` calls instead.
+//! Each place takes the demo's next order id, and a replay's world is
+//! fresh, so each set is recorded on a demo booted for it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,7 +21,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use limen_conformance::record::Corpus;
-use limen_conformance::transport::{grpc::Grpc, Form};
+use limen_conformance::transport::grpc::{base64, Grpc};
+use limen_conformance::transport::Form;
 use serde_json::{json, Value};
 
 /// Outcomes a request provokes by itself, with no scenario.
@@ -31,6 +35,27 @@ const ALONE: [&str; 8] = [
     "refusal_unauthorized",
     "refusal_digest_mismatch",
     "describe",
+];
+
+/// Calls sent again under `application/grpc+proto`, their messages
+/// written by hand from `Public.proto` (not by the server's codec, so the
+/// record holds the codec to the `.proto`): the record's name, the HTTP
+/// record whose call it is, and the message.
+const PROTO: [(&str, &str, &[u8]); 3] = [
+    // PlaceOrder { symbol: "ACME" (1), qty: 10 (2), limit: 12500 (3) }.
+    (
+        "result.proto",
+        "result",
+        b"\x0a\x04ACME\x10\x0a\x18\xd4\x61",
+    ),
+    // CancelOrder { order: 999 (1) }.
+    ("handler_error.proto", "handler_error", b"\x08\xe7\x07"),
+    // CancelOrder { order: 41 (1) }, as bob.
+    (
+        "refusal_unauthorized.proto",
+        "refusal_unauthorized",
+        b"\x08\x29",
+    ),
 ];
 
 /// Outcomes that need a scenario (a gate, a drain, `stop()`): written as
@@ -62,8 +87,10 @@ fn exchange(addr: &str, request: &Value) -> Value {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [endpoint, corpus, out] = args.as_slice() else {
-        panic!("usage: record_grpc grpc://ADDR CORPUS OUT");
+    let (endpoint, corpus, out, proto) = match args.as_slice() {
+        [e, c, o] => (e, c, o, false),
+        [e, c, o, p] if p == "proto" => (e, c, o, true),
+        _ => panic!("usage: record_grpc grpc://ADDR CORPUS OUT [proto]"),
     };
     let addr = endpoint.strip_prefix("grpc://").expect("grpc://ADDR");
     let corpus = Corpus::open(Path::new(corpus)).expect("a corpus");
@@ -75,6 +102,27 @@ fn main() {
         .as_str()
         .expect("the describe names the exposure")
         .to_owned();
+    if !proto {
+        json_records(&corpus, &dir, addr, &identity);
+        return;
+    }
+    for (name, http, message) in PROTO {
+        let record = corpus
+            .record(&format!("http/{http}"))
+            .expect("the HTTP record");
+        let mut request = record.implied(&Grpc, &identity).expect("a call").request;
+        request["headers"]["content-type"] = "application/grpc+proto".into();
+        let o = request.as_object_mut().unwrap();
+        o.remove("message");
+        o.insert("message_base64".into(), base64(message).into());
+        let note = format!("Recorded from hale demo --grpc by conformance/examples/record_grpc.rs: wire/http/{http}'s call as a unary call under application/grpc+proto, its message written by hand from Public.proto; reviewed.");
+        write(&dir, addr, name, &identity, request, &note);
+    }
+}
+
+/// The `+json` records: each HTTP call record as a unary call, and the
+/// describes.
+fn json_records(corpus: &Corpus, dir: &Path, addr: &str, identity: &str) {
     let note = "Recorded from hale demo --grpc by conformance/examples/record_grpc.rs (the wire/http record of the same name sent as a unary call under application/grpc+json, § Outcomes); reviewed.";
     for record in &corpus.records {
         let stem = record.stem();
@@ -83,7 +131,7 @@ fn main() {
         }
         let describe = stem.starts_with("describe.");
         if IMPLIED.contains(&stem) {
-            let mut value = record.implied(&Grpc, &identity).expect("a call").value;
+            let mut value = record.implied(&Grpc, identity).expect("a call").value;
             value["scenario"] = json!({ "note": format!(
                 "Implied from wire/http/{stem} by conformance/examples/record_grpc.rs (§ Outcomes: the recorded HTTP call as a unary call, the recorded body the value of the details' Any), not recorded: provoking it live needs the demo's control socket, which the generator does not drive. A replay provokes it by its outcome's scenario and holds the reply to the status, the message and the details decoded (the base64 is not stated: a JSON body does not fix the bytes of the value)."
             ) });
@@ -102,25 +150,31 @@ fn main() {
                 .and_then(|a| a.strip_prefix("Bearer "));
             Grpc.describe_request(bearer)
         } else {
-            let implied = record.implied(&Grpc, &identity).expect("a call record");
+            let implied = record.implied(&Grpc, identity).expect("a call record");
             implied.request.clone()
         };
-        let reply = exchange(addr, &request);
-        let (outcome, kind) = Grpc.outcome(&reply).expect("an outcome");
-        let mut value = json!({
-            "wire": 1, "transport": "grpc", "exposure": identity,
-            "outcome": outcome,
-        });
-        if let Some(k) = kind {
-            value["kind"] = k.into();
-        }
-        value["request"] = request;
-        value["reply"] = reply;
-        value["scenario"] = json!({ "note": note });
         let name = stem.replace(".public.", ".grpc.");
-        let mut text = serde_json::to_string_pretty(&value).unwrap();
-        text.push('\n');
-        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
-        println!("wire/grpc/{name}.json: {outcome}");
+        write(dir, addr, &name, identity, request, note);
     }
+}
+
+/// Sends `request` to the demo and writes what it answered as the record
+/// `name`, its outcome the one the reply encodes.
+fn write(dir: &Path, addr: &str, name: &str, identity: &str, request: Value, note: &str) {
+    let reply = exchange(addr, &request);
+    let (outcome, kind) = Grpc.outcome(&reply).expect("an outcome");
+    let mut value = json!({
+        "wire": 1, "transport": "grpc", "exposure": identity,
+        "outcome": outcome,
+    });
+    if let Some(k) = kind {
+        value["kind"] = k.into();
+    }
+    value["request"] = request;
+    value["reply"] = reply;
+    value["scenario"] = json!({ "note": note });
+    let mut text = serde_json::to_string_pretty(&value).unwrap();
+    text.push('\n');
+    std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
+    println!("wire/grpc/{name}.json: {outcome}");
 }

@@ -264,21 +264,38 @@ fn mcp_every_outcome_live_recorded_and_replayed() {
 
 #[test]
 fn grpc_every_outcome_live() {
-    let demo = boot("grpc", None);
-    let (code, out) = check_cooperating(&demo, "grpc", "grpc", &[]);
-    assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("serves Public@fnv1a64:a8930d6e7998e986/grpc"),
-        "{out}"
-    );
-    // Every record of wire/grpc: the ten outcomes, the cooperative ones by
-    // the control socket, and Public's two describes.
+    // Each place takes the demo's next order id, and each record's order
+    // is the first (41): the +proto result is checked against a demo of
+    // its own, the other records against another.
     let names = project_names("grpc");
-    assert_eq!(names.len(), 12);
-    for name in &names {
-        assert!(out.contains(&format!("pass  {name}\n")), "{name}:\n{out}");
+    assert_eq!(
+        names.len(),
+        15,
+        "the ten outcomes, two describes, three +proto calls"
+    );
+    let (alone, rest): (Vec<&str>, Vec<&str>) = names
+        .iter()
+        .map(String::as_str)
+        .partition(|n| *n == "grpc/result.proto");
+    for (tag, names) in [("grpc", rest), ("grpc-proto", alone)] {
+        let demo = boot(tag, None);
+        let corpus = demo.dir.0.join("selected");
+        select(&project(), &names, &desk(), &corpus);
+        let (code, out) = check_cooperating(&demo, "grpc", "grpc", &["--corpus", s(&corpus)]);
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("serves Public@fnv1a64:a8930d6e7998e986/grpc"),
+            "{out}"
+        );
+        // Every record, the cooperative ones by the control socket.
+        for name in &names {
+            assert!(out.contains(&format!("pass  {name}\n")), "{name}:\n{out}");
+        }
+        assert!(
+            out.ends_with(&format!("{} passed, 0 failed\n", names.len())),
+            "{out}"
+        );
     }
-    assert!(out.ends_with("12 passed, 0 failed\n"), "{out}");
 }
 
 #[test]

@@ -5,13 +5,13 @@
 //! (`/Public/Orders__place`), the header fields the client sends after
 //! `:method`, `:scheme`, `:path` and `:authority` (names lowercase, as
 //! HTTP/2 writes them), and the one length-prefixed message — `message`
-//! the JSON of a `+json` call, `message_hex` the bytes of a protobuf one,
-//! or `body_hex` the DATA exactly as sent, prefix included, for a body
+//! the JSON of a `+json` call, `message_base64` the bytes of a protobuf one,
+//! or `body_base64` the DATA exactly as sent, prefix included, for a body
 //! that is not one message; none of the three sends no DATA. Its `reply`
-//! is `{"headers", "message" | "message_hex", "trailers", "details"}`: the
+//! is `{"headers", "message" | "message_base64", "trailers", "details"}`: the
 //! response's header block (`:status` included), the message read out of
 //! its DATA, the trailer block, and `grpc-status-details-bin` decoded
-//! (`{"code", "message", "type_url", "value" | "value_hex"}`) beside the
+//! (`{"code", "message", "type_url", "value" | "value_base64"}`) beside the
 //! header that carries it. A trailers-only response has no `trailers`;
 //! a stream the server reset is `{"reset": <code>}`.
 //!
@@ -93,13 +93,14 @@ fn request_body(request: &Value) -> Result<Option<Vec<u8>>, String> {
     if let Some(m) = o.get("message") {
         return Ok(Some(frame_message(m.to_string().as_bytes())));
     }
-    if let Some(h) = o.get("message_hex") {
-        let bytes = from_hex(h.as_str().unwrap_or_default()).ok_or("$.message_hex: hex")?;
+    if let Some(h) = o.get("message_base64") {
+        let bytes =
+            from_base64(h.as_str().unwrap_or_default()).ok_or("$.message_base64: base64")?;
         return Ok(Some(frame_message(&bytes)));
     }
-    if let Some(h) = o.get("body_hex") {
+    if let Some(h) = o.get("body_base64") {
         return Ok(Some(
-            from_hex(h.as_str().unwrap_or_default()).ok_or("$.body_hex: hex")?,
+            from_base64(h.as_str().unwrap_or_default()).ok_or("$.body_base64: base64")?,
         ));
     }
     Ok(None)
@@ -207,9 +208,9 @@ pub fn reply_value(r: &Response) -> Value {
         match message_of(&r.data) {
             Some(m) => match serde_json::from_slice::<Value>(m) {
                 Ok(v) if json_codec(&r.headers) => reply.insert("message".into(), v),
-                _ => reply.insert("message_hex".into(), hex(m).into()),
+                _ => reply.insert("message_base64".into(), base64(m).into()),
             },
-            None => reply.insert("body_hex".into(), hex(&r.data).into()),
+            None => reply.insert("body_base64".into(), base64(&r.data).into()),
         };
     }
     if !r.trailers.is_empty() {
@@ -241,15 +242,9 @@ fn message_of(data: &[u8]) -> Option<&[u8]> {
 
 /// `grpc-status-details-bin` decoded: a `google.rpc.Status` (code,
 /// message, one `Any`), its value as JSON where the type is one of
-/// hale's JSON types and as hex otherwise; or why it does not decode.
+/// hale's JSON types and as base64 otherwise; or why it does not decode.
 pub fn details(b64: &str) -> Value {
-    // gRPC's binary headers are base64 with or without padding.
-    let engine = base64::engine::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-    );
-    let Ok(bytes) = engine.decode(b64.trim()) else {
+    let Some(bytes) = from_base64(b64) else {
         return json!({ "undecodable": "not base64" });
     };
     let decoded = (|| {
@@ -282,7 +277,7 @@ pub fn details(b64: &str) -> Value {
             out.insert("type_url".into(), type_url.into());
             match serde_json::from_slice::<Value>(value) {
                 Ok(v) if json_type => out.insert("value".into(), v),
-                _ => out.insert("value_hex".into(), hex(value).into()),
+                _ => out.insert("value_base64".into(), base64(value).into()),
             };
         }
         Some(Value::Object(out))
@@ -331,20 +326,25 @@ fn fields(bytes: &[u8]) -> Option<Vec<(u64, Wire<'_>)>> {
     Some(out)
 }
 
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Bytes as a record writes them: base64 with padding, as gRPC writes a
+/// `-bin` header's value (and the plan of `docs/conformance.md` named).
+pub fn base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// Bytes of hex text (either case); `None` for text that is not.
-pub fn from_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
+/// Bytes of base64 text, padded or not; `None` for text that is not.
+pub fn from_base64(text: &str) -> Option<Vec<u8>> {
+    indifferent().decode(text.trim()).ok()
+}
+
+/// Standard base64, reading padding or none (gRPC's binary headers come
+/// either way).
+fn indifferent() -> base64::engine::GeneralPurpose {
+    base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    )
 }
 
 /// The reply the bytes a server wrote hold: `Ok(None)` until stream 1
@@ -382,8 +382,8 @@ fn grpc_status(reply: &Value) -> Option<u64> {
 }
 
 /// The refusal kind a protobuf `HaleRefusal` names (field 1).
-fn hale_refusal_kind(value_hex: &str) -> Option<String> {
-    let bytes = from_hex(value_hex)?;
+fn hale_refusal_kind(value_base64: &str) -> Option<String> {
+    let bytes = from_base64(value_base64)?;
     fields(&bytes)?.into_iter().find_map(|(f, v)| match (f, v) {
         (1, Wire::Bytes(k)) => String::from_utf8(k.to_vec()).ok(),
         _ => None,
@@ -441,21 +441,21 @@ impl Form for Grpc {
                 }
             }
         }
-        let bodies = ["message", "message_hex", "body_hex"]
+        let bodies = ["message", "message_base64", "body_base64"]
             .iter()
             .filter(|k| o.contains_key(**k))
             .count();
         if bodies > 1 {
             return Err(error(
                 path,
-                "a body is `message`, `message_hex` or `body_hex`, one of them",
+                "a body is `message`, `message_base64` or `body_base64`, one of them",
             ));
         }
-        for k in ["message_hex", "body_hex"] {
+        for k in ["message_base64", "body_base64"] {
             if let Some(t) = o.get(k) {
                 let t = string(Some(t), &format!("{path}.{k}"))?;
-                if from_hex(t).is_none() {
-                    return Err(error(&format!("{path}.{k}"), "hex digits, two a byte"));
+                if from_base64(t).is_none() {
+                    return Err(error(&format!("{path}.{k}"), "base64"));
                 }
             }
         }
@@ -481,7 +481,7 @@ impl Form for Grpc {
                 Some(refusal_outcome(kind))
             }
             Some(t) if t.ends_with("/HaleRefusal") => {
-                let kind = hale_refusal_kind(details?.get("value_hex")?.as_str()?);
+                let kind = hale_refusal_kind(details?.get("value_base64")?.as_str()?);
                 Some(refusal_outcome(kind.as_deref()))
             }
             Some(_) => Some(("handler_error".into(), None)),
@@ -681,11 +681,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hex_reads_back_what_it_writes() {
-        assert_eq!(hex(b"\x00\xffA"), "00ff41");
-        assert_eq!(from_hex("00FF41").unwrap(), b"\x00\xffA");
-        assert!(from_hex("0").is_none());
-        assert!(from_hex("zz").is_none());
+    fn base64_reads_back_what_it_writes_padded_or_not() {
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(from_base64("YWI=").unwrap(), b"ab");
+        assert_eq!(from_base64("YWI").unwrap(), b"ab");
+        assert!(from_base64("!!").is_none());
     }
 
     #[test]

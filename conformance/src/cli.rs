@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! limen-conformance replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
-//! limen-conformance check   --endpoint URL --transport unix|http|mcp [--bearer T]
+//! limen-conformance check   --endpoint URL --transport unix|http|mcp|grpc [--bearer T]
 //!                           [--corpus DIR] [--scenarios DIR|none] [--control PATH]
 //!                           [--exposure NAME] [--with NAME=URL]… [--as-peer UID]
 //!                           [--settle MS] [--timeout S] [--max-wait S]
@@ -34,9 +34,10 @@ usage: limen-conformance <command> [options]
           [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
           [--max-wait S]
       Run the recorded exchanges against a live server (unix:<path>,
-      http://host:port, or mcp://host:port for an MCP listener) and compare
-      its replies with the recorded ones. Over MCP a corpus with no wire/mcp
-      records sends its wire/http call records as tools/call.
+      http://host:port, mcp://host:port for an MCP listener, or
+      grpc://host:port for a gRPC one) and compare its replies with the
+      recorded ones. Over MCP a corpus with no wire/mcp records sends its
+      wire/http call records as tools/call, over gRPC as unary calls.
       --control names the server's control socket (gate|open|drain|resume
       <instance>, stop), without which full, shutting_down and unavailable
       are reported not provoked; --exposure names the exposure the endpoint

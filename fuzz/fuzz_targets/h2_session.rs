@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         failed = session.handle_data(0, piece).is_err();
         while let Some(event) = session.poll_event() {
             match event {
-                H2Event::GoAway { .. } => {}
+                H2Event::GoAway { .. } | H2Event::Trailers { .. } => {}
                 H2Event::Headers {
                     stream, end_stream, ..
                 } => {

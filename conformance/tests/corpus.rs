@@ -83,8 +83,8 @@ fn every_record_equals_the_reference_record_of_its_name() {
     }
     let n = ours.records.len();
     assert_eq!(
-        n, 68,
-        "ten outcomes and the describes per transport, what only MCP has, and the transport failures; over gRPC the ten outcomes, Public's two describes and three calls under +proto"
+        n, 69,
+        "ten outcomes and the describes per transport, what only MCP has, and the transport failures; over gRPC the ten outcomes, Public's two describes and three calls under +proto and the stop's transport failure"
     );
     let (code, out, _) = run(&["compare", "--reference", s(&reference)]);
     assert_eq!(code, 0, "{out}");

@@ -265,18 +265,20 @@ fn mcp_every_outcome_live_recorded_and_replayed() {
 #[test]
 fn grpc_every_outcome_live() {
     // Each place takes the demo's next order id, and each record's order
-    // is the first (41): the +proto result is checked against a demo of
-    // its own, the other records against another.
+    // is the first (41); and a stop ends a server. So the +proto result and
+    // the stop's abandoned call (whose place never completes) are checked
+    // against a demo of their own, the other records against another.
     let names = project_names("grpc");
     assert_eq!(
         names.len(),
-        15,
-        "the ten outcomes, two describes, three +proto calls"
+        16,
+        "the ten outcomes, two describes, three +proto calls, the stop's transport failure"
     );
     let (alone, rest): (Vec<&str>, Vec<&str>) = names
         .iter()
         .map(String::as_str)
-        .partition(|n| *n == "grpc/result.proto");
+        .partition(|n| *n == "grpc/result.proto" || *n == "grpc/transport_failure.stop_wait");
+    assert_eq!(alone.len(), 2);
     for (tag, names) in [("grpc", rest), ("grpc-proto", alone)] {
         let demo = boot(tag, None);
         let corpus = demo.dir.0.join("selected");

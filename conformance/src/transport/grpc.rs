@@ -166,11 +166,15 @@ pub fn read_response(raw: &[u8]) -> Result<Response, String> {
     client.flush().map_err(|e| e.to_string())?;
     let n = client.queued().len();
     client.consume_output(0, n);
-    client
-        .handle_data(0, raw)
-        .map_err(|e| format!("the server's bytes are not HTTP/2 a client reads: {e}"))?;
+    let read = client.handle_data(0, raw);
     let mut r = Response::default();
+    // What stream 1 says up to its end, and nothing after: a reply once
+    // whole does not change as more bytes arrive, even bytes nghttp2
+    // refuses (the connection's error is not the call's).
     while let Some(event) = client.poll_event() {
+        if r.ended || r.reset.is_some() {
+            break;
+        }
         match event {
             H2Event::Headers {
                 stream: 1,
@@ -186,6 +190,11 @@ pub fn read_response(raw: &[u8]) -> Result<Response, String> {
             H2Event::Reset { stream: 1, code } => r.reset = Some(code),
             _ => {}
         }
+    }
+    if let (Err(e), false) = (read, r.ended || r.reset.is_some()) {
+        return Err(format!(
+            "the server's bytes are not HTTP/2 a client reads: {e}"
+        ));
     }
     Ok(r)
 }
@@ -686,6 +695,41 @@ mod tests {
         assert_eq!(from_base64("YWI=").unwrap(), b"ab");
         assert_eq!(from_base64("YWI").unwrap(), b"ab");
         assert!(from_base64("!!").is_none());
+    }
+
+    /// The bytes a server session writes for a trailers-only answer to
+    /// the call on stream 1, and then `after`.
+    fn answered(after: &[u8]) -> Vec<u8> {
+        let mut server = Session::server(Limits::default()).unwrap();
+        let call = request(&json!({"path": "/S/m", "headers": {}}), None).unwrap();
+        server.handle_data(0, &call).unwrap();
+        while server.poll_event().is_some() {}
+        let head: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"grpc-status", b"3")];
+        server.respond_headers_only(1, &head).unwrap();
+        let mut out = server.pending_output().unwrap().to_vec();
+        out.extend_from_slice(after);
+        out
+    }
+
+    #[test]
+    fn a_reply_once_whole_does_not_change_with_more_bytes() {
+        let whole = answered(b"");
+        let reply = read_reply(&whole, false).unwrap().unwrap();
+        assert_eq!(
+            reply,
+            json!({"headers": {":status": "200", "grpc-status": "3"}})
+        );
+        // RST_STREAM on stream 1, then bytes that are no frame at all.
+        let rst = [0, 0, 4, 3, 0, 0, 0, 0, 1, 0, 0, 0, 8];
+        let more = answered(&[&rst[..], b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"].concat());
+        assert_eq!(read_reply(&more, false).unwrap().unwrap(), reply);
+        // The server's SETTINGS (nine bytes of frame header, three
+        // six-byte entries) and nothing for the call: no reply yet, and at
+        // the end of the stream a transport failure.
+        let settings = &whole[..27];
+        assert_eq!(settings[3], 4, "a SETTINGS frame");
+        assert_eq!(read_reply(settings, false), Ok(None));
+        assert_eq!(read_reply(settings, true), Ok(Some(super::super::eof())));
     }
 
     #[test]

@@ -494,7 +494,25 @@ impl World {
                         self.served[s].exposure.recalled(request_id);
                     }
                 }
-                Event::StopListening => self.served[s].listening = false,
+                Event::StopListening => {
+                    self.served[s].listening = false;
+                    // As the server's loop does when it closes the
+                    // listener: the exposure's gRPC connections, which
+                    // outlive a request, are told to end.
+                    let now = self.now;
+                    let open: Vec<Correlation> = self
+                        .conns
+                        .iter()
+                        .filter(|(_, conn)| conn.served == s && !conn.closed)
+                        .map(|(c, _)| *c)
+                        .collect();
+                    for c in open {
+                        if let Some(conn) = self.conns.get_mut(&c) {
+                            conn.front.stop(now);
+                        }
+                        self.flush(c);
+                    }
+                }
             }
         }
     }
@@ -701,5 +719,38 @@ mod tests {
         // The handler still runs once its gate opens; nothing is written.
         w.open("self.ledger");
         assert!(w.output(c).is_empty());
+    }
+
+    /// The frame types of `bytes`, in order.
+    fn frame_types(mut bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        while bytes.len() >= 9 {
+            let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+            out.push(bytes[3]);
+            bytes = &bytes[(9 + len).min(bytes.len())..];
+        }
+        out
+    }
+
+    #[test]
+    fn stop_ends_a_grpc_connection_with_goaway_after_its_answer() {
+        use crate::transport::grpc;
+        const GOAWAY: u8 = 7;
+        let mut w = world();
+        let s = w.served("grpc").unwrap();
+        let c = w.connect(s, PeerCredentials::UNNAMED).unwrap();
+        let describe = grpc::Grpc.describe_request(Some("t-alice"));
+        w.send(c, &grpc::request(&describe, None).unwrap());
+        let answered = grpc::read_reply(w.output(c), false).unwrap().unwrap();
+        assert_eq!(answered["trailers"]["grpc-status"], "0");
+        // An HTTP/2 connection outlives its call: open until stop().
+        assert!(!w.is_closed(c));
+        assert!(!frame_types(w.output(c)).contains(&GOAWAY));
+        w.stop();
+        // GOAWAY after the answer, and the connection, with no stream
+        // left, ends; the answer read is the same.
+        assert_eq!(frame_types(w.output(c)).last(), Some(&GOAWAY));
+        assert!(w.is_closed(c));
+        assert_eq!(grpc::read_reply(w.output(c), true).unwrap(), Some(answered));
     }
 }

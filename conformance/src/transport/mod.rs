@@ -204,6 +204,16 @@ impl Machine {
         }
     }
 
+    /// The exposure stopped: a gRPC connection sends GOAWAY after the
+    /// replies already queued and closes once its streams are done (§
+    /// gRPC's `stop()`), as the server's loop stops it; the core's fronts
+    /// end with their one request or their peer.
+    pub fn stop(&mut self, now: Timestamp) {
+        if let Machine::Grpc(f) = self {
+            f.stop(now);
+        }
+    }
+
     /// See [`Front::abort`].
     pub fn abort(&mut self) {
         match self {

@@ -169,6 +169,18 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
     edit(&tmp.0, "mcp/refusal_full", |v| {
         v["scenario"] = serde_json::json!({"steps": [{"exchange": true}]});
     });
+    // Over gRPC: the details' bytes are held exactly, and a protobuf
+    // message is its bytes.
+    edit(&tmp.0, "grpc/refusal_unauthorized", |v| {
+        let bin = v["reply"]["headers"]["grpc-status-details-bin"]
+            .as_str()
+            .unwrap()
+            .replacen("CAcS", "CAgS", 1);
+        v["reply"]["headers"]["grpc-status-details-bin"] = bin.into();
+    });
+    edit(&tmp.0, "grpc/result.proto", |v| {
+        v["reply"]["message_base64"] = "CCoQyNAH".into();
+    });
     std::fs::write(tmp.0.join("wire/unix/broken.json"), "{\"wire\": 1,").unwrap();
     let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
     assert_eq!(code, 1, "{out}");
@@ -176,6 +188,8 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
     assert_eq!(
         failed,
         [
+            "FAIL  grpc/refusal_unauthorized: reply $.headers.grpc-status-details-bin: expected \"CAgSHk9yZGVyczo6Y2FuY2VsIHJlcXVpcmVzIHRyYWRlchp5Ch50eXBlLmhhbGUuZGV2L2hhbGUuYXBpLlJlZnVzYWwS..., got \"CAcSHk9yZGVyczo6Y2FuY2VsIHJlcXVpcmVzIHRyYWRlchp5Ch50eXBlLmhhbGUuZGV2L2hhbGUuYXBpLlJlZnVzYWwS...",
+            "FAIL  grpc/result.proto: reply $.message_base64: expected \"CCoQyNAH\", got \"CCkQyNAH\"",
             "FAIL  http/refusal_full: reply $.body.refusal.reason: expected \"the queue is long\", got \"the exposure holds its bound of requests accepted and not yet answered\"",
             "FAIL  http/result: reply $.headers.content-type: expected \"text/plain\", got \"application/json\"",
             "FAIL  mcp/handler_error: reply $.body.error.data.code: expected \"no_such_order\", got \"unknown_order\"",
@@ -187,7 +201,7 @@ fn a_record_the_machines_do_not_answer_fails_with_its_path() {
         ],
         "{out}"
     );
-    assert!(out.ends_with("46 passed, 8 failed\n"), "{out}");
+    assert!(out.ends_with("60 passed, 10 failed\n"), "{out}");
 }
 
 #[test]
@@ -242,17 +256,17 @@ fn a_timer_fires_at_its_instant_and_not_before() {
 
 #[test]
 fn a_transport_without_a_machine_is_not_passed() {
-    let tmp = Temp::new("replay-grpc");
+    let tmp = Temp::new("replay-ws");
     select(&project(), &["http/result"], &desk(), &tmp.0);
     let record = std::fs::read_to_string(tmp.0.join("wire/http/result.json"))
         .unwrap()
-        .replace("\"transport\": \"http\"", "\"transport\": \"grpc\"");
-    std::fs::create_dir_all(tmp.0.join("wire/grpc")).unwrap();
-    std::fs::write(tmp.0.join("wire/grpc/result.json"), record).unwrap();
+        .replace("\"transport\": \"http\"", "\"transport\": \"ws\"");
+    std::fs::create_dir_all(tmp.0.join("wire/ws")).unwrap();
+    std::fs::write(tmp.0.join("wire/ws/result.json"), record).unwrap();
     let (code, out, _) = run(&["replay", "--corpus", s(&tmp.0)]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("FAIL  grpc/result: limen has no `grpc` machine to replay through yet"),
+        out.contains("FAIL  ws/result: limen has no `ws` machine to replay through yet"),
         "{out}"
     );
     assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");

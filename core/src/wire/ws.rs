@@ -20,6 +20,15 @@
 //! 5. Write [`pending_output`](WsConn::pending_output), report it with
 //!    [`consume_output`](WsConn::consume_output); close the socket once
 //!    [`is_closed`](WsConn::is_closed) and the output is written.
+//!
+//! [`Hub`] (§ Streams) drives one `WsConn` per upgraded connection and
+//! speaks the hub's JSON frames over it.
+
+pub mod hub;
+pub mod hub_spec;
+
+pub use hub::{ConnId, Hub, HubEvent, Published};
+pub use hub_spec::{HubLimits, HubSpec, OnFull, StreamSpec};
 
 use std::collections::VecDeque;
 

@@ -13,8 +13,11 @@
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
 //! provoke the outcomes that need the server's cooperation, and
 //! `--record DIR` writes every exchange in the conformance record format
-//! ([`record`]).
+//! ([`record`]). With [`DemoOptions::hub`] it serves the program's
+//! WebSocket hub `fills` too ([`hub`]): every accepted `Orders::place`
+//! publishes its fill there.
 
+pub mod hub;
 pub mod record;
 pub mod witness;
 
@@ -61,6 +64,9 @@ pub struct DemoOptions {
     pub record: Option<PathBuf>,
     /// How many connection loops serve (`--loops N`); 0, one per core.
     pub loops: usize,
+    /// Where to serve the program's WebSocket hub (`--hub ADDR`); `None`
+    /// serves none.
+    pub hub: Option<String>,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -100,6 +106,7 @@ pub struct Demo {
     banner: String,
     endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
+    hub: Option<hub::ServedHub>,
 }
 
 impl std::fmt::Debug for Demo {
@@ -164,6 +171,10 @@ impl Demo {
         })
         .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
         let instances = witness::Instances::new(&program);
+        let hub = match &options.hub {
+            Some(address) => Some(hub::serve(&program, &instances, address)?),
+            None => None,
+        };
         let mut workers: BTreeMap<String, Instance> = BTreeMap::new();
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
@@ -292,6 +303,11 @@ impl Demo {
             endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
+        if let Some(h) = &hub {
+            let endpoint = format!("ws://{}", h.bound);
+            banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            endpoints.push(("fills".to_owned(), h.identity.clone(), h.bound.clone()));
+        }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
             if let Some(addr) = endpoint.strip_prefix("mcp://") {
@@ -320,6 +336,15 @@ impl Demo {
                     "  hale call {endpoint} Orders::cancel --order 41\n"
                 ));
             }
+        }
+        if let Some(h) = &hub {
+            let addr = &h.bound;
+            banner.push_str(&format!(
+                "  curl -s -H 'Authorization: Bearer t-dave' http://{addr}/.description\n"
+            ));
+            banner.push_str(&format!(
+                "  python3 -m websockets 'ws://{addr}/?access_token=t-dave'   then send {{\"type\": \"subscribe\", \"topic\": \"Fills\"}} and place an order\n"
+            ));
         }
         banner.push_str("stop with Ctrl-C\n");
         if let Some(dir) = &options.record {
@@ -350,6 +375,7 @@ impl Demo {
             banner,
             endpoints,
             control,
+            hub,
         })
     }
 
@@ -368,7 +394,9 @@ impl Demo {
         self.server.stop_handle()
     }
 
-    /// Serves until stopped.
+    /// Serves until stopped. The hub, when served, runs on a thread of its
+    /// own and stops once the exposures have: `closed` to each of its
+    /// connections after what was queued for it.
     pub fn run(mut self) -> std::io::Result<()> {
         if let Some((listener, path, instances)) = self.control.take() {
             let stop = self.server.stop_handle();
@@ -376,7 +404,25 @@ impl Demo {
                 .name("hale demo control".into())
                 .spawn(move || control_loop(listener, &path, instances, stop))?;
         }
-        self.server.run()
+        let hub = match self.hub.take() {
+            Some(h) => {
+                let handle = h.handle.clone();
+                let thread = std::thread::Builder::new()
+                    .name("hale hub".into())
+                    .spawn(move || h.server.run())?;
+                Some((handle, thread))
+            }
+            None => None,
+        };
+        let served = self.server.run();
+        if let Some((handle, thread)) = hub {
+            handle.stop();
+            match thread.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(std::io::Error::other("the hub's loop panicked")),
+            }
+        }
+        served
     }
 }
 

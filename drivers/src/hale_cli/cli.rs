@@ -135,6 +135,10 @@ pub struct DemoArgs {
     /// Where Public is served over MCP.
     #[arg(long, value_name = "ADDR", default_value = super::demo::DEFAULT_MCP)]
     pub mcp: String,
+    /// Where the program's WebSocket hub `fills` listens (none unless
+    /// given); every accepted Orders::place publishes its fill there.
+    #[arg(long, value_name = "ADDR")]
+    pub hub: Option<String>,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,

@@ -14,6 +14,8 @@
 //!   loop that owns its connection (a correlation names its loop).
 //! - A worker ([`worker`]) runs one call at a time of its receiver, behind
 //!   a panic boundary, and reports how it ended to the owner.
+//! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
+//!   holds every connection of the hub.
 //!
 //! No lock is held across a step of any machine: threads exchange messages
 //! through mailboxes. The driver frames nothing and encodes nothing; the
@@ -22,6 +24,7 @@
 //! `docs/architecture.md` for one call's path.
 
 mod conn_loop;
+pub mod hub;
 mod mailbox;
 mod net;
 mod owner;

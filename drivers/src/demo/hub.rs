@@ -1,0 +1,100 @@
+//! The witness's hub served by `hale demo --hub ADDR`: `fills`, a
+//! `ws::Hub` under the bearer source `Tokens` and the role source
+//! `hub_roles` (dave holds `operator`), its one stream `Fills` fed by every
+//! `Orders::place` that is accepted, as the program's `Fills <- Fill { … }`
+//! publishes it.
+
+use std::sync::{Arc, Mutex};
+
+use limen_core::hale::docs::ExposureDescriber;
+use limen_core::hale::model::Program;
+use limen_core::hale::runtime::{Grants, Principal, RoleSource, RoleTable};
+use limen_core::wire::ws::{Hub, HubSpec};
+
+use super::witness::{self, FillSink, Instances};
+use super::BootError;
+use crate::serve::hub::{HubHandle, HubServer};
+use crate::serve::{BoundAddress, Listener};
+
+/// A role source the demo can change while the hub holds it (a revoke
+/// from the control socket), read as the static table it wraps.
+#[derive(Clone, Debug, Default)]
+pub struct SharedRoles(pub Arc<Mutex<RoleTable>>);
+
+impl SharedRoles {
+    fn table(&self) -> std::sync::MutexGuard<'_, RoleTable> {
+        // The table is plain data: a poisoned lock still holds a whole one.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl RoleSource for SharedRoles {
+    fn holds(&self, principal: &Principal, role: &str) -> bool {
+        self.table().holds(principal, role)
+    }
+    fn grants(&self, principal: &Principal) -> Option<Grants> {
+        self.table().grants(principal)
+    }
+}
+
+/// The hub served, ready to run on a thread of its own.
+#[derive(Debug)]
+pub struct ServedHub {
+    /// The loop to run.
+    pub server: HubServer,
+    /// Its handle: publish, announce, stop.
+    pub handle: HubHandle,
+    /// The hub exposure's identity, `hub@<stream digest>/fills`.
+    pub identity: String,
+    /// Where it listens.
+    pub bound: BoundAddress,
+    /// Its role source, to revoke from.
+    pub roles: SharedRoles,
+}
+
+/// Binds the witness's hub at `address` and has both `Orders` instances
+/// publish their fills to it.
+pub fn serve(
+    program: &Program,
+    instances: &Instances,
+    address: &str,
+) -> Result<ServedHub, BootError> {
+    let hub = program
+        .hubs
+        .first()
+        .and_then(|h| h.name())
+        .ok_or_else(|| BootError("hale demo: the program declares no hub".into()))?
+        .to_owned();
+    let listener = Listener::bind_tcp(address)
+        .map_err(|err| BootError(format!("api: ws::Hub could not listen on {address}: {err}")))?;
+    let bound = listener.bound();
+    let fail = |err: String| BootError(format!("hale demo: cannot serve the hub {hub}: {err}"));
+    let spec = HubSpec::from_program(program, &hub).map_err(fail)?;
+    let identity = program
+        .hub_exposure_id(&hub)
+        .map_err(|err| fail(err.to_string()))?;
+    let describer = ExposureDescriber::new(program, &hub, Some(&bound.to_string()))
+        .map_err(|err| fail(err.to_string()))?;
+    let roles = SharedRoles(Arc::new(Mutex::new(witness::grants(program, "hub_roles"))));
+    let machine = Hub::new(
+        spec,
+        Some(Box::new(witness::tokens())),
+        Box::new(roles.clone()),
+        Box::new(describer),
+    );
+    let server = HubServer::new(listener, machine).map_err(|err| fail(err.to_string()))?;
+    let handle = server.handle();
+    for orders in [&instances.orders, &instances.partner_orders] {
+        let to = handle.clone();
+        orders.publish_to(FillSink(Arc::new(move |fill| {
+            to.publish("Fills", fill.to_json())
+        })));
+    }
+    Ok(ServedHub {
+        server,
+        handle,
+        identity,
+        bound,
+        roles,
+    })
+}

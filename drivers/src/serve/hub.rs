@@ -1,0 +1,317 @@
+//! A WebSocket hub served: one mio loop on a thread of its own that accepts
+//! on the hub's listener, moves bytes between its sockets and the core's
+//! [`Hub`] machine, and takes the program's side (publish, announce, stop)
+//! from a mailbox any thread may write to ([`HubHandle`]).
+//!
+//! The hub is one machine for all its connections (a publish is offered to
+//! every subscription at once), so its connections live on this loop and
+//! not on the request loops of [`Server`](super::Server); nothing of a hub
+//! passes through the exposures' owner. Timers (a credential's expiry, a
+//! write stalled 5 s, a close the peer never answers) are the machine's:
+//! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use limen_core::wire::ws::{ConnId, Hub, HubEvent, Published};
+use limen_core::Timestamp;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::mailbox::Mailbox;
+use super::net::{BoundAddress, Listener, Stream};
+use super::unix_now;
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX);
+
+/// What another thread asks of a served hub.
+#[derive(Debug)]
+pub enum HubCommand {
+    /// Publish `payload` (its JSON text by the row's codec) on `topic`.
+    Publish {
+        /// The topic.
+        topic: String,
+        /// The payload's JSON text.
+        payload: String,
+    },
+    /// A role source's revision: recheck every subscription.
+    Announce(u64),
+    /// `stop()`: `closed` to every connection after what was queued, then
+    /// the close frame; the listener closes.
+    Stop,
+}
+
+/// Publishes to, announces to and stops a served hub, from any thread.
+#[derive(Clone)]
+pub struct HubHandle {
+    inbox: Arc<Mailbox<HubCommand>>,
+}
+
+impl std::fmt::Debug for HubHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubHandle").finish_non_exhaustive()
+    }
+}
+
+impl HubHandle {
+    /// Publishes `payload` (JSON text) on `topic`.
+    pub fn publish(&self, topic: &str, payload: String) {
+        self.inbox.send(HubCommand::Publish {
+            topic: topic.to_owned(),
+            payload,
+        });
+    }
+
+    /// Announces a role source's revision.
+    pub fn announce(&self, revision: u64) {
+        self.inbox.send(HubCommand::Announce(revision));
+    }
+
+    /// Stops the hub; [`HubServer::run`] returns once every connection is
+    /// closed.
+    pub fn stop(&self) {
+        self.inbox.send(HubCommand::Stop);
+    }
+}
+
+/// A hub bound and ready to run. See the module documentation.
+pub struct HubServer {
+    poll: Poll,
+    listener: Option<Listener>,
+    bound: BoundAddress,
+    hub: Hub,
+    inbox: Arc<Mailbox<HubCommand>>,
+    conns: HashMap<ConnId, Stream>,
+    next_id: ConnId,
+    started: Instant,
+}
+
+impl std::fmt::Debug for HubServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubServer")
+            .field("bound", &self.bound)
+            .field("hub", &self.hub)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HubServer {
+    /// Serves `hub` on `listener` (a TCP listener; see
+    /// [`Listener::bind_tcp`]), which is what its describer was told.
+    pub fn new(listener: Listener, hub: Hub) -> io::Result<HubServer> {
+        let bound = listener.bound();
+        let (BoundAddress::Tcp(_), Some(fd)) = (&bound, listener.raw_fd()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a WebSocket hub listens on TCP",
+            ));
+        };
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut SourceFd(&fd), LISTENER, Interest::READABLE)?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        Ok(HubServer {
+            poll,
+            listener: Some(listener),
+            bound,
+            hub,
+            inbox: Arc::new(Mailbox::new(waker)),
+            conns: HashMap::new(),
+            next_id: 0,
+            started: Instant::now(),
+        })
+    }
+
+    /// Where the hub listens.
+    pub fn bound(&self) -> &BoundAddress {
+        &self.bound
+    }
+
+    /// A handle for the program's side.
+    pub fn handle(&self) -> HubHandle {
+        HubHandle {
+            inbox: self.inbox.clone(),
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.started.elapsed().as_nanos() as Timestamp
+    }
+
+    /// Serves until stopped ([`HubHandle::stop`]) and every connection is
+    /// closed.
+    pub fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(256);
+        let mut commands = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let timeout = self.hub.poll_timeout().map(|at| {
+                let now = self.now();
+                // A millisecond past the deadline, so the machine finds it
+                // reached (the poll rounds down).
+                Duration::from_nanos(at.saturating_sub(now)) + Duration::from_millis(1)
+            });
+            self.inbox.sleep();
+            self.inbox.take(&mut commands);
+            let timeout = if commands.is_empty() {
+                timeout
+            } else {
+                Some(Duration::ZERO)
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            self.inbox.awake();
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => {
+                        let id = t as ConnId;
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.read(id, &mut buf);
+                        }
+                        if event.is_writable() {
+                            self.flush(id);
+                        }
+                    }
+                }
+                self.drain();
+            }
+            let mut more = Vec::new();
+            self.inbox.take(&mut more);
+            commands.append(&mut more);
+            for command in commands.drain(..) {
+                let now = self.now();
+                match command {
+                    HubCommand::Publish { topic, payload } => {
+                        // An event too large for the bus frame reaches no
+                        // remote subscriber: the machine says so and
+                        // offers it to nobody.
+                        let _: Published = self.hub.publish(now, &topic, &payload);
+                    }
+                    HubCommand::Announce(revision) => self.hub.announce(now, revision),
+                    HubCommand::Stop => {
+                        self.hub.stop(now);
+                        if let Some(l) = self.listener.take() {
+                            if let Some(fd) = l.raw_fd() {
+                                let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+                            }
+                        }
+                    }
+                }
+                self.drain();
+            }
+            let now = self.now();
+            if self.hub.poll_timeout().is_some_and(|at| at <= now) {
+                self.hub.handle_timeout(now);
+                self.drain();
+            }
+            if self.hub.is_finished() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok(None) => return,
+                Ok(Some((mut stream, _))) => {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    let token = Token(id as usize);
+                    if stream
+                        .register(
+                            self.poll.registry(),
+                            token,
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    self.conns.insert(id, stream);
+                    let now = self.now();
+                    self.hub.handle_accept(now, id);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors and the like: try again at the next
+                // readiness rather than spin.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn read(&mut self, id: ConnId, buf: &mut [u8]) {
+        loop {
+            let Some(stream) = self.conns.get_mut(&id) else {
+                return;
+            };
+            match stream.read(buf) {
+                Ok(0) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+                Ok(n) => {
+                    let now = self.now();
+                    self.hub.handle_data(now, unix_now(), id, &buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what `id` has pending until the socket takes no more.
+    fn flush(&mut self, id: ConnId) {
+        loop {
+            let Some(stream) = self.conns.get_mut(&id) else {
+                return;
+            };
+            let out = self.hub.pending_output(id);
+            if out.is_empty() {
+                return;
+            }
+            match stream.write(out) {
+                Ok(n) => {
+                    let now = self.now();
+                    self.hub.consume_output(now, id, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Acts on the machine's events until it has none.
+    fn drain(&mut self) {
+        while let Some(event) = self.hub.poll_event() {
+            match event {
+                HubEvent::Output(id) => self.flush(id),
+                // Dropping the socket closes it, which takes it out of the
+                // poll.
+                HubEvent::Close(id) => drop(self.conns.remove(&id)),
+            }
+        }
+    }
+}

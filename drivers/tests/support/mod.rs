@@ -42,6 +42,8 @@ pub struct Demo {
     pub partner: String,
     /// The MCP exposure's `host:port`.
     pub mcp: String,
+    /// The WebSocket hub's `host:port`, when `--hub` serves one.
+    pub hub: String,
     /// The admin socket.
     pub admin: PathBuf,
     /// The control socket.
@@ -101,6 +103,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut public, mut partner, mut mcp) = (String::new(), String::new(), String::new());
+    let mut hub = String::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
         if line.starts_with("stop with") {
@@ -111,6 +114,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
             let addr = endpoint
                 .trim_start_matches("http://")
                 .trim_start_matches("mcp://")
+                .trim_start_matches("ws://")
                 .to_owned();
             if identity.ends_with("/public") {
                 public = addr;
@@ -118,6 +122,8 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
                 partner = addr;
             } else if identity.ends_with("/mcp") {
                 mcp = addr;
+            } else if identity.starts_with("hub@") {
+                hub = addr;
             }
         }
     }
@@ -132,6 +138,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         public,
         partner,
         mcp,
+        hub,
         admin,
         control,
         dir,

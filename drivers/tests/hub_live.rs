@@ -1,0 +1,189 @@
+//! The WebSocket hub, live: `hale demo --hub` run as a process and driven
+//! by a WebSocket client nobody here wrote (Python `websockets` 17, its sync
+//! client, in `drivers/tests/peer/hub_client.py`): the description for
+//! three callers, a subscribe by header and by query, an order placed over
+//! HTTP and its fill read with its seq, each refusal, and `closed` then the
+//! close frame at stop. The peer is installed by `scripts/install-peers`
+//! under `<repo>/.peers/venv`; the test skips with a message when it is
+//! absent, unless `LIMEN_REQUIRE_PEERS=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+mod support;
+
+use support::{absent, demo, HALE};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv's Python when it has `websockets`.
+fn python() -> Option<PathBuf> {
+    let python = root().join(".peers/venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import websockets.sync.client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Some(python)
+    } else {
+        absent(&format!(
+            "Python websockets is absent ({})",
+            python.display()
+        ));
+        None
+    }
+}
+
+/// The witness's description of the hub for `caller`, its listener the
+/// address the demo bound ("the listener's address as bound").
+fn fixture(caller: &str, bound: &str) -> Option<Value> {
+    let path = root().join(format!(
+        "../shared/hale-witness/fills.{caller}.description.json"
+    ));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!(
+            "skipped the description check: {} is absent",
+            path.display()
+        );
+        return None;
+    };
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["listener"]["address"] = json!(bound);
+    Some(doc)
+}
+
+fn event(seq: u64, order: &Value, qty: i64, price: i64) -> Value {
+    json!({"type": "event", "topic": "Fills", "seq": seq,
+           "payload": {"order": order, "qty": qty, "price": price}})
+}
+
+fn refusal(topic: Value, kind: &str, reason: &str) -> Value {
+    json!({"type": "refusal", "topic": topic, "refusal": {"kind": kind, "reason": reason}})
+}
+
+#[test]
+fn a_websocket_client_subscribes_reads_each_fill_is_refused_and_sees_closed_at_stop() {
+    let Some(python) = python() else { return };
+    let mut d = demo("hub", &["--hub", "127.0.0.1:0"]);
+    assert!(!d.hub.is_empty(), "the banner names the hub");
+    let out = Command::new(python)
+        .arg("-W")
+        .arg("error::DeprecationWarning")
+        .arg(root().join("drivers/tests/peer/hub_client.py"))
+        .args([&d.hub, &d.public])
+        .arg(&d.control)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hub_client.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // GET /.description before any upgrade: the caller's document.
+    for caller in ["dave", "bob"] {
+        if let Some(want) = fixture(caller, &d.hub) {
+            assert_eq!(got["descriptions"][caller], json!([200, want]), "{caller}");
+        }
+    }
+    assert_eq!(
+        got["descriptions"]["nobody"],
+        json!([401, {"refusal": {"kind": "unauthenticated", "reason": "the sources name nobody"}}])
+    );
+
+    // Admitted by the header and by ?access_token=.
+    let subscribed = json!({"type": "subscribed", "topic": "Fills"});
+    assert_eq!(got["subscribed"], json!([subscribed, subscribed]));
+
+    // Each accepted Orders::place publishes its Fill; each subscription
+    // numbers its events from 1.
+    let first = &got["first"];
+    let order = &first["receipt"]["order"];
+    assert!(order.is_i64(), "{first}");
+    let want = event(1, order, 10, 12500);
+    assert_eq!(first["events"], json!([want, want]));
+    // A second subscribe is answered again and changes nothing.
+    assert_eq!(got["again"], subscribed);
+    let second = &got["second"];
+    assert_eq!(
+        second["events"],
+        json!([event(2, &second["receipt"]["order"], 3, 9900)])
+    );
+
+    let r = &got["refusals"];
+    assert_eq!(
+        r["unauthenticated"],
+        refusal(json!("Fills"), "unauthenticated", "the sources name nobody")
+    );
+    assert_eq!(
+        r["unauthorized"],
+        json!({"type": "refusal", "topic": "Fills",
+               "refusal": {"kind": "unauthorized", "reason": "Fills requires operator",
+                           "requires": ["operator"]}})
+    );
+    assert_eq!(
+        r["unknown_topic"],
+        refusal(json!("Quotes"), "malformed", "unknown_topic: Quotes")
+    );
+    assert_eq!(
+        r["no_topic"],
+        refusal(
+            Value::Null,
+            "malformed",
+            "a subscribe names its topic as a string"
+        )
+    );
+    assert_eq!(
+        r["not_a_frame"],
+        refusal(
+            Value::Null,
+            "malformed",
+            "not a frame: a frame is one JSON object naming its type"
+        )
+    );
+
+    // stop(): closed, then the close frame (1001, going away).
+    assert_eq!(
+        got["closing"],
+        json!([{"type": "closed", "reason": "shutting_down"}])
+    );
+    assert_eq!(got["close_code"], 1001);
+    let status = d
+        .wait_exit(Duration::from_secs(15))
+        .expect("the demo exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn a_hub_address_that_cannot_be_bound_fails_the_boot() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("limen-hub-boot-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let out = Command::new(HALE)
+        .args([
+            "demo",
+            "--public",
+            "127.0.0.1:0",
+            "--partner",
+            "127.0.0.1:0",
+        ])
+        .args(["--mcp", "127.0.0.1:0", "--hub", &addr])
+        .arg("--admin-socket")
+        .arg(dir.join("admin.sock"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("api: ws::Hub could not listen on {addr}")),
+        "{stderr}"
+    );
+}

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 mod support;
 
-use support::{absent, demo, HALE};
+use support::{absent, demo, Demo, HALE};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -66,25 +66,30 @@ fn refusal(topic: Value, kind: &str, reason: &str) -> Value {
     json!({"type": "refusal", "topic": topic, "refusal": {"kind": kind, "reason": reason}})
 }
 
-#[test]
-fn a_websocket_client_subscribes_reads_each_fill_is_refused_and_sees_closed_at_stop() {
-    let Some(python) = python() else { return };
-    let mut d = demo("hub", &["--hub", "127.0.0.1:0"]);
+/// Runs `hub_client.py SCENARIO` against `d`; what it saw.
+fn client(python: &Path, scenario: &str, d: &Demo) -> Value {
     assert!(!d.hub.is_empty(), "the banner names the hub");
     let out = Command::new(python)
         .arg("-W")
         .arg("error::DeprecationWarning")
         .arg(root().join("drivers/tests/peer/hub_client.py"))
-        .args([&d.hub, &d.public])
+        .args([scenario, &d.hub, &d.public])
         .arg(&d.control)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "hub_client.py: {}",
+        "hub_client.py {scenario}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_websocket_client_subscribes_reads_each_fill_is_refused_and_sees_closed_at_stop() {
+    let Some(python) = python() else { return };
+    let mut d = demo("hub", &["--hub", "127.0.0.1:0"]);
+    let got = client(&python, "tour", &d);
 
     // GET /.description before any upgrade: the caller's document.
     for caller in ["dave", "bob"] {
@@ -158,6 +163,44 @@ fn a_websocket_client_subscribes_reads_each_fill_is_refused_and_sees_closed_at_s
         .wait_exit(Duration::from_secs(15))
         .expect("the demo exits");
     assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn expiry_and_revocation_provoked_from_outside_each_end_the_subscription_with_one_frame() {
+    let Some(python) = python() else { return };
+    let d = demo("hub-invalidate", &["--hub", "127.0.0.1:0"]);
+    let got = client(&python, "invalidate", &d);
+    assert_eq!(got["controls"], json!(["ok\n", "ok\n", "ok\n"]));
+    let subscribed = json!({"type": "subscribed", "topic": "Fills"});
+    // The credential's instant ends the subscription, no event needed.
+    assert_eq!(
+        got["expiring"],
+        json!([subscribed, {"type": "unauthorized", "topic": "Fills", "reason": "expired"}])
+    );
+    let after = got["expired_after_s"].as_f64().unwrap();
+    assert!((0.8..5.0).contains(&after), "expired after {after} s");
+    assert_eq!(
+        got["spent"],
+        refusal(
+            json!("Fills"),
+            "unauthenticated",
+            "the bearer token is refused: expired"
+        )
+    );
+    // A revision that takes dave's grant: one unauthorized frame, and no
+    // event after it.
+    assert_eq!(got["subscribed"], subscribed);
+    let before = &got["before"];
+    assert_eq!(
+        before["event"],
+        event(1, &before["receipt"]["order"], 10, 12500)
+    );
+    assert_eq!(
+        got["revoked"],
+        json!({"type": "unauthorized", "topic": "Fills", "reason": "revoked"})
+    );
+    assert_eq!(got["after_revocation"], Value::Null);
+    assert_eq!(got["again"]["refusal"]["kind"], "unauthorized");
 }
 
 #[test]

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::Program;
-use limen_core::hale::runtime::{Grants, Principal, RoleSource, RoleTable};
+use limen_core::hale::runtime::{
+    BearerSource, Grants, Principal, RoleSource, RoleTable, TokenTable,
+};
 use limen_core::wire::ws::{Hub, HubSpec};
 
 use super::witness::{self, FillSink, Instances};
@@ -37,6 +39,85 @@ impl RoleSource for SharedRoles {
     }
 }
 
+/// A bearer source the demo can change while the hub holds it (a
+/// credential given an expiry from the control socket).
+#[derive(Clone, Debug, Default)]
+pub struct SharedTokens(pub Arc<Mutex<TokenTable>>);
+
+impl SharedTokens {
+    fn table(&self) -> std::sync::MutexGuard<'_, TokenTable> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl BearerSource for SharedTokens {
+    fn principal(&self, token: &str) -> Option<Principal> {
+        self.table().principal(token)
+    }
+    fn refused(&self) -> Option<String> {
+        self.table().refused()
+    }
+    fn expiry(&self, token: &str) -> Option<u64> {
+        self.table().expiry(token)
+    }
+}
+
+/// What the control socket may do to the hub: revoke and grant roles
+/// under its role source (announcing each revision, as a table fixed in
+/// the program cannot), and give a credential an expiry.
+#[derive(Clone, Debug)]
+pub struct HubControl {
+    /// The hub.
+    pub handle: HubHandle,
+    /// Its role source.
+    pub roles: SharedRoles,
+    /// Its bearer source.
+    pub tokens: SharedTokens,
+}
+
+impl HubControl {
+    /// Answers one control line of the hub's (`revoke P R`, `grant P R`,
+    /// `expire TOKEN MS`); `None` when the verb is not the hub's.
+    pub fn handle(&self, verb: &str, args: &[&str]) -> Option<Result<(), String>> {
+        Some(match (verb, args) {
+            ("revoke" | "grant", [principal, role]) => {
+                let revision = {
+                    let mut table = self.roles.table();
+                    if verb == "revoke" {
+                        table.revoke(principal, role);
+                    } else {
+                        table.add_grant(principal, role);
+                    }
+                    table
+                        .grants(&Principal::bearer(principal))
+                        .map_or(0, |g| g.revision)
+                };
+                self.handle.announce(revision);
+                Ok(())
+            }
+            ("expire", [token, ms]) => {
+                let ms: u64 = match ms.parse() {
+                    Ok(ms) => ms,
+                    Err(_) => return Some(Err(format!("`{ms}` is not milliseconds"))),
+                };
+                let mut table = self.tokens.table();
+                let Some(p) = table.principal(token) else {
+                    return Some(Err(format!("no token `{token}`")));
+                };
+                // 0 is no expiry, as a bearer source states it.
+                let at = if ms == 0 {
+                    0
+                } else {
+                    crate::serve::unix_now() + ms * 1_000_000
+                };
+                *table = std::mem::take(&mut *table).with_expiry(token, &p.name, at);
+                Ok(())
+            }
+            _ => return None,
+        })
+    }
+}
+
 /// The hub served, ready to run on a thread of its own.
 #[derive(Debug)]
 pub struct ServedHub {
@@ -48,8 +129,8 @@ pub struct ServedHub {
     pub identity: String,
     /// Where it listens.
     pub bound: BoundAddress,
-    /// Its role source, to revoke from.
-    pub roles: SharedRoles,
+    /// What the control socket may do to it.
+    pub control: HubControl,
 }
 
 /// Binds the witness's hub at `address` and has both `Orders` instances
@@ -76,9 +157,10 @@ pub fn serve(
     let describer = ExposureDescriber::new(program, &hub, Some(&bound.to_string()))
         .map_err(|err| fail(err.to_string()))?;
     let roles = SharedRoles(Arc::new(Mutex::new(witness::grants(program, "hub_roles"))));
+    let tokens = SharedTokens(Arc::new(Mutex::new(witness::tokens())));
     let machine = Hub::new(
         spec,
-        Some(Box::new(witness::tokens())),
+        Some(Box::new(tokens.clone())),
         Box::new(roles.clone()),
         Box::new(describer),
     );
@@ -91,10 +173,14 @@ pub fn serve(
         })));
     }
     Ok(ServedHub {
+        control: HubControl {
+            handle: handle.clone(),
+            roles,
+            tokens,
+        },
         server,
         handle,
         identity,
         bound,
-        roles,
     })
 }

@@ -400,9 +400,10 @@ impl Demo {
     pub fn run(mut self) -> std::io::Result<()> {
         if let Some((listener, path, instances)) = self.control.take() {
             let stop = self.server.stop_handle();
+            let hub = self.hub.as_ref().map(|h| h.control.clone());
             std::thread::Builder::new()
                 .name("hale demo control".into())
-                .spawn(move || control_loop(listener, &path, instances, stop))?;
+                .spawn(move || control_loop(listener, &path, instances, stop, hub))?;
         }
         let hub = match self.hub.take() {
             Some(h) => {
@@ -501,13 +502,15 @@ fn changed_grants(
     (!changed.is_empty()).then(|| serde_json::json!({ param.clone(): changed }))
 }
 
-/// Control lines: `gate|open|drain|resume <instance>` and `stop`; each is
-/// answered `ok` or `error: …`.
+/// Control lines: `gate|open|drain|resume <instance>` and `stop`, and
+/// with a hub `revoke|grant <principal> <role>` and `expire <token> <ms>`
+/// ([`hub::HubControl`]); each is answered `ok` or `error: …`.
 fn control_loop(
     listener: StdUnixListener,
     path: &Path,
     instances: BTreeMap<String, Instance>,
     stop: StopHandle,
+    hub: Option<hub::HubControl>,
 ) {
     let find = |name: &str| {
         instances
@@ -523,8 +526,11 @@ fn control_loop(
             let Ok(line) = line else { break };
             let mut words = line.split_whitespace();
             let verb = words.next().unwrap_or("");
+            let rest: Vec<&str> = words.clone().collect();
             let target = words.next().and_then(&find);
+            let for_hub = hub.as_ref().and_then(|h| h.handle(verb, &rest));
             let answer = match (verb, target) {
+                _ if for_hub.is_some() => for_hub.unwrap_or(Ok(())),
                 // Answered before they act: each may let the demo finish
                 // stopping, and its process end, at once.
                 ("stop", _) => {

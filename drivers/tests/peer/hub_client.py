@@ -4,21 +4,25 @@ three callers, subscribes by header and by query, places an order over
 HTTP and reads the fill, is refused each way a subscribe can be, and
 reads `closed` when the demo stops. It asserts nothing: it prints what it
 saw as one JSON object, which drivers/tests/hub_live.rs holds to § Streams.
+The scenario `invalidate` instead has the demo's control socket give
+dave's credential an expiry and revoke dave's grant, and reads the
+`unauthorized` frames that follow.
 
-usage: hub_client.py HUB_ADDR PUBLIC_ADDR CONTROL_SOCKET
+usage: hub_client.py tour|invalidate HUB_ADDR PUBLIC_ADDR CONTROL_SOCKET
 """
 
 import contextlib
 import json
 import socket
 import sys
+import time
 import urllib.error
 import urllib.request
 
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-hub, public, control = sys.argv[1], sys.argv[2], sys.argv[3]
+scenario, hub, public, control = sys.argv[1:5]
 TIMEOUT = 10
 
 
@@ -64,51 +68,90 @@ def subscribe(conn, topic="Fills"):
     return ask(conn, {"type": "subscribe", "topic": topic})
 
 
-out = {
-    "descriptions": {
-        "dave": get_description("t-dave"),
-        "bob": get_description("t-bob"),
-        "nobody": get_description(None),
+def control_line(line):
+    with socket.socket(socket.AF_UNIX) as c:
+        c.connect(control)
+        c.sendall(line.encode() + b"\n")
+        return c.recv(256).decode()
+
+
+def tour():
+    out = {
+        "descriptions": {
+            "dave": get_description("t-dave"),
+            "bob": get_description("t-bob"),
+            "nobody": get_description(None),
+        }
     }
-}
 
-dave = ws(token="t-dave")
-by_query = ws(query="t-dave")
-out["subscribed"] = [subscribe(dave), subscribe(by_query)]
+    dave = ws(token="t-dave")
+    by_query = ws(query="t-dave")
+    out["subscribed"] = [subscribe(dave), subscribe(by_query)]
 
-receipt = place(10, 12500)
-out["first"] = {
-    "receipt": receipt,
-    "events": [json.loads(dave.recv(timeout=TIMEOUT)), json.loads(by_query.recv(timeout=TIMEOUT))],
-}
+    receipt = place(10, 12500)
+    out["first"] = {
+        "receipt": receipt,
+        "events": [json.loads(dave.recv(timeout=TIMEOUT)), json.loads(by_query.recv(timeout=TIMEOUT))],
+    }
 
-out["again"] = subscribe(dave)
-receipt = place(3, 9900)
-out["second"] = {"receipt": receipt, "events": [json.loads(dave.recv(timeout=TIMEOUT))]}
-by_query.close()
+    out["again"] = subscribe(dave)
+    receipt = place(3, 9900)
+    out["second"] = {"receipt": receipt, "events": [json.loads(dave.recv(timeout=TIMEOUT))]}
+    by_query.close()
 
-anonymous = ws()
-bob = ws(token="t-bob")
-out["refusals"] = {
-    "unauthenticated": subscribe(anonymous),
-    "unauthorized": subscribe(bob),
-    "unknown_topic": subscribe(dave, "Quotes"),
-    "no_topic": ask(dave, {"type": "subscribe"}),
-    "not_a_frame": ask(dave, "not json"),
-}
+    anonymous = ws()
+    bob = ws(token="t-bob")
+    out["refusals"] = {
+        "unauthenticated": subscribe(anonymous),
+        "unauthorized": subscribe(bob),
+        "unknown_topic": subscribe(dave, "Quotes"),
+        "no_topic": ask(dave, {"type": "subscribe"}),
+        "not_a_frame": ask(dave, "not json"),
+    }
 
-# Stop the demo: the hub writes `closed`, then its close frame.
-with socket.socket(socket.AF_UNIX) as c:
-    c.connect(control)
-    c.sendall(b"stop\n")
-    c.recv(16)
-closing = []
-try:
-    while True:
-        closing.append(json.loads(dave.recv(timeout=TIMEOUT)))
-except ConnectionClosed as e:
-    out["close_code"] = e.rcvd.code if e.rcvd else None
-out["closing"] = closing
+    # Stop the demo: the hub writes `closed`, then its close frame.
+    with socket.socket(socket.AF_UNIX) as c:
+        c.connect(control)
+        c.sendall(b"stop\n")
+        c.recv(16)
+    closing = []
+    try:
+        while True:
+            closing.append(json.loads(dave.recv(timeout=TIMEOUT)))
+    except ConnectionClosed as e:
+        out["close_code"] = e.rcvd.code if e.rcvd else None
+    out["closing"] = closing
 
+    return out
+
+
+def invalidate():
+    out = {}
+    # An expiry 1 s away: the hub ends the subscription at the instant,
+    # with no event to wake it.
+    out["controls"] = [control_line("expire t-dave 1000")]
+    expiring = ws(token="t-dave")
+    start = time.monotonic()
+    out["expiring"] = [subscribe(expiring), json.loads(expiring.recv(timeout=TIMEOUT))]
+    out["expired_after_s"] = time.monotonic() - start
+    out["spent"] = subscribe(expiring)
+    out["controls"].append(control_line("expire t-dave 0"))
+    dave = ws(token="t-dave")
+    out["subscribed"] = subscribe(dave)
+    receipt = place(10, 12500)
+    out["before"] = {"receipt": receipt, "event": json.loads(dave.recv(timeout=TIMEOUT))}
+    # A revision: dave loses operator, and the hub is told.
+    out["controls"].append(control_line("revoke dave operator"))
+    out["revoked"] = json.loads(dave.recv(timeout=TIMEOUT))
+    place(10, 12500)
+    try:
+        out["after_revocation"] = json.loads(dave.recv(timeout=0.5))
+    except TimeoutError:
+        out["after_revocation"] = None
+    out["again"] = subscribe(dave)
+    return out
+
+
+out = tour() if scenario == "tour" else invalidate()
 connections.close()
 print(json.dumps(out))

@@ -230,3 +230,89 @@ fn a_hub_address_that_cannot_be_bound_fails_the_boot() {
         "{stderr}"
     );
 }
+
+#[test]
+fn hale_watch_prints_each_frame_and_exits_by_how_the_hub_ended_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let mut d = demo("hub-watch", &["--hub", "127.0.0.1:0"]);
+    let endpoint = format!("ws://{}", d.hub);
+    // bob's description lists no stream: refused before any subscribe.
+    let bob = Command::new(HALE)
+        .args(["watch", &endpoint, "Fills", "--token", "t-bob"])
+        .output()
+        .unwrap();
+    assert_eq!(bob.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bob.stderr);
+    assert!(
+        stderr.contains("`Fills` is not a stream this caller may subscribe to"),
+        "{stderr}"
+    );
+    // A socket or an HTTP endpoint is refused, naming ws://.
+    for other in [
+        format!("http://{}", d.public),
+        "unix:/tmp/x.sock".to_owned(),
+    ] {
+        let out = Command::new(HALE)
+            .args(["watch", &other, "Fills"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(5), "{other}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("ws://host:port"));
+    }
+
+    let mut dave = Command::new(HALE)
+        .args(["watch", &endpoint, "Fills"])
+        .env("HALE_API_TOKEN", "t-dave")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(dave.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    assert_eq!(next(), json!({"type": "subscribed", "topic": "Fills"}));
+    let reply = limen_drivers::client::wire::http_exchange(
+        &d.public,
+        "POST",
+        "/call/Orders::place",
+        &[("Authorization", "Bearer t-alice".to_owned())],
+        br#"{"symbol":"ACME","qty":7,"limit":100}"#,
+    )
+    .unwrap();
+    let receipt: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(next(), event(1, &receipt["order"], 7, 100));
+    d.control("stop");
+    assert_eq!(next(), json!({"type": "closed", "reason": "shutting_down"}));
+    assert_eq!(dave.wait().unwrap().code(), Some(0));
+    assert!(d
+        .wait_exit(Duration::from_secs(15))
+        .is_some_and(|s| s.success()));
+}
+
+#[test]
+fn hale_watch_exits_1_at_an_unauthorized_frame() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let d = demo("hub-watch-revoked", &["--hub", "127.0.0.1:0"]);
+    let mut dave = Command::new(HALE)
+        .args([
+            "watch",
+            &format!("ws://{}", d.hub),
+            "Fills",
+            "--token",
+            "t-dave",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(dave.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    assert_eq!(next(), json!({"type": "subscribed", "topic": "Fills"}));
+    d.control("revoke dave operator");
+    assert_eq!(
+        next(),
+        json!({"type": "unauthorized", "topic": "Fills", "reason": "revoked"})
+    );
+    assert_eq!(dave.wait().unwrap().code(), Some(1));
+}

@@ -299,6 +299,18 @@ impl Hub {
             .count()
     }
 
+    /// How many frames the subscription of connection `id` to `topic`
+    /// holds behind its write (at most its row's `bound`); `None` when
+    /// there is no such subscription.
+    pub fn queued(&self, id: ConnId, topic: &str) -> Option<usize> {
+        let stream = self.spec.stream(topic)?;
+        let conn = self.conns.get(&id)?;
+        conn.subs
+            .iter()
+            .find(|s| s.stream == stream)
+            .map(|s| s.queue.len())
+    }
+
     /// Whether `stop()` ran.
     pub fn is_stopped(&self) -> bool {
         self.stopped

@@ -316,3 +316,81 @@ fn hale_watch_exits_1_at_an_unauthorized_frame() {
     );
     assert_eq!(dave.wait().unwrap().code(), Some(1));
 }
+
+#[test]
+fn a_plain_udp_socket_subscribes_two_ids_reads_each_fill_and_sees_closed() {
+    if !support::peer("python3") {
+        return;
+    }
+    let mut d = demo("udp-hub", &["--udp-hub", "127.0.0.1:0"]);
+    assert!(!d.udp_hub.is_empty(), "the banner names the datagram hub");
+    let out = Command::new("python3")
+        .arg(root().join("drivers/tests/peer/udp_client.py"))
+        .args([&d.udp_hub, &d.public])
+        .arg(&d.control)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "udp_client.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let subscribed = |id: Value| json!({"type": "subscribed", "id": id, "topic": "Fills"});
+    assert_eq!(
+        got["subscribed"],
+        json!([subscribed(json!("a")), subscribed(json!(2))])
+    );
+    let udp_event = |id: Value, seq: u64, order: &Value, qty: i64, price: i64| {
+        json!({"type": "event", "id": id, "topic": "Fills", "seq": seq,
+               "payload": {"order": order, "qty": qty, "price": price}})
+    };
+    let order = &got["first"]["receipt"]["order"];
+    assert_eq!(
+        got["first"]["events"],
+        json!([
+            udp_event(json!(2), 1, order, 10, 12500),
+            udp_event(json!("a"), 1, order, 10, 12500)
+        ])
+    );
+    let r = &got["refusals"];
+    assert_eq!(r["unauthenticated"]["refusal"]["kind"], "unauthenticated");
+    assert_eq!(r["unauthenticated"]["id"], 3);
+    assert_eq!(
+        r["unauthorized"],
+        json!({"type": "refusal", "id": 4, "topic": "Fills",
+               "refusal": {"kind": "unauthorized", "reason": "Fills requires operator",
+                           "requires": ["operator"]}})
+    );
+    assert_eq!(
+        r["unknown_topic"]["refusal"],
+        json!({"kind": "malformed", "reason": "unknown_topic: Quotes"})
+    );
+    assert_eq!(r["no_id"]["id"], Value::Null);
+    // The freed id starts again at 1; the other goes on.
+    assert_eq!(got["resubscribed"], subscribed(json!(2)));
+    let order = &got["second"]["receipt"]["order"];
+    assert_eq!(
+        got["second"]["events"],
+        json!([
+            udp_event(json!(2), 1, order, 3, 9900),
+            udp_event(json!("a"), 2, order, 3, 9900)
+        ])
+    );
+    let description = &got["description"];
+    assert_eq!(description["id"], "d");
+    assert_eq!(
+        description["document"]["listener"],
+        json!({"transport": "udp", "address": d.udp_hub})
+    );
+    assert_eq!(description["document"]["outcomes"]["transport"], "udp");
+    assert_eq!(description["document"]["streams"][0]["topic"], "Fills");
+    let closed = |id: Value| json!({"type": "closed", "id": id, "reason": "shutting_down"});
+    assert_eq!(
+        got["closing"],
+        json!([closed(json!(2)), closed(json!("a"))])
+    );
+    assert!(d
+        .wait_exit(Duration::from_secs(15))
+        .is_some_and(|s| s.success()));
+}

@@ -67,6 +67,8 @@ pub struct DemoOptions {
     /// Where to serve the program's WebSocket hub (`--hub ADDR`); `None`
     /// serves none.
     pub hub: Option<String>,
+    /// Where to serve the same hub over datagrams (`--udp-hub ADDR`).
+    pub udp_hub: Option<String>,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -106,7 +108,7 @@ pub struct Demo {
     banner: String,
     endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
-    hub: Option<hub::ServedHub>,
+    hub: Option<hub::ServedHubs>,
 }
 
 impl std::fmt::Debug for Demo {
@@ -171,10 +173,12 @@ impl Demo {
         })
         .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
         let instances = witness::Instances::new(&program);
-        let hub = match &options.hub {
-            Some(address) => Some(hub::serve(&program, &instances, address)?),
-            None => None,
-        };
+        let hub = hub::serve(
+            &program,
+            &instances,
+            options.hub.as_deref(),
+            options.udp_hub.as_deref(),
+        )?;
         let mut workers: BTreeMap<String, Instance> = BTreeMap::new();
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
@@ -303,10 +307,15 @@ impl Demo {
             endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
-        if let Some(h) = &hub {
+        if let Some(h) = hub.as_ref().and_then(|h| h.ws.as_ref()) {
             let endpoint = format!("ws://{}", h.bound);
             banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
             endpoints.push(("fills".to_owned(), h.identity.clone(), h.bound.clone()));
+        }
+        if let Some(h) = hub.as_ref().and_then(|h| h.udp.as_ref()) {
+            let endpoint = format!("udp://{}", h.bound);
+            banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            endpoints.push(("fills-udp".to_owned(), h.identity.clone(), h.bound.clone()));
         }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
@@ -337,7 +346,13 @@ impl Demo {
                 ));
             }
         }
-        if let Some(h) = &hub {
+        if let Some(h) = hub.as_ref().and_then(|h| h.udp.as_ref()) {
+            banner.push_str(&format!(
+                "  echo '{{\"type\": \"subscribe\", \"topic\": \"Fills\", \"id\": 1, \"token\": \"t-dave\"}}' | socat - UDP:{}   (then place an order)\n",
+                h.bound
+            ));
+        }
+        if let Some(h) = hub.as_ref().and_then(|h| h.ws.as_ref()) {
             let addr = &h.bound;
             banner.push_str(&format!(
                 "  curl -s -H 'Authorization: Bearer t-dave' http://{addr}/.description\n"
@@ -405,22 +420,29 @@ impl Demo {
                 .name("hale demo control".into())
                 .spawn(move || control_loop(listener, &path, instances, stop, hub))?;
         }
-        let hub = match self.hub.take() {
-            Some(h) => {
-                let handle = h.handle.clone();
+        let mut hubs = Vec::new();
+        if let Some(h) = self.hub.take() {
+            if let Some(ws) = h.ws {
                 let thread = std::thread::Builder::new()
                     .name("hale hub".into())
-                    .spawn(move || h.server.run())?;
-                Some((handle, thread))
+                    .spawn(move || ws.server.run())?;
+                hubs.push((ws.handle, thread));
             }
-            None => None,
-        };
+            if let Some(udp) = h.udp {
+                let thread = std::thread::Builder::new()
+                    .name("hale udp hub".into())
+                    .spawn(move || udp.server.run())?;
+                hubs.push((udp.handle, thread));
+            }
+        }
         let served = self.server.run();
-        if let Some((handle, thread)) = hub {
+        for (handle, _) in &hubs {
             handle.stop();
+        }
+        for (_, thread) in hubs {
             match thread.join() {
                 Ok(r) => r?,
-                Err(_) => return Err(std::io::Error::other("the hub's loop panicked")),
+                Err(_) => return Err(std::io::Error::other("a hub's loop panicked")),
             }
         }
         served

@@ -132,7 +132,7 @@ pub struct OrdersState {
     /// Fills published, in order.
     pub fills: Vec<Fill>,
     /// Who else hears each fill as it is published.
-    pub sink: Option<FillSink>,
+    pub sinks: Vec<FillSink>,
 }
 
 /// An `Orders` instance; clones share it, as two exposures bound to one
@@ -157,7 +157,7 @@ impl Orders {
     /// Every fill this instance publishes from now on also goes to `sink`.
     pub fn publish_to(&self, sink: FillSink) {
         if let Ok(mut s) = self.0.lock() {
-            s.sink = Some(sink);
+            s.sinks.push(sink);
         }
     }
 }
@@ -197,7 +197,7 @@ impl Receiver for Orders {
                     qty,
                     price: limit,
                 };
-                if let Some(sink) = &s.sink {
+                for sink in &s.sinks {
                     (sink.0)(&fill);
                 }
                 s.fills.push(fill);

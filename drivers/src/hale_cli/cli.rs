@@ -161,6 +161,10 @@ pub struct DemoArgs {
     /// given); every accepted Orders::place publishes its fill there.
     #[arg(long, value_name = "ADDR")]
     pub hub: Option<String>,
+    /// Where the same hub listens for datagrams (udp::Hub; none unless
+    /// given).
+    #[arg(long = "udp-hub", value_name = "ADDR")]
+    pub udp_hub: Option<String>,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,

@@ -1,5 +1,5 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--hub ADDR] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
 //! given); `--record DIR` writes every exchange as a conformance record.
@@ -65,6 +65,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     }
     options.mcp = Some(a.mcp.clone());
     options.hub = a.hub.clone();
+    options.udp_hub = a.udp_hub.clone();
     options.operator = a.operator.clone();
     options.bound = a.bound;
     options.loops = a.loops.unwrap_or(0);

@@ -57,6 +57,11 @@ impl std::fmt::Debug for HubHandle {
 }
 
 impl HubHandle {
+    /// A handle on the mailbox of a hub's loop.
+    pub(super) fn new(inbox: Arc<Mailbox<HubCommand>>) -> HubHandle {
+        HubHandle { inbox }
+    }
+
     /// Publishes `payload` (JSON text) on `topic`.
     pub fn publish(&self, topic: &str, payload: String) {
         self.inbox.send(HubCommand::Publish {

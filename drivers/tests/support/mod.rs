@@ -44,6 +44,8 @@ pub struct Demo {
     pub mcp: String,
     /// The WebSocket hub's `host:port`, when `--hub` serves one.
     pub hub: String,
+    /// The datagram hub's `host:port`, when `--udp-hub` serves one.
+    pub udp_hub: String,
     /// The admin socket.
     pub admin: PathBuf,
     /// The control socket.
@@ -103,7 +105,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut public, mut partner, mut mcp) = (String::new(), String::new(), String::new());
-    let mut hub = String::new();
+    let (mut hub, mut udp_hub) = (String::new(), String::new());
     for line in lines.by_ref() {
         let line = line.unwrap();
         if line.starts_with("stop with") {
@@ -122,8 +124,10 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
                 partner = addr;
             } else if identity.ends_with("/mcp") {
                 mcp = addr;
-            } else if identity.starts_with("hub@") {
+            } else if identity.starts_with("hub@") && endpoint.starts_with("ws://") {
                 hub = addr;
+            } else if let Some(udp) = endpoint.strip_prefix("udp://") {
+                udp_hub = udp.to_owned();
             }
         }
     }
@@ -139,6 +143,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         partner,
         mcp,
         hub,
+        udp_hub,
         admin,
         control,
         dir,

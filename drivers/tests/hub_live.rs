@@ -1,11 +1,14 @@
-//! The WebSocket hub, live: `hale demo --hub` run as a process and driven
-//! by a WebSocket client nobody here wrote (Python `websockets` 17, its sync
-//! client, in `drivers/tests/peer/hub_client.py`): the description for
-//! three callers, a subscribe by header and by query, an order placed over
-//! HTTP and its fill read with its seq, each refusal, and `closed` then the
-//! close frame at stop. The peer is installed by `scripts/install-peers`
-//! under `<repo>/.peers/venv`; the test skips with a message when it is
-//! absent, unless `LIMEN_REQUIRE_PEERS=1`.
+//! The hubs, live: `hale demo --hub` (and `--udp-hub`) run as a process
+//! and driven by clients nobody here wrote — Python `websockets` 17 (its
+//! sync client, `drivers/tests/peer/hub_client.py`), Node's `ws` package and
+//! Node's own WebSocket (`hub_client.mjs`), a plain Python UDP socket
+//! (`udp_client.py`) — and by `hale watch`: the description for three
+//! callers, a subscribe by header and by query, an order placed over HTTP
+//! and its fill read with its seq, each refusal, expiry and revocation
+//! provoked through the control socket, and `closed` then the close frame
+//! at stop. The peers are installed by `scripts/install-peers` under
+//! `<repo>/.peers/`; a test skips with a message when one is absent,
+//! unless `LIMEN_REQUIRE_PEERS=1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -393,4 +396,71 @@ fn a_plain_udp_socket_subscribes_two_ids_reads_each_fill_and_sees_closed() {
     assert!(d
         .wait_exit(Duration::from_secs(15))
         .is_some_and(|s| s.success()));
+}
+
+/// Node's `ws` package and Node's own WebSocket, each through
+/// `drivers/tests/peer/hub_client.mjs`: subscribe, a fill with its seq,
+/// three refusals, `closed` then close 1001.
+#[test]
+fn node_websocket_clients_subscribe_read_a_fill_are_refused_and_see_closed() {
+    let node_ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let ws_package = root().join(".peers/node/node_modules/ws/package.json");
+    if !node_ok || !ws_package.exists() {
+        absent(&format!(
+            "node or the ws package is absent ({})",
+            ws_package.display()
+        ));
+        return;
+    }
+    for mode in ["ws", "native"] {
+        let mut d = demo(&format!("hub-node-{mode}"), &["--hub", "127.0.0.1:0"]);
+        let out = Command::new("node")
+            .args(["--experimental-websocket", "--no-warnings"])
+            .arg(root().join("drivers/tests/peer/hub_client.mjs"))
+            .args([mode, &d.hub, &d.public])
+            .arg(&d.control)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hub_client.mjs {mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            got["subscribed"],
+            json!({"type": "subscribed", "topic": "Fills"}),
+            "{mode}"
+        );
+        let first = &got["first"];
+        assert_eq!(
+            first["event"],
+            event(1, &first["receipt"]["order"], 10, 12500),
+            "{mode}"
+        );
+        let r = &got["refusals"];
+        assert_eq!(
+            r["unauthenticated"],
+            refusal(json!("Fills"), "unauthenticated", "the sources name nobody")
+        );
+        assert_eq!(
+            r["unauthorized"]["refusal"]["requires"],
+            json!(["operator"])
+        );
+        assert_eq!(
+            r["unknown_topic"],
+            refusal(json!("Quotes"), "malformed", "unknown_topic: Quotes")
+        );
+        assert_eq!(
+            got["closing"],
+            json!([{"type": "closed", "reason": "shutting_down"}, {"closedConnection": 1001}]),
+            "{mode}"
+        );
+        assert!(d
+            .wait_exit(Duration::from_secs(15))
+            .is_some_and(|s| s.success()));
+    }
 }

@@ -42,6 +42,11 @@
 //!    output again: the next frame may be waiting), and close the socket on
 //!    [`HubEvent::Close`].
 //! 5. Re-arm the timer from [`poll_timeout`](Hub::poll_timeout).
+//! 6. With a surface served over the hub ([`serve_calls`](Hub::serve_calls),
+//!    § Rpcs on a hub), take [`poll_call`](Hub::poll_call) until `None`
+//!    after every input and hand each request (and each lost connection)
+//!    to the exposure; hand each of its deliveries to
+//!    [`deliver`](Hub::deliver), then poll events again.
 //!
 //! `now` is the driver's monotonic clock in nanoseconds; the wall clock
 //! (nanoseconds since the Unix epoch) comes in only with bytes read, since
@@ -55,9 +60,11 @@ use super::hub_spec::{frames, HubSpec, Invalidated, OnFull};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::{
-    BearerSource, Describer, HeldRoles, Outcome, Principal, Refusal, RefusalKind, RoleSource,
+    BearerSource, Credential, Delivery, Describer, HeldRoles, Outcome, Principal, Refusal,
+    RefusalKind, Request, RequestKind, RoleSource,
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
+use crate::wire::line::{parse_line, LineRequest};
 use crate::Timestamp;
 
 /// The driver's id of one accepted connection.
@@ -93,6 +100,17 @@ pub enum Published {
     UnknownTopic,
     /// The hub has stopped: nothing is offered.
     Stopped,
+}
+
+/// What a hub that carries a surface (§ Rpcs on a hub) hands its
+/// exposure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HubCall {
+    /// A `call` frame, framed for the exposure: its correlation is the
+    /// connection, its credential the one presented at the upgrade.
+    Request(Request),
+    /// The connection is gone: its calls with the exposure are lost.
+    Lost(ConnId),
 }
 
 /// One event as published, shared by every queue it is offered to.
@@ -139,11 +157,18 @@ enum Phase {
 }
 
 struct Conn {
+    /// The driver's id: the correlation of its calls.
+    id: ConnId,
     phase: Phase,
     /// The 101 response, written before anything of the WebSocket.
     head: Vec<u8>,
     head_at: usize,
     caller: Caller,
+    /// The token presented at the upgrade, which every call carries.
+    token: Option<String>,
+    /// Whether a call was framed on this connection (its loss is then the
+    /// exposure's to know).
+    called: bool,
     /// The credential's expiry on the monotonic clock, until it passed.
     expires: Option<Timestamp>,
     /// The credential is spent.
@@ -223,6 +248,9 @@ pub struct Hub {
     describer: Box<dyn Describer + Send>,
     conns: BTreeMap<ConnId, Conn>,
     events: VecDeque<HubEvent>,
+    /// Whether a surface is served over the hub (`call` frames taken).
+    serves_calls: bool,
+    calls: VecDeque<HubCall>,
     stopped: bool,
     offered: u64,
 }
@@ -261,9 +289,50 @@ impl Hub {
             describer,
             conns: BTreeMap::new(),
             events: VecDeque::new(),
+            serves_calls: false,
+            calls: VecDeque::new(),
             stopped: false,
             offered: 0,
         }
+    }
+
+    /// Serves a surface over the hub (`api::serve(S, self.hub, …)`): its
+    /// `call` frames are framed for the exposure ([`poll_call`](Hub::poll_call))
+    /// and its outcomes written back as `reply` frames
+    /// ([`deliver`](Hub::deliver)). The exposure's bearer source is the
+    /// hub's, so the caller is the one the upgrade's credential names.
+    pub fn serve_calls(&mut self) {
+        self.serves_calls = true;
+    }
+
+    /// The next call for the exposure, or a connection's loss. Poll until
+    /// `None` after every input, as [`poll_event`](Hub::poll_event).
+    pub fn poll_call(&mut self) -> Option<HubCall> {
+        self.calls.pop_front()
+    }
+
+    /// Writes the exposure's outcome as a `reply` frame on its connection
+    /// (the Unix reply's fields, § Rpcs on a hub), in the order frames are
+    /// offered there. A delivery for a connection gone is dropped.
+    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) {
+        let Delivery {
+            correlation,
+            request_id,
+            client_id,
+            caller,
+            outcome,
+        } = delivery;
+        self.with_conn(now, correlation, |hub, conn| {
+            let mut caller_json = Vec::with_capacity(64);
+            caller.write_json(&mut caller_json);
+            let mut line = Vec::with_capacity(96);
+            outcome.write_unix_line_as(request_id, client_id.as_deref(), &caller_json, &mut line);
+            // `{"request_id": …}` becomes `{"type":"reply","request_id": …}`.
+            let mut frame = String::from("{\"type\":\"reply\",");
+            frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
+            conn.push_control(frame);
+            hub.pump(now, conn);
+        });
     }
 
     /// What the hub serves.
@@ -330,10 +399,13 @@ impl Hub {
     /// [`HubEvent::Close`].
     pub fn handle_accept(&mut self, now: Timestamp, id: ConnId) {
         let conn = Conn {
+            id,
             phase: Phase::Http(Box::new(HttpConn::new(now, self.spec.limits.http))),
             head: Vec::new(),
             head_at: 0,
             caller: Caller::Nobody(reasons::NOBODY.to_owned()),
+            token: None,
+            called: false,
             expires: None,
             expired: false,
             subs: Vec::new(),
@@ -513,6 +585,9 @@ impl Hub {
         f(self, &mut conn);
         let empty = conn.pending().is_empty();
         if conn.is_done() && empty {
+            if conn.called {
+                self.calls.push_back(HubCall::Lost(id));
+            }
             self.events.push_back(HubEvent::Close(id));
             return;
         }
@@ -657,6 +732,7 @@ impl Hub {
             Ok(head) => {
                 let (caller, expires) = self.authenticate(now, wall, req);
                 conn.caller = caller;
+                conn.token = req.bearer().or_else(|| access_token(&req.target));
                 conn.expires = expires;
                 conn.head = head;
                 conn.head_at = 0;
@@ -786,6 +862,15 @@ impl Hub {
         let topic = frame.get("topic").and_then(|t| t.as_str());
         match frame.get("type").and_then(|t| t.as_str()) {
             Some("subscribe") => {}
+            Some("call") if self.serves_calls => return self.take_call(conn, text),
+            Some("call") => {
+                return refuse(
+                    conn,
+                    None,
+                    RefusalKind::Malformed,
+                    "no surface is served over this hub: a call frame is not taken".into(),
+                )
+            }
             Some(other) => {
                 return refuse(
                     conn,
@@ -870,6 +955,32 @@ impl Hub {
             });
         }
         conn.push_control(frames::subscribed(topic));
+    }
+
+    /// A `call` frame: the Unix line's call with `"type": "call"` (its other
+    /// keys passed over as the line's are), framed for the exposure.
+    fn take_call(&mut self, conn: &mut Conn, text: &str) {
+        let (kind, digest, client_id) = match parse_line(text.as_bytes()) {
+            Ok(LineRequest::Call {
+                member,
+                payload,
+                id,
+                digest,
+            }) => (RequestKind::Call { member, payload }, digest, id),
+            Ok(LineRequest::Malformed { reason, id }) => {
+                (RequestKind::Malformed { reason }, None, id)
+            }
+            Ok(LineRequest::Describe { id }) => (RequestKind::Describe, None, id),
+            Err(reason) => (RequestKind::Malformed { reason }, None, None),
+        };
+        conn.called = true;
+        self.calls.push_back(HubCall::Request(Request {
+            correlation: conn.id,
+            kind,
+            digest,
+            credential: Credential::Bearer(conn.token.clone()),
+            client_id,
+        }));
     }
 
     /// Moves the next frame, in the order offered, to the socket once the

@@ -36,11 +36,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::hale::runtime::outcome::reasons;
-use crate::hale::runtime::{
-    BearerSource, Describer, HeldRoles, Principal, Refusal, RefusalKind, RoleSource,
-};
-use crate::wire::ws::hub::{Published, EXPIRED_REASON, STOPPING_REASON};
+use crate::hale::runtime::{BearerSource, Describer, Principal, Refusal, RefusalKind, RoleSource};
+use crate::wire::ws::admission::Sources;
+use crate::wire::ws::hub::Published;
 use crate::wire::ws::hub_spec::{HubSpec, Invalidated, OnFull};
 use crate::Timestamp;
 
@@ -72,9 +70,7 @@ struct Subscriber {
 pub struct Hub<A: Ord + Clone> {
     spec: HubSpec,
     topics_json: Vec<String>,
-    bearer: Option<Box<dyn BearerSource + Send>>,
-    roles: Box<dyn RoleSource + Send>,
-    describer: Box<dyn Describer + Send>,
+    sources: Sources,
     subs: BTreeMap<Key<A>, Subscriber>,
     /// Answers that are no subscription's (refusals, descriptions,
     /// `unauthorized` and `closed` of a subscriber gone), with their stamps.
@@ -111,9 +107,11 @@ impl<A: Ord + Clone> Hub<A> {
         Hub {
             spec,
             topics_json,
-            bearer,
-            roles,
-            describer,
+            sources: Sources {
+                bearer,
+                roles,
+                describer,
+            },
             subs: BTreeMap::new(),
             control: VecDeque::new(),
             next_stamp: 0,
@@ -190,10 +188,11 @@ impl<A: Ord + Clone> Hub<A> {
                 return;
             }
             Some("describe") => {
-                let answer = match self.authenticate(now, wall, token) {
+                let answer = match self.sources.authenticate(now, wall, token) {
                     Ok((caller, _)) => {
-                        let document: Value = serde_json::from_slice(&self.describe(&caller))
-                            .unwrap_or(Value::Null);
+                        let document = self.sources.describe(&self.spec, &caller);
+                        let document: Value =
+                            serde_json::from_slice(&document).unwrap_or(Value::Null);
                         json!({"type": "description", "id": id, "document": document})
                     }
                     Err(reason) => json!({"type": "description", "id": id, "document": null,
@@ -230,35 +229,18 @@ impl<A: Ord + Clone> Hub<A> {
             );
         };
         // 2. The token names someone, and is not spent.
-        let (caller, expires) = match self.authenticate(now, wall, token) {
+        let (caller, expires) = match self.sources.authenticate(now, wall, token) {
             Ok(named) => named,
             Err(reason) => {
                 let r = Refusal::new(RefusalKind::Unauthenticated, reason);
                 return refuse(self, Some(topic), Some(id), r);
             }
         };
-        // 3. The hub binds a stream for the topic.
-        let Some(stream) = self.spec.stream(topic) else {
-            let r = malformed(&format!("unknown_topic: {topic}"));
-            return refuse(self, Some(topic), Some(id), r);
+        // 3–5. The topic is bound, its requires held, the hub not stopping.
+        let stream = match self.sources.admit(&self.spec, &caller, topic, self.stopped) {
+            Ok(stream) => stream,
+            Err(r) => return refuse(self, Some(topic), Some(id), r),
         };
-        // 4. The caller holds the row's requires.
-        if !self.authorized(&caller, stream) {
-            let requires = self.spec.streams[stream].requires.clone();
-            let r = Refusal {
-                requires: Some(requires.clone()),
-                ..Refusal::new(
-                    RefusalKind::Unauthorized,
-                    format!("{topic} requires {}", requires.join(", ")),
-                )
-            };
-            return refuse(self, Some(topic), Some(id), r);
-        }
-        // 5. The hub is not stopping.
-        if self.stopped {
-            let r = Refusal::new(RefusalKind::ShuttingDown, STOPPING_REASON);
-            return refuse(self, Some(topic), Some(id), r);
-        }
         match self.subs.get(&key) {
             // Admitted again: nothing changes.
             Some(s) if s.stream == stream => {}
@@ -271,7 +253,7 @@ impl<A: Ord + Clone> Hub<A> {
                 return refuse(self, Some(topic), Some(id), r);
             }
             None => {
-                let revision = self.revision(&caller);
+                let revision = self.sources.revision(&caller);
                 self.subs.insert(
                     key.clone(),
                     Subscriber {
@@ -397,7 +379,7 @@ impl<A: Ord + Clone> Hub<A> {
             // No event under an authorization older than the source's
             // revision.
             let sub = &self.subs[&key];
-            if self.revision(&sub.caller) != sub.revision {
+            if self.sources.revision(&sub.caller) != sub.revision {
                 self.recheck(&key);
                 continue;
             }
@@ -439,8 +421,8 @@ impl<A: Ord + Clone> Hub<A> {
             return;
         };
         let caller = sub.caller.clone();
-        if self.authorized(&caller, sub.stream) {
-            let revision = self.revision(&caller);
+        if self.sources.authorized(&self.spec, &caller, sub.stream) {
+            let revision = self.sources.revision(&caller);
             if let Some(sub) = self.subs.get_mut(key) {
                 sub.revision = revision;
             }
@@ -463,51 +445,5 @@ impl<A: Ord + Clone> Hub<A> {
         );
         let stamp = self.stamp();
         self.control.push_back((stamp, key.0.clone(), datagram));
-    }
-
-    /// Who `token` names and its expiry on the monotonic clock, or the
-    /// unauthenticated reason.
-    fn authenticate(
-        &self,
-        now: Timestamp,
-        wall: Timestamp,
-        token: Option<&str>,
-    ) -> Result<(Principal, Option<Timestamp>), String> {
-        let (Some(source), Some(token)) = (&self.bearer, token) else {
-            return Err(reasons::NOBODY.to_owned());
-        };
-        match source.principal(token) {
-            Some(p) if !p.name.is_empty() => match source.expiry(token) {
-                Some(e) if e != 0 && wall >= e => Err(EXPIRED_REASON.to_owned()),
-                Some(e) if e != 0 => Ok((p, Some(now.saturating_add(e - wall)))),
-                _ => Ok((p, None)),
-            },
-            _ => Err(source
-                .refused()
-                .unwrap_or_else(|| reasons::NOBODY.to_owned())),
-        }
-    }
-
-    fn describe(&self, caller: &Principal) -> Vec<u8> {
-        let held = HeldRoles::read(self.roles.as_ref(), caller);
-        let roles: Vec<String> = self
-            .spec
-            .required_roles()
-            .into_iter()
-            .filter(|r| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, r))
-            .collect();
-        self.describer.describe(caller, &roles, &[])
-    }
-
-    fn authorized(&self, caller: &Principal, stream: usize) -> bool {
-        let held = HeldRoles::read(self.roles.as_ref(), caller);
-        self.spec.streams[stream]
-            .requires
-            .iter()
-            .all(|r| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, r))
-    }
-
-    fn revision(&self, caller: &Principal) -> u64 {
-        self.roles.grants(caller).map_or(0, |g| g.revision)
     }
 }

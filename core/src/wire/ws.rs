@@ -24,6 +24,7 @@
 //! [`Hub`] (§ Streams) drives one `WsConn` per upgraded connection and
 //! speaks the hub's JSON frames over it.
 
+pub(crate) mod admission;
 pub mod client;
 pub mod hub;
 pub mod hub_spec;

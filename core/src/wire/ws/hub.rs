@@ -56,12 +56,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use super::admission::Sources;
 use super::hub_spec::{frames, HubSpec, Invalidated, OnFull};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::{
-    BearerSource, Credential, Delivery, Describer, HeldRoles, Outcome, Principal, Refusal,
-    RefusalKind, Request, RequestKind, RoleSource,
+    BearerSource, Credential, Delivery, Describer, Outcome, Principal, Refusal, RefusalKind,
+    Request, RequestKind, RoleSource,
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
 use crate::wire::line::{parse_line, LineRequest};
@@ -243,9 +244,7 @@ pub struct Hub {
     spec: HubSpec,
     /// Each row's topic as JSON text, written into every event frame.
     topics_json: Vec<String>,
-    bearer: Option<Box<dyn BearerSource + Send>>,
-    roles: Box<dyn RoleSource + Send>,
-    describer: Box<dyn Describer + Send>,
+    sources: Sources,
     conns: BTreeMap<ConnId, Conn>,
     events: VecDeque<HubEvent>,
     /// Whether a surface is served over the hub (`call` frames taken).
@@ -284,9 +283,11 @@ impl Hub {
         Hub {
             spec,
             topics_json,
-            bearer,
-            roles,
-            describer,
+            sources: Sources {
+                bearer,
+                roles,
+                describer,
+            },
             conns: BTreeMap::new(),
             events: VecDeque::new(),
             serves_calls: false,
@@ -344,7 +345,7 @@ impl Hub {
     /// [`announce`](Hub::announce) (a table fixed in the program cannot
     /// announce its own revisions).
     pub fn roles_mut(&mut self) -> &mut (dyn RoleSource + Send) {
-        self.roles.as_mut()
+        self.sources.roles.as_mut()
     }
 
     /// `events()`: how many events the hub's topics have offered (each
@@ -703,7 +704,7 @@ impl Hub {
             if req.method == "GET" && path == "/.description" {
                 match self.authenticate(now, wall, req).0 {
                     Caller::Named(p) => {
-                        let document = self.describe(&p);
+                        let document = self.sources.describe(&self.spec, &p);
                         http.send_json(now, 200, &document);
                     }
                     Caller::Nobody(reason) => {
@@ -747,9 +748,8 @@ impl Hub {
         }
     }
 
-    /// Who the request's credential names, and when it expires on the
-    /// monotonic clock. A credential already past its expiry names nobody
-    /// (a spent credential admits nothing).
+    /// Who the request's credential names (`Authorization: Bearer`, else
+    /// `?access_token=`), and when it expires on the monotonic clock.
     fn authenticate(
         &self,
         now: Timestamp,
@@ -757,51 +757,10 @@ impl Hub {
         req: &HttpRequest,
     ) -> (Caller, Option<Timestamp>) {
         let token = req.bearer().or_else(|| access_token(&req.target));
-        let (Some(source), Some(token)) = (&self.bearer, token) else {
-            return (Caller::Nobody(reasons::NOBODY.to_owned()), None);
-        };
-        match source.principal(&token) {
-            Some(p) if !p.name.is_empty() => match source.expiry(&token) {
-                Some(e) if e != 0 && wall >= e => (Caller::Nobody(EXPIRED_REASON.to_owned()), None),
-                Some(e) if e != 0 => (Caller::Named(p), Some(now.saturating_add(e - wall))),
-                _ => (Caller::Named(p), None),
-            },
-            _ => (
-                Caller::Nobody(
-                    source
-                        .refused()
-                        .unwrap_or_else(|| reasons::NOBODY.to_owned()),
-                ),
-                None,
-            ),
+        match self.sources.authenticate(now, wall, token.as_deref()) {
+            Ok((p, expires)) => (Caller::Named(p), expires),
+            Err(reason) => (Caller::Nobody(reason), None),
         }
-    }
-
-    /// The caller's document.
-    fn describe(&self, caller: &Principal) -> Vec<u8> {
-        let held = HeldRoles::read(self.roles.as_ref(), caller);
-        let roles: Vec<String> = self
-            .spec
-            .required_roles()
-            .into_iter()
-            .filter(|r| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, r))
-            .collect();
-        self.describer.describe(caller, &roles, &[])
-    }
-
-    /// Whether `caller` holds every role of row `stream`.
-    fn authorized(&self, caller: &Principal, stream: usize) -> bool {
-        let held = HeldRoles::read(self.roles.as_ref(), caller);
-        self.spec.streams[stream]
-            .requires
-            .iter()
-            .all(|r| held.holds(self.roles.as_ref(), &self.spec.hierarchy, caller, r))
-    }
-
-    /// The role source's revision for `caller` as its grants state it (0
-    /// when it states none).
-    fn revision(&self, caller: &Principal) -> u64 {
-        self.roles.grants(caller).map_or(0, |g| g.revision)
     }
 
     /// Rechecks the connection's subscriptions (only `stream`'s when
@@ -810,13 +769,13 @@ impl Hub {
         let Caller::Named(caller) = conn.caller.clone() else {
             return;
         };
-        let revision = self.revision(&caller);
+        let revision = self.sources.revision(&caller);
         let mut ended = Vec::new();
         conn.subs.retain_mut(|sub| {
             if stream.is_some_and(|s| s != sub.stream) {
                 return true;
             }
-            if self.authorized(&caller, sub.stream) {
+            if self.sources.authorized(&self.spec, &caller, sub.stream) {
                 sub.revision = revision;
                 true
             } else {
@@ -914,39 +873,14 @@ impl Hub {
             }
             Caller::Named(p) => p.clone(),
         };
-        // 3. The hub binds a stream for the topic.
-        let Some(stream) = self.spec.stream(topic) else {
-            return refuse(
-                conn,
-                Some(topic),
-                RefusalKind::Malformed,
-                format!("unknown_topic: {topic}"),
-            );
+        // 3–5. The topic is bound, its requires held, the hub not stopping.
+        let stream = match self.sources.admit(&self.spec, &caller, topic, self.stopped) {
+            Ok(stream) => stream,
+            Err(refusal) => return conn.push_control(frames::refusal(Some(topic), &refusal)),
         };
-        // 4. The caller holds the row's requires.
-        if !self.authorized(&caller, stream) {
-            let requires = self.spec.streams[stream].requires.clone();
-            let refusal = Refusal {
-                requires: Some(requires.clone()),
-                ..Refusal::new(
-                    RefusalKind::Unauthorized,
-                    format!("{topic} requires {}", requires.join(", ")),
-                )
-            };
-            return conn.push_control(frames::refusal(Some(topic), &refusal));
-        }
-        // 5. The hub is not stopping.
-        if self.stopped {
-            return refuse(
-                conn,
-                Some(topic),
-                RefusalKind::ShuttingDown,
-                STOPPING_REASON.into(),
-            );
-        }
         // Admitted, or admitted again: a second subscribe changes nothing.
         if !conn.subs.iter().any(|s| s.stream == stream) {
-            let revision = self.revision(&caller);
+            let revision = self.sources.revision(&caller);
             conn.subs.push(Subscription {
                 stream,
                 seq: 0,
@@ -1025,7 +959,7 @@ impl Hub {
                     // source's current revision: a moved revision is a
                     // recheck before the frame leaves.
                     if let Caller::Named(caller) = &conn.caller {
-                        if self.revision(caller) != conn.subs[i].revision {
+                        if self.sources.revision(caller) != conn.subs[i].revision {
                             let stream = conn.subs[i].stream;
                             self.recheck(conn, Some(stream));
                             continue;

@@ -56,6 +56,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+mod frames_in;
+mod upgrade;
+
 use super::admission::Sources;
 use super::hub_spec::{frames, HubSpec, Invalidated, OnFull};
 use super::{close_code, upgrade, WsConn, WsEvent};
@@ -676,93 +679,6 @@ impl Hub {
         self.pump(now, conn);
     }
 
-    /// The HTTP request before any upgrade: the upgrade, or the
-    /// description, or a refusal.
-    fn take_request(
-        &mut self,
-        now: Timestamp,
-        wall: Timestamp,
-        conn: &mut Conn,
-        req: &HttpRequest,
-    ) {
-        let Phase::Http(http) = &mut conn.phase else {
-            return;
-        };
-        let refuse = |http: &mut HttpConn, refusal: Refusal| {
-            let (status, body) = Outcome::from(refusal).into_http();
-            http.send_json(now, status, &body);
-        };
-        if self.stopped {
-            return refuse(
-                http,
-                Refusal::new(RefusalKind::ShuttingDown, STOPPING_REASON),
-            );
-        }
-        let path = req.target.split_once('?').map_or(&*req.target, |(p, _)| p);
-        let is_upgrade = req.header("upgrade").is_some();
-        if !is_upgrade {
-            if req.method == "GET" && path == "/.description" {
-                match self.authenticate(now, wall, req).0 {
-                    Caller::Named(p) => {
-                        let document = self.sources.describe(&self.spec, &p);
-                        http.send_json(now, 200, &document);
-                    }
-                    Caller::Nobody(reason) => {
-                        refuse(http, Refusal::new(RefusalKind::Unauthenticated, reason))
-                    }
-                }
-                return;
-            }
-            return refuse(
-                http,
-                Refusal::new(
-                    RefusalKind::Malformed,
-                    format!(
-                        "`{} {path}` is neither a WebSocket upgrade nor GET /.description",
-                        req.method
-                    ),
-                ),
-            );
-        }
-        match upgrade(req) {
-            Err(refused) => {
-                let refusal = Refusal::new(RefusalKind::Malformed, refused.reason);
-                let (_, body) = Outcome::from(refusal).into_http();
-                http.send_json(now, refused.status, &body);
-            }
-            Ok(head) => {
-                let (caller, expires) = self.authenticate(now, wall, req);
-                conn.caller = caller;
-                conn.token = req.bearer().or_else(|| access_token(&req.target));
-                conn.expires = expires;
-                conn.head = head;
-                conn.head_at = 0;
-                // What the client sent behind its request is its first
-                // frames (it should have waited for the 101, RFC 6455
-                // § 4.1; a client that did not loses nothing).
-                let rest = http.take_rest();
-                let mut ws = WsConn::new(self.spec.limits.ws);
-                ws.handle_data(now, &rest);
-                conn.phase = Phase::Ws(ws);
-            }
-        }
-    }
-
-    /// Who the request's credential names (`Authorization: Bearer`, else
-    /// `?access_token=`), and when it expires on the monotonic clock.
-    fn authenticate(
-        &self,
-        now: Timestamp,
-        wall: Timestamp,
-        req: &HttpRequest,
-    ) -> (Caller, Option<Timestamp>) {
-        let token = req.bearer().or_else(|| access_token(&req.target));
-        match self.sources.authenticate(now, wall, token.as_deref()) {
-            Ok((p, expires)) => (Caller::Named(p), expires),
-            Err(reason) => (Caller::Nobody(reason), None),
-        }
-    }
-
     /// Rechecks the connection's subscriptions (only `stream`'s when
     /// given): each whose requires no longer holds ends `revoked`.
     fn recheck(&self, conn: &mut Conn, stream: Option<usize>) {
@@ -798,123 +714,6 @@ impl Hub {
             conn.expired = true;
             conn.invalidate_all(&self.spec, Invalidated::Expired);
         }
-    }
-
-    /// One text message of the peer's: a frame.
-    fn take_frame(&mut self, now: Timestamp, conn: &mut Conn, text: &str) {
-        self.check_expiry(now, conn);
-        let refuse = |conn: &mut Conn, topic: Option<&str>, kind, reason: String| {
-            let refusal = Refusal::new(kind, reason);
-            conn.push_control(frames::refusal(topic, &refusal));
-        };
-        let frame = match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(frame)) => frame,
-            _ => {
-                return refuse(
-                    conn,
-                    None,
-                    RefusalKind::Malformed,
-                    "not a frame: a frame is one JSON object naming its type".into(),
-                )
-            }
-        };
-        let topic = frame.get("topic").and_then(|t| t.as_str());
-        match frame.get("type").and_then(|t| t.as_str()) {
-            Some("subscribe") => {}
-            Some("call") if self.serves_calls => return self.take_call(conn, text),
-            Some("call") => {
-                return refuse(
-                    conn,
-                    None,
-                    RefusalKind::Malformed,
-                    "no surface is served over this hub: a call frame is not taken".into(),
-                )
-            }
-            Some(other) => {
-                return refuse(
-                    conn,
-                    topic,
-                    RefusalKind::Malformed,
-                    format!("unknown frame type `{other}`: a client sends subscribe"),
-                )
-            }
-            None => {
-                return refuse(
-                    conn,
-                    topic,
-                    RefusalKind::Malformed,
-                    "not a frame: a frame names its type".into(),
-                )
-            }
-        }
-        // 1. The subscribe names its topic.
-        let Some(topic) = topic else {
-            return refuse(
-                conn,
-                None,
-                RefusalKind::Malformed,
-                "a subscribe names its topic as a string".into(),
-            );
-        };
-        // 2. The sources named someone at the upgrade, and the credential
-        // is not spent.
-        let caller = match &conn.caller {
-            Caller::Nobody(reason) => {
-                let reason = reason.clone();
-                return refuse(conn, Some(topic), RefusalKind::Unauthenticated, reason);
-            }
-            Caller::Named(_) if conn.expired => {
-                return refuse(
-                    conn,
-                    Some(topic),
-                    RefusalKind::Unauthenticated,
-                    EXPIRED_REASON.into(),
-                )
-            }
-            Caller::Named(p) => p.clone(),
-        };
-        // 3–5. The topic is bound, its requires held, the hub not stopping.
-        let stream = match self.sources.admit(&self.spec, &caller, topic, self.stopped) {
-            Ok(stream) => stream,
-            Err(refusal) => return conn.push_control(frames::refusal(Some(topic), &refusal)),
-        };
-        // Admitted, or admitted again: a second subscribe changes nothing.
-        if !conn.subs.iter().any(|s| s.stream == stream) {
-            let revision = self.sources.revision(&caller);
-            conn.subs.push(Subscription {
-                stream,
-                seq: 0,
-                revision,
-                queue: VecDeque::new(),
-            });
-        }
-        conn.push_control(frames::subscribed(topic));
-    }
-
-    /// A `call` frame: the Unix line's call with `"type": "call"` (its other
-    /// keys passed over as the line's are), framed for the exposure.
-    fn take_call(&mut self, conn: &mut Conn, text: &str) {
-        let (kind, digest, client_id) = match parse_line(text.as_bytes()) {
-            Ok(LineRequest::Call {
-                member,
-                payload,
-                id,
-                digest,
-            }) => (RequestKind::Call { member, payload }, digest, id),
-            Ok(LineRequest::Malformed { reason, id }) => {
-                (RequestKind::Malformed { reason }, None, id)
-            }
-            Ok(LineRequest::Describe { id }) => (RequestKind::Describe, None, id),
-            Err(reason) => (RequestKind::Malformed { reason }, None, None),
-        };
-        conn.called = true;
-        self.calls.push_back(HubCall::Request(Request {
-            correlation: conn.id,
-            kind,
-            digest,
-            credential: Credential::Bearer(conn.token.clone()),
-            client_id,
-        }));
     }
 
     /// Moves the next frame, in the order offered, to the socket once the
@@ -984,16 +783,4 @@ impl Hub {
     fn take_control(&self, conn: &mut Conn) -> Option<String> {
         conn.control.pop_front().map(|(_, f)| f)
     }
-}
-
-/// The `access_token` of a request target's query, percent-decoded.
-fn access_token(target: &str) -> Option<String> {
-    let (_, query) = target.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        let v = v.replace('+', " ");
-        (k == "access_token" && !v.is_empty())
-            .then(|| crate::percent::decode(&v))
-            .flatten()
-    })
 }

@@ -464,3 +464,50 @@ fn node_websocket_clients_subscribe_read_a_fill_are_refused_and_see_closed() {
             .is_some_and(|s| s.success()));
     }
 }
+
+#[test]
+fn websocket_client_subscribes_reads_a_fill_is_refused_and_sees_closed() {
+    let Some(python) = python() else { return };
+    let has = Command::new(&python)
+        .args(["-c", "import websocket"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        absent("Python websocket-client is absent");
+        return;
+    }
+    let mut d = demo("hub-wsc", &["--hub", "127.0.0.1:0"]);
+    let out = Command::new(&python)
+        .arg(root().join("drivers/tests/peer/hub_client_wsc.py"))
+        .args([&d.hub, &d.public])
+        .arg(&d.control)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hub_client_wsc.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let subscribed = json!({"type": "subscribed", "topic": "Fills"});
+    assert_eq!(got["subscribed"], json!([subscribed, subscribed]));
+    let want = event(1, &got["first"]["receipt"]["order"], 4, 5000);
+    assert_eq!(got["first"]["events"], json!([want, want]));
+    assert_eq!(
+        got["refusals"]["unauthenticated"]["refusal"]["kind"],
+        "unauthenticated"
+    );
+    assert_eq!(
+        got["refusals"]["unauthorized"]["refusal"]["kind"],
+        "unauthorized"
+    );
+    assert_eq!(
+        got["closed"],
+        json!({"type": "closed", "reason": "shutting_down"})
+    );
+    // Opcode 8, the close frame, with 1001.
+    assert_eq!(got["close"], json!([8, 1001]));
+    assert!(d
+        .wait_exit(Duration::from_secs(15))
+        .is_some_and(|s| s.success()));
+}

@@ -67,9 +67,12 @@ impl H {
     }
 
     fn sent(&mut self) -> Vec<(u16, Value)> {
-        std::iter::from_fn(|| self.hub.poll_transmit(self.now))
-            .map(|(to, d)| (to, serde_json::from_slice(&d).unwrap()))
-            .collect()
+        let mut sent = Vec::new();
+        while let Some((to, d)) = self.hub.pending_transmit(self.now) {
+            sent.push((*to, serde_json::from_slice(d).unwrap()));
+            self.hub.consume_transmit();
+        }
+        sent
     }
 }
 
@@ -294,6 +297,26 @@ fn expiry_and_revocation_each_end_a_subscription_with_one_datagram() {
         )]
     );
     assert_eq!(h.hub.subscribers(), 0);
+}
+
+#[test]
+fn a_datagram_the_socket_would_not_take_stays_next_and_leaves_with_its_subscription() {
+    let mut h = H::new();
+    h.send(1, &subscribe(json!("s"), Some("t-dave")));
+    h.sent();
+    h.hub.publish(h.now, "Fills", &fill(1));
+    h.hub.publish(h.now, "Fills", &fill(2));
+    // Offered twice (the socket would block), still the first event.
+    for _ in 0..2 {
+        let (to, d) = h.hub.pending_transmit(h.now).unwrap();
+        assert_eq!(
+            (*to, serde_json::from_slice::<Value>(d).unwrap()),
+            (1, event(json!("s"), 1, 1))
+        );
+    }
+    // Unsubscribed before the socket took it: nothing of it is sent.
+    h.send(1, &json!({"type": "unsubscribe", "id": "s"}));
+    assert_eq!(h.sent(), []);
 }
 
 #[test]

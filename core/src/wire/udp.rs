@@ -16,7 +16,7 @@
 //! Each subscription keeps a queue of its row's `bound` datagrams the
 //! socket has not taken yet, shedding under `on_full`, exactly as a
 //! connection's queue does over WebSocket; the socket takes them one at a
-//! time, in the order offered ([`poll_transmit`](Hub::poll_transmit)).
+//! time, in the order offered ([`pending_transmit`](Hub::pending_transmit)).
 //!
 //! # The order of calls
 //!
@@ -25,9 +25,11 @@
 //!    wall clock (a credential's expiry is stated on it).
 //! 2. The program's side: [`publish`](Hub::publish),
 //!    [`announce`](Hub::announce), [`stop`](Hub::stop).
-//! 3. After any input, take [`poll_transmit`](Hub::poll_transmit) while
-//!    the socket takes datagrams; one it refuses for now is handed back
-//!    with [`unsend`](Hub::unsend) and tried again once it is writable.
+//! 3. After any input, offer the socket
+//!    [`pending_transmit`](Hub::pending_transmit) and report each datagram
+//!    it took with [`consume_transmit`](Hub::consume_transmit), until none
+//!    is pending or the socket would block (then again once it is
+//!    writable).
 //! 4. [`handle_timeout`](Hub::handle_timeout) at the deadline
 //!    [`poll_timeout`](Hub::poll_timeout) names (the credentials' expiries).
 
@@ -66,6 +68,22 @@ struct Subscriber {
     closing: bool,
 }
 
+/// The datagram the socket is offered next, and the queue it leaves when
+/// taken.
+#[derive(Debug)]
+struct Out<A> {
+    to: A,
+    datagram: Vec<u8>,
+    from: From<A>,
+}
+
+#[derive(Debug)]
+enum From<A> {
+    Control,
+    Event(Key<A>),
+    Closed(Key<A>),
+}
+
 /// A datagram hub. See the module documentation.
 pub struct Hub<A: Ord + Clone> {
     spec: HubSpec,
@@ -75,6 +93,9 @@ pub struct Hub<A: Ord + Clone> {
     /// Answers that are no subscription's (refusals, descriptions,
     /// `unauthorized` and `closed` of a subscriber gone), with their stamps.
     control: VecDeque<(u64, A, String)>,
+    /// The datagram offered to the socket, until it takes it or an input
+    /// may have changed which comes next.
+    out: Option<Out<A>>,
     next_stamp: u64,
     stopped: bool,
     offered: u64,
@@ -114,6 +135,7 @@ impl<A: Ord + Clone> Hub<A> {
             },
             subs: BTreeMap::new(),
             control: VecDeque::new(),
+            out: None,
             next_stamp: 0,
             stopped: false,
             offered: 0,
@@ -128,6 +150,15 @@ impl<A: Ord + Clone> Hub<A> {
     /// `subscribers()`: the subscriptions admitted and not ended.
     pub fn subscribers(&self) -> usize {
         self.subs.values().filter(|s| !s.closing).count()
+    }
+
+    /// How many datagrams the subscriber (`from`, the id whose JSON text is
+    /// `id`) holds for the socket (at most its row's `bound`); `None` when
+    /// there is no such subscriber.
+    pub fn queued(&self, from: &A, id: &str) -> Option<usize> {
+        self.subs
+            .get(&(from.clone(), id.to_owned()))
+            .map(|s| s.queue.len())
     }
 
     /// Whether `stop()` ran and every `closed` was handed to the socket.
@@ -148,6 +179,8 @@ impl<A: Ord + Clone> Hub<A> {
 
     /// One datagram from `from`, read at `now`; `wall` is the wall clock.
     pub fn handle_datagram(&mut self, now: Timestamp, wall: Timestamp, from: A, data: &[u8]) {
+        // What goes next may change.
+        self.out = None;
         let refuse = |hub: &mut Hub<A>, topic: Option<&str>, id: Option<&Value>, r: Refusal| {
             let id = id.cloned().unwrap_or(Value::Null);
             hub.answer(
@@ -277,6 +310,8 @@ impl<A: Ord + Clone> Hub<A> {
 
     /// Publishes `payload` (JSON text) on `topic` to every subscriber of it.
     pub fn publish(&mut self, now: Timestamp, topic: &str, payload: &str) -> Published {
+        // What goes next may change.
+        self.out = None;
         let _ = now;
         if self.stopped {
             return Published::Stopped;
@@ -314,6 +349,8 @@ impl<A: Ord + Clone> Hub<A> {
 
     /// A role source's revision: every subscriber is rechecked now.
     pub fn announce(&mut self, now: Timestamp, revision: u64) {
+        // What goes next may change.
+        self.out = None;
         let _ = (now, revision);
         let keys: Vec<Key<A>> = self.subs.keys().cloned().collect();
         for key in keys {
@@ -324,6 +361,8 @@ impl<A: Ord + Clone> Hub<A> {
     /// `stop()`: each subscriber receives `closed` after what was queued
     /// for it; a subscribe after it is refused `shutting_down`.
     pub fn stop(&mut self, now: Timestamp) {
+        // What goes next may change.
+        self.out = None;
         let _ = now;
         self.stopped = true;
         for sub in self.subs.values_mut() {
@@ -334,6 +373,8 @@ impl<A: Ord + Clone> Hub<A> {
     /// The credentials' expiries reached at `now` end their subscriptions
     /// (one `unauthorized` each, `expired`).
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        // What goes next may change.
+        self.out = None;
         let due: Vec<Key<A>> = self
             .subs
             .iter()
@@ -355,8 +396,40 @@ impl<A: Ord + Clone> Hub<A> {
     }
 
     /// The next datagram for the socket and where it goes, in the order
-    /// offered; `now` is checked against each credential's expiry first.
-    pub fn poll_transmit(&mut self, now: Timestamp) -> Option<(A, Vec<u8>)> {
+    /// offered, borrowed until the next call: it stays the next one until
+    /// [`consume_transmit`](Hub::consume_transmit) says the socket took
+    /// it, so one the socket would not take now is simply asked for again.
+    /// `now` is checked against each credential's expiry first.
+    pub fn pending_transmit(&mut self, now: Timestamp) -> Option<(&A, &[u8])> {
+        if self.out.is_none() {
+            self.out = self.next_out(now);
+        }
+        self.out.as_ref().map(|o| (&o.to, o.datagram.as_slice()))
+    }
+
+    /// The socket took the datagram [`pending_transmit`](Hub::pending_transmit)
+    /// named: it leaves its queue.
+    pub fn consume_transmit(&mut self) {
+        let Some(out) = self.out.take() else {
+            return;
+        };
+        match out.from {
+            From::Control => {
+                self.control.pop_front();
+            }
+            From::Event(key) => {
+                if let Some(sub) = self.subs.get_mut(&key) {
+                    sub.queue.pop_front();
+                }
+            }
+            From::Closed(key) => {
+                self.subs.remove(&key);
+            }
+        }
+    }
+
+    /// Chooses the next datagram without taking it from its queue.
+    fn next_out(&mut self, now: Timestamp) -> Option<Out<A>> {
         self.handle_timeout(now);
         loop {
             let control = self.control.front().map(|(s, ..)| *s);
@@ -373,8 +446,12 @@ impl<A: Ord + Clone> Hub<A> {
                 (None, None) => return self.close_next(),
             };
             let Some(key) = key else {
-                let (_, to, datagram) = self.control.pop_front()?;
-                return Some((to, datagram.into_bytes()));
+                let (_, to, datagram) = self.control.front()?;
+                return Some(Out {
+                    to: to.clone(),
+                    datagram: datagram.clone().into_bytes(),
+                    from: From::Control,
+                });
             };
             // No event under an authorization older than the source's
             // revision.
@@ -383,37 +460,35 @@ impl<A: Ord + Clone> Hub<A> {
                 self.recheck(&key);
                 continue;
             }
-            let sub = self.subs.get_mut(&key)?;
-            let (_, seq, event) = sub.queue.pop_front()?;
+            let (_, seq, event) = sub.queue.front()?;
             let datagram = format!(
                 "{{\"type\":\"event\",\"id\":{},\"topic\":{},\"seq\":{seq},\"payload\":{}}}",
                 sub.id, self.topics_json[event.stream], event.payload
             );
-            return Some((key.0, datagram.into_bytes()));
+            return Some(Out {
+                to: key.0.clone(),
+                datagram: datagram.into_bytes(),
+                from: From::Event(key),
+            });
         }
     }
 
-    /// The socket would not take `datagram` for `to` now: it goes out
-    /// first next time.
-    pub fn unsend(&mut self, to: A, datagram: Vec<u8>) {
-        let text = String::from_utf8_lossy(&datagram).into_owned();
-        self.control.push_front((0, to, text));
-    }
-
     /// After `stop()`, a subscriber with nothing queued is sent `closed`
-    /// and forgotten.
-    fn close_next(&mut self) -> Option<(A, Vec<u8>)> {
-        let key = self
+    /// (and forgotten once the socket took it).
+    fn close_next(&self) -> Option<Out<A>> {
+        let (key, sub) = self
             .subs
             .iter()
-            .find(|(_, s)| s.closing && s.queue.is_empty())
-            .map(|(k, _)| k.clone())?;
-        let sub = self.subs.remove(&key)?;
+            .find(|(_, s)| s.closing && s.queue.is_empty())?;
         let datagram = format!(
             "{{\"type\":\"closed\",\"id\":{},\"reason\":\"shutting_down\"}}",
             sub.id
         );
-        Some((key.0, datagram.into_bytes()))
+        Some(Out {
+            to: key.0.clone(),
+            datagram: datagram.into_bytes(),
+            from: From::Closed(key.clone()),
+        })
     }
 
     fn recheck(&mut self, key: &Key<A>) {

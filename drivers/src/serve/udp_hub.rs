@@ -157,22 +157,17 @@ impl UdpHubServer {
     fn send(&mut self) {
         loop {
             let now = self.now();
-            let Some((to, datagram)) = self.hub.poll_transmit(now) else {
+            let Some((to, datagram)) = self.hub.pending_transmit(now) else {
                 return;
             };
-            match self.socket.send_to(&datagram, to) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // Tried again at the socket's next writable edge.
-                    self.hub.unsend(to, datagram);
-                    return;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.hub.unsend(to, datagram);
-                }
+            match self.socket.send_to(datagram, *to) {
+                Ok(_) => self.hub.consume_transmit(),
+                // Offered again at the socket's next writable edge.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Sent and not retried (a datagram too long, a peer gone):
                 // lost, as the network may lose any.
-                Err(_) => {}
+                Err(_) => self.hub.consume_transmit(),
             }
         }
     }

@@ -25,6 +25,11 @@ use super::net::{BoundAddress, Listener, Stream};
 use super::unix_now;
 
 const LISTENER: Token = Token(usize::MAX - 1);
+/// How long accepting pauses after a failure (out of descriptors): the
+/// request loops' pause.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// The most connections a hub holds, as the request loops' default.
+pub const MAX_CONNECTIONS: usize = 4096;
 const WAKER: Token = Token(usize::MAX);
 
 /// What another thread asks of a served hub.
@@ -91,6 +96,10 @@ pub struct HubServer {
     inbox: Arc<Mailbox<HubCommand>>,
     conns: HashMap<ConnId, Stream>,
     next_id: ConnId,
+    /// The most connections held at once.
+    max_connections: usize,
+    /// When accepting, paused by a failure, is tried again.
+    accept_again: Option<Instant>,
     started: Instant,
 }
 
@@ -126,6 +135,8 @@ impl HubServer {
             inbox: Arc::new(Mailbox::new(waker)),
             conns: HashMap::new(),
             next_id: 0,
+            max_connections: MAX_CONNECTIONS,
+            accept_again: None,
             started: Instant::now(),
         })
     }
@@ -159,6 +170,13 @@ impl HubServer {
                 // reached (the poll rounds down).
                 Duration::from_nanos(at.saturating_sub(now)) + Duration::from_millis(1)
             });
+            let timeout = match self.accept_again {
+                Some(at) => {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    Some(timeout.map_or(wait, |t| t.min(wait)))
+                }
+                None => timeout,
+            };
             self.inbox.sleep();
             self.inbox.take(&mut commands);
             let timeout = if commands.is_empty() {
@@ -172,6 +190,11 @@ impl HubServer {
                 Err(e) => return Err(e),
             }
             self.inbox.awake();
+            if self.accept_again.is_some_and(|at| Instant::now() >= at) {
+                self.accept_again = None;
+                self.accept();
+                self.drain();
+            }
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
@@ -230,6 +253,9 @@ impl HubServer {
             };
             match listener.accept() {
                 Ok(None) => return,
+                // Past the limit a connection is closed at accept (dropped
+                // here), as the request loops do.
+                Ok(Some(_)) if self.conns.len() >= self.max_connections => {}
                 Ok(Some((mut stream, _))) => {
                     let id = self.next_id;
                     self.next_id += 1;
@@ -249,9 +275,13 @@ impl HubServer {
                     self.hub.handle_accept(now, id);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors and the like: try again at the next
-                // readiness rather than spin.
-                Err(_) => return,
+                // Out of descriptors and the like: the connection waits in
+                // the backlog, and no new readiness may come for it, so
+                // accepting pauses and is tried again (not spinning).
+                Err(_) => {
+                    self.accept_again = Some(Instant::now() + ACCEPT_PAUSE);
+                    return;
+                }
             }
         }
     }

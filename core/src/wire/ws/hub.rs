@@ -666,6 +666,8 @@ impl Hub {
                 Phase::Ws(ws) => match ws.poll_event() {
                     None => break,
                     Some(WsEvent::Text(text)) => self.take_frame(now, conn, &text),
+                    // The hub's limits take no binary message (1003).
+                    Some(WsEvent::Binary(_)) => {}
                     Some(WsEvent::Closed { .. }) => {
                         // The connection is over: its subscriptions go
                         // with it; what the codec answered (an echoed

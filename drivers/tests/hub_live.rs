@@ -60,6 +60,16 @@ fn fixture(caller: &str, bound: &str) -> Option<Value> {
     Some(doc)
 }
 
+/// One control line's answer, whatever it is.
+fn control_answer(d: &Demo, line: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(&d.control).unwrap();
+    writeln!(s, "{line}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).unwrap();
+    answer
+}
+
 fn event(seq: u64, order: &Value, qty: i64, price: i64) -> Value {
     json!({"type": "event", "topic": "Fills", "seq": seq,
            "payload": {"order": order, "qty": qty, "price": price}})
@@ -284,6 +294,11 @@ fn hale_watch_prints_each_frame_and_exits_by_how_the_hub_ended_it() {
     .unwrap();
     let receipt: Value = serde_json::from_slice(&reply.body).unwrap();
     assert_eq!(next(), event(1, &receipt["order"], 7, 100));
+    // What the program asks of its hub, read through the control socket.
+    assert_eq!(
+        control_answer(&d, "hub"),
+        "ok events=1 subscribers=1 connections=1\n"
+    );
     d.control("stop");
     assert_eq!(next(), json!({"type": "closed", "reason": "shutting_down"}));
     assert_eq!(dave.wait().unwrap().code(), Some(0));

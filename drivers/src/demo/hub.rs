@@ -119,6 +119,24 @@ impl HubControl {
             _ => return None,
         })
     }
+
+    /// The `hub` control line's answer: each listener's counts, in the
+    /// order served (`ok events=E subscribers=S connections=C`, one
+    /// triple per listener, separated by `;`).
+    pub fn report(&self) -> String {
+        let counts: Vec<String> = self
+            .handles
+            .iter()
+            .map(|h| match h.report() {
+                Some(r) => format!(
+                    "events={} subscribers={} connections={}",
+                    r.events, r.subscribers, r.connections
+                ),
+                None => "ended".to_owned(),
+            })
+            .collect();
+        format!("ok {}", counts.join("; "))
+    }
 }
 
 /// One hub served, ready to run on a thread of its own.

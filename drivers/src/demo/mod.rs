@@ -525,7 +525,8 @@ fn changed_grants(
 }
 
 /// Control lines: `gate|open|drain|resume <instance>` and `stop`, and
-/// with a hub `revoke|grant <principal> <role>` and `expire <token> <ms>`
+/// with a hub `revoke|grant <principal> <role>`, `expire <token> <ms>` and
+/// `hub` (its counts: `ok events=E subscribers=S connections=C`)
 /// ([`hub::HubControl`]); each is answered `ok` or `error: …`.
 fn control_loop(
     listener: StdUnixListener,
@@ -550,6 +551,15 @@ fn control_loop(
             let verb = words.next().unwrap_or("");
             let rest: Vec<&str> = words.clone().collect();
             let target = words.next().and_then(&find);
+            if let ("hub", Some(h)) = (verb, hub.as_ref()) {
+                if out
+                    .write_all(format!("{}\n", h.report()).as_bytes())
+                    .is_err()
+                {
+                    break;
+                }
+                continue;
+            }
             let for_hub = hub.as_ref().and_then(|h| h.handle(verb, &rest));
             let answer = match (verb, target) {
                 _ if for_hub.is_some() => for_hub.unwrap_or(Ok(())),

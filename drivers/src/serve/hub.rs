@@ -47,6 +47,20 @@ pub enum HubCommand {
     /// `stop()`: `closed` to every connection after what was queued, then
     /// the close frame; the listener closes.
     Stop,
+    /// What the program asks of its hub: `events()`, `subscribers()`,
+    /// `connections()`, answered on the channel.
+    Report(std::sync::mpsc::Sender<HubReport>),
+}
+
+/// A hub's counts, as the program reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HubReport {
+    /// `events()`: the events its topics have offered.
+    pub events: u64,
+    /// `subscribers()`: the subscriptions admitted and not ended.
+    pub subscribers: usize,
+    /// `connections()`: the connections held (a datagram hub has none).
+    pub connections: usize,
 }
 
 /// Publishes to, announces to and stops a served hub, from any thread.
@@ -78,6 +92,13 @@ impl HubHandle {
     /// Announces a role source's revision.
     pub fn announce(&self, revision: u64) {
         self.inbox.send(HubCommand::Announce(revision));
+    }
+
+    /// The hub's counts, read on its loop; `None` once it has ended.
+    pub fn report(&self) -> Option<HubReport> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.inbox.send(HubCommand::Report(tx));
+        rx.recv_timeout(Duration::from_secs(5)).ok()
     }
 
     /// Stops the hub; [`HubServer::run`] returns once every connection is
@@ -224,6 +245,13 @@ impl HubServer {
                         let _: Published = self.hub.publish(now, &topic, &payload);
                     }
                     HubCommand::Announce(revision) => self.hub.announce(now, revision),
+                    HubCommand::Report(to) => {
+                        let _ = to.send(HubReport {
+                            events: self.hub.events(),
+                            subscribers: self.hub.subscribers(),
+                            connections: self.hub.connections(),
+                        });
+                    }
                     HubCommand::Stop => {
                         self.hub.stop(now);
                         if let Some(l) = self.listener.take() {

@@ -13,7 +13,7 @@ use limen_core::Timestamp;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::hub::{HubCommand, HubHandle};
+use super::hub::{HubCommand, HubHandle, HubReport};
 use super::mailbox::Mailbox;
 use super::unix_now;
 
@@ -124,6 +124,13 @@ impl UdpHubServer {
                         let _ = self.hub.publish(now, &topic, &payload);
                     }
                     HubCommand::Announce(revision) => self.hub.announce(now, revision),
+                    HubCommand::Report(to) => {
+                        let _ = to.send(HubReport {
+                            events: self.hub.events(),
+                            subscribers: self.hub.subscribers(),
+                            connections: 0,
+                        });
+                    }
                     HubCommand::Stop => self.hub.stop(now),
                 }
             }

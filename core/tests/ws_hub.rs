@@ -324,6 +324,19 @@ fn the_credential_may_ride_the_query() {
 }
 
 #[test]
+fn a_query_token_is_percent_decoded_and_its_plus_kept() {
+    let mut h = Harness::new(witness_spec());
+    // `t%2Ddave` is `t-dave`; `t+dave` names nobody (not `t dave` either).
+    h.upgrade(1, "/?access_token=t%2Ddave", None);
+    assert_eq!(h.subscribe(1, "Fills")[0]["type"], "subscribed");
+    h.upgrade(2, "/?access_token=t+dave", None);
+    assert_eq!(
+        h.subscribe(2, "Fills")[0]["refusal"]["reason"],
+        "no such token"
+    );
+}
+
+#[test]
 fn without_a_credential_the_upgrade_completes_and_every_subscribe_is_unauthenticated() {
     let mut h = Harness::new(witness_spec());
     assert!(h.upgrade(1, "/", None).starts_with("HTTP/1.1 101 "));

@@ -97,9 +97,11 @@ fn access_token(target: &str) -> Option<String> {
     let (_, query) = target.split_once('?')?;
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
-        let v = v.replace('+', " ");
+        // Percent-decoded only: a `+` stays a `+` (RFC 3986), since a
+        // token is often base64 and a form's `+` for a space would change
+        // it.
         (k == "access_token" && !v.is_empty())
-            .then(|| crate::percent::decode(&v))
+            .then(|| crate::percent::decode(v))
             .flatten()
     })
 }

@@ -691,6 +691,33 @@ fn a_ping_is_answered_after_the_frames_queued_before_it_and_eof_forgets_alone() 
 }
 
 #[test]
+fn a_client_that_sends_and_does_not_read_is_held_back_not_buffered() {
+    let mut h = Harness::new(witness_spec());
+    h.connect(1, "t-dave");
+    let limit = HubLimits::default().max_answers;
+    let mut sent = 0;
+    while h.hub.wants_read(1) {
+        h.send(1, "not json");
+        sent += 1;
+        assert!(sent <= limit + 1, "still read after {sent} unread answers");
+    }
+    // One answer is in the write; the rest wait, up to the limit.
+    assert_eq!(sent, limit + 1);
+    // Read, it is read again, and every answer arrives.
+    assert_eq!(h.texts(1).len(), sent);
+    assert!(h.hub.wants_read(1));
+    // Pongs count as bytes waiting: pings past the output limit stop the
+    // reading too.
+    let ping = client_frame(0x9, &[0; 125]);
+    let mut pings = 0;
+    while h.hub.wants_read(1) {
+        h.send_raw(1, &ping);
+        pings += 1;
+        assert!(pings < 20_000, "still read after {pings} unread pongs");
+    }
+}
+
+#[test]
 fn the_input_in_any_split_gives_the_same_frames() {
     let mut input = upgrade_request("/", Some("Bearer t-dave")).into_bytes();
     input.extend(client_frame(

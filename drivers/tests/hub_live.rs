@@ -526,3 +526,51 @@ fn websocket_client_subscribes_reads_a_fill_is_refused_and_sees_closed() {
         .wait_exit(Duration::from_secs(15))
         .is_some_and(|s| s.success()));
 }
+
+/// A client that sends a burst and reads only afterwards is held back, then
+/// read again, and receives every answer (the server's pause and resume).
+#[test]
+fn a_burst_of_frames_is_answered_whole_after_the_hub_held_the_reader_back() {
+    use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
+    use std::io::{Read, Write};
+
+    let d = demo("hub-burst", &["--hub", "127.0.0.1:0"]);
+    let mut s = std::net::TcpStream::connect(&d.hub).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let key = client::key([3; 16]);
+    s.write_all(&client::upgrade_request(&d.hub, "/", &key, Some("t-dave")))
+        .unwrap();
+    let mut head = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let rest = loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "the upgrade is answered");
+        head.extend_from_slice(&buf[..n]);
+        if let Some(at) = client::upgrade_answer(&head, &key).unwrap() {
+            break head.split_off(at);
+        }
+    };
+    let burst = 2000;
+    let mut frames = Vec::new();
+    for _ in 0..burst {
+        frames.extend(client::text("not json", [1, 2, 3, 4]));
+    }
+    s.write_all(&frames).unwrap();
+    let mut reader = ServerReader::default();
+    reader.handle_data(&rest);
+    let mut refusals = 0;
+    while refusals < burst {
+        while let Some(f) = reader.poll_frame().unwrap() {
+            if let ServerFrame::Text(t) = f {
+                let v: Value = serde_json::from_str(&t).unwrap();
+                assert_eq!(v["refusal"]["kind"], "malformed");
+                refusals += 1;
+            }
+        }
+        if refusals < burst {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "{refusals} answers of {burst} before the end");
+            reader.handle_data(&buf[..n]);
+        }
+    }
+}

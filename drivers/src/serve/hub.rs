@@ -119,6 +119,10 @@ pub struct HubServer {
     next_id: ConnId,
     /// The most connections held at once.
     max_connections: usize,
+    /// Connections not read while the hub holds them back.
+    paused: std::collections::HashSet<ConnId>,
+    /// The read buffer.
+    buf: Vec<u8>,
     /// When accepting, paused by a failure, is tried again.
     accept_again: Option<Instant>,
     started: Instant,
@@ -157,6 +161,8 @@ impl HubServer {
             conns: HashMap::new(),
             next_id: 0,
             max_connections: MAX_CONNECTIONS,
+            paused: std::collections::HashSet::new(),
+            buf: vec![0u8; 64 * 1024],
             accept_again: None,
             started: Instant::now(),
         })
@@ -183,7 +189,6 @@ impl HubServer {
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
         let mut commands = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
         loop {
             let timeout = self.hub.poll_timeout().map(|at| {
                 let now = self.now();
@@ -223,7 +228,7 @@ impl HubServer {
                     Token(t) => {
                         let id = t as ConnId;
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.read(id, &mut buf);
+                            self.read(id);
                         }
                         if event.is_writable() {
                             self.flush(id);
@@ -314,8 +319,23 @@ impl HubServer {
         }
     }
 
-    fn read(&mut self, id: ConnId, buf: &mut [u8]) {
+    fn read(&mut self, id: ConnId) {
+        // The buffer is the loop's, lent out for the read.
+        let mut buf = std::mem::take(&mut self.buf);
+        self.read_into(id, &mut buf);
+        self.buf = buf;
+    }
+
+    fn read_into(&mut self, id: ConnId, buf: &mut [u8]) {
         loop {
+            // A client that sends and does not read is held back: its
+            // socket is read again once it has read its answers (`flush`).
+            if !self.hub.wants_read(id) {
+                if self.conns.contains_key(&id) {
+                    self.paused.insert(id);
+                }
+                return;
+            }
             let Some(stream) = self.conns.get_mut(&id) else {
                 return;
             };
@@ -340,8 +360,18 @@ impl HubServer {
         }
     }
 
-    /// Writes what `id` has pending until the socket takes no more.
+    /// Writes what `id` has pending until the socket takes no more; a
+    /// connection held back reads again once the hub wants it to (no new
+    /// readiness may come for what already waits in its socket).
     fn flush(&mut self, id: ConnId) {
+        self.write_out(id);
+        if self.paused.contains(&id) && self.hub.wants_read(id) {
+            self.paused.remove(&id);
+            self.read(id);
+        }
+    }
+
+    fn write_out(&mut self, id: ConnId) {
         loop {
             let Some(stream) = self.conns.get_mut(&id) else {
                 return;
@@ -373,7 +403,10 @@ impl HubServer {
                 HubEvent::Output(id) => self.flush(id),
                 // Dropping the socket closes it, which takes it out of the
                 // poll.
-                HubEvent::Close(id) => drop(self.conns.remove(&id)),
+                HubEvent::Close(id) => {
+                    self.paused.remove(&id);
+                    drop(self.conns.remove(&id));
+                }
             }
         }
     }

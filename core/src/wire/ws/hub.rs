@@ -394,6 +394,20 @@ impl Hub {
         self.stopped && self.conns.is_empty()
     }
 
+    /// Whether the hub reads `id` now: false while the client has more
+    /// answers or bytes waiting to be written than the limits allow (it
+    /// sends and does not read), until it reads them. A driver stops
+    /// reading the socket meanwhile and reads it again once this is true.
+    pub fn wants_read(&self, id: ConnId) -> bool {
+        let limits = &self.spec.limits;
+        self.conns.get(&id).is_some_and(|c| match &c.phase {
+            Phase::Http(http) => http.wants_read(),
+            Phase::Ws(_) => {
+                c.control.len() < limits.max_answers && c.pending().len() < limits.max_output
+            }
+        })
+    }
+
     /// The next event, if any. Poll until `None` after every input.
     pub fn poll_event(&mut self) -> Option<HubEvent> {
         self.events.pop_front()

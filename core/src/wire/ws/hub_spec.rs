@@ -63,6 +63,15 @@ pub struct HubLimits {
     pub bus_header: usize,
     /// The most stream rows a hub has (sixteen).
     pub max_streams: usize,
+    /// The answers (refusals, `subscribed`, replies) a connection may have
+    /// waiting to be written before the hub stops reading it, so a client
+    /// that sends and does not read is held back, not buffered without
+    /// bound.
+    pub max_answers: usize,
+    /// The bytes a connection may have waiting to be written (pongs
+    /// among them) before the hub stops reading it, as a Unix line
+    /// connection's.
+    pub max_output: usize,
 }
 
 impl Default for HubLimits {
@@ -75,6 +84,8 @@ impl Default for HubLimits {
             bus_frame: 65_536,
             bus_header: 17,
             max_streams: 16,
+            max_answers: 64,
+            max_output: 1 << 20,
         }
     }
 }

@@ -25,15 +25,14 @@
 //! [queued|callback]`, `--machines`, `--echo-only N [one|threaded]` run one
 //! part alone, for a profiler.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use limen_benches::alloc::{live_during, Counting};
 use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{
     Call, CallKey, HostConn, Limits, Outcome, Reply, Tool, ToolConn, ToolkitConn, ToolkitEvent,
@@ -41,38 +40,9 @@ use limen_core::flow::tool::{
 use limen_core::flow::{Declaration, Identity, Param, Type, TypeEnv, Value};
 use limen_drivers::tool::{Process, Spawn};
 
-/// Counts live heap bytes, for the memory a call in flight holds: only
-/// while `COUNTING` is set, so the throughput runs (and the children, which
-/// are this binary too) pay no shared counter per allocation.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static COUNTING: AtomicBool = AtomicBool::new(false);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: the caller's layout is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: `ptr` was allocated by `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            LIVE.fetch_add(new as isize - layout.size() as isize, Ordering::Relaxed);
-        }
-        // SAFETY: as `System.realloc` requires, passed on unchanged.
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
-
+// Counts live heap bytes, for the memory a call in flight holds: only
+// inside `live_during`, so the throughput runs (and the children, which are
+// this binary too) pay no shared counter per allocation.
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
@@ -385,16 +355,14 @@ fn memory_per_call(n: u64) -> (f64, usize) {
     // Each call (its key, its arguments) is made inside the window: what
     // is still live once it is written is what the host holds for it, its
     // arguments having been written and dropped.
-    COUNTING.store(true, Ordering::SeqCst);
-    let before = LIVE.load(Ordering::Relaxed);
-    for i in 0..n {
-        conn.send_call(0, call(&tool, i)).expect("sent");
-    }
-    let written = conn.pending_output().len();
-    conn.consume_output(0, written);
-    let after = LIVE.load(Ordering::Relaxed);
-    COUNTING.store(false, Ordering::SeqCst);
-    let per_call = (after - before) as f64 / n as f64;
+    let live = live_during(|| {
+        for i in 0..n {
+            conn.send_call(0, call(&tool, i)).expect("sent");
+        }
+        let written = conn.pending_output().len();
+        conn.consume_output(0, written);
+    });
+    let per_call = live as f64 / n as f64;
     (per_call, conn.open_calls())
 }
 

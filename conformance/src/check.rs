@@ -355,11 +355,9 @@ impl Options {
 
 /// This process's kernel credentials, as a Unix server reads them.
 fn own_peer() -> PeerCredentials {
-    // SAFETY: getuid and getgid have no preconditions and cannot fail.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     PeerCredentials {
-        uid: i64::from(uid),
-        gid: i64::from(gid),
+        uid: i64::from(rustix::process::getuid().as_raw()),
+        gid: i64::from(rustix::process::getgid().as_raw()),
         pid: i64::from(std::process::id()),
         groups: None,
     }

@@ -19,6 +19,7 @@
 //! - [`replay`], [`check`], [`compare`]: the three commands of the
 //!   `limen-conformance` binary ([`cli`]).
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod check;
 pub mod cli;

@@ -4,6 +4,9 @@
 //! threads that feed the pure machines of `limen-core`, and the code behind
 //! the `flow` and `hale` command-line tools.
 #![warn(missing_docs)]
+// `unsafe` only where allowed by name: the one system call with no safe
+// binding (serve::net, SO_PEERGROUPS).
+#![deny(unsafe_code)]
 
 pub mod cli_support;
 pub mod client;

@@ -453,8 +453,7 @@ fn call_as_member_of(gid: u32, client_groups: Option<&[u32]>, tag: &str) -> serd
 
 #[test]
 fn a_unix_peer_s_supplementary_groups_reach_the_role_source() {
-    // SAFETY: only reads the process's effective uid.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if !root {
         eprintln!("skipped: setting a client's supplementary groups needs root");
         return;

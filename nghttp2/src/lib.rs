@@ -664,6 +664,23 @@ impl Session {
         Ok(&self.out[self.out_at..])
     }
 
+    /// Serializes every frame queued so far (as far as flow control lets
+    /// DATA go) behind the bytes not yet written, for a caller that reads
+    /// them through [`queued`](Session::queued) from a shared borrow.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        if self.out_at == self.out.len() {
+            self.out.clear();
+            self.out_at = 0;
+        }
+        self.serialize()
+    }
+
+    /// The bytes serialized and not yet written, without serializing more
+    /// (see [`flush`](Session::flush)).
+    pub fn queued(&self) -> &[u8] {
+        &self.out[self.out_at..]
+    }
+
     /// `n` bytes of [`pending_output`](Session::pending_output) were
     /// written.
     pub fn consume_output(&mut self, _now: Timestamp, n: usize) {

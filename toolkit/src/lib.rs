@@ -30,6 +30,7 @@
 //! Tool's type parameter values are [`Json`], with the schema the call
 //! carries in [`Context::expects`].
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod codegen;
 pub mod convert;

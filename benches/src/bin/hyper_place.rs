@@ -5,6 +5,7 @@
 //! (`benches/scripts/http-vs-hyper`).
 //!
 //! Usage: `hyper-place ADDR` (e.g. 127.0.0.1:18080).
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::convert::Infallible;

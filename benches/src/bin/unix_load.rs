@@ -6,6 +6,7 @@
 //! - `unix-load drive PATH [--in-flight N] [--seconds S] [--line TEXT]`: one
 //!   connection keeping N requests in flight for S seconds; prints the
 //!   calls answered per second.
+#![forbid(unsafe_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

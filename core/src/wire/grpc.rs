@@ -3,8 +3,16 @@
 //! type, the length-prefixed message; and, for an outcome, the status, its
 //! percent-encoded message and `grpc-status-details-bin`.
 //!
-//! The HTTP/2 session itself is `limen-nghttp2`'s; the front that joins the
-//! two to an exposure is built on these.
+//! The HTTP/2 session itself is `limen-nghttp2`'s; [`Framing`] is one
+//! exposure's framing and outcome encoding on these, and the stream table
+//! that joins it to an HTTP/2 session is `limen-grpc`'s.
+
+mod framing;
+
+pub use framing::{
+    trailers_only, Answer, Field, Framed, Framing, Head, Reply, DIGEST_HEADER, JSON_HANDLER_ERROR,
+    JSON_REFUSAL,
+};
 
 use base64::Engine as _;
 
@@ -33,7 +41,9 @@ pub enum GrpcCodec {
 }
 
 impl GrpcCodec {
-    /// The content type the response is answered under.
+    /// The codec's plain content type. A call is answered under the
+    /// content type it was sent with ([`Head::content_type`]); this is the
+    /// one a content type that is not gRPC's is answered under.
     pub fn content_type(self) -> &'static str {
         match self {
             GrpcCodec::Proto => "application/grpc",
@@ -224,6 +234,8 @@ pub mod status {
     pub const RESOURCE_EXHAUSTED: u32 = 8;
     /// FAILED_PRECONDITION.
     pub const FAILED_PRECONDITION: u32 = 9;
+    /// UNIMPLEMENTED.
+    pub const UNIMPLEMENTED: u32 = 12;
     /// INTERNAL.
     pub const INTERNAL: u32 = 13;
     /// UNAVAILABLE.

@@ -1,4 +1,5 @@
 //! `hale`: Hale API surfaces from the command line.
+#![forbid(unsafe_code)]
 
 /// The server hands every call between threads: the loop allocates a call's
 /// payload and context, a worker frees them, and the worker's completion

@@ -3,6 +3,7 @@
 //! `toolkit/tests/fixtures/listing.json`. Tests and benches drive it.
 //!
 //! `tool-fixture-echo [--workers N]` (0 runs calls on the reading thread).
+#![forbid(unsafe_code)]
 
 include!("../../../toolkit/tests/fixtures/tools.rs");
 

@@ -21,6 +21,7 @@
 //! second start on (counted in the file named by `--state FILE`):
 //! `--restart-drops` (echo no longer listed), `--restart-major N`,
 //! `--restart-dies` (exits before describing).
+#![forbid(unsafe_code)]
 
 use std::io::{BufRead, Write};
 

@@ -7,7 +7,9 @@
 //! commands to try. With [`DemoOptions::mcp`] it also serves Public over
 //! MCP as the exposure `mcp`, bound to public's own `Orders` instance and
 //! under public's sources (the program declares no MCP serve site, so the
-//! demo derives it from public's: [`mcp_exposure`]). Every address can be overridden (port 0 allowed), and
+//! demo derives it from public's: [`mcp_exposure`]); with
+//! [`DemoOptions::grpc`] it serves Public over gRPC the same way, as the
+//! exposure `grpc` ([`grpc_exposure`]). Every address can be overridden (port 0 allowed), and
 //! the admin operator is the current user unless `--operator` names
 //! another, so it runs unprivileged and in tests. A control socket
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
@@ -35,6 +37,7 @@ use limen_core::hale::runtime::{
     BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::grpc::Framing as GrpcFraming;
 
 use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
 
@@ -52,6 +55,9 @@ pub struct DemoOptions {
     /// Where to serve Public over MCP (`--mcp ADDR`; `hale demo` defaults
     /// it to `127.0.0.1:8090`); `None` serves no MCP exposure.
     pub mcp: Option<String>,
+    /// Where to serve Public over gRPC (`--grpc ADDR`); `None` serves no
+    /// gRPC exposure.
+    pub grpc: Option<String>,
     /// Who holds `operator` under the Unix exposure's role source
     /// (`uid:<n>`); the current user when `None`.
     pub operator: Option<String>,
@@ -144,8 +150,7 @@ fn transport_name(kind: &TransportKind) -> &'static str {
 /// not a path an unprivileged user can bind, so the demo serves the socket
 /// in a directory of its own under the temporary directory.
 pub fn default_socket() -> PathBuf {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     std::env::temp_dir()
         .join(format!("hale-demo-{uid}"))
         .join("admin.sock")
@@ -195,6 +200,12 @@ impl Demo {
                     .as_deref()
                     .and_then(|a| mcp_exposure(&program, a)),
             )
+            .chain(
+                options
+                    .grpc
+                    .as_deref()
+                    .and_then(|a| grpc_exposure(&program, a)),
+            )
             .collect();
         for e in &exposures {
             let Some(listener) = &e.listener else {
@@ -205,6 +216,7 @@ impl Demo {
                 TransportKind::Http => "http",
                 TransportKind::Unix => "unix",
                 TransportKind::Mcp => "mcp",
+                TransportKind::Grpc => "grpc",
                 _ => continue,
             };
             let mut spec =
@@ -227,6 +239,10 @@ impl Demo {
                 TransportKind::Http | TransportKind::Mcp => {
                     let addr = address.unwrap_or(written);
                     server.bind_http(&addr).map_err(|err| fail(&addr, err))?
+                }
+                TransportKind::Grpc => {
+                    let addr = address.unwrap_or(written);
+                    server.bind_grpc(&addr).map_err(|err| fail(&addr, err))?
                 }
                 _ => {
                     let path = address.map(PathBuf::from).unwrap_or_else(default_socket);
@@ -281,12 +297,26 @@ impl Demo {
                 recorded_roles.insert(spec.identity(), grants);
             }
             let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
+            let over_grpc = listener.transport == TransportKind::Grpc;
+            // A gRPC exposure's codec decodes the protobuf calls too.
+            let codec = if over_grpc {
+                codec.with_protobuf()
+            } else {
+                codec
+            };
             let identity = spec.identity();
             let over_mcp = listener.transport == TransportKind::Mcp;
             let docs = if over_mcp {
                 McpDescriber::new(&program, e)
                     .map(|d| Box::new(d) as Box<dyn Describer + Send>)
                     .map_err(|err| err.to_string())
+            } else if over_grpc {
+                // The exposure is the demo's, not the program's: it is
+                // described as the program would be were it a serve site
+                // of it.
+                let mut with = program.clone();
+                with.exposures.push(e.clone());
+                describer(&with, e, &bound)
             } else {
                 describer(&program, e, &bound)
             }
@@ -294,12 +324,17 @@ impl Demo {
             let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
             if over_mcp {
                 server.serve_mcp(id, exposure, ids)
+            } else if over_grpc {
+                let framing =
+                    GrpcFraming::new(&program, e).map_err(|err| BootError(err.to_string()))?;
+                server.serve_grpc(id, exposure, ids, framing)
             } else {
                 server.serve(id, exposure, ids)
             }
             .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
             let endpoint = match &bound {
                 BoundAddress::Tcp(a) if over_mcp => format!("mcp://{a}"),
+                BoundAddress::Tcp(a) if over_grpc => format!("grpc://{a}"),
                 BoundAddress::Tcp(a) => format!("http://{a}"),
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
@@ -319,7 +354,19 @@ impl Demo {
         }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
-            if let Some(addr) = endpoint.strip_prefix("mcp://") {
+            if let Some(addr) = endpoint.strip_prefix("grpc://") {
+                // No Hale client speaks gRPC (§ The clients): a stub from
+                // the exported .proto, or grpcurl with the .proto.
+                banner.push_str(
+                    "  hale api export conformance/programs/desk.hl --surface Public --out public-api   (writes Public.proto)\n",
+                );
+                banner.push_str(&format!(
+                    "  grpcurl -plaintext -import-path public-api -proto Public.proto -H 'authorization: Bearer t-alice' -d '{{\"symbol\":\"ACME\",\"qty\":10,\"limit\":12500}}' {addr} Public/Orders__place\n"
+                ));
+                banner.push_str(
+                    "  (application/grpc and +proto speak Public.proto's messages, application/grpc+json the rows' JSON; POST /Public/Orders__place)\n",
+                );
+            } else if let Some(addr) = endpoint.strip_prefix("mcp://") {
                 banner.push_str(&format!(
                     "  hale mcp --app {endpoint} --bearer t-alice   (an MCP server on stdio)\n"
                 ));
@@ -462,6 +509,19 @@ pub fn mcp_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
     Some(e)
 }
 
+/// The exposure `grpc`: public's serve site over `grpc::Rpc` at
+/// `address`, as [`mcp_exposure`] derives `mcp`. `None` when the program
+/// serves no `public`.
+pub fn grpc_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
+    let mut e = program.exposure("public")?.clone();
+    e.name = Some("grpc".into());
+    e.listener = Some(Listener {
+        transport: TransportKind::Grpc,
+        address: Some(address.to_owned()),
+    });
+    Some(e)
+}
+
 /// The role source of an exposure: its `Grants` literal, with the Unix
 /// exposure's `operator` granted to the current user (or `--operator`).
 fn role_source(program: &Program, e: &ModelExposure, options: &DemoOptions) -> RoleTable {
@@ -487,8 +547,7 @@ fn served_grants(
     if e.principals != Source::Kernel {
         return written;
     }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = format!("uid:{}", unsafe { libc::getuid() });
+    let me = format!("uid:{}", rustix::process::getuid().as_raw());
     let operator = options.operator.clone().unwrap_or(me);
     written
         .into_iter()

@@ -157,6 +157,10 @@ pub struct DemoArgs {
     /// Where Public is served over MCP.
     #[arg(long, value_name = "ADDR", default_value = super::demo::DEFAULT_MCP)]
     pub mcp: String,
+    /// Where Public is served over gRPC (HTTP/2, prior knowledge); not
+    /// served unless given.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc: Option<String>,
     /// Where the program's WebSocket hub `fills` listens (none unless
     /// given); every accepted Orders::place publishes its fill there.
     #[arg(long, value_name = "ADDR")]

@@ -1,8 +1,9 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--hub ADDR] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--grpc ADDR] [--hub ADDR] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
-//! given); `--record DIR` writes every exchange as a conformance record.
+//! given) and over gRPC when `--grpc` is given; `--record DIR` writes every
+//! exchange as a conformance record.
 
 use super::cli::DemoArgs;
 use crate::demo::{Demo, DemoOptions};
@@ -18,9 +19,15 @@ pub const BOOT_EXIT: i32 = 2;
 /// Runs `hale demo` with its arguments.
 pub fn run(args: &DemoArgs) -> i32 {
     let options = options(args);
-    // Ctrl-C and SIGTERM stop the demo in order; blocked before any thread
-    // starts so only the signal thread takes them.
-    let signals = block_signals();
+    // Ctrl-C and SIGTERM stop the demo in order: their handlers, set before
+    // any thread starts, write to a pipe that the signal thread reads.
+    let signals = match Signals::catch() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hale demo: cannot catch signals: {e}");
+            return 1;
+        }
+    };
     let demo = match Demo::boot(&options) {
         Ok(d) => d,
         Err(e) => {
@@ -31,13 +38,13 @@ pub fn run(args: &DemoArgs) -> i32 {
     print!("{}", demo.banner());
     let stop = demo.stop_handle();
     std::thread::spawn(move || {
-        wait_signal(&signals, None);
+        signals.wait(None);
         eprintln!("hale demo: stopping");
         stop.stop();
         // A signal always stops the process: a second one, or the end of
         // stop()'s wait with a margin, ends it whatever the loops are doing.
         let limit = ExposureLimits::default().stop_wait / SECOND + STOP_MARGIN_S;
-        if !wait_signal(&signals, Some(limit)) {
+        if !signals.wait(Some(limit)) {
             eprintln!("hale demo: not stopped after {limit} s; exiting");
         }
         std::process::exit(130);
@@ -64,6 +71,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
         }
     }
     options.mcp = Some(a.mcp.clone());
+    options.grpc = a.grpc.clone();
     options.hub = a.hub.clone();
     options.udp_hub = a.udp_hub.clone();
     options.operator = a.operator.clone();
@@ -74,40 +82,39 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     options
 }
 
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: the set is initialized by sigemptyset before use, and
-    // pthread_sigmask only reads it.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
+/// SIGINT and SIGTERM, caught into a pipe (signal-hook's self-pipe: the
+/// handler only writes a byte), so a thread can wait for one with a limit.
+struct Signals {
+    read: std::os::unix::net::UnixStream,
+}
+
+impl Signals {
+    fn catch() -> std::io::Result<Signals> {
+        let (read, write) = std::os::unix::net::UnixStream::pair()?;
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::low_level::pipe::register(signal, write.try_clone()?)?;
+        }
+        Ok(Signals { read })
+    }
+
+    /// Waits for a signal, at most `limit` seconds when given; whether one
+    /// came.
+    fn wait(&self, limit: Option<u64>) -> bool {
+        use std::io::Read;
+        let limit = limit.map(|s| std::time::Duration::from_secs(s.max(1)));
+        if self.read.set_read_timeout(limit).is_err() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        loop {
+            match (&self.read).read(&mut byte) {
+                Ok(n) => return n == 1,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
     }
 }
 
 /// Seconds past stop()'s wait after which a stopping demo exits anyway.
 const STOP_MARGIN_S: u64 = 2;
-
-/// Waits for a signal of `set`, at most `limit` seconds when given;
-/// whether one came.
-fn wait_signal(set: &libc::sigset_t, limit: Option<u64>) -> bool {
-    match limit {
-        None => {
-            let mut signal = 0;
-            // SAFETY: `set` is an initialized signal set and `signal` a
-            // valid out pointer.
-            unsafe { libc::sigwait(set, &mut signal) == 0 }
-        }
-        Some(secs) => {
-            let timeout = libc::timespec {
-                tv_sec: secs as libc::time_t,
-                tv_nsec: 0,
-            };
-            // SAFETY: `set` is an initialized signal set, `timeout` a valid
-            // timespec, and a null info pointer is allowed.
-            unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &timeout) > 0 }
-        }
-    }
-}

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use limen_core::hale::runtime::{Correlation, Delivery, PeerCredentials};
-use limen_core::wire::front::{Front, FrontEvent, FrontKind, RawRequest};
+use limen_core::wire::front::{FrontEvent, FrontKind, RawRequest};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
+use super::fronts::AnyFront;
 use super::mailbox::Mailbox;
 use super::net::Stream;
 use super::owner::Owner;
@@ -44,7 +45,7 @@ static SHORTAGE_LOGGED: AtomicBool = AtomicBool::new(false);
 struct Conn {
     stream: Stream,
     exposure: usize,
-    front: Front,
+    front: AnyFront,
     peer: PeerCredentials,
     writable: bool,
     /// A read stopped for backpressure, leaving input the edge-triggered
@@ -305,6 +306,22 @@ impl ConnLoop {
         if let Some(on) = self.listening.get_mut(l) {
             *on = false;
         }
+        // The exposure has stopped: its gRPC connections, which outlive a
+        // request, send GOAWAY after their replies and end.
+        if let Some((exposure, _)) = self.shared.served.get(l).and_then(Option::as_ref) {
+            let now = self.shared.now();
+            let keys: Vec<usize> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.exposure == *exposure)
+                .map(|(k, _)| k)
+                .collect();
+            for key in keys {
+                self.conns[key].front.stop(now);
+                self.dirty.push(key);
+                self.after_front(key);
+            }
+        }
         if release {
             let mut listener = lock(&self.shared.listeners[l]);
             if let Some(fd) = listener.raw_fd() {
@@ -406,13 +423,18 @@ impl ConnLoop {
             }
             let correlation = ((self.id as u64) << CORRELATION_LOOP_SHIFT) | self.next_correlation;
             self.next_correlation += 1;
-            let limits = &self.shared.config.fronts;
-            let mut front = match (&framing, stream.is_unix()) {
-                (_, true) => Front::unix(now, limits.line, peer, correlation),
-                (Some(framing), false) => {
-                    Front::mcp(now, limits.http, framing.clone(), correlation)
-                }
-                (None, false) => Front::http(now, limits.http, correlation),
+            let config = &self.shared.config;
+            let Some(mut front) = AnyFront::accept(
+                now,
+                &config.fronts,
+                config.grpc,
+                &framing,
+                stream.is_unix(),
+                peer,
+                correlation,
+            ) else {
+                self.shared.open.fetch_sub(1, Ordering::SeqCst);
+                continue;
             };
             front.set_keep_raw(self.shared.recorder.is_some());
             let key = self.conns.insert(Conn {
@@ -623,7 +645,7 @@ impl ConnLoop {
                 let n = conn.front.deliver(now, delivery);
                 let out = conn.front.pending_output();
                 let mut reply = &out[out.len() - n..];
-                if conn.front.kind() == FrontKind::Unix {
+                if conn.front.kind() == Some(FrontKind::Unix) {
                     reply = reply.strip_suffix(b"\n").unwrap_or(reply);
                 }
                 lock(recorder).exchange(&Exchange {

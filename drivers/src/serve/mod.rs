@@ -25,6 +25,7 @@
 //! `docs/architecture.md` for one call's path.
 
 mod conn_loop;
+mod fronts;
 pub mod hub;
 mod mailbox;
 mod net;
@@ -41,11 +42,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use limen_core::hale::runtime::{Correlation, Delivery, Exposure, ExposureSpec, Input, Request};
 use limen_core::wire::front::{FrontLimits, RawRequest};
-use limen_core::wire::mcp;
+use limen_core::wire::{grpc, mcp};
 use limen_core::Timestamp;
+use limen_grpc::GrpcLimits;
 use mio::{Poll, Waker};
 
 use conn_loop::ConnLoop;
+use fronts::Framing;
 use mailbox::Mailbox;
 pub use net::{BoundAddress, Listener};
 use owner::{OwnedExposure, Owner};
@@ -60,6 +63,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// The fronts' limits.
     pub fronts: FrontLimits,
+    /// The gRPC front's limits.
+    pub grpc: GrpcLimits,
     /// How many connection loops run (each on a thread; loop 0 on the one
     /// that calls [`Server::run`]). 0: one per core the process may use
     /// but one, which the receivers' workers need (at least one loop).
@@ -71,6 +76,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_connections: 4096,
             fronts: FrontLimits::default(),
+            grpc: GrpcLimits::default(),
             loops: 0,
         }
     }
@@ -197,8 +203,9 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     /// The listeners, by id (a closed one is `Listener::Closed`).
     pub(crate) listeners: Vec<Arc<Mutex<Listener>>>,
-    /// The exposure each listener serves, and whether over MCP.
-    pub(crate) served: Vec<Option<(usize, Option<Arc<mcp::Framing>>)>>,
+    /// The exposure each listener serves, and how its connections are
+    /// framed.
+    pub(crate) served: Vec<Option<(usize, Framing)>>,
     /// Every exposure's spec, for recordings.
     pub(crate) specs: Vec<Arc<ExposureSpec>>,
     /// Connections open over every loop.
@@ -225,7 +232,7 @@ pub struct Server {
     owner_box: Arc<Mailbox<Message>>,
     owner: Owner,
     listeners: Vec<Listener>,
-    served: Vec<Option<(usize, Option<Arc<mcp::Framing>>)>>,
+    served: Vec<Option<(usize, Framing)>>,
     stop: Arc<AtomicBool>,
     recorder: Option<Box<dyn Recorder>>,
     started: Instant,
@@ -284,6 +291,13 @@ impl Server {
         Ok(self.add_listener(listener))
     }
 
+    /// Binds a gRPC listener at `addr` (`host:port`): a TCP listener, as
+    /// [`bind_http`](Server::bind_http)'s; what it speaks is set by
+    /// [`serve_grpc`](Server::serve_grpc).
+    pub fn bind_grpc(&mut self, addr: &str) -> io::Result<(ListenerId, BoundAddress)> {
+        self.bind_http(addr)
+    }
+
     /// Binds a Unix socket listener at `path`: a stale socket file is
     /// replaced, a live one refused. An empty path binds nothing (`None`).
     pub fn bind_unix(&mut self, path: &Path) -> io::Result<Option<(ListenerId, BoundAddress)>> {
@@ -335,7 +349,7 @@ impl Server {
         exposure: Exposure,
         workers: Vec<WorkerId>,
     ) -> io::Result<()> {
-        self.serve_framed(listener, exposure, workers, None)
+        self.serve_framed(listener, exposure, workers, Framing::Plain)
     }
 
     /// [`serve`](Server::serve) over MCP (§ The MCP transport): `POST /mcp`
@@ -348,7 +362,29 @@ impl Server {
         workers: Vec<WorkerId>,
     ) -> io::Result<()> {
         let framing = Arc::new(mcp::Framing::new(exposure.spec()));
-        self.serve_framed(listener, exposure, workers, Some(framing))
+        self.serve_framed(listener, exposure, workers, Framing::Mcp(framing))
+    }
+
+    /// [`serve`](Server::serve) over gRPC (§ gRPC): HTTP/2 with prior
+    /// knowledge on the TCP listener `listener` (bound with
+    /// [`bind_grpc`](Server::bind_grpc)), each stream's call framed and
+    /// answered by `framing` (built from the same model as the exposure;
+    /// its codec decodes the `pb:` text, `ShapeCodec::with_protobuf`).
+    /// `stop()` answers the executing calls, refuses the queued ones and
+    /// sends each connection GOAWAY after the replies already queued.
+    pub fn serve_grpc(
+        &mut self,
+        listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+        framing: grpc::Framing,
+    ) -> io::Result<()> {
+        self.serve_framed(
+            listener,
+            exposure,
+            workers,
+            Framing::Grpc(Arc::new(framing)),
+        )
     }
 
     fn serve_framed(
@@ -356,7 +392,7 @@ impl Server {
         listener: ListenerId,
         mut exposure: Exposure,
         workers: Vec<WorkerId>,
-        framing: Option<Arc<mcp::Framing>>,
+        framing: Framing,
     ) -> io::Result<()> {
         if listener >= self.listeners.len() {
             return Err(io::Error::new(

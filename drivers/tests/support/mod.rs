@@ -42,6 +42,8 @@ pub struct Demo {
     pub partner: String,
     /// The MCP exposure's `host:port`.
     pub mcp: String,
+    /// The gRPC exposure's `host:port` (empty unless `--grpc` was given).
+    pub grpc: String,
     /// The WebSocket hub's `host:port`, when `--hub` serves one.
     pub hub: String,
     /// The datagram hub's `host:port`, when `--udp-hub` serves one.
@@ -105,6 +107,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut public, mut partner, mut mcp) = (String::new(), String::new(), String::new());
+    let mut grpc = String::new();
     let (mut hub, mut udp_hub) = (String::new(), String::new());
     for line in lines.by_ref() {
         let line = line.unwrap();
@@ -116,6 +119,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
             let addr = endpoint
                 .trim_start_matches("http://")
                 .trim_start_matches("mcp://")
+                .trim_start_matches("grpc://")
                 .trim_start_matches("ws://")
                 .to_owned();
             if identity.ends_with("/public") {
@@ -124,6 +128,8 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
                 partner = addr;
             } else if identity.ends_with("/mcp") {
                 mcp = addr;
+            } else if identity.ends_with("/grpc") {
+                grpc = addr;
             } else if identity.starts_with("hub@") && endpoint.starts_with("ws://") {
                 hub = addr;
             } else if let Some(udp) = endpoint.strip_prefix("udp://") {
@@ -142,6 +148,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         public,
         partner,
         mcp,
+        grpc,
         hub,
         udp_hub,
         admin,

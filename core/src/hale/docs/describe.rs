@@ -109,6 +109,7 @@ impl DescriptionPlan {
         let outcomes = match l.transport {
             TransportKind::Http => Encoding::Http,
             TransportKind::Mcp => Encoding::Mcp,
+            TransportKind::Grpc => Encoding::Grpc,
             // The fixture transport answers as Unix JSON lines, and a
             // surface over a hub replies with the Unix reply's fields.
             TransportKind::Unix | TransportKind::Test | TransportKind::Ws => Encoding::Unix,

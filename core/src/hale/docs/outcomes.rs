@@ -50,6 +50,9 @@ pub enum Encoding {
     Unix,
     /// JSON-RPC results and error objects.
     Mcp,
+    /// gRPC statuses, messages and details (§ gRPC, The reply is the
+    /// contract's).
+    Grpc,
     /// A ws hub's frames.
     Ws,
     /// A datagram hub's frames.
@@ -97,6 +100,26 @@ impl Encoding {
                 },
                 "server_error": { "field": "error", "code": -32603, "data": "refusal" },
                 "transport_failure": NO_RESPONSE
+            }),
+            // The v1 format has no gRPC form: this one is written in the
+            // HTTP form's shape, the status a gRPC code, `message` what
+            // the response message or grpc-message carries, `detail` the
+            // value of the one Any of grpc-status-details-bin
+            // (docs/decisions.md, The gRPC front).
+            Encoding::Grpc => json!({
+                "transport": "grpc",
+                "result": { "status": 0, "message": "response" },
+                "handler_error": { "status": 9, "message": "handler_error", "detail": "error" },
+                "refusal": {
+                    "message": "reason",
+                    "detail": "refusal",
+                    "status": {
+                        "malformed": 3, "digest_mismatch": 9, "unauthenticated": 16,
+                        "unauthorized": 7, "full": 8, "shutting_down": 14, "unavailable": 14
+                    }
+                },
+                "server_error": { "status": 13, "message": "server_error", "detail": "refusal" },
+                "transport_failure": "the transport's own: the stream is reset or the connection ends without a status"
             }),
             Encoding::Ws => json!({
                 "transport": "ws",

@@ -299,11 +299,21 @@ fn a_datagram_hub_states_its_frames_and_its_losses() {
 }
 
 #[test]
-fn a_grpc_exposure_has_no_description_encoding_yet() {
+fn a_grpc_exposure_is_described_with_the_grpc_outcome_encoding() {
     let src = SERVED.replace("mcp::Rpc", "grpc::Rpc");
-    let e = describe_offline(&program(&src), "tools", "x", &[]).unwrap_err();
-    assert!(matches!(e, DocError::NoOutcomes { .. }), "{e}");
-    // The inventory and the projections do not depend on the encoding.
+    let d = describe_offline(&program(&src), "tools", "x", &[]).unwrap();
+    assert_eq!(d["listener"]["transport"], "grpc");
+    let o = &d["outcomes"];
+    assert_eq!(o["transport"], "grpc");
+    // § Outcomes' gRPC column, kind by kind.
+    assert_eq!(o["result"]["status"], 0);
+    assert_eq!(o["handler_error"]["status"], 9);
+    assert_eq!(o["server_error"]["status"], 13);
+    assert_eq!(
+        o["refusal"]["status"],
+        json!({"malformed": 3, "digest_mismatch": 9, "unauthenticated": 16,
+               "unauthorized": 7, "full": 8, "shutting_down": 14, "unavailable": 14})
+    );
     assert!(inventory(&program(&src)).is_ok());
 }
 

@@ -1,0 +1,421 @@
+//! The gRPC front over hand-written HTTP/2 frames: what it frames for the
+//! exposure, and the frames it answers with (types, flags, streams and
+//! error codes, which need no HPACK decoder to read). The real peers
+//! (grpcio, h2) drive it through the server in `drivers/tests/grpc_peer.rs`.
+
+use std::sync::Arc;
+
+use limen_core::hale::model::parse_program;
+use limen_core::hale::runtime::{Delivery, Outcome, Principal, RequestKind};
+use limen_core::wire::front::FrontEvent;
+use limen_core::wire::grpc::{frame_message, Framing};
+use limen_grpc::{GrpcFront, GrpcLimits};
+
+const SRC: &str = "type Place { qty: Int; } type Receipt { order: Int; }\n\
+    api Desk { rpc Book::place; }\n\
+    locus Book { fn place(p: Place) -> Receipt { } }\n\
+    locus G { fn holds(p: std::api::Principal, r: String) -> Bool { return true; } }\n\
+    locus T { fn principal(t: String) -> std::api::Principal { return std::api::Principal { mode: \"bearer\", name: \"\" }; } }\n\
+    main locus M {\n\
+      params { b: Book = Book { }; g: G = G { }; t: T = T { }; }\n\
+      run() { let s = api::serve(Desk, grpc::Rpc { bind: \"127.0.0.1:0\", codec: json, principals: self.t, roles: self.g }, as: \"desk\", bound: 4, on_full: refuse); }\n\
+    }\n";
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const DATA: u8 = 0;
+const HEADERS: u8 = 1;
+const RST_STREAM: u8 = 3;
+const SETTINGS: u8 = 4;
+const GOAWAY: u8 = 7;
+const END_STREAM: u8 = 1;
+const END_HEADERS: u8 = 4;
+
+fn framing() -> Arc<Framing> {
+    let p = parse_program("t.hl", SRC).unwrap_or_else(|d| panic!("{d}"));
+    Arc::new(Framing::new(&p, p.exposure("desk").unwrap()).unwrap())
+}
+
+fn front(limits: GrpcLimits) -> GrpcFront {
+    GrpcFront::new(0, limits, framing(), 9).unwrap()
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// HPACK's literal header field without indexing, a new name, no Huffman.
+fn hpack(fields: &[(&str, &str)]) -> Vec<u8> {
+    fn int(out: &mut Vec<u8>, mut n: usize) {
+        if n < 127 {
+            out.push(n as u8);
+            return;
+        }
+        out.push(127);
+        n -= 127;
+        while n >= 128 {
+            out.push((n % 128) as u8 | 0x80);
+            n /= 128;
+        }
+        out.push(n as u8);
+    }
+    let mut out = Vec::new();
+    for (n, v) in fields {
+        out.push(0);
+        int(&mut out, n.len());
+        out.extend_from_slice(n.as_bytes());
+        int(&mut out, v.len());
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+fn call_headers(stream: u32, path: &str, content_type: &str, end: bool) -> Vec<u8> {
+    let block = hpack(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", path),
+        (":authority", "x"),
+        ("content-type", content_type),
+        ("authorization", "Bearer t-alice"),
+        ("hale-surface-digest", "fnv1a64:1"),
+    ]);
+    frame(
+        HEADERS,
+        END_HEADERS | if end { END_STREAM } else { 0 },
+        stream,
+        &block,
+    )
+}
+
+fn open() -> Vec<u8> {
+    let mut out = PREFACE.to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out
+}
+
+/// The frames of `bytes`: (type, flags, stream, payload).
+fn frames(mut bytes: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    while bytes.len() >= 9 {
+        let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+        let stream = u32::from_be_bytes(bytes[5..9].try_into().unwrap()) & 0x7fff_ffff;
+        out.push((bytes[3], bytes[4], stream, bytes[9..9 + len].to_vec()));
+        bytes = &bytes[9 + len..];
+    }
+    out
+}
+
+/// Everything the front has to write, written.
+fn drain(f: &mut GrpcFront) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut all = Vec::new();
+    loop {
+        let out = f.pending_output().to_vec();
+        if out.is_empty() {
+            break;
+        }
+        f.consume_output(0, out.len());
+        all.extend(out);
+    }
+    frames(&all)
+}
+
+fn events(f: &mut GrpcFront) -> Vec<FrontEvent> {
+    std::iter::from_fn(|| f.poll_event()).collect()
+}
+
+fn delivery(stream: &str, outcome: Outcome) -> Delivery {
+    Delivery {
+        correlation: 9,
+        request_id: 1,
+        client_id: Some(stream.into()),
+        caller: Principal::bearer("alice"),
+        outcome,
+    }
+}
+
+#[test]
+fn a_call_is_framed_with_its_stream_bearer_and_digest_in_any_split() {
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(br#"{"qty":1}"#)));
+    for split in [1, 7, bytes.len()] {
+        let mut f = front(GrpcLimits::default());
+        // The server speaks first: its SETTINGS.
+        assert_eq!(drain(&mut f)[0].0, SETTINGS);
+        for chunk in bytes.chunks(split) {
+            f.handle_data(0, chunk);
+        }
+        let got = events(&mut f);
+        assert_eq!(got.len(), 1, "{got:?}");
+        let FrontEvent::Request { request, .. } = &got[0] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(request.correlation, 9);
+        assert_eq!(request.client_id.as_deref(), Some("1"));
+        assert_eq!(request.digest.as_deref(), Some("fnv1a64:1"));
+        assert_eq!(
+            request.kind,
+            RequestKind::Call {
+                member: "Book::place".into(),
+                payload: br#"{"qty":1}"#.to_vec()
+            }
+        );
+        assert_eq!(f.streams_held(), 1);
+    }
+}
+
+#[test]
+fn a_result_is_headers_data_and_trailers_and_a_refusal_one_headers_frame() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    for stream in [1, 3] {
+        bytes.extend(call_headers(
+            stream,
+            "/Desk/Book__place",
+            "application/grpc+json",
+            false,
+        ));
+        bytes.extend(frame(DATA, END_STREAM, stream, &frame_message(b"{}")));
+    }
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 2);
+    drain(&mut f);
+    // Answered out of order: each on its own stream.
+    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
+        limen_core::hale::runtime::RefusalKind::Full,
+        "the exposure is full",
+    ));
+    assert!(f.deliver(0, delivery("3", refusal)) > 0);
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(kinds, [(HEADERS, END_HEADERS | END_STREAM, 3)]);
+    f.deliver(
+        0,
+        delivery("1", Outcome::Result(br#"{"order":1}"#.to_vec())),
+    );
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (HEADERS, END_HEADERS, 1),
+            (DATA, 0, 1),
+            (HEADERS, END_HEADERS | END_STREAM, 1)
+        ]
+    );
+    assert_eq!(out[1].3, frame_message(br#"{"order":1}"#));
+    assert_eq!(f.streams_held(), 0);
+    // A delivery for a stream no longer held is dropped.
+    assert_eq!(
+        f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec()))),
+        0
+    );
+}
+
+#[test]
+fn a_body_refused_by_its_prefix_is_answered_before_it_ends() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc",
+        false,
+    ));
+    bytes.extend(frame(DATA, 0, 1, &[0, 0xff, 0xff, 0xff, 0xff]));
+    f.handle_data(0, &bytes);
+    let got = events(&mut f);
+    let [FrontEvent::Request { request, .. }] = got.as_slice() else {
+        panic!("{got:?}")
+    };
+    let RequestKind::Malformed { reason } = &request.kind else {
+        panic!("{request:?}")
+    };
+    assert!(reason.starts_with("message_too_large"), "{reason}");
+}
+
+#[test]
+fn a_stream_the_peer_resets_fails_alone() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    for stream in [1, 3] {
+        bytes.extend(call_headers(
+            stream,
+            "/Desk/Book__place",
+            "application/grpc+json",
+            false,
+        ));
+        bytes.extend(frame(DATA, END_STREAM, stream, &frame_message(b"{}")));
+    }
+    bytes.extend(frame(RST_STREAM, 0, 1, &8u32.to_be_bytes()));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 2);
+    assert_eq!(f.streams_held(), 1);
+    assert_eq!(
+        f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec()))),
+        0
+    );
+    assert!(f.deliver(0, delivery("3", Outcome::Result(b"{}".to_vec()))) > 0);
+    assert!(!f.is_closed());
+}
+
+#[test]
+fn one_stream_past_the_table_is_refused_stream() {
+    let limits = GrpcLimits {
+        max_streams: 2,
+        ..GrpcLimits::default()
+    };
+    let mut f = front(limits);
+    let mut bytes = open();
+    // The client acknowledges the server's SETTINGS (3 streams, one past
+    // the table's 2): a stream past the table is the front's to refuse.
+    bytes.extend(frame(SETTINGS, 1, 0, &[]));
+    for stream in [1, 3, 5] {
+        bytes.extend(call_headers(
+            stream,
+            "/Desk/Book__place",
+            "application/grpc+json",
+            false,
+        ));
+    }
+    f.handle_data(0, &bytes);
+    let out = drain(&mut f);
+    let resets: Vec<_> = out.iter().filter(|(t, ..)| *t == RST_STREAM).collect();
+    assert_eq!(resets.len(), 1, "{out:?}");
+    assert_eq!(
+        (resets[0].2, resets[0].3.as_slice()),
+        (5, &7u32.to_be_bytes()[..])
+    );
+    assert_eq!(f.streams_held(), 2);
+    assert!(!f.is_closed());
+}
+
+#[test]
+fn a_protocol_error_is_goaway_and_loses_the_calls() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 1);
+    // DATA on stream 0 is a connection error (RFC 9113 § 6.1).
+    f.handle_data(0, &frame(DATA, 0, 0, b"x"));
+    let out = drain(&mut f);
+    let goaway = out.iter().find(|(t, ..)| *t == GOAWAY).expect("GOAWAY");
+    assert_eq!(&goaway.3[4..8], &1u32.to_be_bytes(), "PROTOCOL_ERROR");
+    assert_eq!(events(&mut f), [FrontEvent::Lost, FrontEvent::Closed]);
+    assert!(f.is_closed());
+}
+
+#[test]
+fn stop_sends_goaway_after_the_replies_and_closes_when_streams_are_done() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    f.handle_data(0, &bytes);
+    events(&mut f);
+    drain(&mut f);
+    f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec())));
+    f.stop(0);
+    let out = drain(&mut f);
+    let kinds: Vec<u8> = out.iter().map(|(t, ..)| *t).collect();
+    assert_eq!(kinds, [HEADERS, DATA, HEADERS, GOAWAY]);
+    assert_eq!(&out[3].3[4..8], &0u32.to_be_bytes(), "NO_ERROR");
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+#[test]
+fn output_the_peer_does_not_read_ends_the_connection() {
+    let mut f = front(GrpcLimits::default());
+    let t = f.poll_timeout().expect("the SETTINGS wait");
+    f.handle_timeout(t - 1);
+    assert!(!f.is_closed());
+    f.handle_timeout(t);
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+#[test]
+fn stop_refuses_a_stream_still_being_read() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    // Stream 1 framed, stream 3's message not yet whole.
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    bytes.extend(call_headers(
+        3,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 1);
+    drain(&mut f);
+    f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec())));
+    f.stop(0);
+    let out = drain(&mut f);
+    let kinds: Vec<(u8, u32)> = out.iter().map(|(t, _, s, _)| (*t, *s)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (HEADERS, 1),
+            (DATA, 1),
+            (HEADERS, 1),
+            (RST_STREAM, 3),
+            (GOAWAY, 0)
+        ]
+    );
+    assert_eq!(out[3].3, 7u32.to_be_bytes(), "REFUSED_STREAM");
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+#[test]
+fn the_peer_gone_loses_the_calls_it_has_with_the_exposure() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(
+        1,
+        "/Desk/Book__place",
+        "application/grpc+json",
+        false,
+    ));
+    bytes.extend(frame(DATA, END_STREAM, 1, &frame_message(b"{}")));
+    f.handle_data(0, &bytes);
+    assert_eq!(events(&mut f).len(), 1);
+    f.handle_eof(0);
+    assert_eq!(events(&mut f), [FrontEvent::Lost, FrontEvent::Closed]);
+    assert!(f.pending_output().is_empty());
+    assert_eq!(
+        f.deliver(0, delivery("1", Outcome::Result(b"{}".to_vec()))),
+        0
+    );
+    // A connection with nothing at the exposure only closes.
+    let mut f = front(GrpcLimits::default());
+    f.handle_data(0, &open());
+    f.handle_eof(0);
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}

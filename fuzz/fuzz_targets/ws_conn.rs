@@ -6,8 +6,9 @@
 //!
 //! Checks: the text messages are the ones tungstenite reads, in order, up
 //! to the first frame the rules refuse, where the codec closes (or up to a
-//! close frame, or to the end of whole frames); after `Closed` no event;
-//! every frame the codec writes is unmasked, final and whole.
+//! close frame, or to the end of whole frames; a text frame cut where its
+//! bytes so far can no longer be UTF-8 is refused at once); after `Closed`
+//! no event; every frame the codec writes is unmasked, final and whole.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -50,7 +51,16 @@ fn oracle(bytes: &[u8]) -> (Vec<String>, bool) {
         }
         let at = cursor.position() as usize;
         if bytes.len() < at + len as usize {
-            return (texts, false);
+            // Cut: refused only when the text so far can no longer be
+            // UTF-8 (the codec fails fast, RFC 6455 § 8.1).
+            let so_far: Vec<u8> = bytes[at.min(bytes.len())..]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ mask[i % 4])
+                .collect();
+            let invalid = header.opcode == OpCode::Data(Data::Text)
+                && std::str::from_utf8(&so_far).is_err_and(|e| e.error_len().is_some());
+            return (texts, invalid);
         }
         let payload: Vec<u8> = bytes[at..at + len as usize]
             .iter()

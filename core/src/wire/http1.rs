@@ -131,6 +131,9 @@ pub struct HttpConn {
     #[cfg(test)]
     parsed: usize,
     head: Option<HttpRequest>,
+    /// Bytes read past the end of the request: nothing to HTTP (one
+    /// request to a connection), an upgraded protocol's first bytes.
+    rest: Vec<u8>,
     out: Vec<u8>,
     out_pos: usize,
     last_progress: Timestamp,
@@ -150,6 +153,7 @@ impl HttpConn {
             #[cfg(test)]
             parsed: 0,
             head: None,
+            rest: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
             last_progress: now,
@@ -272,6 +276,12 @@ impl HttpConn {
         self.out_pos = 0;
         self.last_progress = now;
         self.state = State::Writing;
+    }
+
+    /// The bytes read past the end of the request, taken: what a client
+    /// sent after an upgrade request in the same read.
+    pub fn take_rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.rest)
     }
 
     /// Ends the connection without a response (a transport failure for the
@@ -464,6 +474,7 @@ impl HttpConn {
         };
         let take = data.len().min(remaining);
         self.buf.extend_from_slice(&data[..take]);
+        self.rest.extend_from_slice(&data[take..]);
         let remaining = remaining - take;
         if remaining > 0 {
             self.state = State::Body { remaining };

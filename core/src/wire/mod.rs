@@ -11,7 +11,9 @@
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
 //! - [`mcp`]: the MCP transport's framing of `POST /mcp` and the MCP column of
 //!   § Outcomes.
-//! - [`ws`]: WebSocket (RFC 6455), the server's side, as the hubs speak it.
+//! - [`ws`]: WebSocket (RFC 6455), the server's side, as the hubs speak it,
+//!   and `ws::Hub`, the WebSocket hub of § Streams.
+//! - [`udp`]: `udp::Hub`, the datagram hub of § Over datagrams.
 //!
 //! JSON-RPC 2.0, which MCP and the Flow Tool protocol both carry, is
 //! [`crate::json::jsonrpc`].
@@ -22,4 +24,5 @@ pub mod hale_http;
 pub mod http1;
 pub mod line;
 pub mod mcp;
+pub mod udp;
 pub mod ws;

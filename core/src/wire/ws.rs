@@ -20,6 +20,17 @@
 //! 5. Write [`pending_output`](WsConn::pending_output), report it with
 //!    [`consume_output`](WsConn::consume_output); close the socket once
 //!    [`is_closed`](WsConn::is_closed) and the output is written.
+//!
+//! [`Hub`] (§ Streams) drives one `WsConn` per upgraded connection and
+//! speaks the hub's JSON frames over it.
+
+pub(crate) mod admission;
+pub mod client;
+pub mod hub;
+pub mod hub_spec;
+
+pub use hub::{ConnId, Hub, HubCall, HubEvent, Published};
+pub use hub_spec::{HubLimits, HubSpec, OnFull, StreamSpec};
 
 use std::collections::VecDeque;
 
@@ -56,17 +67,29 @@ pub mod close_code {
     pub const MESSAGE_TOO_BIG: u16 = 1009;
 }
 
-/// The codec's limits.
+/// The codec's limits, and what it takes beyond the hub's single-frame
+/// text messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// The largest message taken (§ Streams: 64 KiB).
+    /// The largest message taken, all its fragments together (§ Streams:
+    /// 64 KiB).
     pub max_message: usize,
+    /// Whether a message may come in fragments (RFC 6455 § 5.4). The hub
+    /// takes none (§ Streams: "a fragmented message … closes the
+    /// connection", 1008); an echo of the whole protocol, as the Autobahn
+    /// cases drive it, takes them.
+    pub fragments: bool,
+    /// Whether binary messages are taken ([`WsEvent::Binary`]). The hub
+    /// speaks text and closes 1003 on binary.
+    pub binary: bool,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_message: 64 * 1024,
+            fragments: false,
+            binary: false,
         }
     }
 }
@@ -136,6 +159,8 @@ pub fn upgrade(request: &HttpRequest) -> Result<Vec<u8>, UpgradeRefused> {
 pub enum WsEvent {
     /// A whole text message.
     Text(String),
+    /// A whole binary message (only with [`Limits::binary`]).
+    Binary(Vec<u8>),
     /// The connection is over: the peer's close (its code, or 1005 when it
     /// gave none), an error of the peer's (the code this side sent), or
     /// the end of input without a close (1006). Write what is pending, then
@@ -153,6 +178,10 @@ enum State {
     Open,
     /// This side sent its close frame and waits for the peer's.
     Closing,
+    /// The peer broke the protocol: nothing more is read, and the close
+    /// frame is written when the driver takes the `Closed` event, after it
+    /// answered the messages read before the error.
+    Failing,
     Closed,
 }
 
@@ -165,6 +194,16 @@ pub struct WsConn {
     out_at: usize,
     events: VecDeque<WsEvent>,
     state: State,
+    /// A message begun and not finished (with [`Limits::fragments`]): its
+    /// opcode, its bytes so far, and how much of a text's is known to be
+    /// UTF-8 (checked as it comes, so a bad byte fails at once).
+    partial: Option<(u8, Vec<u8>, usize)>,
+    /// The close to write once the `Closed` event of a protocol error is
+    /// taken.
+    failing: Option<(u16, String)>,
+    /// How many payload bytes of the text frame not yet whole are known to
+    /// be UTF-8 (ending on a character's boundary).
+    peeked: usize,
 }
 
 const OP_CONTINUATION: u8 = 0x0;
@@ -184,21 +223,37 @@ impl WsConn {
             out_at: 0,
             events: VecDeque::new(),
             state: State::Open,
+            partial: None,
+            failing: None,
+            peeked: 0,
         }
     }
 
     /// Takes bytes the peer sent, in any split.
     pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
-        if self.state == State::Closed {
+        if !matches!(self.state, State::Open | State::Closing) {
             return;
         }
         self.input.extend_from_slice(data);
         let mut at = 0;
-        while self.state != State::Closed {
+        while matches!(self.state, State::Open | State::Closing) {
             match self.frame(&self.input[at..]) {
-                Ok(None) => break,
+                Ok(None) => {
+                    // Text that can no longer be UTF-8 fails at once, its
+                    // frame not yet whole (RFC 6455 § 8.1: fail fast).
+                    let text_goes_on = matches!(&self.partial,
+                        Some((OP_TEXT, bytes, valid)) if *valid == bytes.len());
+                    if !peek_utf8(&self.input[at..], text_goes_on, &mut self.peeked) {
+                        self.fail(
+                            close_code::INVALID_PAYLOAD,
+                            "a text message that is not UTF-8".into(),
+                        );
+                    }
+                    break;
+                }
                 Ok(Some((used, frame))) => {
                     at += used;
+                    self.peeked = 0;
                     self.take(frame);
                 }
                 Err((code, reason)) => {
@@ -212,7 +267,7 @@ impl WsConn {
 
     /// The peer's end closed. Without a close handshake it is 1006.
     pub fn handle_eof(&mut self, _now: Timestamp) {
-        if self.state != State::Closed {
+        if matches!(self.state, State::Open | State::Closing) {
             self.state = State::Closed;
             self.events.push_back(WsEvent::Closed {
                 code: close_code::ABNORMAL,
@@ -221,16 +276,35 @@ impl WsConn {
         }
     }
 
-    /// The next event, if any. Poll until `None` after every input.
+    /// The next event, if any. Poll until `None` after every input, and
+    /// answer each before taking the next: after a protocol error of the
+    /// peer's, the close frame is written as its `Closed` event is taken,
+    /// so the answers to the messages before the error go out first.
     pub fn poll_event(&mut self) -> Option<WsEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front()?;
+        if let (WsEvent::Closed { code, reason }, Some((c, r))) = (&event, &self.failing) {
+            if code == c && reason == r {
+                let (code, reason) = self.failing.take().expect("just matched");
+                self.send_close(code, &reason);
+                self.state = State::Closed;
+            }
+        }
+        Some(event)
     }
 
     /// Queues `text` as one unmasked text frame. Nothing is sent once the
     /// close handshake began.
     pub fn send_text(&mut self, _now: Timestamp, text: &str) {
-        if self.state == State::Open {
+        if matches!(self.state, State::Open | State::Failing) {
             write_frame(&mut self.out, OP_TEXT, text.as_bytes());
+        }
+    }
+
+    /// Queues `data` as one unmasked binary frame, as
+    /// [`send_text`](WsConn::send_text) does text.
+    pub fn send_binary(&mut self, _now: Timestamp, data: &[u8]) {
+        if matches!(self.state, State::Open | State::Failing) {
+            write_frame(&mut self.out, OP_BINARY, data);
         }
     }
 
@@ -274,13 +348,16 @@ impl WsConn {
         write_frame(&mut self.out, OP_CLOSE, &payload);
     }
 
-    /// A protocol error of the peer's: close with `code`, and the
-    /// connection is over.
+    /// A protocol error of the peer's: nothing more is read, and the
+    /// close frame with `code` follows the answers to what came before
+    /// (written as the `Closed` event is taken).
     fn fail(&mut self, code: u16, reason: String) {
         if self.state == State::Open {
-            self.send_close(code, &reason);
+            self.failing = Some((code, reason.clone()));
+            self.state = State::Failing;
+        } else {
+            self.state = State::Closed;
         }
-        self.state = State::Closed;
         self.events.push_back(WsEvent::Closed { code, reason });
     }
 
@@ -344,17 +421,41 @@ impl WsConn {
                 "a control frame is one frame of at most 125 bytes".into(),
             ));
         }
-        if !control && (!fin || opcode == OP_CONTINUATION) {
+        if !control && !self.limits.fragments && (!fin || opcode == OP_CONTINUATION) {
             return Err((
                 close_code::POLICY_VIOLATION,
                 "a message is one frame here: fragmented messages are not taken".into(),
             ));
         }
-        if len > self.limits.max_message as u64 {
+        if !control && self.limits.fragments {
+            match (opcode, &self.partial) {
+                (OP_CONTINUATION, None) => {
+                    return Err((
+                        close_code::PROTOCOL_ERROR,
+                        "a continuation frame with no message begun".into(),
+                    ))
+                }
+                (OP_TEXT | OP_BINARY, Some(_)) => {
+                    return Err((
+                        close_code::PROTOCOL_ERROR,
+                        "a new message began before the last one ended".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        // Known from the header: an oversized message is never held.
+        let so_far = self.partial.as_ref().map_or(0, |p| p.1.len()) as u64;
+        let total = if opcode == OP_CONTINUATION {
+            so_far + len
+        } else {
+            len
+        };
+        if !control && total > self.limits.max_message as u64 {
             return Err((
                 close_code::MESSAGE_TOO_BIG,
                 format!(
-                    "a message of {len} bytes, over {} bytes",
+                    "a message of {total} bytes, over {} bytes",
                     self.limits.max_message
                 ),
             ));
@@ -369,11 +470,26 @@ impl WsConn {
             .enumerate()
             .map(|(i, b)| b ^ mask[i % 4])
             .collect();
-        Ok(Some((at + len as usize, Frame { opcode, payload })))
+        Ok(Some((
+            at + len as usize,
+            Frame {
+                opcode,
+                fin,
+                payload,
+            },
+        )))
     }
 
     fn take(&mut self, frame: Frame) {
         match frame.opcode {
+            OP_TEXT | OP_BINARY | OP_CONTINUATION if self.limits.fragments => {
+                self.take_fragment(frame)
+            }
+            OP_BINARY if self.limits.binary && self.state == State::Open => {
+                self.events.push_back(WsEvent::Binary(frame.payload))
+            }
+            // After this side's close, a message is not an event.
+            OP_BINARY if self.limits.binary => {}
             OP_TEXT => {
                 if self.state != State::Open {
                     return;
@@ -397,6 +513,48 @@ impl WsConn {
             OP_CLOSE => self.peer_closed(&frame.payload),
             _ => {}
         }
+    }
+
+    /// A data frame where messages may be fragmented: kept until its
+    /// message ends, a text's UTF-8 checked as it comes.
+    fn take_fragment(&mut self, frame: Frame) {
+        let (opcode, mut bytes, mut valid) = match self.partial.take() {
+            Some(p) => p,
+            None => (frame.opcode, Vec::new(), 0),
+        };
+        bytes.extend_from_slice(&frame.payload);
+        if opcode == OP_TEXT {
+            match std::str::from_utf8(&bytes[valid..]) {
+                Ok(_) => valid = bytes.len(),
+                // Cut inside a character: the rest may still come.
+                Err(e) if e.error_len().is_none() && !frame.fin => valid += e.valid_up_to(),
+                Err(_) => {
+                    return self.fail(
+                        close_code::INVALID_PAYLOAD,
+                        "a text message that is not UTF-8".into(),
+                    )
+                }
+            }
+        }
+        if opcode == OP_BINARY && !self.limits.binary {
+            return self.fail(
+                close_code::UNSUPPORTED_DATA,
+                "binary messages are not taken: the hub speaks text".into(),
+            );
+        }
+        if !frame.fin {
+            self.partial = Some((opcode, bytes, valid));
+            return;
+        }
+        if self.state != State::Open {
+            return;
+        }
+        let event = if opcode == OP_TEXT {
+            WsEvent::Text(String::from_utf8(bytes).expect("checked as it came"))
+        } else {
+            WsEvent::Binary(bytes)
+        };
+        self.events.push_back(event);
     }
 
     fn peer_closed(&mut self, payload: &[u8]) {
@@ -443,12 +601,58 @@ impl WsConn {
 
 struct Frame {
     opcode: u8,
+    fin: bool,
     payload: Vec<u8>,
 }
 
 /// What reading one frame gives: nothing until it is whole, the frame and
 /// the bytes it took, or the close code and reason of what is wrong.
 type FrameRead = Result<Option<(usize, Frame)>, (u16, String)>;
+
+/// Whether the payload read so far of the incomplete frame at the start of
+/// `bytes` can still be UTF-8: always for a frame that is not text (a
+/// continuation is text when `text_goes_on`), else the bytes after
+/// `*peeked` are unmasked and checked, and `*peeked` moves to the last
+/// character boundary, so each byte is checked about once.
+fn peek_utf8(bytes: &[u8], text_goes_on: bool, peeked: &mut usize) -> bool {
+    if bytes.len() < 2 || bytes[1] & 0x80 == 0 {
+        return true;
+    }
+    let opcode = bytes[0] & 0x0f;
+    if !(opcode == OP_TEXT || (opcode == OP_CONTINUATION && text_goes_on)) {
+        return true;
+    }
+    let at = match bytes[1] & 0x7f {
+        126 => 4,
+        127 => 10,
+        _ => 2,
+    };
+    if bytes.len() < at + 4 {
+        return true;
+    }
+    let mask = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
+    let payload = &bytes[at + 4..];
+    if *peeked >= payload.len() {
+        return true;
+    }
+    let fresh: Vec<u8> = payload[*peeked..]
+        .iter()
+        .enumerate()
+        .map(|(i, b)| b ^ mask[(*peeked + i) % 4])
+        .collect();
+    match std::str::from_utf8(&fresh) {
+        Ok(_) => {
+            *peeked = payload.len();
+            true
+        }
+        // Cut inside a character: the rest may still come.
+        Err(e) if e.error_len().is_none() => {
+            *peeked += e.valid_up_to();
+            true
+        }
+        Err(_) => false,
+    }
+}
 
 /// One unmasked final frame of `opcode` carrying `payload`.
 fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
@@ -627,7 +831,32 @@ mod tests {
         // An oversized frame is refused from its header, before its body.
         let mut conn = WsConn::new(Limits::default());
         conn.handle_data(0, &[0x81, 0xff, 0, 0, 0, 0, 0, 1, 0, 1]);
+        assert!(matches!(
+            events(&mut conn).as_slice(),
+            [WsEvent::Closed { code: 1009, .. }]
+        ));
         assert!(conn.is_closed());
+    }
+
+    #[test]
+    fn a_protocol_errors_close_follows_the_answers_to_what_came_before() {
+        let mut input = client(OP_TEXT, true, b"first", [1, 2, 3, 4]);
+        input.extend(client(0x3, true, b"", [0; 4]));
+        input.extend(client(OP_TEXT, true, b"never", [0; 4]));
+        let mut conn = WsConn::new(Limits::default());
+        conn.handle_data(0, &input);
+        assert_eq!(conn.poll_event(), Some(WsEvent::Text("first".into())));
+        conn.send_text(0, "echo");
+        assert!(!conn.is_closed());
+        assert!(matches!(
+            conn.poll_event(),
+            Some(WsEvent::Closed { code: 1002, .. })
+        ));
+        assert!(conn.is_closed());
+        assert_eq!(conn.poll_event(), None);
+        let out = conn.pending_output();
+        assert_eq!(&out[..6], [0x81, 4, b'e', b'c', b'h', b'o']);
+        assert_eq!(&out[6..10], [0x88, out[7], 0x03, 0xea]);
     }
 
     #[test]

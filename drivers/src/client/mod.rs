@@ -2,10 +2,12 @@
 //! describe`, `hale call`): the operator's verbs of § Driving a served
 //! program. They read the description the endpoint serves and speak the
 //! wire of § Outcomes, nothing else; each outcome is one exit code.
+//! `hale watch` ([`watch`]) is the hub's client.
 
 pub mod mcp_bridge;
 pub mod payload;
 pub mod render;
+pub mod watch;
 pub mod wire;
 
 use std::io::Read;

@@ -15,8 +15,11 @@
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
 //! provoke the outcomes that need the server's cooperation, and
 //! `--record DIR` writes every exchange in the conformance record format
-//! ([`record`]).
+//! ([`record`]). With [`DemoOptions::hub`] it serves the program's
+//! WebSocket hub `fills` too ([`hub`]): every accepted `Orders::place`
+//! publishes its fill there.
 
+pub mod hub;
 pub mod record;
 pub mod witness;
 
@@ -67,6 +70,11 @@ pub struct DemoOptions {
     pub record: Option<PathBuf>,
     /// How many connection loops serve (`--loops N`); 0, one per core.
     pub loops: usize,
+    /// Where to serve the program's WebSocket hub (`--hub ADDR`); `None`
+    /// serves none.
+    pub hub: Option<String>,
+    /// Where to serve the same hub over datagrams (`--udp-hub ADDR`).
+    pub udp_hub: Option<String>,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -106,6 +114,7 @@ pub struct Demo {
     banner: String,
     endpoints: Vec<(String, String, BoundAddress)>,
     control: Option<(StdUnixListener, PathBuf, BTreeMap<String, Instance>)>,
+    hub: Option<hub::ServedHubs>,
 }
 
 impl std::fmt::Debug for Demo {
@@ -169,6 +178,12 @@ impl Demo {
         })
         .map_err(|e| BootError(format!("hale demo: cannot start the event loop: {e}")))?;
         let instances = witness::Instances::new(&program);
+        let hub = hub::serve(
+            &program,
+            &instances,
+            options.hub.as_deref(),
+            options.udp_hub.as_deref(),
+        )?;
         let mut workers: BTreeMap<String, Instance> = BTreeMap::new();
         let mut banner =
             String::from("hale demo: serving conformance/programs/desk.hl, the witness program\n");
@@ -327,6 +342,16 @@ impl Demo {
             endpoints.push((name.clone(), identity.clone(), bound.clone()));
             tries.push((name, endpoint));
         }
+        if let Some(h) = hub.as_ref().and_then(|h| h.ws.as_ref()) {
+            let endpoint = format!("ws://{}", h.bound);
+            banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            endpoints.push(("fills".to_owned(), h.identity.clone(), h.bound.clone()));
+        }
+        if let Some(h) = hub.as_ref().and_then(|h| h.udp.as_ref()) {
+            let endpoint = format!("udp://{}", h.bound);
+            banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            endpoints.push(("fills-udp".to_owned(), h.identity.clone(), h.bound.clone()));
+        }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {
             if let Some(addr) = endpoint.strip_prefix("grpc://") {
@@ -368,6 +393,21 @@ impl Demo {
                 ));
             }
         }
+        if let Some(h) = hub.as_ref().and_then(|h| h.udp.as_ref()) {
+            banner.push_str(&format!(
+                "  echo '{{\"type\": \"subscribe\", \"topic\": \"Fills\", \"id\": 1, \"token\": \"t-dave\"}}' | socat - UDP:{}   (then place an order)\n",
+                h.bound
+            ));
+        }
+        if let Some(h) = hub.as_ref().and_then(|h| h.ws.as_ref()) {
+            let addr = &h.bound;
+            banner.push_str(&format!(
+                "  curl -s -H 'Authorization: Bearer t-dave' http://{addr}/.description\n"
+            ));
+            banner.push_str(&format!(
+                "  python3 -m websockets 'ws://{addr}/?access_token=t-dave'   then send {{\"type\": \"subscribe\", \"topic\": \"Fills\"}} and place an order\n"
+            ));
+        }
         banner.push_str("stop with Ctrl-C\n");
         if let Some(dir) = &options.record {
             let writer = record::RecordWriter::new(dir, recorded_roles);
@@ -397,6 +437,7 @@ impl Demo {
             banner,
             endpoints,
             control,
+            hub,
         })
     }
 
@@ -415,15 +456,43 @@ impl Demo {
         self.server.stop_handle()
     }
 
-    /// Serves until stopped.
+    /// Serves until stopped. The hub, when served, runs on a thread of its
+    /// own and stops once the exposures have: `closed` to each of its
+    /// connections after what was queued for it.
     pub fn run(mut self) -> std::io::Result<()> {
         if let Some((listener, path, instances)) = self.control.take() {
             let stop = self.server.stop_handle();
+            let hub = self.hub.as_ref().map(|h| h.control.clone());
             std::thread::Builder::new()
                 .name("hale demo control".into())
-                .spawn(move || control_loop(listener, &path, instances, stop))?;
+                .spawn(move || control_loop(listener, &path, instances, stop, hub))?;
         }
-        self.server.run()
+        let mut hubs = Vec::new();
+        if let Some(h) = self.hub.take() {
+            if let Some(ws) = h.ws {
+                let thread = std::thread::Builder::new()
+                    .name("hale hub".into())
+                    .spawn(move || ws.server.run())?;
+                hubs.push((ws.handle, thread));
+            }
+            if let Some(udp) = h.udp {
+                let thread = std::thread::Builder::new()
+                    .name("hale udp hub".into())
+                    .spawn(move || udp.server.run())?;
+                hubs.push((udp.handle, thread));
+            }
+        }
+        let served = self.server.run();
+        for (handle, _) in &hubs {
+            handle.stop();
+        }
+        for (_, thread) in hubs {
+            match thread.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(std::io::Error::other("a hub's loop panicked")),
+            }
+        }
+        served
     }
 }
 
@@ -514,13 +583,16 @@ fn changed_grants(
     (!changed.is_empty()).then(|| serde_json::json!({ param.clone(): changed }))
 }
 
-/// Control lines: `gate|open|drain|resume <instance>` and `stop`; each is
-/// answered `ok` or `error: …`.
+/// Control lines: `gate|open|drain|resume <instance>` and `stop`, and
+/// with a hub `revoke|grant <principal> <role>`, `expire <token> <ms>` and
+/// `hub` (its counts: `ok events=E subscribers=S connections=C`)
+/// ([`hub::HubControl`]); each is answered `ok` or `error: …`.
 fn control_loop(
     listener: StdUnixListener,
     path: &Path,
     instances: BTreeMap<String, Instance>,
     stop: StopHandle,
+    hub: Option<hub::HubControl>,
 ) {
     let find = |name: &str| {
         instances
@@ -536,8 +608,20 @@ fn control_loop(
             let Ok(line) = line else { break };
             let mut words = line.split_whitespace();
             let verb = words.next().unwrap_or("");
+            let rest: Vec<&str> = words.clone().collect();
             let target = words.next().and_then(&find);
+            if let ("hub", Some(h)) = (verb, hub.as_ref()) {
+                if out
+                    .write_all(format!("{}\n", h.report()).as_bytes())
+                    .is_err()
+                {
+                    break;
+                }
+                continue;
+            }
+            let for_hub = hub.as_ref().and_then(|h| h.handle(verb, &rest));
             let answer = match (verb, target) {
+                _ if for_hub.is_some() => for_hub.unwrap_or(Ok(())),
                 // Answered before they act: each may let the demo finish
                 // stopping, and its process end, at once.
                 ("stop", _) => {

@@ -102,6 +102,24 @@ pub struct Fill {
     pub price: i64,
 }
 
+/// Where an `Orders` instance publishes its fills (`Fills <- Fill { … }`):
+/// the topic's subscribers, a hub among them.
+#[derive(Clone)]
+pub struct FillSink(pub Arc<dyn Fn(&Fill) + Send + Sync>);
+
+impl std::fmt::Debug for FillSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FillSink")
+    }
+}
+
+impl Fill {
+    /// The fill by the `Fills` topic's JSON codec.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({"order": self.order, "qty": self.qty, "price": self.price}).to_string()
+    }
+}
+
 /// The state of one `Orders` instance.
 #[derive(Debug, Default)]
 pub struct OrdersState {
@@ -113,6 +131,8 @@ pub struct OrdersState {
     pub calls: u64,
     /// Fills published, in order.
     pub fills: Vec<Fill>,
+    /// Who else hears each fill as it is published.
+    pub sinks: Vec<FillSink>,
 }
 
 /// An `Orders` instance; clones share it, as two exposures bound to one
@@ -132,6 +152,13 @@ impl Orders {
     /// How many calls reached the handler.
     pub fn calls(&self) -> u64 {
         self.0.lock().map(|s| s.calls).unwrap_or(0)
+    }
+
+    /// Every fill this instance publishes from now on also goes to `sink`.
+    pub fn publish_to(&self, sink: FillSink) {
+        if let Ok(mut s) = self.0.lock() {
+            s.sinks.push(sink);
+        }
     }
 }
 
@@ -165,11 +192,15 @@ impl Receiver for Orders {
                 let order = s.next;
                 s.next += 1;
                 s.open += 1;
-                s.fills.push(Fill {
+                let fill = Fill {
                     order,
                     qty,
                     price: limit,
-                });
+                };
+                for sink in &s.sinks {
+                    (sink.0)(&fill);
+                }
+                s.fills.push(fill);
                 Completion::Returned(json(
                     serde_json::json!({"order": order, "notional": notional}),
                 ))

@@ -36,6 +36,8 @@ pub enum Command {
     Describe(DescribeArgs),
     /// Short form of `hale api call` (a bare path is unix:PATH, a bare payload is --json).
     Call(CallArgs),
+    /// Subscribe to a stream of a hub and print each frame as one JSON line.
+    Watch(WatchArgs),
     /// An MCP server on stdio: to a served exposure with --app, else to the toolchain.
     Mcp(McpArgs),
     /// Print a shell completion script.
@@ -116,6 +118,26 @@ pub struct ExportArgs {
     pub file: String,
 }
 
+/// `hale watch WS-ENDPOINT TOPIC [--token T]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The hub's description is read first: a topic it does not list for this \
+                        caller is refused. Exit status: 0 the hub closed (closed), 1 a refusal, \
+                        an unauthorized frame or a topic not listed, 4 a transport failure, \
+                        5 usage."
+)]
+pub struct WatchArgs {
+    /// The hub's listener, ws://host:port.
+    #[arg(value_name = "WS-ENDPOINT")]
+    pub endpoint: String,
+    /// The topic to subscribe to.
+    #[arg(value_name = "TOPIC")]
+    pub topic: String,
+    /// The bearer token (else HALE_API_TOKEN).
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+}
+
 /// `hale demo …`.
 #[derive(Debug, Args)]
 #[command(
@@ -139,6 +161,14 @@ pub struct DemoArgs {
     /// served unless given.
     #[arg(long, value_name = "ADDR")]
     pub grpc: Option<String>,
+    /// Where the program's WebSocket hub `fills` listens (none unless
+    /// given); every accepted Orders::place publishes its fill there.
+    #[arg(long, value_name = "ADDR")]
+    pub hub: Option<String>,
+    /// Where the same hub listens for datagrams (udp::Hub; none unless
+    /// given).
+    #[arg(long = "udp-hub", value_name = "ADDR")]
+    pub udp_hub: Option<String>,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,

@@ -8,6 +8,8 @@
 //! - `hale demo …` ([`demo`]): the witness program served, the main job;
 //! - `hale api describe|call …` and their short forms `hale describe|call`
 //!   ([`crate::client`]): the operator's verbs;
+//! - `hale watch WS-ENDPOINT TOPIC` ([`crate::client::watch`]): a stream
+//!   of a hub, one JSON line per frame;
 //! - `hale mcp --app ENDPOINT` ([`crate::client::mcp_bridge`]): the MCP
 //!   bridge on stdio to a served exposure; `hale mcp` alone ([`mcp`]):
 //!   the MCP server on stdio bridging a host to the toolchain;
@@ -50,6 +52,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Demo(a) => demo::run(&a),
         Command::Describe(a) => crate::client::describe_main(&a, true),
         Command::Call(a) => crate::client::call_main(&a.words(), true),
+        Command::Watch(a) => crate::client::watch::main(&a.endpoint, &a.topic, a.token),
         Command::Mcp(a) => match a.app {
             Some(app) => crate::client::mcp_bridge::main(&app, a.bearer),
             None => mcp::main(),

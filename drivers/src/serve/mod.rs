@@ -14,6 +14,9 @@
 //!   loop that owns its connection (a correlation names its loop).
 //! - A worker ([`worker`]) runs one call at a time of its receiver, behind
 //!   a panic boundary, and reports how it ended to the owner.
+//! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
+//!   holds every connection of the hub; a datagram hub ([`udp_hub`]) on a
+//!   loop of its own around its one socket.
 //!
 //! No lock is held across a step of any machine: threads exchange messages
 //! through mailboxes. The driver frames nothing and encodes nothing; the
@@ -23,10 +26,12 @@
 
 mod conn_loop;
 mod fronts;
+pub mod hub;
 mod mailbox;
 mod net;
 mod owner;
 pub mod record;
+pub mod udp_hub;
 pub mod worker;
 
 use std::io;

@@ -44,6 +44,10 @@ pub struct Demo {
     pub mcp: String,
     /// The gRPC exposure's `host:port` (empty unless `--grpc` was given).
     pub grpc: String,
+    /// The WebSocket hub's `host:port`, when `--hub` serves one.
+    pub hub: String,
+    /// The datagram hub's `host:port`, when `--udp-hub` serves one.
+    pub udp_hub: String,
     /// The admin socket.
     pub admin: PathBuf,
     /// The control socket.
@@ -104,6 +108,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut public, mut partner, mut mcp) = (String::new(), String::new(), String::new());
     let mut grpc = String::new();
+    let (mut hub, mut udp_hub) = (String::new(), String::new());
     for line in lines.by_ref() {
         let line = line.unwrap();
         if line.starts_with("stop with") {
@@ -115,6 +120,7 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
                 .trim_start_matches("http://")
                 .trim_start_matches("mcp://")
                 .trim_start_matches("grpc://")
+                .trim_start_matches("ws://")
                 .to_owned();
             if identity.ends_with("/public") {
                 public = addr;
@@ -124,6 +130,10 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
                 mcp = addr;
             } else if identity.ends_with("/grpc") {
                 grpc = addr;
+            } else if identity.starts_with("hub@") && endpoint.starts_with("ws://") {
+                hub = addr;
+            } else if let Some(udp) = endpoint.strip_prefix("udp://") {
+                udp_hub = udp.to_owned();
             }
         }
     }
@@ -139,6 +149,8 @@ pub fn demo_limited(tag: &str, extra: &[&str], nofile: Option<u32>) -> Demo {
         partner,
         mcp,
         grpc,
+        hub,
+        udp_hub,
         admin,
         control,
         dir,

@@ -1,0 +1,802 @@
+//! `ws::Hub` (§ Streams): every connection of one WebSocket hub, its
+//! subscriptions and their queues, as one sans-I/O machine.
+//!
+//! A connection begins as HTTP: `GET /.description` is answered with the
+//! caller's document, and a WebSocket upgrade is answered 101, the
+//! credential it presents (`Authorization: Bearer` or `?access_token=`)
+//! read once against the hub's bearer source. Then the connection speaks
+//! the JSON frames of § Streams: `subscribe` in; `subscribed`, `refusal`,
+//! `event`, `unauthorized` and `closed` out.
+//!
+//! Each subscription keeps its own queue of at most its row's `bound`
+//! frames, shedding under its `on_full`; every event offered to it takes
+//! the next `seq`, delivered or shed. A connection writes one frame at a
+//! time, in the order the frames were offered: the next leaves its queue
+//! only once the socket took the last one whole, so a reader that does not
+//! read holds at most `bound` frames per subscription, and one that takes
+//! nothing of a write for 5 s is dropped alone.
+//!
+//! Authorization is not once for all: the credential's expiry is a timer
+//! ([`poll_timeout`](Hub::poll_timeout)) that ends the connection's
+//! subscriptions with `unauthorized` `expired` at its instant, and a role
+//! source's revision ([`announce`](Hub::announce), or a revision its
+//! grants state found at a delivery) rechecks each subscription, ending the
+//! ones whose row's requires no longer holds with `unauthorized` `revoked`
+//! and dropping what they held.
+//!
+//! # The order of calls
+//!
+//! 1. Make the hub ([`Hub::new`]); for each accepted socket,
+//!    [`handle_accept`](Hub::handle_accept) with the driver's id for it.
+//! 2. Feed it input: [`handle_data`](Hub::handle_data) with the bytes read
+//!    (the wall clock with them: an upgrade reads the credential's expiry
+//!    on it), [`handle_eof`](Hub::handle_eof) at the end of a socket's
+//!    input, [`handle_timeout`](Hub::handle_timeout) once the deadline
+//!    [`poll_timeout`](Hub::poll_timeout) named has passed.
+//! 3. The program's side: [`publish`](Hub::publish) an event,
+//!    [`announce`](Hub::announce) a revision, [`stop`](Hub::stop).
+//! 4. After any of these, take [`poll_event`](Hub::poll_event) until
+//!    `None`: write a connection's [`pending_output`](Hub::pending_output)
+//!    on [`HubEvent::Output`] and report what the socket took with
+//!    [`consume_output`](Hub::consume_output) (then look at the pending
+//!    output again: the next frame may be waiting), and close the socket on
+//!    [`HubEvent::Close`].
+//! 5. Re-arm the timer from [`poll_timeout`](Hub::poll_timeout).
+//! 6. With a surface served over the hub ([`serve_calls`](Hub::serve_calls),
+//!    § Rpcs on a hub), take [`poll_call`](Hub::poll_call) until `None`
+//!    after every input and hand each request (and each lost connection)
+//!    to the exposure; hand each of its deliveries to
+//!    [`deliver`](Hub::deliver), then poll events again.
+//!
+//! `now` is the driver's monotonic clock in nanoseconds; the wall clock
+//! (nanoseconds since the Unix epoch) comes in only with bytes read, since
+//! a credential's expiry is stated on it. The instant is turned into a
+//! deadline on the monotonic clock at the upgrade.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+mod frames_in;
+mod upgrade;
+
+use super::admission::Sources;
+use super::hub_spec::{frames, HubSpec, Invalidated, OnFull};
+use super::{close_code, upgrade, WsConn, WsEvent};
+use crate::hale::runtime::outcome::reasons;
+use crate::hale::runtime::{
+    BearerSource, Credential, Delivery, Describer, Outcome, Principal, Refusal, RefusalKind,
+    Request, RequestKind, RoleSource,
+};
+use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
+use crate::wire::line::{parse_line, LineRequest};
+use crate::Timestamp;
+
+/// The driver's id of one accepted connection.
+pub type ConnId = u64;
+
+/// The reason a spent credential's subscribe is refused (§ Streams: "a
+/// spent credential admits nothing new").
+pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
+
+/// The reason of a refusal after `stop()`.
+pub const STOPPING_REASON: &str = "the hub is stopping";
+
+/// What the hub asks of its driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HubEvent {
+    /// The connection has bytes to write: write its
+    /// [`pending_output`](Hub::pending_output).
+    Output(ConnId),
+    /// The connection is done (its last bytes written, or dropped): close
+    /// the socket. The id is free again.
+    Close(ConnId),
+}
+
+/// What became of one [`publish`](Hub::publish).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// Offered to this many subscriptions (each took a seq).
+    Offered(usize),
+    /// The payload does not fit the bus frame: it reaches no remote
+    /// subscriber and takes no seq.
+    TooLarge,
+    /// The hub binds no stream for the topic.
+    UnknownTopic,
+    /// The hub has stopped: nothing is offered.
+    Stopped,
+}
+
+/// What a hub that carries a surface (§ Rpcs on a hub) hands its
+/// exposure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HubCall {
+    /// A `call` frame, framed for the exposure: its correlation is the
+    /// connection, its credential the one presented at the upgrade.
+    Request(Request),
+    /// The connection is gone: its calls with the exposure are lost.
+    Lost(ConnId),
+}
+
+/// One event as published, shared by every queue it is offered to.
+#[derive(Debug)]
+struct Offered {
+    stream: usize,
+    payload: Box<str>,
+}
+
+/// A frame waiting in a subscription's queue.
+#[derive(Debug)]
+struct Queued {
+    /// When it was offered to the connection, in the connection's order.
+    stamp: u64,
+    seq: u64,
+    event: Arc<Offered>,
+}
+
+#[derive(Debug)]
+struct Subscription {
+    stream: usize,
+    /// The last seq taken.
+    seq: u64,
+    /// The role source's revision the subscription was last authorized at
+    /// (as its grants state it; 0 when the source states none).
+    revision: u64,
+    queue: VecDeque<Queued>,
+}
+
+/// Who the credential at the upgrade named.
+#[derive(Clone, Debug)]
+enum Caller {
+    Named(Principal),
+    /// Nobody, and why (the unauthenticated reason).
+    Nobody(String),
+}
+
+enum Phase {
+    /// Reading the HTTP request before any upgrade (boxed: a connection
+    /// spends most of its life upgraded).
+    Http(Box<HttpConn>),
+    /// Upgraded.
+    Ws(WsConn),
+}
+
+struct Conn {
+    /// The driver's id: the correlation of its calls.
+    id: ConnId,
+    phase: Phase,
+    /// The 101 response, written before anything of the WebSocket.
+    head: Vec<u8>,
+    head_at: usize,
+    caller: Caller,
+    /// The token presented at the upgrade, which every call carries.
+    token: Option<String>,
+    /// Whether a call was framed on this connection (its loss is then the
+    /// exposure's to know).
+    called: bool,
+    /// The credential's expiry on the monotonic clock, until it passed.
+    expires: Option<Timestamp>,
+    /// The credential is spent.
+    expired: bool,
+    subs: Vec<Subscription>,
+    /// Frames that are not events (answers, `unauthorized`, `closed`), each
+    /// with its stamp.
+    control: VecDeque<(u64, String)>,
+    next_stamp: u64,
+    /// `stop()` ran: once everything queued is written, `closed` and the
+    /// close frame follow.
+    stopping: bool,
+    /// When the close frame was written (the peer's is awaited).
+    close_sent: Option<Timestamp>,
+    /// When the socket last took bytes, or a write began.
+    progress: Timestamp,
+}
+
+impl Conn {
+    fn pending(&self) -> &[u8] {
+        if self.head_at < self.head.len() {
+            return &self.head[self.head_at..];
+        }
+        match &self.phase {
+            Phase::Http(http) => http.pending_output(),
+            Phase::Ws(ws) => ws.pending_output(),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match &self.phase {
+            Phase::Http(http) => http.is_closed(),
+            Phase::Ws(ws) => ws.is_closed(),
+        }
+    }
+
+    fn stamp(&mut self) -> u64 {
+        self.next_stamp += 1;
+        self.next_stamp
+    }
+
+    fn push_control(&mut self, frame: String) {
+        let stamp = self.stamp();
+        self.control.push_back((stamp, frame));
+    }
+
+    /// The connection broke: its subscriptions go with it, and nothing more
+    /// is written.
+    fn drop_now(&mut self, now: Timestamp) {
+        if let Phase::Ws(ws) = &mut self.phase {
+            ws.handle_eof(now);
+            while ws.poll_event().is_some() {}
+            let pending = ws.pending_output().len();
+            ws.consume_output(now, pending);
+        }
+        self.head_at = self.head.len();
+        self.subs.clear();
+        self.control.clear();
+    }
+
+    /// Ends every subscription with one `unauthorized` frame each, dropping
+    /// what they held.
+    fn invalidate_all(&mut self, spec: &HubSpec, why: Invalidated) {
+        for sub in std::mem::take(&mut self.subs) {
+            self.push_control(frames::unauthorized(&spec.streams[sub.stream].topic, why));
+        }
+    }
+}
+
+/// A WebSocket hub. See the module documentation.
+pub struct Hub {
+    spec: HubSpec,
+    /// Each row's topic as JSON text, written into every event frame.
+    topics_json: Vec<String>,
+    sources: Sources,
+    conns: BTreeMap<ConnId, Conn>,
+    events: VecDeque<HubEvent>,
+    /// Whether a surface is served over the hub (`call` frames taken).
+    serves_calls: bool,
+    calls: VecDeque<HubCall>,
+    stopped: bool,
+    offered: u64,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("name", &self.spec.name)
+            .field("connections", &self.conns.len())
+            .field("stopped", &self.stopped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// A hub serving `spec` under its two sources (`bearer: None` names
+    /// nobody), describing itself to a caller with `describer` (handed the
+    /// caller, the roles it holds among those the rows require, and no
+    /// members).
+    pub fn new(
+        spec: HubSpec,
+        bearer: Option<Box<dyn BearerSource + Send>>,
+        roles: Box<dyn RoleSource + Send>,
+        describer: Box<dyn Describer + Send>,
+    ) -> Hub {
+        let topics_json = spec
+            .streams
+            .iter()
+            .map(|s| frames::topic_json(&s.topic))
+            .collect();
+        Hub {
+            spec,
+            topics_json,
+            sources: Sources {
+                bearer,
+                roles,
+                describer,
+            },
+            conns: BTreeMap::new(),
+            events: VecDeque::new(),
+            serves_calls: false,
+            calls: VecDeque::new(),
+            stopped: false,
+            offered: 0,
+        }
+    }
+
+    /// Serves a surface over the hub (`api::serve(S, self.hub, …)`): its
+    /// `call` frames are framed for the exposure ([`poll_call`](Hub::poll_call))
+    /// and its outcomes written back as `reply` frames
+    /// ([`deliver`](Hub::deliver)). The exposure's bearer source is the
+    /// hub's, so the caller is the one the upgrade's credential names.
+    pub fn serve_calls(&mut self) {
+        self.serves_calls = true;
+    }
+
+    /// The next call for the exposure, or a connection's loss. Poll until
+    /// `None` after every input, as [`poll_event`](Hub::poll_event).
+    pub fn poll_call(&mut self) -> Option<HubCall> {
+        self.calls.pop_front()
+    }
+
+    /// Writes the exposure's outcome as a `reply` frame on its connection
+    /// (the Unix reply's fields, § Rpcs on a hub), in the order frames are
+    /// offered there. A delivery for a connection gone is dropped.
+    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) {
+        let Delivery {
+            correlation,
+            request_id,
+            client_id,
+            caller,
+            outcome,
+        } = delivery;
+        self.with_conn(now, correlation, |hub, conn| {
+            let mut caller_json = Vec::with_capacity(64);
+            caller.write_json(&mut caller_json);
+            let mut line = Vec::with_capacity(96);
+            outcome.write_unix_line_as(request_id, client_id.as_deref(), &caller_json, &mut line);
+            // `{"request_id": …}` becomes `{"type":"reply","request_id": …}`.
+            let mut frame = String::from("{\"type\":\"reply\",");
+            frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
+            conn.push_control(frame);
+            hub.pump(now, conn);
+        });
+    }
+
+    /// What the hub serves.
+    pub fn spec(&self) -> &HubSpec {
+        &self.spec
+    }
+
+    /// The role source, to change its grants before an
+    /// [`announce`](Hub::announce) (a table fixed in the program cannot
+    /// announce its own revisions).
+    pub fn roles_mut(&mut self) -> &mut (dyn RoleSource + Send) {
+        self.sources.roles.as_mut()
+    }
+
+    /// `events()`: how many events the hub's topics have offered (each
+    /// publish that fit the bus frame, whether or not anyone subscribed).
+    pub fn events(&self) -> u64 {
+        self.offered
+    }
+
+    /// `subscribers()`: the subscriptions admitted and not ended, over
+    /// every connection.
+    pub fn subscribers(&self) -> usize {
+        self.conns.values().map(|c| c.subs.len()).sum()
+    }
+
+    /// `connections()`: the WebSocket connections held (upgraded, not yet
+    /// closed).
+    pub fn connections(&self) -> usize {
+        self.conns
+            .values()
+            .filter(|c| matches!(c.phase, Phase::Ws(_)))
+            .count()
+    }
+
+    /// How many frames the subscription of connection `id` to `topic`
+    /// holds behind its write (at most its row's `bound`); `None` when
+    /// there is no such subscription.
+    pub fn queued(&self, id: ConnId, topic: &str) -> Option<usize> {
+        let stream = self.spec.stream(topic)?;
+        let conn = self.conns.get(&id)?;
+        conn.subs
+            .iter()
+            .find(|s| s.stream == stream)
+            .map(|s| s.queue.len())
+    }
+
+    /// Whether `stop()` ran.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Whether the hub stopped and every connection is closed.
+    pub fn is_finished(&self) -> bool {
+        self.stopped && self.conns.is_empty()
+    }
+
+    /// Whether the hub reads `id` now: false while the client has more
+    /// answers or bytes waiting to be written than the limits allow (it
+    /// sends and does not read), until it reads them. A driver stops
+    /// reading the socket meanwhile and reads it again once this is true.
+    pub fn wants_read(&self, id: ConnId) -> bool {
+        let limits = &self.spec.limits;
+        self.conns.get(&id).is_some_and(|c| match &c.phase {
+            Phase::Http(http) => http.wants_read(),
+            Phase::Ws(_) => {
+                c.control.len() < limits.max_answers && c.pending().len() < limits.max_output
+            }
+        })
+    }
+
+    /// The next event, if any. Poll until `None` after every input.
+    pub fn poll_event(&mut self) -> Option<HubEvent> {
+        self.events.pop_front()
+    }
+
+    /// A socket was accepted at `now`; `id` names it until its
+    /// [`HubEvent::Close`].
+    pub fn handle_accept(&mut self, now: Timestamp, id: ConnId) {
+        let conn = Conn {
+            id,
+            phase: Phase::Http(Box::new(HttpConn::new(now, self.spec.limits.http))),
+            head: Vec::new(),
+            head_at: 0,
+            caller: Caller::Nobody(reasons::NOBODY.to_owned()),
+            token: None,
+            called: false,
+            expires: None,
+            expired: false,
+            subs: Vec::new(),
+            control: VecDeque::new(),
+            next_stamp: 0,
+            stopping: false,
+            close_sent: None,
+            progress: now,
+        };
+        self.conns.insert(id, conn);
+    }
+
+    /// Bytes read from the connection `id` at `now`; `wall` is the wall
+    /// clock, which an upgrade reads the credential's expiry against.
+    pub fn handle_data(&mut self, now: Timestamp, wall: Timestamp, id: ConnId, data: &[u8]) {
+        self.with_conn(now, id, |hub, conn| {
+            match &mut conn.phase {
+                Phase::Http(http) => http.handle_data(now, data),
+                Phase::Ws(ws) => ws.handle_data(now, data),
+            }
+            hub.take_input(now, wall, conn);
+        });
+    }
+
+    /// The peer's end of `id` closed (or a read failed) at `now`: the
+    /// connection is forgotten, its subscriptions with it, and nothing
+    /// more is written to it.
+    pub fn handle_eof(&mut self, now: Timestamp, id: ConnId) {
+        self.with_conn(now, id, |hub, conn| match &mut conn.phase {
+            Phase::Http(http) => {
+                http.handle_eof(now);
+                hub.take_input(now, 0, conn);
+            }
+            Phase::Ws(_) => conn.drop_now(now),
+        });
+    }
+
+    /// Time passes: credentials reach their expiry, a write stalled past
+    /// its limit drops its connection, a peer that never answered the
+    /// close frame is let go, an HTTP request too slow is ended. Before
+    /// every deadline, nothing happens.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| self.deadline(c).is_some_and(|d| d <= now))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            self.with_conn(now, id, |hub, conn| hub.conn_timeout(now, conn));
+        }
+    }
+
+    /// The deadline [`handle_timeout`](Hub::handle_timeout) next acts on.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.conns.values().filter_map(|c| self.deadline(c)).min()
+    }
+
+    /// The bytes `id` still has to write, borrowed until the next call.
+    pub fn pending_output(&self, id: ConnId) -> &[u8] {
+        self.conns.get(&id).map_or(&[], |c| c.pending())
+    }
+
+    /// The socket of `id` took `n` bytes of its pending output at `now`;
+    /// the next frame may follow at once.
+    pub fn consume_output(&mut self, now: Timestamp, id: ConnId, n: usize) {
+        self.with_conn(now, id, |hub, conn| {
+            let mut n = n;
+            if n > 0 {
+                conn.progress = now;
+            }
+            if conn.head_at < conn.head.len() {
+                let took = n.min(conn.head.len() - conn.head_at);
+                conn.head_at += took;
+                n -= took;
+            }
+            match &mut conn.phase {
+                Phase::Http(http) => http.consume_output(now, n),
+                Phase::Ws(ws) => ws.consume_output(now, n),
+            }
+            hub.pump(now, conn);
+        });
+    }
+
+    /// Publishes `payload` (its JSON text by the row's codec) on `topic`:
+    /// offered to every admitted subscription of the topic, each taking the
+    /// next seq and shedding under its row's policy when its queue is full.
+    pub fn publish(&mut self, now: Timestamp, topic: &str, payload: &str) -> Published {
+        if self.stopped {
+            return Published::Stopped;
+        }
+        let Some(stream) = self.spec.stream(topic) else {
+            return Published::UnknownTopic;
+        };
+        if payload.len() + self.spec.limits.bus_header > self.spec.limits.bus_frame {
+            return Published::TooLarge;
+        }
+        self.offered += 1;
+        let event = Arc::new(Offered {
+            stream,
+            payload: payload.into(),
+        });
+        let row = &self.spec.streams[stream];
+        let (bound, on_full) = (row.bound, row.on_full);
+        let mut offered = 0;
+        let ids: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.subs.iter().any(|s| s.stream == stream))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            self.with_conn(now, id, |hub, conn| {
+                let stamp = conn.stamp();
+                if let Some(sub) = conn.subs.iter_mut().find(|s| s.stream == stream) {
+                    offered += 1;
+                    sub.seq += 1;
+                    let frame = Queued {
+                        stamp,
+                        seq: sub.seq,
+                        event: event.clone(),
+                    };
+                    if sub.queue.len() < bound {
+                        sub.queue.push_back(frame);
+                    } else if on_full == OnFull::DropOld {
+                        sub.queue.pop_front();
+                        sub.queue.push_back(frame);
+                    }
+                }
+                hub.pump(now, conn);
+            });
+        }
+        Published::Offered(offered)
+    }
+
+    /// A role source's revision (`self.hub.announce(revision)`, or one
+    /// read on `__api.roles.revision`): every subscription is rechecked
+    /// against the source's grants now; one whose row's requires no longer
+    /// holds receives one `unauthorized` frame (`revoked`) and loses what it
+    /// held, the rest go on in order.
+    pub fn announce(&mut self, now: Timestamp, revision: u64) {
+        let _ = revision;
+        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.with_conn(now, id, |hub, conn| {
+                hub.recheck(conn, None);
+                hub.pump(now, conn);
+            });
+        }
+    }
+
+    /// `stop()`: each connection writes `closed` after what was queued for
+    /// it, then the close frame; a subscribe after it is refused
+    /// `shutting_down` and nothing more is published. The driver stops
+    /// accepting. Idempotent.
+    pub fn stop(&mut self, now: Timestamp) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.with_conn(now, id, |hub, conn| {
+                conn.stopping = true;
+                hub.pump(now, conn);
+            });
+        }
+    }
+
+    /// Takes the connection out, runs `f` on it, and puts it back (or
+    /// closes it), telling the driver when it has bytes to write.
+    fn with_conn(&mut self, now: Timestamp, id: ConnId, f: impl FnOnce(&mut Hub, &mut Conn)) {
+        let Some(mut conn) = self.conns.remove(&id) else {
+            return;
+        };
+        let was_empty = conn.pending().is_empty();
+        f(self, &mut conn);
+        let empty = conn.pending().is_empty();
+        if conn.is_done() && empty {
+            if conn.called {
+                self.calls.push_back(HubCall::Lost(id));
+            }
+            self.events.push_back(HubEvent::Close(id));
+            return;
+        }
+        if was_empty && !empty {
+            conn.progress = now;
+            self.events.push_back(HubEvent::Output(id));
+        }
+        self.conns.insert(id, conn);
+    }
+
+    fn deadline(&self, c: &Conn) -> Option<Timestamp> {
+        let limits = &self.spec.limits;
+        let mut at: Option<Timestamp> = None;
+        let mut earliest = |t: Timestamp| at = Some(at.map_or(t, |a| a.min(t)));
+        match &c.phase {
+            Phase::Http(http) => {
+                if let Some(t) = http.poll_timeout() {
+                    earliest(t);
+                }
+            }
+            Phase::Ws(_) => {
+                if !c.pending().is_empty() {
+                    earliest(c.progress.saturating_add(limits.stalled_write));
+                }
+                if let Some(t) = c.expires {
+                    earliest(t);
+                }
+                if let Some(t) = c.close_sent {
+                    earliest(t.saturating_add(limits.close_wait));
+                }
+            }
+        }
+        at
+    }
+
+    fn conn_timeout(&mut self, now: Timestamp, conn: &mut Conn) {
+        let limits = self.spec.limits;
+        let stalled =
+            !conn.pending().is_empty() && now >= conn.progress.saturating_add(limits.stalled_write);
+        let unanswered = conn
+            .close_sent
+            .is_some_and(|t| now >= t.saturating_add(limits.close_wait));
+        match &mut conn.phase {
+            Phase::Http(http) => {
+                http.handle_timeout(now);
+                self.take_input(now, 0, conn);
+            }
+            Phase::Ws(_) => {
+                if stalled || unanswered {
+                    // A reader that takes nothing is dropped alone.
+                    return conn.drop_now(now);
+                }
+                self.pump(now, conn);
+            }
+        }
+    }
+
+    /// Acts on what the connection's machine read.
+    fn take_input(&mut self, now: Timestamp, wall: Timestamp, conn: &mut Conn) {
+        loop {
+            match &mut conn.phase {
+                Phase::Http(http) => match http.poll_event() {
+                    None => return,
+                    Some(HttpEvent::Request(req)) => self.take_request(now, wall, conn, &req),
+                    Some(HttpEvent::Malformed { reason, .. }) => {
+                        let refusal = Refusal::new(RefusalKind::Malformed, reason);
+                        let (status, body) = Outcome::from(refusal).into_http();
+                        http.send_json(now, status, &body);
+                    }
+                    Some(HttpEvent::Lost | HttpEvent::Close) => http.abort(),
+                },
+                Phase::Ws(ws) => match ws.poll_event() {
+                    None => break,
+                    Some(WsEvent::Text(text)) => self.take_frame(now, conn, &text),
+                    // The hub's limits take no binary message (1003).
+                    Some(WsEvent::Binary(_)) => {}
+                    Some(WsEvent::Closed { .. }) => {
+                        // The connection is over: its subscriptions go
+                        // with it; what the codec answered (an echoed
+                        // close) is still written.
+                        conn.subs.clear();
+                        conn.control.clear();
+                    }
+                },
+            }
+        }
+        self.pump(now, conn);
+    }
+
+    /// Rechecks the connection's subscriptions (only `stream`'s when
+    /// given): each whose requires no longer holds ends `revoked`.
+    fn recheck(&self, conn: &mut Conn, stream: Option<usize>) {
+        let Caller::Named(caller) = conn.caller.clone() else {
+            return;
+        };
+        let revision = self.sources.revision(&caller);
+        let mut ended = Vec::new();
+        conn.subs.retain_mut(|sub| {
+            if stream.is_some_and(|s| s != sub.stream) {
+                return true;
+            }
+            if self.sources.authorized(&self.spec, &caller, sub.stream) {
+                sub.revision = revision;
+                true
+            } else {
+                ended.push(sub.stream);
+                false
+            }
+        });
+        for s in ended {
+            conn.push_control(frames::unauthorized(
+                &self.spec.streams[s].topic,
+                Invalidated::Revoked,
+            ));
+        }
+    }
+
+    /// The credential's expiry, when `now` has reached it.
+    fn check_expiry(&self, now: Timestamp, conn: &mut Conn) {
+        if conn.expires.is_some_and(|t| now >= t) {
+            conn.expires = None;
+            conn.expired = true;
+            conn.invalidate_all(&self.spec, Invalidated::Expired);
+        }
+    }
+
+    /// Moves the next frame, in the order offered, to the socket once the
+    /// last one is written whole.
+    fn pump(&mut self, now: Timestamp, conn: &mut Conn) {
+        if !matches!(conn.phase, Phase::Ws(_)) {
+            return;
+        }
+        self.check_expiry(now, conn);
+        loop {
+            if !conn.pending().is_empty() {
+                return;
+            }
+            let Phase::Ws(ws) = &conn.phase else { return };
+            if ws.is_closed() || conn.close_sent.is_some() {
+                return;
+            }
+            let control = conn.control.front().map(|(s, _)| *s);
+            let event = conn
+                .subs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.queue.front().map(|q| (q.stamp, i)))
+                .min();
+            let frame = match (control, event) {
+                (None, None) => {
+                    if conn.stopping {
+                        // Everything queued is written: `closed`, then the
+                        // close frame.
+                        if let Phase::Ws(ws) = &mut conn.phase {
+                            ws.send_text(now, &frames::closed());
+                            ws.close(now, close_code::GOING_AWAY, "shutting_down");
+                        }
+                        conn.close_sent = Some(now);
+                    }
+                    return;
+                }
+                (Some(c), Some((e, _))) if c < e => self.take_control(conn),
+                (Some(_), None) => self.take_control(conn),
+                (_, Some((_, i))) => {
+                    // No event under an authorization older than the role
+                    // source's current revision: a moved revision is a
+                    // recheck before the frame leaves.
+                    if let Caller::Named(caller) = &conn.caller {
+                        if self.sources.revision(caller) != conn.subs[i].revision {
+                            let stream = conn.subs[i].stream;
+                            self.recheck(conn, Some(stream));
+                            continue;
+                        }
+                    }
+                    let q = conn.subs[i].queue.pop_front().expect("a front");
+                    Some(frames::event(
+                        &self.topics_json[q.event.stream],
+                        q.seq,
+                        &q.event.payload,
+                    ))
+                }
+            };
+            let Some(frame) = frame else { continue };
+            let Phase::Ws(ws) = &mut conn.phase else {
+                return;
+            };
+            ws.send_text(now, &frame);
+        }
+    }
+
+    fn take_control(&self, conn: &mut Conn) -> Option<String> {
+        conn.control.pop_front().map(|(_, f)| f)
+    }
+}

@@ -1,0 +1,255 @@
+//! What a [`Hub`](super::Hub) serves: its stream rows, its limits, and the
+//! frames of § Streams ("The ws frames") it writes.
+
+use serde_json::{json, Value};
+
+use crate::hale::model::Program;
+use crate::hale::runtime::{Refusal, RoleHierarchy};
+use crate::hale::serving::hierarchy;
+use crate::wire::{http1, ws};
+use crate::{Timestamp, SECOND};
+
+/// How a subscription's queue sheds when it holds `bound` frames (a
+/// stream row's `on_full:`; `refuse` is no policy of a stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFull {
+    /// Shed the oldest undelivered frame.
+    DropOld,
+    /// Shed the frame being published.
+    DropNew,
+}
+
+impl OnFull {
+    /// `drop_old` or `drop_new` as a row writes them.
+    pub fn parse(name: &str) -> Option<OnFull> {
+        match name {
+            "drop_old" => Some(OnFull::DropOld),
+            "drop_new" => Some(OnFull::DropNew),
+            _ => None,
+        }
+    }
+}
+
+/// One stream row of the hub, as admission and delivery read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamSpec {
+    /// The topic, as a subscribe names it (`Fills`).
+    pub topic: String,
+    /// The frames one subscription's queue holds at most.
+    pub bound: usize,
+    /// How the queue sheds.
+    pub on_full: OnFull,
+    /// The roles a subscriber must hold, as written.
+    pub requires: Vec<String>,
+}
+
+/// The limits of a hub, each with the specification's value by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HubLimits {
+    /// The WebSocket codec's (a message of at most 64 KiB).
+    pub ws: ws::Limits,
+    /// The HTTP request before the upgrade (a head of at most 64 KiB, 5 s of
+    /// silence, 10 s in all).
+    pub http: http1::Limits,
+    /// How long one write may wait for the reader to take any of it before
+    /// the connection is dropped (§ Streams: 5 s).
+    pub stalled_write: Timestamp,
+    /// How long the hub waits for the peer's close frame after its own.
+    pub close_wait: Timestamp,
+    /// The bus frame an event has to fit, in bytes on the wire (65,536).
+    pub bus_frame: usize,
+    /// The bus frame's header, in bytes (17): an event's encoded payload
+    /// has `bus_frame - bus_header` bytes at most.
+    pub bus_header: usize,
+    /// The most stream rows a hub has (sixteen).
+    pub max_streams: usize,
+    /// The answers (refusals, `subscribed`, replies) a connection may have
+    /// waiting to be written before the hub stops reading it, so a client
+    /// that sends and does not read is held back, not buffered without
+    /// bound.
+    pub max_answers: usize,
+    /// The bytes a connection may have waiting to be written (pongs
+    /// among them) before the hub stops reading it, as a Unix line
+    /// connection's.
+    pub max_output: usize,
+}
+
+impl Default for HubLimits {
+    fn default() -> HubLimits {
+        HubLimits {
+            ws: ws::Limits::default(),
+            http: http1::Limits::default(),
+            stalled_write: 5 * SECOND,
+            close_wait: 5 * SECOND,
+            bus_frame: 65_536,
+            bus_header: 17,
+            max_streams: 16,
+            max_answers: 64,
+            max_output: 1 << 20,
+        }
+    }
+}
+
+/// What a hub serves: its name, its stream rows and their roles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HubSpec {
+    /// The hub's name (`as:`).
+    pub name: String,
+    /// The stream rows, in the order the bindings are written.
+    pub streams: Vec<StreamSpec>,
+    /// Which roles include which.
+    pub hierarchy: RoleHierarchy,
+    /// The machine's limits.
+    pub limits: HubLimits,
+}
+
+impl HubSpec {
+    /// A hub of `streams`; more rows than `limits.max_streams`, a topic
+    /// bound twice or a bound of 0 are refused, naming the row.
+    pub fn new(
+        name: &str,
+        streams: Vec<StreamSpec>,
+        hierarchy: RoleHierarchy,
+        limits: HubLimits,
+    ) -> Result<HubSpec, String> {
+        if streams.len() > limits.max_streams {
+            return Err(format!(
+                "hub `{name}` binds {} streams: a hub has at most {} stream rows",
+                streams.len(),
+                limits.max_streams
+            ));
+        }
+        for (i, s) in streams.iter().enumerate() {
+            if streams[..i].iter().any(|t| t.topic == s.topic) {
+                return Err(format!(
+                    "hub `{name}` binds `{}` twice: a topic is one stream row",
+                    s.topic
+                ));
+            }
+            if s.bound == 0 {
+                return Err(format!(
+                    "stream `{}` on hub `{name}` has bound 0: a subscription holds at least one frame",
+                    s.topic
+                ));
+            }
+        }
+        Ok(HubSpec {
+            name: name.to_owned(),
+            streams,
+            hierarchy,
+            limits,
+        })
+    }
+
+    /// The hub `name` of `program`, its stream rows as the model reads them
+    /// (the laws have admitted them: a row without its bound or `on_full`
+    /// is refused here too).
+    pub fn from_program(program: &Program, name: &str) -> Result<HubSpec, String> {
+        let hub = program
+            .hub(name)
+            .ok_or_else(|| format!("the program has no hub `{name}`"))?;
+        let mut streams = Vec::with_capacity(hub.streams.len());
+        for row in &hub.streams {
+            let topic = row.topic.name.clone();
+            let bound = row
+                .bound
+                .ok_or_else(|| format!("stream `{topic}` on hub `{name}` states no bound"))?;
+            let on_full = row
+                .on_full
+                .as_deref()
+                .and_then(OnFull::parse)
+                .ok_or_else(|| {
+                    format!("stream `{topic}` on hub `{name}` states no on_full of drop_old or drop_new")
+                })?;
+            streams.push(StreamSpec {
+                topic,
+                bound: usize::try_from(bound).unwrap_or(usize::MAX),
+                on_full,
+                requires: row.requires.iter().map(|r| r.name.clone()).collect(),
+            });
+        }
+        HubSpec::new(name, streams, hierarchy(program), HubLimits::default())
+    }
+
+    /// Every role the stream rows require, sorted, each once: what a
+    /// description's `caller.roles` is chosen from.
+    pub fn required_roles(&self) -> Vec<String> {
+        let mut roles: Vec<String> = self
+            .streams
+            .iter()
+            .flat_map(|s| s.requires.iter().cloned())
+            .collect();
+        roles.sort();
+        roles.dedup();
+        roles
+    }
+
+    /// The row of `topic`.
+    pub fn stream(&self, topic: &str) -> Option<usize> {
+        self.streams.iter().position(|s| s.topic == topic)
+    }
+}
+
+/// Why a subscription ended without `stop()`: the `reason` of an
+/// `unauthorized` frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalidated {
+    /// The credential reached its expiry.
+    Expired,
+    /// The row's requires no longer holds at a role-source revision.
+    Revoked,
+}
+
+impl Invalidated {
+    /// `expired` or `revoked`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Invalidated::Expired => "expired",
+            Invalidated::Revoked => "revoked",
+        }
+    }
+}
+
+/// The frames a hub writes, as compact JSON text.
+pub mod frames {
+    use super::*;
+
+    /// `{"type": "subscribed", "topic": T}`.
+    pub fn subscribed(topic: &str) -> String {
+        json!({"type": "subscribed", "topic": topic}).to_string()
+    }
+
+    /// `{"type": "refusal", "topic": T or null, "refusal": {…}}`.
+    pub fn refusal(topic: Option<&str>, refusal: &Refusal) -> String {
+        json!({"type": "refusal", "topic": topic, "refusal": refusal.to_json()}).to_string()
+    }
+
+    /// `{"type": "unauthorized", "topic": T, "reason": R}`.
+    pub fn unauthorized(topic: &str, why: Invalidated) -> String {
+        json!({"type": "unauthorized", "topic": topic, "reason": why.as_str()}).to_string()
+    }
+
+    /// `{"type": "closed", "reason": "shutting_down"}`.
+    pub fn closed() -> String {
+        json!({"type": "closed", "reason": "shutting_down"}).to_string()
+    }
+
+    /// `{"type": "event", "topic": T, "seq": N, "payload": P}`, `P` being
+    /// the payload's JSON text as the row's codec wrote it.
+    pub fn event(topic_json: &str, seq: u64, payload: &str) -> String {
+        let mut out = String::with_capacity(48 + topic_json.len() + payload.len());
+        out.push_str("{\"type\":\"event\",\"topic\":");
+        out.push_str(topic_json);
+        out.push_str(",\"seq\":");
+        out.push_str(&seq.to_string());
+        out.push_str(",\"payload\":");
+        out.push_str(payload);
+        out.push('}');
+        out
+    }
+
+    /// The topic as a JSON string, written once per row.
+    pub fn topic_json(topic: &str) -> String {
+        Value::from(topic).to_string()
+    }
+}

@@ -1,0 +1,413 @@
+//! A WebSocket hub served: one mio loop on a thread of its own that accepts
+//! on the hub's listener, moves bytes between its sockets and the core's
+//! [`Hub`] machine, and takes the program's side (publish, announce, stop)
+//! from a mailbox any thread may write to ([`HubHandle`]).
+//!
+//! The hub is one machine for all its connections (a publish is offered to
+//! every subscription at once), so its connections live on this loop and
+//! not on the request loops of [`Server`](super::Server); nothing of a hub
+//! passes through the exposures' owner. Timers (a credential's expiry, a
+//! write stalled 5 s, a close the peer never answers) are the machine's:
+//! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use limen_core::wire::ws::{ConnId, Hub, HubEvent, Published};
+use limen_core::Timestamp;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::mailbox::Mailbox;
+use super::net::{BoundAddress, Listener, Stream};
+use super::unix_now;
+
+const LISTENER: Token = Token(usize::MAX - 1);
+/// How long accepting pauses after a failure (out of descriptors): the
+/// request loops' pause.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// The most connections a hub holds, as the request loops' default.
+pub const MAX_CONNECTIONS: usize = 4096;
+const WAKER: Token = Token(usize::MAX);
+
+/// What another thread asks of a served hub.
+#[derive(Debug)]
+pub enum HubCommand {
+    /// Publish `payload` (its JSON text by the row's codec) on `topic`.
+    Publish {
+        /// The topic.
+        topic: String,
+        /// The payload's JSON text.
+        payload: String,
+    },
+    /// A role source's revision: recheck every subscription.
+    Announce(u64),
+    /// `stop()`: `closed` to every connection after what was queued, then
+    /// the close frame; the listener closes.
+    Stop,
+    /// What the program asks of its hub: `events()`, `subscribers()`,
+    /// `connections()`, answered on the channel.
+    Report(std::sync::mpsc::Sender<HubReport>),
+}
+
+/// A hub's counts, as the program reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HubReport {
+    /// `events()`: the events its topics have offered.
+    pub events: u64,
+    /// `subscribers()`: the subscriptions admitted and not ended.
+    pub subscribers: usize,
+    /// `connections()`: the connections held (a datagram hub has none).
+    pub connections: usize,
+}
+
+/// Publishes to, announces to and stops a served hub, from any thread.
+#[derive(Clone)]
+pub struct HubHandle {
+    inbox: Arc<Mailbox<HubCommand>>,
+}
+
+impl std::fmt::Debug for HubHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubHandle").finish_non_exhaustive()
+    }
+}
+
+impl HubHandle {
+    /// A handle on the mailbox of a hub's loop.
+    pub(super) fn new(inbox: Arc<Mailbox<HubCommand>>) -> HubHandle {
+        HubHandle { inbox }
+    }
+
+    /// Publishes `payload` (JSON text) on `topic`.
+    pub fn publish(&self, topic: &str, payload: String) {
+        self.inbox.send(HubCommand::Publish {
+            topic: topic.to_owned(),
+            payload,
+        });
+    }
+
+    /// Announces a role source's revision.
+    pub fn announce(&self, revision: u64) {
+        self.inbox.send(HubCommand::Announce(revision));
+    }
+
+    /// The hub's counts, read on its loop; `None` once it has ended.
+    pub fn report(&self) -> Option<HubReport> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.inbox.send(HubCommand::Report(tx));
+        rx.recv_timeout(Duration::from_secs(5)).ok()
+    }
+
+    /// Stops the hub; [`HubServer::run`] returns once every connection is
+    /// closed.
+    pub fn stop(&self) {
+        self.inbox.send(HubCommand::Stop);
+    }
+}
+
+/// A hub bound and ready to run. See the module documentation.
+pub struct HubServer {
+    poll: Poll,
+    listener: Option<Listener>,
+    bound: BoundAddress,
+    hub: Hub,
+    inbox: Arc<Mailbox<HubCommand>>,
+    conns: HashMap<ConnId, Stream>,
+    next_id: ConnId,
+    /// The most connections held at once.
+    max_connections: usize,
+    /// Connections not read while the hub holds them back.
+    paused: std::collections::HashSet<ConnId>,
+    /// The read buffer.
+    buf: Vec<u8>,
+    /// When accepting, paused by a failure, is tried again.
+    accept_again: Option<Instant>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for HubServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubServer")
+            .field("bound", &self.bound)
+            .field("hub", &self.hub)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HubServer {
+    /// Serves `hub` on `listener` (a TCP listener; see
+    /// [`Listener::bind_tcp`]), which is what its describer was told.
+    pub fn new(listener: Listener, hub: Hub) -> io::Result<HubServer> {
+        let bound = listener.bound();
+        let (BoundAddress::Tcp(_), Some(fd)) = (&bound, listener.raw_fd()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a WebSocket hub listens on TCP",
+            ));
+        };
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut SourceFd(&fd), LISTENER, Interest::READABLE)?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        Ok(HubServer {
+            poll,
+            listener: Some(listener),
+            bound,
+            hub,
+            inbox: Arc::new(Mailbox::new(waker)),
+            conns: HashMap::new(),
+            next_id: 0,
+            max_connections: MAX_CONNECTIONS,
+            paused: std::collections::HashSet::new(),
+            buf: vec![0u8; 64 * 1024],
+            accept_again: None,
+            started: Instant::now(),
+        })
+    }
+
+    /// Where the hub listens.
+    pub fn bound(&self) -> &BoundAddress {
+        &self.bound
+    }
+
+    /// A handle for the program's side.
+    pub fn handle(&self) -> HubHandle {
+        HubHandle {
+            inbox: self.inbox.clone(),
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.started.elapsed().as_nanos() as Timestamp
+    }
+
+    /// Serves until stopped ([`HubHandle::stop`]) and every connection is
+    /// closed.
+    pub fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(256);
+        let mut commands = Vec::new();
+        loop {
+            let timeout = self.hub.poll_timeout().map(|at| {
+                let now = self.now();
+                // A millisecond past the deadline, so the machine finds it
+                // reached (the poll rounds down).
+                Duration::from_nanos(at.saturating_sub(now)) + Duration::from_millis(1)
+            });
+            let timeout = match self.accept_again {
+                Some(at) => {
+                    let wait = at.saturating_duration_since(Instant::now());
+                    Some(timeout.map_or(wait, |t| t.min(wait)))
+                }
+                None => timeout,
+            };
+            self.inbox.sleep();
+            self.inbox.take(&mut commands);
+            let timeout = if commands.is_empty() {
+                timeout
+            } else {
+                Some(Duration::ZERO)
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            self.inbox.awake();
+            if self.accept_again.is_some_and(|at| Instant::now() >= at) {
+                self.accept_again = None;
+                self.accept();
+                self.drain();
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => {
+                        let id = t as ConnId;
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.read(id);
+                        }
+                        if event.is_writable() {
+                            self.flush(id);
+                        }
+                    }
+                }
+                self.drain();
+            }
+            let mut more = Vec::new();
+            self.inbox.take(&mut more);
+            commands.append(&mut more);
+            for command in commands.drain(..) {
+                let now = self.now();
+                match command {
+                    HubCommand::Publish { topic, payload } => {
+                        // An event too large for the bus frame reaches no
+                        // remote subscriber: the machine says so and
+                        // offers it to nobody.
+                        let _: Published = self.hub.publish(now, &topic, &payload);
+                    }
+                    HubCommand::Announce(revision) => self.hub.announce(now, revision),
+                    HubCommand::Report(to) => {
+                        let _ = to.send(HubReport {
+                            events: self.hub.events(),
+                            subscribers: self.hub.subscribers(),
+                            connections: self.hub.connections(),
+                        });
+                    }
+                    HubCommand::Stop => {
+                        self.hub.stop(now);
+                        if let Some(l) = self.listener.take() {
+                            if let Some(fd) = l.raw_fd() {
+                                let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+                            }
+                        }
+                    }
+                }
+                self.drain();
+            }
+            let now = self.now();
+            if self.hub.poll_timeout().is_some_and(|at| at <= now) {
+                self.hub.handle_timeout(now);
+                self.drain();
+            }
+            if self.hub.is_finished() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok(None) => return,
+                // Past the limit a connection is closed at accept (dropped
+                // here), as the request loops do.
+                Ok(Some(_)) if self.conns.len() >= self.max_connections => {}
+                Ok(Some((mut stream, _))) => {
+                    let id = self.next_id;
+                    self.next_id += 1;
+                    let token = Token(id as usize);
+                    if stream
+                        .register(
+                            self.poll.registry(),
+                            token,
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    self.conns.insert(id, stream);
+                    let now = self.now();
+                    self.hub.handle_accept(now, id);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors and the like: the connection waits in
+                // the backlog, and no new readiness may come for it, so
+                // accepting pauses and is tried again (not spinning).
+                Err(_) => {
+                    self.accept_again = Some(Instant::now() + ACCEPT_PAUSE);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, id: ConnId) {
+        // The buffer is the loop's, lent out for the read.
+        let mut buf = std::mem::take(&mut self.buf);
+        self.read_into(id, &mut buf);
+        self.buf = buf;
+    }
+
+    fn read_into(&mut self, id: ConnId, buf: &mut [u8]) {
+        loop {
+            // A client that sends and does not read is held back: its
+            // socket is read again once it has read its answers (`flush`).
+            if !self.hub.wants_read(id) {
+                if self.conns.contains_key(&id) {
+                    self.paused.insert(id);
+                }
+                return;
+            }
+            let Some(stream) = self.conns.get_mut(&id) else {
+                return;
+            };
+            match stream.read(buf) {
+                Ok(0) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+                Ok(n) => {
+                    let now = self.now();
+                    self.hub.handle_data(now, unix_now(), id, &buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what `id` has pending until the socket takes no more; a
+    /// connection held back reads again once the hub wants it to (no new
+    /// readiness may come for what already waits in its socket).
+    fn flush(&mut self, id: ConnId) {
+        self.write_out(id);
+        if self.paused.contains(&id) && self.hub.wants_read(id) {
+            self.paused.remove(&id);
+            self.read(id);
+        }
+    }
+
+    fn write_out(&mut self, id: ConnId) {
+        loop {
+            let Some(stream) = self.conns.get_mut(&id) else {
+                return;
+            };
+            let out = self.hub.pending_output(id);
+            if out.is_empty() {
+                return;
+            }
+            match stream.write(out) {
+                Ok(n) => {
+                    let now = self.now();
+                    self.hub.consume_output(now, id, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    let now = self.now();
+                    self.hub.handle_eof(now, id);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Acts on the machine's events until it has none.
+    fn drain(&mut self) {
+        while let Some(event) = self.hub.poll_event() {
+            match event {
+                HubEvent::Output(id) => self.flush(id),
+                // Dropping the socket closes it, which takes it out of the
+                // poll.
+                HubEvent::Close(id) => {
+                    self.paused.remove(&id);
+                    drop(self.conns.remove(&id));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The WebSocket hub (`core/src/wire/ws/hub.rs`) under an `arbitrary`
+//! schedule: three connections (two bearers, one with an expiry) that
+//! upgrade, send frames (well-formed subscribes, any text, any raw bytes),
+//! read their output in pieces of any size or end; publishes of any size
+//! on two topics (drop_old and drop_new, bound 3); revocations announced or
+//! not, grants; time passing; `stop()`.
+//!
+//! Checks, on the frames each connection's peer reads (with the core's
+//! client reader): the hub's frames are unmasked, final and whole; seq
+//! grows strictly per subscription (from 1 for a new one); no event of a
+//! subscription after its `unauthorized` frame, nor before its
+//! `subscribed`; nothing after `closed`; no queue past its bound; and
+//! `handle_timeout` before `poll_timeout`'s deadline changes nothing.
+#![no_main]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use limen_core::hale::runtime::{
+    Describer, Grants, Principal, RoleHierarchy, RoleSource, RoleTable, TokenTable,
+};
+use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
+use limen_core::wire::ws::{ConnId, Hub, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec};
+use limen_core::{Timestamp, SECOND};
+
+const WALL0: Timestamp = 1_800_000_000 * SECOND;
+const BOUND: usize = 3;
+const TOPICS: [&str; 2] = ["Old", "New"];
+const TOKENS: [&str; 3] = ["t-dave", "t-erin", "t-eve"];
+const NAMES: [&str; 3] = ["dave", "erin", "eve"];
+
+#[derive(Clone)]
+struct Shared(Arc<Mutex<RoleTable>>);
+
+impl RoleSource for Shared {
+    fn holds(&self, p: &Principal, role: &str) -> bool {
+        self.0.lock().unwrap().holds(p, role)
+    }
+    fn grants(&self, p: &Principal) -> Option<Grants> {
+        self.0.lock().unwrap().grants(p)
+    }
+}
+
+struct Doc;
+
+impl Describer for Doc {
+    fn describe(&self, caller: &Principal, roles: &[String], _: &[usize]) -> Vec<u8> {
+        format!("{{\"caller\":{:?},\"roles\":{}}}", caller.name, roles.len()).into_bytes()
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Step {
+    Subscribe(u8, bool),
+    Text(u8, String),
+    Raw(u8, Vec<u8>),
+    Read(u8, u16),
+    Eof(u8),
+    Publish(bool, u16),
+    Revoke(u8, bool),
+    Grant(u8),
+    Wait(u16),
+    Stop,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Schedule {
+    /// Whether each connection presents its credential (else nobody).
+    credentials: [bool; 3],
+    steps: Vec<Step>,
+}
+
+#[derive(Default)]
+struct Peer {
+    head_read: Vec<u8>,
+    upgraded: bool,
+    reader: ServerReader,
+    live: BTreeMap<String, bool>,
+    last: BTreeMap<String, u64>,
+    closed: bool,
+    gone: bool,
+    broken: bool,
+}
+
+fn take(peer: &mut Peer, bytes: &[u8]) {
+    if peer.broken {
+        return;
+    }
+    let mut bytes = bytes.to_vec();
+    if !peer.upgraded {
+        peer.head_read.extend_from_slice(&bytes);
+        let Some(end) = peer.head_read.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return;
+        };
+        let head = String::from_utf8_lossy(&peer.head_read[..end]).into_owned();
+        if !head.starts_with("HTTP/1.1 101 ") {
+            // An HTTP answer (a refused upgrade): nothing of WebSocket.
+            peer.broken = true;
+            return;
+        }
+        peer.upgraded = true;
+        bytes = peer.head_read.split_off(end + 4);
+    }
+    peer.reader.handle_data(&bytes);
+    while let Some(frame) = peer
+        .reader
+        .poll_frame()
+        .expect("the hub's frames are well formed")
+    {
+        let ServerFrame::Text(text) = frame else {
+            continue;
+        };
+        assert!(!peer.closed, "a frame after closed: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("a frame is JSON");
+        let topic = v["topic"].as_str().unwrap_or("").to_owned();
+        match v["type"].as_str().expect("a frame names its type") {
+            "subscribed" => {
+                if peer.live.get(&topic) != Some(&true) {
+                    peer.last.insert(topic.clone(), 0);
+                }
+                peer.live.insert(topic, true);
+            }
+            "event" => {
+                assert_eq!(
+                    peer.live.get(&topic),
+                    Some(&true),
+                    "an event unsubscribed: {text}"
+                );
+                let seq = v["seq"].as_u64().expect("a seq");
+                let last = peer.last.entry(topic).or_insert(0);
+                assert!(seq > *last, "seq {seq} after {last}");
+                *last = seq;
+            }
+            "unauthorized" => {
+                peer.live.insert(topic, false);
+            }
+            "closed" => peer.closed = true,
+            "refusal" => assert!(v["refusal"]["kind"].is_string()),
+            other => panic!("a frame of type {other}"),
+        }
+    }
+}
+
+fuzz_target!(|s: Schedule| {
+    let roles = Arc::new(Mutex::new(RoleTable::new()));
+    for p in NAMES {
+        roles.lock().unwrap().add_grant(p, "operator");
+    }
+    let streams = TOPICS
+        .iter()
+        .zip([OnFull::DropOld, OnFull::DropNew])
+        .map(|(t, on_full)| StreamSpec {
+            topic: t.to_string(),
+            bound: BOUND,
+            on_full,
+            requires: vec!["operator".into()],
+        })
+        .collect();
+    let spec = HubSpec::new("h", streams, RoleHierarchy::flat(), HubLimits::default()).unwrap();
+    let tokens = TokenTable::new(None)
+        .with("t-dave", "dave")
+        .with("t-erin", "erin")
+        .with_expiry("t-eve", "eve", WALL0 + 4 * SECOND);
+    let mut hub = Hub::new(
+        spec,
+        Some(Box::new(tokens)),
+        Box::new(Shared(roles.clone())),
+        Box::new(Doc),
+    );
+    let mut now: Timestamp = 1;
+    let mut peers: Vec<Peer> = (0..3).map(|_| Peer::default()).collect();
+    for (i, token) in TOKENS.iter().enumerate() {
+        hub.handle_accept(now, i as ConnId);
+        let token = s.credentials[i].then_some(*token);
+        let key = client::key([i as u8; 16]);
+        let request = client::upgrade_request("h", "/", &key, token);
+        hub.handle_data(now, WALL0, i as ConnId, &request);
+    }
+    // Each answer is waiting to be written: the driver's to act on.
+    while hub.poll_event().is_some() {}
+    for step in &s.steps {
+        match step {
+            Step::Subscribe(c, old) => {
+                let c = usize::from(*c % 3);
+                let topic = TOPICS[usize::from(!*old)];
+                let frame = format!("{{\"type\":\"subscribe\",\"topic\":\"{topic}\"}}");
+                hub.handle_data(
+                    now,
+                    WALL0 + now,
+                    c as ConnId,
+                    &client::text(&frame, [1, 2, 3, 4]),
+                );
+            }
+            Step::Text(c, text) => {
+                let c = u64::from(*c % 3);
+                hub.handle_data(now, WALL0 + now, c, &client::text(text, [9, 0, 9, 0]));
+            }
+            Step::Raw(c, bytes) => hub.handle_data(now, WALL0 + now, u64::from(*c % 3), bytes),
+            Step::Read(c, n) => {
+                let c = usize::from(*c % 3);
+                let out = hub.pending_output(c as ConnId);
+                let n = usize::from(*n).min(out.len());
+                let bytes = out[..n].to_vec();
+                hub.consume_output(now, c as ConnId, n);
+                take(&mut peers[c], &bytes);
+            }
+            Step::Eof(c) => hub.handle_eof(now, u64::from(*c % 3)),
+            Step::Publish(old, len) => {
+                let payload = format!("\"{}\"", "x".repeat(usize::from(*len)));
+                hub.publish(now, TOPICS[usize::from(!*old)], &payload);
+            }
+            Step::Revoke(c, announce) => {
+                roles
+                    .lock()
+                    .unwrap()
+                    .revoke(NAMES[usize::from(*c % 3)], "operator");
+                if *announce {
+                    hub.announce(now, 0);
+                }
+            }
+            Step::Grant(c) => roles
+                .lock()
+                .unwrap()
+                .add_grant(NAMES[usize::from(*c % 3)], "operator"),
+            Step::Wait(ms) => {
+                let before = hub.poll_timeout();
+                let later = now + u64::from(*ms) * 1_000_000;
+                if let Some(at) = before {
+                    if at > now + 1 {
+                        // Before the deadline: nothing happens.
+                        let subscribers = hub.subscribers();
+                        hub.handle_timeout(at - 1);
+                        assert!(hub.poll_event().is_none());
+                        assert_eq!(hub.subscribers(), subscribers);
+                    }
+                }
+                now = later.max(now);
+                hub.handle_timeout(now);
+            }
+            Step::Stop => hub.stop(now),
+        }
+        while let Some(e) = hub.poll_event() {
+            if let HubEvent::Close(id) = e {
+                peers[id as usize].gone = true;
+            }
+        }
+        for c in 0..3u64 {
+            for t in TOPICS {
+                if let Some(q) = hub.queued(c, t) {
+                    assert!(q <= BOUND, "{q} frames queued");
+                }
+            }
+        }
+    }
+});

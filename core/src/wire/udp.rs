@@ -41,17 +41,11 @@ use serde_json::{json, Value};
 use crate::hale::runtime::{BearerSource, Describer, Principal, Refusal, RefusalKind, RoleSource};
 use crate::wire::ws::admission::Sources;
 use crate::wire::ws::hub::Published;
-use crate::wire::ws::hub_spec::{HubSpec, Invalidated, OnFull};
+use crate::wire::ws::hub_spec::{HubSpec, Invalidated, Offered, OnFull};
 use crate::Timestamp;
 
 /// A subscriber's key: its address and its id's JSON text.
 type Key<A> = (A, String);
-
-#[derive(Debug)]
-struct Offered {
-    stream: usize,
-    payload: Box<str>,
-}
 
 #[derive(Debug)]
 struct Subscriber {
@@ -316,17 +310,12 @@ impl<A: Ord + Clone> Hub<A> {
         if self.stopped {
             return Published::Stopped;
         }
-        let Some(stream) = self.spec.stream(topic) else {
-            return Published::UnknownTopic;
+        let event = match self.spec.offer(topic, payload) {
+            Ok(event) => event,
+            Err(refused) => return refused,
         };
-        if payload.len() + self.spec.limits.bus_header > self.spec.limits.bus_frame {
-            return Published::TooLarge;
-        }
+        let stream = event.stream;
         self.offered += 1;
-        let event = Arc::new(Offered {
-            stream,
-            payload: payload.into(),
-        });
         let row = &self.spec.streams[stream];
         let (bound, on_full) = (row.bound, row.on_full);
         let mut n = 0;

@@ -60,7 +60,7 @@ mod frames_in;
 mod upgrade;
 
 use super::admission::Sources;
-use super::hub_spec::{frames, HubSpec, Invalidated, OnFull};
+use super::hub_spec::{frames, HubSpec, Invalidated, Offered, OnFull};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::{
@@ -115,13 +115,6 @@ pub enum HubCall {
     Request(Request),
     /// The connection is gone: its calls with the exposure are lost.
     Lost(ConnId),
-}
-
-/// One event as published, shared by every queue it is offered to.
-#[derive(Debug)]
-struct Offered {
-    stream: usize,
-    payload: Box<str>,
 }
 
 /// A frame waiting in a subscription's queue.
@@ -515,17 +508,12 @@ impl Hub {
         if self.stopped {
             return Published::Stopped;
         }
-        let Some(stream) = self.spec.stream(topic) else {
-            return Published::UnknownTopic;
+        let event = match self.spec.offer(topic, payload) {
+            Ok(event) => event,
+            Err(refused) => return refused,
         };
-        if payload.len() + self.spec.limits.bus_header > self.spec.limits.bus_frame {
-            return Published::TooLarge;
-        }
+        let stream = event.stream;
         self.offered += 1;
-        let event = Arc::new(Offered {
-            stream,
-            payload: payload.into(),
-        });
         let row = &self.spec.streams[stream];
         let (bound, on_full) = (row.bound, row.on_full);
         let mut offered = 0;

@@ -1,11 +1,14 @@
 //! What a [`Hub`](super::Hub) serves: its stream rows, its limits, and the
 //! frames of § Streams ("The ws frames") it writes.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use crate::hale::model::Program;
 use crate::hale::runtime::{Refusal, RoleHierarchy};
 use crate::hale::serving::hierarchy;
+use crate::wire::ws::hub::Published;
 use crate::wire::{http1, ws};
 use crate::{Timestamp, SECOND};
 
@@ -188,6 +191,29 @@ impl HubSpec {
     pub fn stream(&self, topic: &str) -> Option<usize> {
         self.streams.iter().position(|s| s.topic == topic)
     }
+
+    /// An event published on `topic` as every hub offers it, or why it is
+    /// not offered: no such row, or over the bus frame (it then reaches no
+    /// subscriber and takes no seq).
+    pub(crate) fn offer(&self, topic: &str, payload: &str) -> Result<Arc<Offered>, Published> {
+        let stream = self.stream(topic).ok_or(Published::UnknownTopic)?;
+        if payload.len() + self.limits.bus_header > self.limits.bus_frame {
+            return Err(Published::TooLarge);
+        }
+        Ok(Arc::new(Offered {
+            stream,
+            payload: payload.into(),
+        }))
+    }
+}
+
+/// One event as published, shared by every queue it is offered to.
+#[derive(Debug)]
+pub(crate) struct Offered {
+    /// Its row.
+    pub(crate) stream: usize,
+    /// Its JSON text.
+    pub(crate) payload: Box<str>,
 }
 
 /// Why a subscription ended without `stop()`: the `reason` of an

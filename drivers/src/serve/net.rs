@@ -216,7 +216,7 @@ impl Write for Stream {
 /// The kernel's account of a Unix socket peer (SO_PEERCRED, and its
 /// supplementary groups by SO_PEERGROUPS); unnamed (-1s) when the kernel
 /// will not say. Groups it will not give are `None`.
-pub fn peer_credentials(stream: &(impl AsRawFd + std::os::fd::AsFd)) -> PeerCredentials {
+pub fn peer_credentials(stream: &impl std::os::fd::AsFd) -> PeerCredentials {
     let Ok(cred) = rustix::net::sockopt::socket_peercred(stream) else {
         return PeerCredentials::UNNAMED;
     };
@@ -224,7 +224,7 @@ pub fn peer_credentials(stream: &(impl AsRawFd + std::os::fd::AsFd)) -> PeerCred
         uid: i64::from(cred.uid.as_raw()),
         gid: i64::from(cred.gid.as_raw()),
         pid: i64::from(cred.pid.as_raw_nonzero().get()),
-        groups: peer_groups(stream.as_raw_fd()).and_then(intern_groups),
+        groups: peer_groups(stream.as_fd().as_raw_fd()).and_then(intern_groups),
     }
 }
 

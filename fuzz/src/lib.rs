@@ -5,6 +5,8 @@
 //! Every target lives in `fuzz_targets/`; `README.md` says how to run
 //! them and how to add one.
 
+pub mod grpc;
+pub mod h2;
 pub mod model;
 pub mod shape;
 pub mod tool;

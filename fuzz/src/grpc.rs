@@ -1,0 +1,143 @@
+//! The gRPC front under a fuzzer: one exposure's framing, the outcomes a
+//! receiver may answer with, and the drive loop with its checks, shared by
+//! the targets that feed the front raw bytes and those that feed it frames.
+
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+use limen_core::hale::model::parse_program;
+use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind};
+use limen_core::wire::front::FrontEvent;
+use limen_core::wire::grpc::Framing;
+use limen_grpc::{GrpcFront, GrpcLimits};
+
+/// The client connection preface.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An empty SETTINGS frame, the client's first.
+pub const EMPTY_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
+/// The correlation the front is made with.
+pub const CORRELATION: u64 = 77;
+/// The surface the program serves, and its two rpcs' names.
+pub const SURFACE: &str = "Desk";
+/// The rpcs of [`SURFACE`], as the generated service names them.
+pub const RPCS: (&str, &str) = ("Book__place", "Book__cancel");
+
+const SRC: &str = "type Place { qty: Int; } type Receipt { order: Int; } type Err { code: String; }\n\
+    api Desk { rpc Book::place; rpc Book::cancel; }\n\
+    locus Book { fn place(p: Place) -> Receipt { } fn cancel(p: Place) -> Receipt fallible(Err) { } }\n\
+    locus G { fn holds(p: std::api::Principal, r: String) -> Bool { return true; } }\n\
+    locus T { fn principal(t: String) -> std::api::Principal { return std::api::Principal { mode: \"bearer\", name: \"\" }; } }\n\
+    main locus M {\n\
+      params { b: Book = Book { }; g: G = G { }; t: T = T { }; }\n\
+      run() { let s = api::serve(Desk, grpc::Rpc { bind: \"127.0.0.1:0\", codec: json, principals: self.t, roles: self.g }, as: \"desk\", bound: 4, on_full: refuse); }\n\
+    }\n";
+
+/// The framing of the program's one gRPC exposure, built once.
+pub fn framing() -> Arc<Framing> {
+    static FRAMING: OnceLock<Arc<Framing>> = OnceLock::new();
+    FRAMING
+        .get_or_init(|| {
+            let p = parse_program("f.hl", SRC).expect("the program parses");
+            Arc::new(Framing::new(&p, p.exposure("desk").expect("desk")).expect("a framing"))
+        })
+        .clone()
+}
+
+/// The outcome `pick` selects: a result, a handler error, a refusal, the
+/// server error, a description.
+pub fn outcome(pick: u8) -> Outcome {
+    match pick % 5 {
+        0 => Outcome::Result(br#"{"order": 1}"#.to_vec()),
+        1 => Outcome::HandlerError(br#"{"code": "x"}"#.to_vec()),
+        2 => Outcome::from(Refusal::new(RefusalKind::Malformed, "why é %")),
+        3 => Outcome::ServerError,
+        _ => Outcome::Description(b"{}".to_vec()),
+    }
+}
+
+/// Feeds a front (at most three streams held) the preface, an empty
+/// SETTINGS and `data` in pieces of `chunk` bytes, answers every request at
+/// once with `outcome(pick)`, and now and then (`pick`'s high bits) stops
+/// the front or lets a write stall time out.
+///
+/// Checks: every request names the front's correlation and a client stream
+/// (odd, positive) as its client id, each stream at most once; the table
+/// never holds more than its limit; output is whole frames; `Closed` comes
+/// once, last, and nothing is written after it.
+pub fn drive(data: &[u8], chunk: usize, pick: u8) {
+    let limits = GrpcLimits {
+        max_streams: 3,
+        ..GrpcLimits::default()
+    };
+    let mut front = GrpcFront::new(0, limits, framing(), CORRELATION).expect("a front");
+    let mut input = PREFACE.to_vec();
+    input.extend_from_slice(EMPTY_SETTINGS);
+    input.extend_from_slice(data);
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut closed = false;
+    let mut now = 0;
+    for (i, piece) in input.chunks(chunk.max(1)).enumerate() {
+        now += 1;
+        front.handle_data(now, piece);
+        match (pick >> 4, i) {
+            (1, 3) => front.stop(now),
+            (2, 5) => front.handle_timeout(now + limits.write_stall),
+            _ => {}
+        }
+        loop {
+            while let Some(event) = front.poll_event() {
+                assert!(!closed, "an event after Closed: {event:?}");
+                match event {
+                    FrontEvent::Request { request, .. } => {
+                        assert_eq!(request.correlation, CORRELATION);
+                        let stream: i32 = request
+                            .client_id
+                            .as_deref()
+                            .and_then(|s| s.parse().ok())
+                            .expect("the stream as client id");
+                        assert!(stream > 0 && stream % 2 == 1, "{stream}");
+                        assert!(seen.insert(stream), "stream {stream} framed twice");
+                        front.deliver(
+                            now,
+                            Delivery {
+                                correlation: CORRELATION,
+                                request_id: 1,
+                                client_id: request.client_id,
+                                caller: Principal::bearer("x"),
+                                outcome: outcome(pick),
+                            },
+                        );
+                    }
+                    FrontEvent::Lost => {}
+                    FrontEvent::Closed => closed = true,
+                }
+            }
+            assert!(front.streams_held() <= limits.max_streams);
+            let bytes = front.pending_output();
+            if bytes.is_empty() {
+                break;
+            }
+            assert!(!closed, "output after Closed");
+            let n = bytes.len();
+            out.extend_from_slice(bytes);
+            front.consume_output(now, n);
+        }
+        if closed {
+            break;
+        }
+    }
+    assert_whole_frames(&out);
+}
+
+/// Asserts that `out` is a run of whole HTTP/2 frames: nine-byte headers
+/// whose lengths add up to the bytes.
+pub fn assert_whole_frames(out: &[u8]) {
+    let mut at = 0;
+    while at < out.len() {
+        assert!(at + 9 <= out.len(), "a cut frame header");
+        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
+        at += 9 + len;
+    }
+    assert_eq!(at, out.len(), "a cut frame");
+}

@@ -356,7 +356,8 @@ impl Demo {
         for (name, endpoint) in &tries {
             if let Some(addr) = endpoint.strip_prefix("grpc://") {
                 // No Hale client speaks gRPC (§ The clients): a stub from
-                // the exported .proto, or grpcurl with the .proto.
+                // the exported .proto, or grpcurl, with the .proto or
+                // through server reflection.
                 banner.push_str(
                     "  hale api export conformance/programs/desk.hl --surface Public --out public-api   (writes Public.proto)\n",
                 );
@@ -366,6 +367,9 @@ impl Demo {
                 banner.push_str(
                     "  (application/grpc and +proto speak Public.proto's messages, application/grpc+json the rows' JSON; POST /Public/Orders__place)\n",
                 );
+                banner.push_str(&format!(
+                    "  grpcurl -plaintext -H 'authorization: Bearer t-alice' {addr} describe Public   (server reflection, v1 and v1alpha)\n"
+                ));
             } else if let Some(addr) = endpoint.strip_prefix("mcp://") {
                 banner.push_str(&format!(
                     "  hale mcp --app {endpoint} --bearer t-alice   (an MCP server on stdio)\n"

@@ -536,3 +536,30 @@ fn each_message_is_answered_whole_in_one_data_frame_and_every_end_takes_its_stat
         "the demo ends once its gRPC connections are done"
     );
 }
+
+#[test]
+fn a_source_that_stops_naming_the_caller_ends_the_open_call_with_16() {
+    let Some(peer) = peer("expire") else { return };
+    // With a hub, the demo's gRPC exposure asks the hub's token table,
+    // whose `expire` the control socket reaches.
+    let d = demo(
+        "refl-expire",
+        &["--grpc", "127.0.0.1:0", "--hub", "127.0.0.1:0"],
+    );
+    let held = peer.spawn(
+        &d.grpc,
+        json!({"mode": "h2", "token": "t-alice", "pause": 3,
+               "messages": [list_services(), list_services()]}),
+    );
+    // The first message is answered; then alice's token expires.
+    std::thread::sleep(Duration::from_millis(1500));
+    d.control("expire t-alice 1");
+    let got = Peer::report(held);
+    let frames = got["frames"].as_array().unwrap();
+    // The bearer is asked again at the second message: the call, already
+    // answered once, ends with 16 as the trailers of its open response.
+    assert_eq!(frames.len(), 3, "{got}");
+    assert_eq!(messages_in(&unb64(&frames[1]["data"])), 1);
+    assert_eq!(frames[2]["trailers"]["grpc-status"], "16", "{got}");
+    assert_eq!(frames[2]["trailers"]["grpc-message"], "expired", "{got}");
+}

@@ -288,8 +288,17 @@ impl Demo {
                 }
                 ids.push(workers[r].worker);
             }
-            let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
-                Source::Kernel => None,
+            let shared = hub
+                .as_ref()
+                .filter(|_| listener.transport == TransportKind::Grpc)
+                .map(|h| h.control.tokens.clone());
+            let bearer: Option<Box<dyn BearerSource + Send>> = match (&e.principals, shared) {
+                (Source::Kernel, _) => None,
+                // With a hub, the gRPC exposure asks the hub's token table,
+                // so the control socket's `expire` reaches a caller in the
+                // middle of a reflection stream (§ gRPC: a source that
+                // stops naming the caller ends the call with 16).
+                (_, Some(tokens)) => Some(Box::new(tokens)),
                 _ => Some(Box::new(witness::tokens())),
             };
             let roles = role_source(&program, e, options);

@@ -20,7 +20,8 @@ clients are other people's:
   plan's "messages" (base64 of ServerReflectionRequest messages) are sent
   each split across two DATA frames, the next only once the previous is
   answered; then the client ends its side ("tail": raw bytes sent before
-  it), or with "hold" waits for the server to end the call. Reports the
+  it), or with "hold" waits for the server to end the call; "pause" waits
+  that many seconds before each message after the first. Reports the
   response's frames.
 
 Every mode takes "token" (the bearer; none when null) and reports
@@ -32,6 +33,7 @@ import json
 import queue
 import socket
 import sys
+import time
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format
@@ -274,6 +276,9 @@ def run_h2(plan):
         return sum(1 for f in frames if "data" in f)
 
     for i, m in enumerate(plan["messages"]):
+        if i > 0 and plan.get("pause"):
+            # Time for the test to change the server between messages.
+            time.sleep(plan["pause"])
         msg = base64.b64decode(m)
         framed = b"\0" + len(msg).to_bytes(4, "big") + msg
         cut = plan.get("cut", len(framed) // 2)

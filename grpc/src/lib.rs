@@ -22,6 +22,18 @@
 //! cannot tell from the exposure's lost request. A connection that ends is
 //! the exposure's lost connection ([`FrontEvent::Lost`]).
 //!
+//! # Server reflection
+//!
+//! `grpc.reflection.v1` and `v1alpha`'s `ServerReflectionInfo` is the one
+//! bidirectional call: its stream stays in the table until the client
+//! ends its side. Each whole message is framed to the exposure as a
+//! `Describe` of the stream's bearer (the caller named again at every
+//! message, § gRPC), and answered from `Framing::reflection` when the
+//! description comes back, in order, one DATA frame each, on a response
+//! the session keeps open; a refusal, a message over the limit or cut by
+//! the half-close, and `stop()` end it through one path that answers
+//! trailers-only when nothing was sent and with trailers otherwise.
+//!
 //! # The order of calls
 //!
 //! The same as the core's `Front` (`docs/architecture.md`, the machine

@@ -56,7 +56,7 @@ use std::sync::Arc;
 
 use limen_core::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use limen_core::wire::front::FrontEvent;
-use limen_core::wire::grpc::reflection::MessageStream;
+use limen_core::wire::grpc::reflection::{MessageStream, StreamError};
 use limen_core::wire::grpc::{
     frame_message, status, trailers_only, Answer, Framed, Framing, GrpcCodec, Head, MessageReader,
     Reply, Route,
@@ -103,6 +103,13 @@ impl GrpcLimits {
     }
 }
 
+/// The bytes of a reflection stream's messages that may wait for their
+/// answers: one whole message's limit (§ gRPC, 1 MiB). Each message is
+/// taken off the wire as it arrives (the connection's window opens for
+/// it), so a client that sends without reading the answers is ended
+/// RESOURCE_EXHAUSTED rather than held in memory without bound.
+const MAX_WAITING: usize = limen_core::wire::grpc::MAX_MESSAGE;
+
 /// One stream of the table.
 enum Stream {
     /// Its message is being read.
@@ -122,6 +129,8 @@ struct Reflecting {
     messages: MessageStream,
     /// Whole messages not yet answered, oldest first.
     waiting: VecDeque<Vec<u8>>,
+    /// Their bytes, held to [`MAX_WAITING`].
+    waiting_bytes: usize,
     /// The exposure is asked who the caller is (a Describe of the
     /// stream's bearer), for the oldest waiting message.
     asking: bool,
@@ -533,6 +542,7 @@ impl GrpcFront {
                 head,
                 messages: MessageStream::default(),
                 waiting: VecDeque::new(),
+                waiting_bytes: 0,
                 asking: false,
                 started: false,
                 half_closed: end_stream,
@@ -552,7 +562,19 @@ impl GrpcFront {
         let mut failed = None;
         while let Some(message) = r.messages.next_message() {
             match message {
-                Ok(m) => r.waiting.push_back(m),
+                Ok(m) if r.waiting_bytes + m.len() > MAX_WAITING => {
+                    failed = Some(StreamError {
+                        status: status::RESOURCE_EXHAUSTED,
+                        reason: format!(
+                            "messages_waiting: over {MAX_WAITING} bytes sent and not yet answered"
+                        ),
+                    });
+                    break;
+                }
+                Ok(m) => {
+                    r.waiting_bytes += m.len();
+                    r.waiting.push_back(m);
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -603,6 +625,7 @@ impl GrpcFront {
                     self.streams.insert(stream, Stream::Reflecting(r));
                     return;
                 };
+                r.waiting_bytes -= message.len();
                 match self.framing.reflection().answer(&message) {
                     Ok(response) => {
                         let framed = frame_message(&response);

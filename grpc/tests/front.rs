@@ -659,3 +659,39 @@ fn the_surface_descriptor_is_the_file_protoc_makes_of_the_proto() {
     );
     assert_eq!((varint(&rpc, 5), varint(&rpc, 6)), (Some(1), Some(1)));
 }
+
+#[test]
+fn a_reflection_client_that_sends_without_reading_is_ended_resource_exhausted() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    f.handle_data(0, &bytes);
+    // 600 KB messages (field 1, host, padded): the first is asked about;
+    // a second waiting beside it passes 1 MiB unanswered.
+    let big = |n: usize| {
+        let mut m = vec![0x0a];
+        let mut len = Vec::new();
+        protobuf::write_varint(&mut len, n as u64);
+        m.extend(len);
+        m.extend(std::iter::repeat_n(b'h', n));
+        frame_message(&m)
+    };
+    let message = big(600_000);
+    for chunk in message.chunks(16_384) {
+        f.handle_data(0, &frame(DATA, 0, 1, chunk));
+    }
+    describe_asked(&mut f, "1");
+    drain(&mut f);
+    for chunk in message.chunks(16_384) {
+        f.handle_data(0, &frame(DATA, 0, 1, chunk));
+    }
+    // Nothing was answered: trailers-only, the stream gone from the table.
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert!(
+        kinds.contains(&(HEADERS, END_HEADERS | END_STREAM, 1)),
+        "{kinds:?}"
+    );
+    assert_eq!(f.streams_held(), 0);
+    assert!(events(&mut f).is_empty(), "no second question");
+}

@@ -4,13 +4,19 @@
 //! picks; every request framed is answered at once with an outcome the
 //! input's second byte cycles through (a result, a handler error, a
 //! refusal, the server error, a description), and now and then the front
-//! is stopped or timed out.
+//! is stopped or timed out. When the second byte's bit 3 is set, the input
+//! is preceded by the HEADERS of a server reflection call on stream 1 (v1,
+//! or v1alpha by bit 2), so its DATA frames reach the reflection stream:
+//! each whole message asks the caller again (a Describe, answered with a
+//! description, or with the cycled outcome when bit 1 is set too), and the
+//! answers, the ends and stop() run through the open response.
 //!
 //! Checks: no panic and no crash across the binding; every request names
 //! the front's correlation and a client stream (odd, positive) as its
-//! client id, each stream at most once; the table never holds more than
-//! its limit; output is whole frames; `Closed` comes once, last, and
-//! nothing is written after it.
+//! client id, each stream framed at most once (a reflection stream asks
+//! once per message); the table never holds more than its limit; output
+//! is whole frames; `Closed` comes once, last, and nothing is written
+//! after it.
 #![no_main]
 
 use std::collections::HashSet;
@@ -18,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::model::parse_program;
-use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind};
+use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind, RequestKind};
 use limen_core::wire::front::FrontEvent;
 use limen_core::wire::grpc::Framing;
 use limen_grpc::{GrpcFront, GrpcLimits};
@@ -57,6 +63,41 @@ fn outcome(pick: u8) -> Outcome {
     }
 }
 
+/// HPACK's literal header field without indexing, a new name, no Huffman
+/// (every name and value here is under 127 bytes).
+fn hpack(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, v) in fields {
+        out.push(0);
+        out.push(n.len() as u8);
+        out.extend_from_slice(n.as_bytes());
+        out.push(v.len() as u8);
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+/// The HEADERS frame (END_HEADERS) of a reflection call on stream 1.
+fn reflection_headers(alpha: bool) -> Vec<u8> {
+    let path = if alpha {
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+    } else {
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+    };
+    let block = hpack(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", path),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+        ("authorization", "Bearer t"),
+    ]);
+    let mut out = (block.len() as u32).to_be_bytes()[1..].to_vec();
+    out.extend_from_slice(&[1, 4, 0, 0, 0, 1]);
+    out.extend_from_slice(&block);
+    out
+}
+
 fuzz_target!(|data: &[u8]| {
     let [split, pick, data @ ..] = data else {
         return;
@@ -69,6 +110,9 @@ fuzz_target!(|data: &[u8]| {
     let mut front = GrpcFront::new(0, limits, framing(), CORRELATION).expect("a front");
     let mut input = PREFACE.to_vec();
     input.extend_from_slice(EMPTY_SETTINGS);
+    if pick & 8 != 0 {
+        input.extend(reflection_headers(pick & 4 != 0));
+    }
     input.extend_from_slice(data);
     let mut out = Vec::new();
     let mut seen = HashSet::new();
@@ -94,7 +138,17 @@ fuzz_target!(|data: &[u8]| {
                             .and_then(|s| s.parse().ok())
                             .expect("the stream as client id");
                         assert!(stream > 0 && stream % 2 == 1, "{stream}");
-                        assert!(seen.insert(stream), "stream {stream} framed twice");
+                        let describe = request.kind == RequestKind::Describe;
+                        // A reflection stream asks once per message.
+                        assert!(
+                            describe || seen.insert(stream),
+                            "stream {stream} framed twice"
+                        );
+                        let outcome = if describe && pick & 2 == 0 {
+                            Outcome::Description(b"{}".to_vec())
+                        } else {
+                            outcome(*pick)
+                        };
                         front.deliver(
                             now,
                             Delivery {
@@ -102,7 +156,7 @@ fuzz_target!(|data: &[u8]| {
                                 request_id: 1,
                                 client_id: request.client_id,
                                 caller: Principal::bearer("x"),
-                                outcome: outcome(*pick),
+                                outcome,
                             },
                         );
                     }

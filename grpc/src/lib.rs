@@ -22,6 +22,18 @@
 //! cannot tell from the exposure's lost request. A connection that ends is
 //! the exposure's lost connection ([`FrontEvent::Lost`]).
 //!
+//! # Server reflection
+//!
+//! `grpc.reflection.v1` and `v1alpha`'s `ServerReflectionInfo` is the one
+//! bidirectional call: its stream stays in the table until the client
+//! ends its side. Each whole message is framed to the exposure as a
+//! `Describe` of the stream's bearer (the caller named again at every
+//! message, § gRPC), and answered from `Framing::reflection` when the
+//! description comes back, in order, one DATA frame each, on a response
+//! the session keeps open; a refusal, a message over the limit or cut by
+//! the half-close, and `stop()` end it through one path that answers
+//! trailers-only when nothing was sent and with trailers otherwise.
+//!
 //! # The order of calls
 //!
 //! The same as the core's `Front` (`docs/architecture.md`, the machine
@@ -42,9 +54,13 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use limen_core::hale::runtime::{Correlation, Delivery, Request};
+use limen_core::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use limen_core::wire::front::FrontEvent;
-use limen_core::wire::grpc::{Answer, Framed, Framing, Head, MessageReader, Reply};
+use limen_core::wire::grpc::reflection::{MessageStream, StreamError};
+use limen_core::wire::grpc::{
+    frame_message, status, trailers_only, Answer, Framed, Framing, GrpcCodec, Head, MessageReader,
+    Reply, Route,
+};
 use limen_core::{Timestamp, SECOND};
 use limen_nghttp2::{code, H2Event, Session};
 
@@ -87,12 +103,42 @@ impl GrpcLimits {
     }
 }
 
+/// The bytes of a reflection stream's messages that may wait for their
+/// answers: one whole message's limit (§ gRPC, 1 MiB). Each message is
+/// taken off the wire as it arrives (the connection's window opens for
+/// it), so a client that sends without reading the answers is ended
+/// RESOURCE_EXHAUSTED rather than held in memory without bound.
+const MAX_WAITING: usize = limen_core::wire::grpc::MAX_MESSAGE;
+
 /// One stream of the table.
 enum Stream {
     /// Its message is being read.
     Reading { head: Head, reader: MessageReader },
     /// Its call is with the exposure.
     Framed { reply: Reply },
+    /// A server reflection call: open until the client ends its side.
+    Reflecting(Reflecting),
+}
+
+/// A server reflection stream (§ gRPC, Server reflection): each whole
+/// message is answered as it arrives, in order, after the exposure has
+/// named its caller again; the response stays open between them.
+struct Reflecting {
+    head: Head,
+    /// The request side, cut into messages.
+    messages: MessageStream,
+    /// Whole messages not yet answered, oldest first.
+    waiting: VecDeque<Vec<u8>>,
+    /// Their bytes, held to [`MAX_WAITING`].
+    waiting_bytes: usize,
+    /// The exposure is asked who the caller is (a Describe of the
+    /// stream's bearer), for the oldest waiting message.
+    asking: bool,
+    /// The response has started (HEADERS and a message sent): an end is
+    /// its trailers, not a trailers-only response.
+    started: bool,
+    /// The client ended its side.
+    half_closed: bool,
 }
 
 /// One HTTP/2 connection of a gRPC exposure. See the crate documentation.
@@ -228,11 +274,18 @@ impl GrpcFront {
         let Some(stream) = stream else {
             return 0;
         };
-        let Some(Stream::Framed { reply }) = self.streams.remove(&stream) else {
-            return 0;
-        };
-        let answer = self.framing.answer(&reply, delivery.outcome);
-        self.respond(stream, answer);
+        match self.streams.remove(&stream) {
+            Some(Stream::Framed { reply }) => {
+                let answer = self.framing.answer(&reply, delivery.outcome);
+                self.respond(stream, answer);
+            }
+            Some(Stream::Reflecting(r)) => self.reflect(stream, r, delivery.outcome),
+            Some(other) => {
+                self.streams.insert(stream, other);
+                return 0;
+            }
+            None => return 0,
+        }
         self.flush(now);
         self.session.queued().len().saturating_sub(before)
     }
@@ -242,11 +295,30 @@ impl GrpcFront {
     /// taken; the connection closes when its streams are done. A stream
     /// whose message was still being read never reached the exposure: it
     /// is reset REFUSED_STREAM (not processed, safe to retry elsewhere).
+    /// An open reflection call ends as the client's half-close ends it,
+    /// with `grpc-status: 0`, before the GOAWAY (§ gRPC).
     pub fn stop(&mut self, now: Timestamp) {
         if self.closed || self.failed || self.stopping {
             return;
         }
         self.stopping = true;
+        let reflecting: Vec<i32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s, Stream::Reflecting(_)))
+            .map(|(&id, _)| id)
+            .collect();
+        for stream in reflecting {
+            if let Some(Stream::Reflecting(r)) = self.streams.remove(&stream) {
+                self.end_reflection(stream, &r, status::OK, "", None);
+            }
+        }
+        // Serialized now, so those trailers leave before the GOAWAY:
+        // nghttp2 sends a control frame ahead of a stream's last DATA and
+        // the trailers submitted after it.
+        if self.session.flush().is_err() {
+            self.failed = true;
+        }
         let reading: Vec<i32> = self
             .streams
             .iter()
@@ -348,6 +420,10 @@ impl GrpcFront {
                         continue;
                     }
                     let head = self.framing.head(&fields);
+                    if let Ok(Route::Reflection { .. }) = head.route {
+                        self.open_reflection(stream, head, end_stream);
+                        continue;
+                    }
                     let reader = head.reader();
                     self.streams
                         .insert(stream, Stream::Reading { head, reader });
@@ -359,20 +435,31 @@ impl GrpcFront {
                     // Taken, whether the stream still wants it or not: the
                     // connection's window opens either way.
                     let _ = self.session.consume(stream, bytes.len());
-                    if let Some(Stream::Reading { reader, .. }) = self.streams.get_mut(&stream) {
-                        reader.push(&bytes);
-                        // Refused as soon as the prefix shows it: the
-                        // stream is answered, the rest of its body dropped.
-                        if reader.refused().is_some() {
-                            self.frame(stream);
+                    match self.streams.get_mut(&stream) {
+                        Some(Stream::Reading { reader, .. }) => {
+                            reader.push(&bytes);
+                            // Refused as soon as the prefix shows it: the
+                            // stream is answered, the rest of its body
+                            // dropped.
+                            if reader.refused().is_some() {
+                                self.frame(stream);
+                            }
                         }
+                        Some(Stream::Reflecting(r)) => {
+                            r.messages.push(&bytes);
+                            self.reflection_messages(stream);
+                        }
+                        _ => {}
                     }
                 }
-                H2Event::EndStream { stream } => {
-                    if matches!(self.streams.get(&stream), Some(Stream::Reading { .. })) {
-                        self.frame(stream);
+                H2Event::EndStream { stream } => match self.streams.get_mut(&stream) {
+                    Some(Stream::Reading { .. }) => self.frame(stream),
+                    Some(Stream::Reflecting(r)) => {
+                        r.half_closed = true;
+                        self.reflection_messages(stream);
                     }
-                }
+                    _ => {}
+                },
                 // A reset or closed stream fails alone: its call (if any)
                 // runs, and its reply is dropped.
                 H2Event::Reset { stream, .. } | H2Event::Closed { stream, .. } => {
@@ -422,6 +509,192 @@ impl GrpcFront {
                 self.session.respond_headers_only(stream, &fields(&headers))
             }
         };
+    }
+}
+
+impl GrpcFront {
+    /// A reflection call's head arrived. Reflection speaks protobuf,
+    /// uncompressed: another codec or encoding is refused malformed at
+    /// once; otherwise the stream is held until the client ends its side.
+    fn open_reflection(&mut self, stream: i32, head: Head, end_stream: bool) {
+        let refused = if head.codec != GrpcCodec::Proto {
+            Some(format!(
+                "unsupported_content_type: {}, reflection speaks protobuf",
+                head.content_type
+            ))
+        } else {
+            match head.encoding.as_deref() {
+                None | Some(b"identity") => None,
+                Some(other) => Some(format!(
+                    "unsupported_encoding: {}",
+                    String::from_utf8_lossy(other)
+                )),
+            }
+        };
+        if let Some(reason) = refused {
+            let answer = trailers_only(head.content_type, status::INVALID_ARGUMENT, &reason, None);
+            self.respond(stream, answer);
+            return;
+        }
+        self.streams.insert(
+            stream,
+            Stream::Reflecting(Reflecting {
+                head,
+                messages: MessageStream::default(),
+                waiting: VecDeque::new(),
+                waiting_bytes: 0,
+                asking: false,
+                started: false,
+                half_closed: end_stream,
+            }),
+        );
+        self.reflection_messages(stream);
+    }
+
+    /// Takes the reflection stream's whole messages, asks the exposure
+    /// about the oldest, and ends the call when the client has ended its
+    /// side and every message is answered (or its body is cut, or a
+    /// message cannot be read).
+    fn reflection_messages(&mut self, stream: i32) {
+        let Some(Stream::Reflecting(r)) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let mut failed = None;
+        while let Some(message) = r.messages.next_message() {
+            match message {
+                Ok(m) if r.waiting_bytes + m.len() > MAX_WAITING => {
+                    failed = Some(StreamError {
+                        status: status::RESOURCE_EXHAUSTED,
+                        reason: format!(
+                            "messages_waiting: over {MAX_WAITING} bytes sent and not yet answered"
+                        ),
+                    });
+                    break;
+                }
+                Ok(m) => {
+                    r.waiting_bytes += m.len();
+                    r.waiting.push_back(m);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if failed.is_none() && r.half_closed {
+            failed = r.messages.finish().err();
+        }
+        if let Some(e) = failed {
+            // A message over the limit, or one the half-close cut, ends
+            // the call at once.
+            let Some(Stream::Reflecting(r)) = self.streams.remove(&stream) else {
+                return;
+            };
+            self.end_reflection(stream, &r, e.status, &e.reason, None);
+            return;
+        }
+        if !r.asking && !r.waiting.is_empty() {
+            // The bearer is asked again at every message (§ gRPC): the
+            // exposure names the caller as it does for the description.
+            r.asking = true;
+            let request = Request {
+                correlation: self.correlation,
+                kind: RequestKind::Describe,
+                digest: None,
+                credential: Credential::Bearer(r.head.bearer.clone()),
+                client_id: Some(stream.to_string()),
+            };
+            self.request(request);
+        } else if !r.asking && r.half_closed {
+            let Some(Stream::Reflecting(r)) = self.streams.remove(&stream) else {
+                return;
+            };
+            self.end_reflection(stream, &r, status::OK, "", None);
+        }
+    }
+
+    /// The exposure answered who the caller of a reflection stream is: a
+    /// caller it names has the oldest waiting message answered; any
+    /// other outcome (UNAUTHENTICATED, a caller the source stopped
+    /// naming) ends the call with its status.
+    fn reflect(&mut self, stream: i32, mut r: Reflecting, outcome: Outcome) {
+        r.asking = false;
+        match outcome {
+            Outcome::Description(_) => {
+                let Some(message) = r.waiting.pop_front() else {
+                    self.streams.insert(stream, Stream::Reflecting(r));
+                    return;
+                };
+                r.waiting_bytes -= message.len();
+                match self.framing.reflection().answer(&message) {
+                    Ok(response) => {
+                        let framed = frame_message(&response);
+                        let sent = if r.started {
+                            self.session.send_data(stream, &framed)
+                        } else {
+                            r.started = true;
+                            let headers = [
+                                (&b":status"[..], &b"200"[..]),
+                                (b"content-type", r.head.content_type.as_bytes()),
+                            ];
+                            self.session.respond_open(stream, &headers, framed)
+                        };
+                        if sent.is_err() {
+                            // nghttp2 no longer has the stream (reset
+                            // meanwhile): it fails alone.
+                            return;
+                        }
+                        self.streams.insert(stream, Stream::Reflecting(r));
+                        self.reflection_messages(stream);
+                    }
+                    Err(reason) => {
+                        self.end_reflection(stream, &r, status::INVALID_ARGUMENT, &reason, None)
+                    }
+                }
+            }
+            refused => {
+                let answer = self.framing.answer(&r.head.reply(), refused);
+                self.end_reflection(stream, &r, 0, "", Some(answer));
+            }
+        }
+    }
+
+    /// Every end of a reflection call goes through here: one not yet
+    /// answered ends trailers-only (the status in its one HEADERS frame),
+    /// one that has answered ends with the status as the trailers of its
+    /// open response. `answer`, when given, is the outcome's trailers-only
+    /// answer, whose status fields are used; otherwise `code` and
+    /// `message`.
+    fn end_reflection(
+        &mut self,
+        stream: i32,
+        r: &Reflecting,
+        code: u32,
+        message: &str,
+        answer: Option<Answer>,
+    ) {
+        let answer = answer.unwrap_or_else(|| {
+            let mut answer = trailers_only(r.head.content_type, code, message, None);
+            if code == status::OK {
+                // grpc-status: 0 alone, as a result's trailers are.
+                if let Answer::TrailersOnly { headers } = &mut answer {
+                    headers.retain(|(n, _)| n != b"grpc-message");
+                }
+            }
+            answer
+        });
+        if !r.started {
+            self.respond(stream, answer);
+            return;
+        }
+        let Answer::TrailersOnly { headers } = answer else {
+            return;
+        };
+        let trailers = headers
+            .into_iter()
+            .filter(|(n, _)| n.starts_with(b"grpc-"))
+            .collect();
+        let _ = self.session.end_open(stream, trailers);
     }
 }
 

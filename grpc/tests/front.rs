@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use limen_core::hale::model::parse_program;
+use limen_core::hale::protobuf::{self, WireValue};
 use limen_core::hale::runtime::{Delivery, Outcome, Principal, RequestKind};
 use limen_core::wire::front::FrontEvent;
 use limen_core::wire::grpc::{frame_message, Framing};
@@ -418,4 +419,279 @@ fn the_peer_gone_loses_the_calls_it_has_with_the_exposure() {
     f.handle_data(0, &open());
     f.handle_eof(0);
     assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+const REFLECTION: &str = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+
+/// A `ServerReflectionRequest` asking `list_services` (7).
+fn list_services() -> Vec<u8> {
+    frame_message(&[0x3a, 0])
+}
+
+/// A `ServerReflectionRequest` asking the file of `symbol` (4).
+fn by_symbol(symbol: &str) -> Vec<u8> {
+    let mut m = vec![0x22, symbol.len() as u8];
+    m.extend_from_slice(symbol.as_bytes());
+    frame_message(&m)
+}
+
+/// The one field `number` of `message`, as bytes.
+fn field(message: &[u8], number: u64) -> Vec<u8> {
+    let all: Vec<Vec<u8>> = fields(message, number);
+    assert_eq!(all.len(), 1, "field {number} of {message:02x?}");
+    all.into_iter().next().unwrap()
+}
+
+/// Every length-delimited field `number` of `message`.
+fn fields(message: &[u8], number: u64) -> Vec<Vec<u8>> {
+    protobuf::fields(message)
+        .unwrap()
+        .into_iter()
+        .filter_map(|(n, v)| match v {
+            WireValue::Len(b) if n == number => Some(b.to_vec()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn varint(message: &[u8], number: u64) -> Option<u64> {
+    protobuf::fields(message)
+        .unwrap()
+        .into_iter()
+        .find_map(|(n, v)| match v {
+            WireValue::Varint(x) if n == number => Some(x),
+            _ => None,
+        })
+}
+
+/// A message of a DATA payload, its prefix checked.
+fn message_of(data: &[u8]) -> Vec<u8> {
+    let len = u32::from_be_bytes(data[1..5].try_into().unwrap()) as usize;
+    assert_eq!((data[0], data.len()), (0, 5 + len), "one whole message");
+    data[5..].to_vec()
+}
+
+fn describe_asked(f: &mut GrpcFront, stream: &str) {
+    let got = events(f);
+    let [FrontEvent::Request { request, .. }] = got.as_slice() else {
+        panic!("{got:?}")
+    };
+    assert_eq!(request.kind, RequestKind::Describe, "the bearer is asked");
+    assert_eq!(request.client_id.as_deref(), Some(stream));
+    assert_eq!(
+        request.credential,
+        limen_core::hale::runtime::Credential::Bearer(Some("t-alice".into()))
+    );
+}
+
+#[test]
+fn reflection_answers_each_message_as_the_caller_is_named_and_ends_at_the_half_close() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    // Two messages in one DATA frame: the first is asked about, the second
+    // waits its turn.
+    bytes.extend(frame(
+        DATA,
+        0,
+        1,
+        &[list_services(), by_symbol("Place.qty")].concat(),
+    ));
+    f.handle_data(0, &bytes);
+    drain(&mut f);
+    describe_asked(&mut f, "1");
+    let doc = || Outcome::Description(b"{}".to_vec());
+    f.deliver(0, delivery("1", doc()));
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    // The response opens: HEADERS without END_STREAM, one DATA frame.
+    assert_eq!(kinds, [(HEADERS, END_HEADERS, 1), (DATA, 0, 1)]);
+    let list = field(&message_of(&out[1].3), 6);
+    let names: Vec<Vec<u8>> = fields(&list, 1).iter().map(|s| field(s, 1)).collect();
+    assert_eq!(
+        names,
+        [
+            &b"Desk"[..],
+            b"hale.api.Description",
+            b"grpc.reflection.v1.ServerReflection",
+            b"grpc.reflection.v1alpha.ServerReflection"
+        ]
+    );
+    // The second message is asked about only now, and answered in turn.
+    describe_asked(&mut f, "1");
+    f.deliver(0, delivery("1", doc()));
+    let out = drain(&mut f);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0].0, out[0].1), (DATA, 0));
+    let file = field(&field(&message_of(&out[0].3), 4), 1);
+    assert_eq!(field(&file, 1), b"Desk.proto");
+    assert_eq!(f.streams_held(), 1, "the call stays open");
+    // The client ends its side: the trailers end the open response.
+    f.handle_data(0, &frame(DATA, END_STREAM, 1, &[]));
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(kinds, [(HEADERS, END_HEADERS | END_STREAM, 1)]);
+    assert_eq!(f.streams_held(), 0);
+}
+
+#[test]
+fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    bytes.extend(frame(DATA, 0, 1, &list_services()));
+    f.handle_data(0, &bytes);
+    drain(&mut f);
+    describe_asked(&mut f, "1");
+    f.deliver(0, delivery("1", Outcome::Description(b"{}".to_vec())));
+    assert_eq!(drain(&mut f).len(), 2);
+    // The next message: the source no longer names the caller.
+    f.handle_data(0, &frame(DATA, 0, 1, &list_services()));
+    describe_asked(&mut f, "1");
+    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
+        limen_core::hale::runtime::RefusalKind::Unauthenticated,
+        "no principal",
+    ));
+    f.deliver(0, delivery("1", refusal));
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    // No answer to it: the status ends the response already open, as its
+    // trailers (an empty DATA frame may close the body before them).
+    assert_eq!(
+        kinds.last(),
+        Some(&(HEADERS, END_HEADERS | END_STREAM, 1)),
+        "{kinds:?}"
+    );
+    assert!(out.iter().all(|(t, _, _, p)| *t != DATA || p.is_empty()));
+    assert_eq!(f.streams_held(), 0);
+    // Not yet answered: a refusal is trailers-only, one HEADERS frame.
+    let mut bytes = call_headers(3, REFLECTION, "application/grpc", false);
+    bytes.extend(frame(DATA, 0, 3, &list_services()));
+    f.handle_data(0, &bytes);
+    describe_asked(&mut f, "3");
+    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
+        limen_core::hale::runtime::RefusalKind::Unauthenticated,
+        "no principal",
+    ));
+    f.deliver(0, delivery("3", refusal));
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(kinds, [(HEADERS, END_HEADERS | END_STREAM, 3)]);
+}
+
+#[test]
+fn stop_ends_an_open_reflection_call_before_its_goaway() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    bytes.extend(frame(DATA, 0, 1, &list_services()));
+    f.handle_data(0, &bytes);
+    drain(&mut f);
+    describe_asked(&mut f, "1");
+    f.deliver(0, delivery("1", Outcome::Description(b"{}".to_vec())));
+    drain(&mut f);
+    f.stop(0);
+    let out = drain(&mut f);
+    let kinds: Vec<(u8, u8, u32)> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(
+        kinds.last(),
+        Some(&(GOAWAY, 0, 0)),
+        "the GOAWAY comes last: {kinds:?}"
+    );
+    assert!(
+        kinds.contains(&(HEADERS, END_HEADERS | END_STREAM, 1)),
+        "{kinds:?}"
+    );
+}
+
+/// The descriptor reflection answers for the surface, read by
+/// descriptor.proto's numbers: what protoc writes for `Desk.proto`.
+#[test]
+fn the_surface_descriptor_is_the_file_protoc_makes_of_the_proto() {
+    let p = parse_program("t.hl", SRC).unwrap();
+    let file = limen_core::hale::docs::proto::proto_file(&p, "Desk").unwrap();
+    let d = framing()
+        .reflection()
+        .file_by_symbol("Desk")
+        .unwrap()
+        .to_vec();
+    assert_eq!(d, file.descriptor(), "the same model as the text");
+    assert_eq!(field(&d, 1), b"Desk.proto");
+    assert_eq!(fields(&d, 2), Vec::<Vec<u8>>::new(), "no package");
+    assert_eq!(field(&d, 12), b"proto3");
+    let messages = fields(&d, 4);
+    let names: Vec<Vec<u8>> = messages.iter().map(|m| field(m, 1)).collect();
+    assert_eq!(names, [&b"Place"[..], b"Receipt", b"HaleRefusal"]);
+    // `optional int64 qty = 1;`: LABEL_OPTIONAL, TYPE_INT64, the synthetic
+    // oneof `_qty`, json_name, proto3_optional.
+    let qty = field(&messages[0], 2);
+    assert_eq!(field(&qty, 1), b"qty");
+    assert_eq!(varint(&qty, 3), Some(1));
+    assert_eq!(varint(&qty, 4), Some(1));
+    assert_eq!(varint(&qty, 5), Some(3));
+    assert_eq!(varint(&qty, 9), Some(0));
+    assert_eq!(field(&qty, 10), b"qty");
+    assert_eq!(varint(&qty, 17), Some(1));
+    assert_eq!(field(&field(&messages[0], 8), 1), b"_qty");
+    // `repeated string requires = 3;` of HaleRefusal: no oneof.
+    let requires = &fields(&messages[2], 2)[2];
+    assert_eq!(varint(requires, 4), Some(3));
+    assert_eq!(varint(requires, 9), None);
+    // The service: `rpc Book__place(Place) returns (Receipt);`, unary.
+    let service = field(&d, 6);
+    assert_eq!(field(&service, 1), b"Desk");
+    let method = field(&service, 2);
+    assert_eq!(field(&method, 1), b"Book__place");
+    assert_eq!(field(&method, 2), b".Place");
+    assert_eq!(field(&method, 3), b".Receipt");
+    assert_eq!(varint(&method, 5), None, "not a client stream");
+    // Reflection's own file is packaged: its types are fully qualified.
+    let r = framing()
+        .reflection()
+        .file_by_name("grpc/reflection/v1/reflection.proto")
+        .unwrap()
+        .to_vec();
+    assert_eq!(field(&r, 2), b"grpc.reflection.v1");
+    let rpc = field(&field(&r, 6), 2);
+    assert_eq!(
+        field(&rpc, 2),
+        b".grpc.reflection.v1.ServerReflectionRequest"
+    );
+    assert_eq!((varint(&rpc, 5), varint(&rpc, 6)), (Some(1), Some(1)));
+}
+
+#[test]
+fn a_reflection_client_that_sends_without_reading_is_ended_resource_exhausted() {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    f.handle_data(0, &bytes);
+    // 600 KB messages (field 1, host, padded): the first is asked about;
+    // a second waiting beside it passes 1 MiB unanswered.
+    let big = |n: usize| {
+        let mut m = vec![0x0a];
+        let mut len = Vec::new();
+        protobuf::write_varint(&mut len, n as u64);
+        m.extend(len);
+        m.extend(std::iter::repeat_n(b'h', n));
+        frame_message(&m)
+    };
+    let message = big(600_000);
+    for chunk in message.chunks(16_384) {
+        f.handle_data(0, &frame(DATA, 0, 1, chunk));
+    }
+    describe_asked(&mut f, "1");
+    drain(&mut f);
+    for chunk in message.chunks(16_384) {
+        f.handle_data(0, &frame(DATA, 0, 1, chunk));
+    }
+    // Nothing was answered: trailers-only, the stream gone from the table.
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert!(
+        kinds.contains(&(HEADERS, END_HEADERS | END_STREAM, 1)),
+        "{kinds:?}"
+    );
+    assert_eq!(f.streams_held(), 0);
+    assert!(events(&mut f).is_empty(), "no second question");
 }

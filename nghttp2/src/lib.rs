@@ -25,8 +25,13 @@
 //!    as the application takes them, which opens the flow-control window.
 //! 4. Answer a stream with [`respond`](Session::respond) (HEADERS, DATA,
 //!    trailers) or [`respond_headers_only`](Session::respond_headers_only)
-//!    (one HEADERS frame with END_STREAM); [`reset`](Session::reset) or
-//!    [`go_away`](Session::go_away) as needed.
+//!    (one HEADERS frame with END_STREAM), or keep its response open with
+//!    [`respond_open`](Session::respond_open), then
+//!    [`send_data`](Session::send_data) as each part is ready and
+//!    [`end_open`](Session::end_open) (the stream's DATA is deferred in
+//!    between and resumed by those calls, never from a callback);
+//!    [`reset`](Session::reset) or [`go_away`](Session::go_away) as
+//!    needed.
 //! 5. Write [`pending_output`](Session::pending_output), report it with
 //!    [`consume_output`](Session::consume_output). The connection is done
 //!    when [`is_done`](Session::is_done).
@@ -186,6 +191,10 @@ struct Body {
     bytes: Vec<u8>,
     at: usize,
     trailers: Vec<Field>,
+    /// More may come ([`Session::respond_open`]): once what is here is
+    /// read, the read callback defers the stream instead of ending it,
+    /// until [`Session::send_data`] or [`Session::end_open`] resumes it.
+    open: bool,
 }
 
 /// What the callbacks write to: owned by the session, boxed so its address
@@ -417,6 +426,7 @@ unsafe extern "C" fn read_body(
 ) -> sys::nghttp2_ssize {
     let mut flags = 0u32;
     let mut n = 0usize;
+    let mut deferred = false;
     let rv = guarded(user_data, |state| {
         let Some(body) = state.bodies.get_mut(&stream) else {
             // Nothing submitted for the stream: end it empty.
@@ -428,7 +438,14 @@ unsafe extern "C" fn read_body(
         // the body holds at least `n` more from `at`.
         unsafe { ptr::copy_nonoverlapping(body.bytes[body.at..].as_ptr(), buf, n) };
         body.at += n;
-        if body.at == body.bytes.len() {
+        if body.at == body.bytes.len() && body.open {
+            // An open response with nothing more yet: the stream waits
+            // (deferred, only when nothing was read in this call, as
+            // nghttp2 asks) until more is queued or the end is.
+            deferred = n == 0;
+            body.bytes.clear();
+            body.at = 0;
+        } else if body.at == body.bytes.len() {
             flags = sys::NGHTTP2_DATA_FLAG_EOF;
             let body = state.bodies.remove(&stream).expect("present");
             if !body.trailers.is_empty() {
@@ -442,6 +459,9 @@ unsafe extern "C" fn read_body(
     });
     if rv != 0 {
         return rv as sys::nghttp2_ssize;
+    }
+    if deferred {
+        return sys::NGHTTP2_ERR_DEFERRED as sys::nghttp2_ssize;
     }
     // SAFETY: nghttp2 passes a valid flags pointer.
     unsafe { *data_flags |= flags };
@@ -626,6 +646,7 @@ impl Session {
                 bytes: body,
                 at: 0,
                 trailers,
+                open: false,
             },
         );
         // SAFETY: `raw` is live; nva points into `fields`, alive for the
@@ -635,6 +656,67 @@ impl Session {
         };
         if rv < 0 {
             self.state.bodies.remove(&stream);
+        }
+        check(rv)
+    }
+
+    /// Answers `stream` with a response that stays open: HEADERS
+    /// (`fields`), then `first` in DATA; more follows with
+    /// [`send_data`](Session::send_data), each as it is queued, and
+    /// [`end_open`](Session::end_open) ends it with its trailers. Between
+    /// them the stream's DATA is deferred, not ended (a bidirectional
+    /// call's response, gRPC server reflection's).
+    pub fn respond_open(
+        &mut self,
+        stream: i32,
+        fields: &[(&[u8], &[u8])],
+        first: Vec<u8>,
+    ) -> Result<(), Error> {
+        self.respond(stream, fields, first, Vec::new())?;
+        if let Some(body) = self.state.bodies.get_mut(&stream) {
+            body.open = true;
+        }
+        Ok(())
+    }
+
+    /// Queues `bytes` on the open response of `stream`
+    /// ([`respond_open`](Session::respond_open)) and resumes its DATA. A
+    /// stream that is no longer open (closed, reset, or ended) is an
+    /// error of that stream alone.
+    pub fn send_data(&mut self, stream: i32, bytes: &[u8]) -> Result<(), Error> {
+        let Some(body) = self.state.bodies.get_mut(&stream).filter(|b| b.open) else {
+            return Err(error(sys::NGHTTP2_ERR_INVALID_ARGUMENT));
+        };
+        if body.at == body.bytes.len() {
+            body.bytes.clear();
+            body.at = 0;
+        }
+        body.bytes.extend_from_slice(bytes);
+        self.resume(stream)
+    }
+
+    /// Ends the open response of `stream` with `trailers` once what is
+    /// queued is sent. A stream that is no longer open is an error of that
+    /// stream alone.
+    pub fn end_open(&mut self, stream: i32, trailers: Vec<Field>) -> Result<(), Error> {
+        let Some(body) = self.state.bodies.get_mut(&stream).filter(|b| b.open) else {
+            return Err(error(sys::NGHTTP2_ERR_INVALID_ARGUMENT));
+        };
+        body.open = false;
+        body.trailers = trailers;
+        self.resume(stream)
+    }
+
+    /// Puts a deferred stream's DATA back in the outgoing queue. Called
+    /// only from a `&mut self` method, never from a callback, so nghttp2
+    /// is not re-entered.
+    fn resume(&mut self, stream: i32) -> Result<(), Error> {
+        // SAFETY: `raw` is live.
+        let rv = unsafe { sys::nghttp2_session_resume_data(self.raw, stream) };
+        // A stream whose DATA is not deferred (the read callback has not
+        // yet run dry) is already in the queue: nothing to resume.
+        if rv == sys::NGHTTP2_ERR_INVALID_ARGUMENT {
+            return Ok(());
         }
         check(rv)
     }
@@ -681,6 +763,7 @@ impl Session {
                     bytes,
                     at: 0,
                     trailers: Vec::new(),
+                    open: false,
                 },
             );
         }

@@ -528,3 +528,38 @@ mod tests {
         );
     }
 }
+
+/// A field's value as the wire carries it, for a reader that walks a
+/// message by field number (server reflection's requests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireValue<'a> {
+    /// A varint.
+    Varint(u64),
+    /// A length-delimited value.
+    Len(&'a [u8]),
+    /// A fixed-width value or a group, passed over.
+    Other,
+}
+
+/// The fields of `message` in the order sent, each by number; a message
+/// that is not protobuf is `wrong_type: payload`.
+pub fn fields(message: &[u8]) -> Result<Vec<(u64, WireValue<'_>)>, String> {
+    let mut r = Reader {
+        bytes: message,
+        at: 0,
+    };
+    let mut out = Vec::new();
+    while !r.done() {
+        let (number, wire) = r.tag()?;
+        let value = match wire {
+            VARINT => WireValue::Varint(r.varint()?),
+            LEN => WireValue::Len(r.len_delimited()?),
+            _ => {
+                r.skip(number, wire, 0)?;
+                WireValue::Other
+            }
+        };
+        out.push((number, value));
+    }
+    Ok(out)
+}

@@ -8,6 +8,7 @@
 //! that joins it to an HTTP/2 session is `limen-grpc`'s.
 
 mod framing;
+pub mod reflection;
 
 pub use framing::{
     trailers_only, Answer, Field, Framed, Framing, Head, Reply, DIGEST_HEADER, JSON_HANDLER_ERROR,

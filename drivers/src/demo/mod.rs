@@ -288,8 +288,17 @@ impl Demo {
                 }
                 ids.push(workers[r].worker);
             }
-            let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
-                Source::Kernel => None,
+            let shared = hub
+                .as_ref()
+                .filter(|_| listener.transport == TransportKind::Grpc)
+                .map(|h| h.control.tokens.clone());
+            let bearer: Option<Box<dyn BearerSource + Send>> = match (&e.principals, shared) {
+                (Source::Kernel, _) => None,
+                // With a hub, the gRPC exposure asks the hub's token table,
+                // so the control socket's `expire` reaches a caller in the
+                // middle of a reflection stream (§ gRPC: a source that
+                // stops naming the caller ends the call with 16).
+                (_, Some(tokens)) => Some(Box::new(tokens)),
                 _ => Some(Box::new(witness::tokens())),
             };
             let roles = role_source(&program, e, options);
@@ -356,7 +365,8 @@ impl Demo {
         for (name, endpoint) in &tries {
             if let Some(addr) = endpoint.strip_prefix("grpc://") {
                 // No Hale client speaks gRPC (§ The clients): a stub from
-                // the exported .proto, or grpcurl with the .proto.
+                // the exported .proto, or grpcurl, with the .proto or
+                // through server reflection.
                 banner.push_str(
                     "  hale api export conformance/programs/desk.hl --surface Public --out public-api   (writes Public.proto)\n",
                 );
@@ -366,6 +376,9 @@ impl Demo {
                 banner.push_str(
                     "  (application/grpc and +proto speak Public.proto's messages, application/grpc+json the rows' JSON; POST /Public/Orders__place)\n",
                 );
+                banner.push_str(&format!(
+                    "  grpcurl -plaintext -H 'authorization: Bearer t-alice' {addr} describe Public   (server reflection, v1 and v1alpha)\n"
+                ));
             } else if let Some(addr) = endpoint.strip_prefix("mcp://") {
                 banner.push_str(&format!(
                     "  hale mcp --app {endpoint} --bearer t-alice   (an MCP server on stdio)\n"

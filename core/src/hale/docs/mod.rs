@@ -28,6 +28,7 @@ pub mod mcp;
 pub mod openapi;
 pub mod outcomes;
 pub mod proto;
+pub mod proto_file;
 pub mod rows;
 
 #[cfg(test)]

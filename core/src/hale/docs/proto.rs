@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::book::{Scalar, Slot, TypeBook};
 use super::error::DocError;
+use super::proto_file::{FieldDef, FieldType, Label, MessageDef, MethodDef, ProtoFile, ServiceDef};
 use super::rows::{surface_members, tool_name, unique, ErrorSlot};
 use crate::hale::model::Program;
 
@@ -51,28 +52,30 @@ fn is_ident(s: &str) -> bool {
         && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn proto_scalar(s: &Scalar) -> &'static str {
+fn proto_scalar(s: &Scalar) -> FieldType {
     match s.json {
-        "integer" => "int64",
-        "number" => "double",
-        "boolean" => "bool",
-        _ => "string",
+        "integer" => FieldType::Int64,
+        "number" => FieldType::Double,
+        "boolean" => FieldType::Bool,
+        _ => FieldType::String,
     }
 }
 
-fn hale_comment(s: &Scalar) -> String {
+fn hale_comment(s: &Scalar) -> Option<String> {
     match (&s.hale_type, &s.unit) {
-        (Some(t), Some(u)) => format!(" // Hale: {t}, {u}"),
-        (Some(t), None) => format!(" // Hale: {t}"),
-        (None, Some(u)) => format!(" // Hale: {u}"),
-        (None, None) => String::new(),
+        (Some(t), Some(u)) => Some(format!("Hale: {t}, {u}")),
+        (Some(t), None) => Some(format!("Hale: {t}")),
+        (None, Some(u)) => Some(format!("Hale: {u}")),
+        (None, None) => None,
     }
 }
 
-struct Message {
-    name: String,
-    comment: Vec<String>,
-    fields: Vec<String>,
+/// An `optional` scalar field, its Hale type in the comment.
+fn scalar_field(name: &str, number: u32, s: &Scalar) -> FieldDef {
+    FieldDef {
+        comment: hale_comment(s),
+        ..FieldDef::new(name, number, proto_scalar(s), Label::Optional)
+    }
 }
 
 const HEADER_RULES: &str = "//
@@ -98,6 +101,12 @@ const HEADER_RULES: &str = "//
 /// The `.proto` of `surface`, as `hale check --api --surface NAME --proto`
 /// prints it and `hale api export` writes `NAME.proto`.
 pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
+    proto_file(program, surface).map(|f| f.text())
+}
+
+/// The model of `surface`'s `.proto` (`NAME.proto`), whose text is
+/// [`proto`] and whose descriptor server reflection answers.
+pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocError> {
     let mut book = TypeBook::new();
     let (digest, members) = surface_members(program, surface, &mut book)?;
     if !is_ident(surface) {
@@ -112,8 +121,8 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
     }
     let mut wrappers = Vec::new();
     let mut uses_empty = false;
-    let mut service = String::new();
-    for (i, m) in members.iter().enumerate() {
+    let mut methods = Vec::new();
+    for m in &members {
         let rpc = tool_name(&m.row.member);
         if !is_ident(&rpc) {
             return Err(DocError::Proto(format!(
@@ -129,18 +138,13 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
             Some(Slot::Record(n)) => n.clone(),
             Some(Slot::Scalar(s)) => {
                 let name = format!("{rpc}{what}");
-                wrappers.push(Message {
-                    name: name.clone(),
+                wrappers.push(MessageDef {
                     comment: vec![format!(
                         "The {} of `{}`, a scalar.",
                         what.to_lowercase(),
                         m.row.member
                     )],
-                    fields: vec![format!(
-                        "optional {} value = 1;{}",
-                        proto_scalar(s),
-                        hale_comment(s)
-                    )],
+                    ..MessageDef::new(&name, vec![scalar_field("value", 1, s)])
                 });
                 name
             }
@@ -170,34 +174,38 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
                 ));
             }
         }
-        if i > 0 {
-            service.push('\n');
-        }
-        for c in comment {
-            service.push_str(&format!("  // {c}\n"));
-        }
-        service.push_str(&format!("  rpc {rpc}({input}) returns ({output});\n"));
+        methods.push(MethodDef {
+            name: rpc,
+            input,
+            output,
+            streaming: false,
+            comment,
+        });
     }
     messages.extend(wrappers);
     if uses_empty {
-        messages.push(Message {
-            name: EMPTY.to_string(),
+        messages.push(MessageDef {
             comment: vec!["A row with no request, or no response.".to_string()],
-            fields: Vec::new(),
+            ..MessageDef::new(EMPTY, Vec::new())
         });
     }
-    messages.push(Message {
-        name: REFUSAL.to_string(),
+    let string = |name: &str, number: u32, label: Label| {
+        FieldDef::new(name, number, FieldType::String, label)
+    };
+    messages.push(MessageDef {
         comment: vec![
             "A refusal, and the server error (kind \"server\"): the detail of its status.".to_string(),
             "`requires` is the roles of an unauthorized refusal, `served` the digest of a digest_mismatch one.".to_string(),
         ],
-        fields: vec![
-            "string kind = 1;".to_string(),
-            "string reason = 2;".to_string(),
-            "repeated string requires = 3;".to_string(),
-            "string served = 4;".to_string(),
-        ],
+        ..MessageDef::new(
+            REFUSAL,
+            vec![
+                string("kind", 1, Label::Singular),
+                string("reason", 2, Label::Singular),
+                string("requires", 3, Label::Repeated),
+                string("served", 4, Label::Singular),
+            ],
+        )
     });
     let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(surface, ())]);
     for m in &messages {
@@ -208,7 +216,7 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
             )));
         }
     }
-    let mut out = format!(
+    let mut header = format!(
         "// Generated by `hale api export` from the rows of the surface {surface} ({digest}).\n\
          // Do not edit it: regenerate it. `hale api export --check` refuses a copy that drifted.\n\
          //\n\
@@ -216,35 +224,27 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
          // application/grpc or application/grpc+proto (application/grpc+json carries the row's JSON).\n\
          // An rpc is named as an MCP tool is: Orders::place is Orders__place.\n"
     );
-    out.push_str(HEADER_RULES);
+    header.push_str(HEADER_RULES);
     if uses_empty {
-        out.push_str(&format!(
+        header.push_str(&format!(
             "//\n// {EMPTY} is the message of a row that takes, or returns, nothing.\n"
         ));
     }
-    out.push_str("\nsyntax = \"proto3\";\n");
-    out.push_str(&format!("\nservice {surface} {{\n{service}}}\n"));
-    for m in &messages {
-        out.push('\n');
-        for c in &m.comment {
-            out.push_str(&format!("// {c}\n"));
-        }
-        if m.fields.is_empty() {
-            out.push_str(&format!("message {} {{}}\n", m.name));
-            continue;
-        }
-        out.push_str(&format!("message {} {{\n", m.name));
-        for f in &m.fields {
-            out.push_str(&format!("  {f}\n"));
-        }
-        out.push_str("}\n");
-    }
-    Ok(out)
+    Ok(ProtoFile {
+        name: format!("{surface}.proto"),
+        package: None,
+        header,
+        services: vec![ServiceDef {
+            name: surface.to_string(),
+            methods,
+        }],
+        messages,
+    })
 }
 
 /// The message of the record `name`, refused when a name is no proto3
 /// identifier or two fields share a proto3 JSON name.
-fn record(book: &TypeBook, name: &str) -> Result<Message, DocError> {
+fn record(book: &TypeBook, name: &str) -> Result<MessageDef, DocError> {
     let r = &book.records()[name];
     if !is_ident(name) {
         return Err(DocError::Proto(format!(
@@ -268,20 +268,16 @@ fn record(book: &TypeBook, name: &str) -> Result<Message, DocError> {
                 json_name(first)
             )));
         }
-        let n = i + 1;
+        let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
         fields.push(match &f.slot {
-            Slot::Scalar(s) => format!(
-                "optional {} {} = {n};{}",
-                proto_scalar(s),
-                f.key,
-                hale_comment(s)
+            Slot::Scalar(s) => scalar_field(&f.key, n, s),
+            Slot::Record(inner) => FieldDef::new(
+                &f.key,
+                n,
+                FieldType::Message(inner.clone()),
+                Label::Singular,
             ),
-            Slot::Record(inner) => format!("{inner} {} = {n};", f.key),
         });
     }
-    Ok(Message {
-        name: name.to_string(),
-        comment: Vec::new(),
-        fields,
-    })
+    Ok(MessageDef::new(name, fields))
 }

@@ -21,13 +21,14 @@
 
 use std::collections::HashMap;
 
+use super::reflection::Reflection;
 use super::{
     bin_header, codec_of, frame_message, hale_refusal, percent_encode, route, status,
     status_details, GrpcCodec, MessageReader, Route, TYPE_URL_PREFIX,
 };
 use crate::hale::codec::Shape;
 use crate::hale::docs::book::{Slot, TypeBook};
-use crate::hale::docs::proto::{EMPTY, REFUSAL};
+use crate::hale::docs::proto::{proto_file, EMPTY, REFUSAL};
 use crate::hale::docs::rows::{member, tool_name, ErrorSlot};
 use crate::hale::model::{Exposure, Program};
 use crate::hale::protobuf;
@@ -60,11 +61,13 @@ struct RowCodec {
 }
 
 /// The gRPC framing of one exposure: its surface and, by member, the
-/// messages and shapes the protobuf codec reads and writes.
+/// messages and shapes the protobuf codec reads and writes, and what its
+/// server reflection answers.
 #[derive(Clone, Debug)]
 pub struct Framing {
     surface: String,
     rows: HashMap<String, RowCodec>,
+    reflection: Reflection,
 }
 
 /// A stream's header block, read: the codec it asks for, what it calls,
@@ -93,6 +96,16 @@ impl Head {
     /// A reader for the stream's body under this head's `grpc-encoding`.
     pub fn reader(&self) -> MessageReader {
         MessageReader::new(self.encoding.as_deref())
+    }
+
+    /// How a call of this head that names no member (Describe, or a
+    /// reflection stream's refusal) is answered.
+    pub fn reply(&self) -> Reply {
+        Reply {
+            codec: self.codec,
+            content_type: self.content_type,
+            member: None,
+        }
     }
 }
 
@@ -207,7 +220,21 @@ impl Framing {
                 },
             );
         }
-        Ok(Framing { surface, rows })
+        // Reflection answers the descriptor of the same model the `.proto`
+        // text is written from; a surface that form refuses is not served
+        // over gRPC, whose schema it is.
+        let file = proto_file(program, &surface)
+            .map_err(|e| ServeError(format!("the .proto of `{surface}`: {e}")))?;
+        Ok(Framing {
+            surface,
+            rows,
+            reflection: Reflection::new(file),
+        })
+    }
+
+    /// What the exposure's server reflection answers.
+    pub fn reflection(&self) -> &Reflection {
+        &self.reflection
     }
 
     /// The surface served (the service every call's path names).
@@ -273,16 +300,17 @@ impl Framing {
             (Err(reason), _) => RequestKind::Malformed {
                 reason: reason.clone(),
             },
+            // Reflection is a stream, which the stream table serves
+            // (`limen-grpc`); a caller that frames it as one unary call
+            // (the replay runner) is told so.
             (Ok(Route::Reflection { alpha }), _) => {
-                let service = if *alpha {
-                    super::REFLECTION_V1ALPHA
-                } else {
-                    super::REFLECTION_V1
-                };
                 return Framed::Answer(trailers_only(
                     head.content_type,
                     status::UNIMPLEMENTED,
-                    &format!("{service} is not served yet"),
+                    &format!(
+                        "{} is a stream, not a unary call",
+                        super::reflection::service(*alpha)
+                    ),
                     None,
                 ));
             }

@@ -169,6 +169,12 @@ pub struct DemoArgs {
     /// given).
     #[arg(long = "udp-hub", value_name = "ADDR")]
     pub udp_hub: Option<String>,
+    /// Serve Public over the WebSocket hub too, as the exposure `desk`
+    /// (call frames answered by reply frames on the hub's connections,
+    /// under the hub's sources); the witness serves no surface there, so
+    /// this is off unless given.
+    #[arg(long = "hub-desk", requires = "hub")]
+    pub hub_desk: bool,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,

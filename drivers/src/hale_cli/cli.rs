@@ -304,11 +304,12 @@ impl CallArgs {
                         ends, 5 on usage."
 )]
 pub struct McpArgs {
-    /// Bridge to this served exposure: unix:PATH, http://host:port or
-    /// mcp://host:port. Without it, serve the toolchain's own tools.
+    /// Bridge to this served exposure: unix:PATH, http://host:port,
+    /// mcp://host:port or ws://host:port (a hub's listener carrying a
+    /// surface). Without it, serve the toolchain's own tools.
     #[arg(long, value_name = "ENDPOINT")]
     pub app: Option<String>,
-    /// The bearer token (HTTP), else HALE_API_BEARER.
+    /// The bearer token (HTTP, MCP, a hub's upgrade), else HALE_API_BEARER.
     #[arg(long, value_name = "T", requires = "app")]
     pub bearer: Option<String>,
 }

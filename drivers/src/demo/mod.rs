@@ -506,14 +506,27 @@ impl Demo {
 /// `Orders` instance and under the hub's sources, with public's bound.
 pub const HUB_DESK_SITE: &str = "let desk = api::serve(Public, self.hub, as: \"desk\", receivers: { Orders: self.orders }, bound: 64, on_full: refuse);";
 
-/// The witness program with [`HUB_DESK_SITE`] in its main locus's `run()`,
-/// before it waits to be stopped: the program's text is what the exposure
-/// `desk` is read from, so its rows, sources and description are the
-/// model's, as they would be were the witness to write the site.
+/// The witness program with [`HUB_DESK_SITE`] first in its main locus's
+/// `run()`: the program's text is what the exposure `desk` is read from, so
+/// its rows, sources and description are the model's, as they would be
+/// were the witness to write the site.
 pub fn hub_desk_program() -> Program {
-    let wait = "        std::api::run_until_stopped(public);";
-    let text = witness::DESK.replacen(wait, &format!("        {HUB_DESK_SITE}\n{wait}"), 1);
+    let text = with_hub_desk(witness::DESK).expect("desk.hl has a main locus with run()");
     limen_core::hale::model::parse_program("desk.hl", &text).expect("desk.hl with desk parses")
+}
+
+/// A program's text with [`HUB_DESK_SITE`] written first in its main
+/// locus's `run()`; `None` when the text has no `run() {` after `main
+/// locus`. The replay runner reads a corpus's program so, as the demo does.
+pub fn with_hub_desk(text: &str) -> Option<String> {
+    let main = text.find("main locus")?;
+    let open = "run() {";
+    let run = main + text[main..].find(open)? + open.len();
+    Some(format!(
+        "{}\n        {HUB_DESK_SITE}{}",
+        &text[..run],
+        &text[run..]
+    ))
 }
 
 /// Serves `desk` over the hub `served.ws`: its calls admitted by an

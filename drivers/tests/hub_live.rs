@@ -6,7 +6,8 @@
 //! callers, a subscribe by header and by query, an order placed over HTTP
 //! and its fill read with its seq, each refusal, expiry and revocation
 //! provoked through the control socket, and `closed` then the close frame
-//! at stop. The peers are installed by `scripts/install-peers` under
+//! at stop; with `--hub-desk`, `call` frames on a subscriber's connection
+//! answered by `reply` frames among its events (§ Rpcs on a hub). The peers are installed by `scripts/install-peers` under
 //! `<repo>/.peers/`; a test skips with a message when one is absent,
 //! unless `LIMEN_REQUIRE_PEERS=1`.
 

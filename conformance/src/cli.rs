@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! limen-conformance replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
-//! limen-conformance check   --endpoint URL --transport unix|http|mcp|grpc [--bearer T]
+//! limen-conformance check   --endpoint URL --transport unix|http|mcp|grpc|ws [--bearer T]
 //!                           [--corpus DIR] [--scenarios DIR|none] [--control PATH]
 //!                           [--exposure NAME] [--with NAME=URL]… [--as-peer UID]
 //!                           [--settle MS] [--timeout S] [--max-wait S]
@@ -38,6 +38,10 @@ usage: limen-conformance <command> [options]
       grpc://host:port for a gRPC one) and compare its replies with the
       recorded ones. Over MCP a corpus with no wire/mcp records sends its
       wire/http call records as tools/call, over gRPC as unary calls.
+      --transport ws takes a hub's ws://host:port and runs the wire/ws
+      sequences of the hub and of the surface it carries; their places go
+      to --with public=http://host:port, their revokes, expiries and stop
+      to --control (revoke|grant <principal> <role>, expire <token> <ms>).
       --control names the server's control socket (gate|open|drain|resume
       <instance>, stop), without which full, shutting_down and unavailable
       are reported not provoked; --exposure names the exposure the endpoint
@@ -58,7 +62,7 @@ Exit status: 0 nothing failed, 1 something failed, 2 usage or corpus error.";
 
 /// The usage text.
 pub fn usage_text() -> String {
-    USAGE.replace("{transports}", &transport::names())
+    USAGE.replace("{transports}", &format!("{}|ws", transport::names()))
 }
 
 fn usage(message: &str) -> i32 {
@@ -209,8 +213,35 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
         }
     }
     let endpoint = endpoint.ok_or_else(|| usage("check needs --endpoint URL"))?;
+    if transport.as_deref() == Some("ws") {
+        // A hub's records are sequences, checked by their own runner.
+        let authority = crate::hub_check::authority(&endpoint).ok_or_else(|| {
+            usage(&format!(
+                "--transport ws takes ws://host:port, not `{endpoint}`"
+            ))
+        })?;
+        let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
+        let options = crate::hub_check::Options {
+            authority,
+            bearer,
+            control,
+            public: with.get("public").and_then(|e| e.host()).map(str::to_owned),
+            timeout: timeout.unwrap_or(Duration::from_secs(10)),
+            settle: settle.unwrap_or(Duration::from_millis(300)),
+        };
+        return match crate::hub_check::run(&corpus, &options) {
+            Ok(report) => {
+                print!("{}", report.render());
+                Ok(report.status())
+            }
+            Err(e) => {
+                eprintln!("limen-conformance: {e}");
+                Err(2)
+            }
+        };
+    }
     let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage(&e))?;
-    let names = transport::names();
+    let names = format!("{}|ws", transport::names());
     let form = match transport.as_deref() {
         Some(name) => transport::by_name(name)
             .ok_or_else(|| usage(&format!("--transport {names}, not `{name}`")))?,

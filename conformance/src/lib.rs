@@ -16,6 +16,9 @@
 //!   or derived.
 //! - [`world`]: a served program in memory, driven through the real
 //!   machines with a virtual clock.
+//! - [`hub`]: the hubs' records (`wire/ws`, `wire/udp`), a sequence of
+//!   frames rather than a request and a reply, and their replay through
+//!   the hub machines; [`hub_check`]: those records against a live hub.
 //! - [`replay`], [`check`], [`compare`]: the three commands of the
 //!   `limen-conformance` binary ([`cli`]).
 #![warn(missing_docs)]
@@ -24,6 +27,8 @@
 pub mod check;
 pub mod cli;
 pub mod compare;
+pub mod hub;
+pub mod hub_check;
 pub mod jsonpath;
 pub mod mask;
 pub mod record;

@@ -57,7 +57,8 @@ pub struct Record {
     pub peer: Option<PeerCredentials>,
     /// `request`, in the transport's form.
     pub request: Value,
-    /// `reply`, in the transport's form.
+    /// `reply`, in the transport's form (a hub record's `frames` or
+    /// `datagrams`, [`crate::hub`]).
     pub reply: Value,
     /// `scenario`: the extension that states what the exchange assumes.
     pub scenario: Option<Scenario>,
@@ -123,6 +124,36 @@ impl Record {
         } else {
             Record::hale_envelope(o)?
         };
+        if crate::hub::is_hub(transport.as_str()) {
+            // A sequence of frames, not a request and a reply.
+            let frames = crate::hub::check(transport.as_str(), o, &outcome, kind.as_deref())?;
+            // The note, and nothing else: the sequence is the scenario.
+            let scenario = match o.get("scenario") {
+                None => None,
+                Some(s) => {
+                    let s = Scenario::parse(s, "$.scenario")?;
+                    if s.steps.is_some() || !s.roles.is_empty() {
+                        return Err(error(
+                            "$.scenario",
+                            "a hub record's scenario is its sequence: it states a note only",
+                        ));
+                    }
+                    Some(s)
+                }
+            };
+            return Ok(Record {
+                name: name.to_owned(),
+                transport,
+                exposure,
+                outcome,
+                kind,
+                peer: None,
+                request: o.get("request").cloned().unwrap_or_default(),
+                reply: frames,
+                scenario,
+                value,
+            });
+        }
         let peer = match (o.get("peer"), transport.form()) {
             (Some(p), _) => Some(crate::jsonpath::peer(p, "$.peer")?),
             (None, Some(form)) if form.carries_peer() => {
@@ -245,6 +276,9 @@ impl Record {
     /// The description document a describe record's reply carries: a Unix
     /// reply's `value`, an HTTP reply's `body`.
     pub fn document(&self) -> Option<&Value> {
+        if crate::hub::is_hub(self.transport.as_str()) {
+            return crate::hub::document(&self.reply);
+        }
         let doc = self.transport.form()?.document(&self.reply)?;
         doc.get("description").is_some().then_some(doc)
     }

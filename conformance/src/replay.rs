@@ -41,12 +41,10 @@ impl std::fmt::Debug for Options<'_> {
 /// that could not be read fails in its place.
 pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
     let mut report = Report::default();
-    let program = corpus
-        .program_source()
-        .map_err(|e| e.to_string())
-        .and_then(|src| {
-            parse_program(&corpus.program.to_string_lossy(), &src).map_err(|e| e.to_string())
-        });
+    let source = corpus.program_source().map_err(|e| e.to_string());
+    let program = source.clone().and_then(|src| {
+        parse_program(&corpus.program.to_string_lossy(), &src).map_err(|e| e.to_string())
+    });
     let mut names: Vec<(&str, Result<&Record, &str>)> = corpus
         .records
         .iter()
@@ -63,6 +61,13 @@ pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
         let verdict = match (&program, record) {
             (Err(e), _) => Verdict::Fail(format!("the corpus's program: {e}")),
             (_, Err(e)) => Verdict::Fail(e.to_owned()),
+            (Ok(program), Ok(record)) if crate::hub::is_hub(record.transport.as_str()) => {
+                let text = source.as_deref().unwrap_or_default();
+                match crate::hub::replay(text, program, record, options.feed) {
+                    Ok(()) => Verdict::Pass,
+                    Err(why) => Verdict::Fail(why),
+                }
+            }
             (Ok(program), Ok(record)) => match replay(program, record, options) {
                 Ok(()) => Verdict::Pass,
                 Err(why) => Verdict::Fail(why),

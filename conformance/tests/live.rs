@@ -50,6 +50,11 @@ impl Drop for Running {
 /// Boots the demo; `operator` names who holds `operator` under the admin
 /// exposure (the current user when `None`).
 fn boot(tag: &str, operator: Option<&str>) -> Running {
+    boot_with(tag, operator, |_| {})
+}
+
+/// [`boot`], with more of the demo's options set by `more`.
+fn boot_with(tag: &str, operator: Option<&str>, more: impl FnOnce(&mut DemoOptions)) -> Running {
     let dir = Temp::new(&format!("live-{tag}"));
     let mut options = DemoOptions::default();
     for name in ["public", "partner"] {
@@ -63,6 +68,7 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
     options.control = Some(dir.0.join("control.sock"));
     options.record = Some(dir.0.join("recorded"));
     options.operator = operator.map(str::to_owned);
+    more(&mut options);
     let demo = Demo::boot(&options).unwrap();
     let endpoints = demo
         .endpoints()
@@ -70,6 +76,7 @@ fn boot(tag: &str, operator: Option<&str>) -> Running {
         .map(|(name, _, bound)| {
             let endpoint = match bound {
                 BoundAddress::Tcp(a) if name == "grpc" => format!("grpc://{a}"),
+                BoundAddress::Tcp(a) if name == "fills" || name == "desk" => format!("ws://{a}"),
                 BoundAddress::Tcp(a) => format!("http://{a}"),
                 BoundAddress::Unix(p) => format!("unix:{}", p.display()),
             };
@@ -625,6 +632,126 @@ fn a_server_whose_timer_is_not_the_specs_fails_the_silence() {
     assert_eq!(*code, 1, "{out}");
     assert!(
         out.contains("FAIL  http/transport_failure.silence: no reply, and the connection was still open 1000 ms after the scenario's last step: a transport failure ends it"),
+        "{out}"
+    );
+}
+
+/// `check --transport ws` against the demo's hub carrying desk (`--hub
+/// --hub-desk`): every ws record of the hub and of desk passes but what a
+/// live socket cannot provoke, a record the hub answers otherwise fails,
+/// and a hub that carries no surface runs its own records and not desk's.
+#[test]
+fn ws_a_live_hub_is_certified_by_its_sequences() {
+    let demo = boot_with("ws", None, |o| {
+        o.hub = Some("127.0.0.1:0".into());
+        o.hub_desk = true;
+    });
+    let hub = demo.endpoint("fills");
+    let public = format!("public={}", demo.endpoint("public"));
+    let control = demo.control();
+    let args = |corpus: &str| {
+        vec![
+            "--endpoint".to_owned(),
+            hub.clone(),
+            "--transport".into(),
+            "ws".into(),
+            "--bearer".into(),
+            "t-dave".into(),
+            "--control".into(),
+            control.clone(),
+            "--with".into(),
+            public.clone(),
+            "--corpus".into(),
+            corpus.to_owned(),
+        ]
+    };
+    // First a corpus whose subscribe says otherwise: the check fails it,
+    // the server still up.
+    let tmp = Temp::new("live-ws-tampered");
+    select(
+        &project(),
+        &["ws/subscribe", "ws/call.result"],
+        &desk(),
+        &tmp.0,
+    );
+    edit(&tmp.0, "ws/subscribe", |v| {
+        v["frames"][7]["frame"]["seq"] = 3.into();
+    });
+    let a = args(s(&tmp.0));
+    let (code, out) = check(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL  ws/subscribe: frames[7]: frame $.seq: expected 3, got 2"),
+        "{out}"
+    );
+    assert!(out.contains("pass  ws/call.result"), "{out}");
+    // Then the project's corpus, whole.
+    let a = args(s(&project()));
+    let (code, out) = check(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{out}");
+    let names = project_names("ws");
+    let unprovoked = [
+        "ws/events.gap_after_shedding",
+        "ws/refusal_shutting_down",
+        "ws/refusal_malformed.call_without_surface",
+    ];
+    for name in &names {
+        let verdict = if unprovoked.contains(&name.as_str()) {
+            "not provoked  "
+        } else {
+            "pass  "
+        };
+        assert!(out.contains(&format!("{verdict}{name}")), "{name}: {out}");
+    }
+    assert!(
+        out.ends_with(&format!(
+            "{} passed, 0 failed, 3 not provoked\n",
+            names.len() - 3
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn ws_a_hub_that_carries_no_surface_runs_its_own_sequences() {
+    let demo = boot_with("ws-bare", None, |o| {
+        o.hub = Some("127.0.0.1:0".into());
+    });
+    let hub = demo.endpoint("fills");
+    let public = format!("public={}", demo.endpoint("public"));
+    let control = demo.control();
+    // Without the control socket and public, what needs them is named
+    // (first: the full check stops the server).
+    let bare = [
+        "--endpoint",
+        &hub,
+        "--transport",
+        "ws",
+        "--bearer",
+        "t-dave",
+    ];
+    let (code, out) = check(&bare);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("not provoked  ws/unauthorized.revoked: its program acts need the server's control socket (--control)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "not provoked  ws/subscribe: its places are made on public (--with public=http://…)"
+        ),
+        "{out}"
+    );
+    let mut full = bare.to_vec();
+    full.extend(["--control", &control, "--with", &public]);
+    let (code, out) = check(&full);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("pass  ws/refusal_malformed.call_without_surface"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not provoked  ws/call.result: the hub does not serve Public@fnv1a64:a8930d6e7998e986/desk"),
         "{out}"
     );
 }

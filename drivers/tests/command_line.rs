@@ -299,7 +299,7 @@ fn usage_errors_name_the_flag_and_the_command_s_usage() {
     refused(HALE, &["mcp", "--app"], 5, "--app", "Usage: hale mcp");
     refused(
         HALE,
-        &["mcp", "--app", "ws://h:1"],
+        &["mcp", "--app", "ws://h:1/x"],
         5,
         "mcp://host:port",
         "Usage: hale mcp",

@@ -6,7 +6,8 @@
 //! callers, a subscribe by header and by query, an order placed over HTTP
 //! and its fill read with its seq, each refusal, expiry and revocation
 //! provoked through the control socket, and `closed` then the close frame
-//! at stop. The peers are installed by `scripts/install-peers` under
+//! at stop; with `--hub-desk`, `call` frames on a subscriber's connection
+//! answered by `reply` frames among its events (§ Rpcs on a hub). The peers are installed by `scripts/install-peers` under
 //! `<repo>/.peers/`; a test skips with a message when one is absent,
 //! unless `LIMEN_REQUIRE_PEERS=1`.
 
@@ -573,4 +574,144 @@ fn a_burst_of_frames_is_answered_whole_after_the_hub_held_the_reader_back() {
             reader.handle_data(&buf[..n]);
         }
     }
+}
+
+/// A `reply` frame: the Unix reply's fields (§ Rpcs on a hub), the
+/// server's request id read from the frame itself (it numbers the
+/// exposure's requests, which the test does not choose).
+fn reply(got: &Value, id: Value, outcome: Value, caller: &str) -> Value {
+    let mut want = json!({"type": "reply", "request_id": got["request_id"], "id": id,
+                          "caller": {"mode": "bearer", "name": caller}});
+    for (k, v) in outcome.as_object().unwrap() {
+        want[k] = v.clone();
+    }
+    assert!(got["request_id"].is_u64(), "{got}");
+    want
+}
+
+#[test]
+fn calls_on_a_subscribers_connection_are_answered_by_reply_frames_among_its_events() {
+    let Some(python) = python() else { return };
+    let mut d = demo("hub-desk", &["--hub", "127.0.0.1:0", "--hub-desk"]);
+    let got = client(&python, "calls", &d);
+    assert_eq!(
+        got["subscribed"],
+        json!({"type": "subscribed", "topic": "Fills"})
+    );
+    // The fill is published while the call runs: the hub writes its event,
+    // then the reply, on the one connection; the caller is the one the
+    // upgrade's credential named.
+    let place = &got["place"];
+    let order = &place[1]["value"]["order"];
+    assert_eq!(place[0], event(1, order, 10, 12500));
+    assert_eq!(
+        place[1],
+        reply(
+            &place[1],
+            json!("c1"),
+            json!({"ok": true, "value": {"order": order, "notional": 125000}}),
+            "dave"
+        )
+    );
+    // desk is bound to public's Orders instance: public's next order is the
+    // next number, and its fill the subscription's next seq.
+    let next = order.as_i64().unwrap() + 1;
+    assert_eq!(got["http"]["order"], next);
+    assert_eq!(got["http_event"], event(2, &json!(next), 3, 9900));
+    // Admission as for every transport, in its order: the digest, the
+    // member, the payload, the roles.
+    let served = "fnv1a64:a8930d6e7998e986";
+    assert_eq!(
+        got["digest_mismatch"],
+        reply(
+            &got["digest_mismatch"],
+            json!(7),
+            json!({"ok": false, "refusal": {"kind": "digest_mismatch",
+                   "reason": "the request was generated against fnv1a64:0000000000000000",
+                   "served": served}}),
+            "dave"
+        )
+    );
+    assert_eq!(
+        got["unauthorized"],
+        reply(
+            &got["unauthorized"],
+            json!("c3"),
+            json!({"ok": false, "refusal": {"kind": "unauthorized",
+                   "reason": "Orders::cancel requires trader", "requires": ["trader"]}}),
+            "dave"
+        )
+    );
+    assert_eq!(
+        got["unknown_member"]["refusal"],
+        json!({"kind": "malformed", "reason": "unknown_member: Orders::nope"})
+    );
+    assert_eq!(
+        got["missing_field"]["refusal"],
+        json!({"kind": "malformed", "reason": "missing_field: qty"})
+    );
+    // No credential at the upgrade, or one the source refuses: each call is
+    // refused unauthenticated, with the source's reason.
+    assert_eq!(
+        got["nobody"]["refusal"],
+        json!({"kind": "unauthenticated", "reason": "the sources name nobody"})
+    );
+    assert_eq!(
+        got["stranger"]["refusal"],
+        json!({"kind": "unauthenticated", "reason": "no such token"})
+    );
+    // bob (by ?access_token=) holds nothing under the hub's roles and
+    // Orders::place requires nothing; his order's fill reaches dave.
+    let bob = &got["bob"];
+    let third = json!(next + 1);
+    assert_eq!(
+        *bob,
+        reply(
+            bob,
+            json!("c8"),
+            json!({"ok": true, "value": {"order": third, "notional": 125000}}),
+            "bob"
+        )
+    );
+    assert_eq!(got["bob_fill"], event(3, &third, 10, 12500));
+    // Each request took its own server request id.
+    let ids: Vec<u64> = ["digest_mismatch", "unauthorized", "unknown_member", "bob"]
+        .iter()
+        .map(|k| got[k]["request_id"].as_u64().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    // A call executing at stop() runs to its end: its fill, its reply,
+    // then closed, in the order the hub wrote them.
+    assert_eq!(got["controls"], json!(["ok\n", "ok\n", "ok\n"]));
+    let closing = &got["closing"];
+    let fourth = json!(next + 2);
+    assert_eq!(closing[0], event(4, &fourth, 10, 12500));
+    assert_eq!(
+        closing[1],
+        reply(
+            &closing[1],
+            json!("c9"),
+            json!({"ok": true, "value": {"order": fourth, "notional": 125000}}),
+            "dave"
+        )
+    );
+    assert_eq!(
+        closing[2],
+        json!({"type": "closed", "reason": "shutting_down"})
+    );
+    let status = d
+        .wait_exit(Duration::from_secs(15))
+        .expect("the demo exits");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn hub_desk_without_a_hub_is_a_usage_error() {
+    let out = Command::new(HALE)
+        .args(["demo", "--hub-desk"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--hub"), "{stderr}");
 }

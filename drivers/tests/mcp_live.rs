@@ -1084,3 +1084,127 @@ fn hale_mcp_refuses_what_it_cannot_drive() {
         assert_eq!(out.status.code(), Some(5), "{args:?}");
     }
 }
+
+/// One SDK's stdio client driving `hale mcp --app ws://…` over a hub that
+/// carries Public (`hale demo --hub-desk`, § Rpcs on a hub), as dave, the
+/// hub's bearer: the recorded HTTP calls dave may make are answered with
+/// the same bodies, since every transport encodes one outcome the same
+/// way, and the tools are the ones Public's projection lists for a caller
+/// holding no role of Public's.
+fn sdk_over_a_hub(sdk: Sdk) {
+    let Some(dir) = witness() else { return };
+    if sdk.command().is_none() {
+        return;
+    }
+    let d = demo(
+        &format!("bridge-hub-{sdk:?}"),
+        &["--hub", "127.0.0.1:0", "--hub-desk"],
+    );
+    let public: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("Public.mcp.json")).unwrap())
+            .unwrap();
+    let cases: Vec<Case> = [
+        "result",
+        "refusal_malformed",
+        "refusal_digest_mismatch",
+        "server_error",
+        "refusal_unauthorized",
+    ]
+    .iter()
+    .map(|n| http_case(&dir, n))
+    .chain([unknown_tool("unknown_member: Orders::nope")])
+    .collect();
+    let endpoint = format!("ws://{}", d.hub);
+    let command = [HALE, "mcp", "--app", &endpoint, "--bearer", "t-dave"];
+    let plan = json!({"transport": "stdio", "command": command, "calls": plan_calls(&cases)});
+    let report = sdk.run(&plan).unwrap();
+    let who = format!("{sdk:?} bridge ws t-dave");
+    assert_eq!(
+        report["server"]["name"], "hale-app:Public@fnv1a64:a8930d6e7998e986",
+        "{who}: {report}"
+    );
+    check_tools(&report, &public, &["Orders__place"], &who);
+    check_calls(&report, &cases, &who);
+}
+
+#[test]
+fn the_python_sdk_1x_stdio_client_drives_the_bridge_over_a_hub() {
+    sdk_over_a_hub(Sdk::Python1);
+}
+
+#[test]
+fn the_typescript_sdk_stdio_client_drives_the_bridge_over_a_hub() {
+    sdk_over_a_hub(Sdk::TypeScript);
+}
+
+/// `hale mcp --app ENDPOINT [--bearer T]` fed `lines` on stdin; its answers.
+fn bridge_as(endpoint: &str, bearer: Option<&str>, lines: &[Value]) -> Vec<Value> {
+    let mut cmd = Command::new(HALE);
+    cmd.args(["mcp", "--app", endpoint]);
+    if let Some(t) = bearer {
+        cmd.args(["--bearer", t]);
+    }
+    let mut child = cmd
+        .env_remove("HALE_API_BEARER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_bridge_over_a_hub_names_its_caller_at_the_upgrade_and_needs_a_surface_there() {
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let place = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "Orders__place", "arguments": {"symbol": "ACME", "qty": 10, "limit": 12500}}});
+    // No credential at the upgrade: the hub's sources name nobody, and
+    // the description and the call are refused unauthenticated (-32004).
+    let d = demo("bridge-hub-nobody", &["--hub", "127.0.0.1:0", "--hub-desk"]);
+    let endpoint = format!("ws://{}", d.hub);
+    let refusal = json!({"kind": "unauthenticated", "reason": "the sources name nobody"});
+    for (answer, id) in bridge_as(&endpoint, None, &[list.clone(), place.clone()])
+        .iter()
+        .zip([1, 2])
+    {
+        assert_eq!(
+            *answer,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32004,
+                   "message": "unauthenticated", "data": refusal}})
+        );
+    }
+    // carol names herself at the upgrade; her order is the hub's caller's.
+    let answers = bridge_as(&endpoint, Some("t-carol"), std::slice::from_ref(&place));
+    assert_eq!(
+        answers[0]["result"]["structuredContent"]["notional"],
+        125000
+    );
+    drop(d);
+    // A hub that carries no surface refuses the call frame malformed, and
+    // the bridge answers that refusal.
+    let d = demo("bridge-hub-bare", &["--hub", "127.0.0.1:0"]);
+    let endpoint = format!("ws://{}", d.hub);
+    let answers = bridge_as(&endpoint, Some("t-dave"), &[list, place]);
+    let refusal = json!({"kind": "malformed",
+        "reason": "no surface is served over this hub: a call frame is not taken"});
+    for (answer, id) in answers.iter().zip([1, 2]) {
+        assert_eq!(
+            *answer,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602,
+                   "message": "malformed", "data": refusal}})
+        );
+    }
+}

@@ -16,6 +16,15 @@
 //! forwarded as `POST /mcp` and its answer written back as it came, since
 //! that listener's `tools/list` is its own discovery.
 //!
+//! Over `ws://host:port` (a hub's listener carrying a surface, § Rpcs on a
+//! hub) each exchange is a WebSocket connection of its own, authenticated
+//! at the upgrade by the bearer: the description is read with a `call`
+//! frame asking `describe` (the hub's `GET /.description` lists its
+//! streams only, § Open points, so the members are the surface
+//! exposure's), and a `tools/call` is a `call` frame whose `reply` frame
+//! is read as the Unix reply it extends. A hub that carries no surface
+//! refuses the frame malformed, and the bridge answers that refusal.
+//!
 //! An answer the endpoint could not give (no listener, a connection lost, a
 //! reply that is no outcome of the wire) is the JSON-RPC error -32000
 //! `transport_failure` with the reason, so the host is never left waiting.
@@ -32,6 +41,7 @@ use limen_core::wire::mcp::{
 };
 use serde_json::Value;
 
+use super::hub_conn::{self, HubConn};
 use super::wire::{self, Endpoint};
 use super::{bearer_header, bearer_of, fetch, Described};
 
@@ -49,10 +59,17 @@ pub enum Target {
     Exposure(Endpoint),
     /// An `mcp::Rpc` listener: messages are forwarded.
     Mcp(String),
+    /// A hub's listener (`ws://host:port`) carrying a surface: `call`
+    /// frames.
+    Hub(String),
 }
 
 /// The forms `--app` takes, for every refused endpoint.
-pub const FORMS: &str = "name unix:<path>, http://host:port or mcp://host:port";
+pub const FORMS: &str = "name unix:<path>, http://host:port, mcp://host:port or ws://host:port";
+
+/// How long the bridge waits on a hub's answer before it is a transport
+/// failure (a WebSocket has no end of response to wait for).
+const HUB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Target {
     /// Reads `--app`'s endpoint.
@@ -66,6 +83,11 @@ impl Target {
                 return Err(format!("`{text}` is not mcp://host:port: {FORMS}"));
             }
             return Ok(Target::Mcp(authority.to_owned()));
+        }
+        if text.starts_with("ws://") {
+            return super::watch::ws_authority(text)
+                .map(Target::Hub)
+                .map_err(|_| format!("`{text}` is not ws://host:port: {FORMS}"));
         }
         Endpoint::parse(text, false)
             .map(Target::Exposure)
@@ -149,9 +171,7 @@ impl Bridge {
         if let Target::Mcp(authority) = &self.target {
             return self.forward(authority.clone(), line);
         }
-        let Target::Exposure(endpoint) = self.target.clone() else {
-            return None;
-        };
+        let endpoint = self.target.clone();
         let mut out = Vec::new();
         match classify(line) {
             Incoming::Accepted => return None,
@@ -227,8 +247,28 @@ impl Bridge {
 
     /// Reads the description: the document, or the wire outcome of its
     /// refusal; `Err` when nothing answered.
-    fn describe(&mut self, endpoint: &Endpoint) -> Result<Result<Value, Vec<u8>>, String> {
-        match fetch(endpoint, self.bearer.as_deref(), &self.line_id)? {
+    fn describe(&mut self, target: &Target) -> Result<Result<Value, Vec<u8>>, String> {
+        let described = match target {
+            Target::Exposure(endpoint) => fetch(endpoint, self.bearer.as_deref(), &self.line_id)?,
+            Target::Hub(authority) => {
+                let frame =
+                    serde_json::json!({"type": "call", "describe": true, "id": self.line_id});
+                let reply = self.hub_exchange(authority, &frame.to_string())?;
+                let v: Value = serde_json::from_slice(&reply)
+                    .map_err(|_| "the hub's answer is not a frame".to_owned())?;
+                match v.get("ok") {
+                    Some(Value::Bool(true)) => Described::Document(
+                        wire::raw_member(&reply, "value")
+                            .ok_or("the hub answered no description")?
+                            .to_vec(),
+                    ),
+                    _ if v.get("refusal").is_some() => Described::Refused(reply),
+                    _ => return Err("the hub's answer is no outcome of the wire".into()),
+                }
+            }
+            Target::Mcp(_) => return Err("an mcp:// listener is forwarded to".into()),
+        };
+        match described {
             Described::Document(raw) => {
                 let doc: Value = serde_json::from_slice(&raw)
                     .map_err(|_| "the description is not JSON".to_owned())?;
@@ -239,32 +279,64 @@ impl Bridge {
         }
     }
 
+    /// Sends one frame on a connection of its own and reads the hub's answer
+    /// to it: the `reply` frame echoing the bridge's id, or a `refusal`
+    /// frame (a hub that takes no call).
+    fn hub_exchange(&self, authority: &str, frame: &str) -> Result<Vec<u8>, String> {
+        let failed = |e: String| format!("ws://{authority} did not answer: {e}");
+        let mut conn = HubConn::connect(authority, self.bearer.as_deref(), Some(HUB_TIMEOUT))
+            .map_err(failed)?;
+        conn.send(frame).map_err(failed)?;
+        loop {
+            let text = match conn.next().map_err(failed)? {
+                hub_conn::Incoming::Text(text) => text,
+                hub_conn::Incoming::Closed(code) => {
+                    return Err(failed(format!("the hub closed the connection ({code})")))
+                }
+            };
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|_| failed("a frame that is not JSON".into()))?;
+            let ours = v["id"] == Value::String(self.line_id.clone());
+            match v["type"].as_str() {
+                Some("reply") if ours => {
+                    conn.close();
+                    return Ok(text.into_bytes());
+                }
+                Some("refusal") => {
+                    conn.close();
+                    return Ok(text.into_bytes());
+                }
+                // Nothing is subscribed on this connection; any other
+                // frame is not the answer.
+                _ => {}
+            }
+        }
+    }
+
     fn call(
         &self,
-        endpoint: &Endpoint,
+        target: &Target,
         id: &[u8],
         member: &str,
         arguments: &[u8],
         digest: Option<&str>,
     ) -> Vec<u8> {
         let mut out = Vec::new();
+        let endpoint = match target {
+            Target::Exposure(endpoint) => endpoint,
+            Target::Hub(authority) => {
+                let frame = self.call_line(member, arguments, digest, true);
+                let reply = match self.hub_exchange(authority, &String::from_utf8_lossy(&frame)) {
+                    Ok(r) => r,
+                    Err(e) => return transport_failure(id, &e),
+                };
+                return self.answer_reply(id, &reply);
+            }
+            Target::Mcp(_) => return transport_failure(id, "an mcp:// listener is forwarded to"),
+        };
         match endpoint {
             Endpoint::Unix(path) => {
-                let mut line = format!(
-                    "{{\"call\":{},\"payload\":",
-                    Value::String(member.to_owned())
-                )
-                .into_bytes();
-                line.extend_from_slice(arguments);
-                line.extend_from_slice(
-                    format!(",\"id\":{}", Value::String(self.line_id.clone())).as_bytes(),
-                );
-                if let Some(d) = digest {
-                    line.extend_from_slice(
-                        format!(",\"digest\":{}", Value::String(d.to_owned())).as_bytes(),
-                    );
-                }
-                line.push(b'}');
+                let line = self.call_line(member, arguments, digest, false);
                 let reply = match wire::unix_exchange(path, &line) {
                     Ok(r) => r,
                     Err(e) => {
@@ -274,29 +346,7 @@ impl Bridge {
                         )
                     }
                 };
-                let Ok(v) = serde_json::from_slice::<Value>(&reply) else {
-                    return transport_failure(id, "the reply is no outcome of the wire");
-                };
-                if v.get("id") != Some(&Value::String(self.line_id.clone())) {
-                    return transport_failure(id, "the reply answers another request");
-                }
-                let answer = match (v.get("ok"), v.get("refusal")) {
-                    (Some(Value::Bool(true)), _) => {
-                        wire::raw_member(&reply, "value").map(CallAnswer::Result)
-                    }
-                    (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => {
-                        Some(CallAnswer::ServerError)
-                    }
-                    (Some(Value::Bool(false)), Some(_)) => return refused(id, &reply),
-                    (Some(Value::Bool(false)), None) => {
-                        wire::raw_member(&reply, "error").map(CallAnswer::HandlerError)
-                    }
-                    _ => None,
-                };
-                match answer {
-                    Some(a) => encode_call_answer(id, a, &mut out),
-                    None => return transport_failure(id, "the reply is no outcome of the wire"),
-                }
+                return self.answer_reply(id, &reply);
             }
             Endpoint::Http(authority) => {
                 let mut headers = bearer_header(self.bearer.as_deref());
@@ -331,6 +381,68 @@ impl Bridge {
                     }
                 }
             }
+        }
+        out
+    }
+
+    /// The Unix wire's call line (a hub's `call` frame with `frame`), naming
+    /// the bridge's id and the digest.
+    fn call_line(
+        &self,
+        member: &str,
+        arguments: &[u8],
+        digest: Option<&str>,
+        frame: bool,
+    ) -> Vec<u8> {
+        let head = if frame { "{\"type\":\"call\"," } else { "{" };
+        let mut line = format!(
+            "{head}\"call\":{},\"payload\":",
+            Value::String(member.to_owned())
+        )
+        .into_bytes();
+        line.extend_from_slice(arguments);
+        line.extend_from_slice(
+            format!(",\"id\":{}", Value::String(self.line_id.clone())).as_bytes(),
+        );
+        if let Some(d) = digest {
+            line.extend_from_slice(
+                format!(",\"digest\":{}", Value::String(d.to_owned())).as_bytes(),
+            );
+        }
+        line.push(b'}');
+        line
+    }
+
+    /// A Unix reply line (or a hub's `reply` frame, which extends it)
+    /// answered as the MCP transport answers its outcome.
+    fn answer_reply(&self, id: &[u8], reply: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Ok(v) = serde_json::from_slice::<Value>(reply) else {
+            return transport_failure(id, "the reply is no outcome of the wire");
+        };
+        // A hub that carries no surface refuses the frame itself.
+        if v["type"] == "refusal" {
+            return refused(id, reply);
+        }
+        if v.get("id") != Some(&Value::String(self.line_id.clone())) {
+            return transport_failure(id, "the reply answers another request");
+        }
+        let answer = match (v.get("ok"), v.get("refusal")) {
+            (Some(Value::Bool(true)), _) => {
+                wire::raw_member(reply, "value").map(CallAnswer::Result)
+            }
+            (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => {
+                Some(CallAnswer::ServerError)
+            }
+            (Some(Value::Bool(false)), Some(_)) => return refused(id, reply),
+            (Some(Value::Bool(false)), None) => {
+                wire::raw_member(reply, "error").map(CallAnswer::HandlerError)
+            }
+            _ => None,
+        };
+        match answer {
+            Some(a) => encode_call_answer(id, a, &mut out),
+            None => return transport_failure(id, "the reply is no outcome of the wire"),
         }
         out
     }
@@ -486,7 +598,7 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_are_three_forms() {
+    fn endpoints_are_four_forms() {
         assert_eq!(
             Target::parse("mcp://127.0.0.1:8090"),
             Ok(Target::Mcp("127.0.0.1:8090".into()))
@@ -499,7 +611,11 @@ mod tests {
             Target::parse("http://h:1"),
             Ok(Target::Exposure(_))
         ));
-        for bad in ["grpc://h:1", "mcp://h", "/tmp/x", "ws://h:1"] {
+        assert_eq!(
+            Target::parse("ws://127.0.0.1:9000/"),
+            Ok(Target::Hub("127.0.0.1:9000".into()))
+        );
+        for bad in ["grpc://h:1", "mcp://h", "/tmp/x", "ws://h", "ws://h:1/x"] {
             assert!(Target::parse(bad).unwrap_err().contains(FORMS), "{bad}");
         }
     }

@@ -6,18 +6,14 @@
 //! is a transport failure (4), usage 5. A socket or an HTTP endpoint is
 //! refused, naming `ws://`.
 //!
-//! The WebSocket is the core's client codec
-//! ([`limen_core::wire::ws::client`]); this file draws the nonce and the
-//! masks and moves the bytes.
+//! The connection is `hub_conn`'s, shared with `hale mcp --app ws://…`:
+//! the core's client codec, the nonce and the masks drawn there.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 
-use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use serde_json::Value;
 
+use super::hub_conn::{HubConn, Incoming, ENDED};
 use super::{wire, EXIT_TRANSPORT, EXIT_USAGE};
 
 /// `closed`: the hub stopped.
@@ -25,35 +21,6 @@ pub const EXIT_CLOSED: i32 = 0;
 /// A refusal, an `unauthorized` frame, or a topic the description does not
 /// list for this caller.
 pub const EXIT_ENDED: i32 = 1;
-
-/// Unpredictable bytes for the nonce and the masks (RFC 6455 § 5.3 asks
-/// that a mask not be guessable): the process's random hasher keys, fed a
-/// counter.
-struct Entropy {
-    state: RandomState,
-    n: u64,
-}
-
-impl Entropy {
-    fn next(&mut self) -> u64 {
-        self.n += 1;
-        let mut h = self.state.build_hasher();
-        h.write_u64(self.n);
-        h.finish()
-    }
-
-    fn mask(&mut self) -> [u8; 4] {
-        let b = self.next().to_le_bytes();
-        [b[0], b[1], b[2], b[3]]
-    }
-
-    fn nonce(&mut self) -> [u8; 16] {
-        let mut out = [0; 16];
-        out[..8].copy_from_slice(&self.next().to_le_bytes());
-        out[8..].copy_from_slice(&self.next().to_le_bytes());
-        out
-    }
-}
 
 /// The `host:port` of `ws://host:port[/]`, or why the endpoint is refused.
 pub fn ws_authority(endpoint: &str) -> Result<String, String> {
@@ -127,73 +94,39 @@ fn transport(message: &str) -> i32 {
 /// Subscribes and prints every frame; the exit status, or the transport
 /// failure.
 fn watch(authority: &str, topic: &str, token: Option<&str>) -> Result<i32, String> {
-    let mut entropy = Entropy {
-        state: RandomState::new(),
-        n: 0,
-    };
-    let mut stream = TcpStream::connect(authority).map_err(|e| e.to_string())?;
-    let key = client::key(entropy.nonce());
-    stream
-        .write_all(&client::upgrade_request(authority, "/", &key, token))
-        .map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut head = Vec::new();
-    let rest = loop {
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the connection ended during the upgrade".into());
-        }
-        head.extend_from_slice(&buf[..n]);
-        if let Some(at) = client::upgrade_answer(&head, &key)? {
-            break head.split_off(at);
-        }
-    };
+    let mut conn = HubConn::connect(authority, token, None)?;
     let subscribe = serde_json::json!({"type": "subscribe", "topic": topic}).to_string();
-    stream
-        .write_all(&client::text(&subscribe, entropy.mask()))
-        .map_err(|e| e.to_string())?;
-    let mut reader = ServerReader::default();
-    reader.handle_data(&rest);
+    conn.send(&subscribe)?;
     let stdout = std::io::stdout();
     loop {
-        while let Some(frame) = reader.poll_frame()? {
-            match frame {
-                ServerFrame::Text(text) => {
-                    let mut out = stdout.lock();
-                    let _ = writeln!(out, "{text}");
-                    let _ = out.flush();
-                    let kind = serde_json::from_str::<Value>(&text)
-                        .ok()
-                        .and_then(|v| v["type"].as_str().map(str::to_owned));
-                    match kind.as_deref() {
-                        Some("closed") => {
-                            // Answer the close frame that follows, then go.
-                            let _ = stream.write_all(&client::close(1000, entropy.mask()));
-                            return Ok(EXIT_CLOSED);
-                        }
-                        Some("refusal" | "unauthorized") => {
-                            let _ = stream.write_all(&client::close(1000, entropy.mask()));
-                            return Ok(EXIT_ENDED);
-                        }
-                        _ => {}
-                    }
-                }
-                ServerFrame::Ping(payload) => stream
-                    .write_all(&client::pong(&payload, entropy.mask()))
-                    .map_err(|e| e.to_string())?,
-                ServerFrame::Pong => {}
-                ServerFrame::Close(code) => {
-                    return Err(format!(
-                        "the hub closed the connection ({code}) without closed"
-                    ))
-                }
+        let text = match conn.next() {
+            Ok(Incoming::Text(text)) => text,
+            Ok(Incoming::Closed(code)) => {
+                return Err(format!(
+                    "the hub closed the connection ({code}) without closed"
+                ))
             }
+            Err(e) if e == ENDED => return Err(format!("{e} without closed")),
+            Err(e) => return Err(e),
+        };
+        let mut out = stdout.lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+        let kind = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["type"].as_str().map(str::to_owned));
+        match kind.as_deref() {
+            // `closed`: answer the close frame that follows, then go.
+            Some("closed") => {
+                conn.close();
+                return Ok(EXIT_CLOSED);
+            }
+            Some("refusal" | "unauthorized") => {
+                conn.close();
+                return Ok(EXIT_ENDED);
+            }
+            _ => {}
         }
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the connection ended without closed".into());
-        }
-        reader.handle_data(&buf[..n]);
     }
 }
 

@@ -17,7 +17,8 @@
 //! `--record DIR` writes every exchange in the conformance record format
 //! ([`record`]). With [`DemoOptions::hub`] it serves the program's
 //! WebSocket hub `fills` too ([`hub`]): every accepted `Orders::place`
-//! publishes its fill there.
+//! publishes its fill there; with [`DemoOptions::hub_desk`] the hub also
+//! carries Public, as the exposure `desk` ([`hub_desk_program`]).
 
 pub mod hub;
 pub mod record;
@@ -75,6 +76,9 @@ pub struct DemoOptions {
     pub hub: Option<String>,
     /// Where to serve the same hub over datagrams (`--udp-hub ADDR`).
     pub udp_hub: Option<String>,
+    /// Serve Public over the WebSocket hub as the exposure `desk`
+    /// (`--hub-desk`, § Rpcs on a hub; [`hub_desk_program`]).
+    pub hub_desk: bool,
 }
 
 /// A receiver that waits while its gate is closed, so a test decides when
@@ -260,33 +264,7 @@ impl Demo {
             };
             let mut ids = Vec::new();
             for r in &spec.receivers {
-                if !workers.contains_key(r) {
-                    let gate = Arc::new((Mutex::new(false), Condvar::new()));
-                    let inner = instances
-                        .receiver(r)
-                        .ok_or_else(|| BootError(format!("hale demo: no implementation of {r}")))?;
-                    let failed = r.clone();
-                    let worker = server
-                        .add_worker(
-                            r,
-                            1,
-                            Box::new(Gated {
-                                inner,
-                                gate: gate.clone(),
-                            }),
-                            Arc::new(move |_| {
-                                // The Desk's on_failure counts the failure and
-                                // lets execution return.
-                                eprintln!("hale demo: {failed} violated a closure; on_failure ran");
-                                Supervision::Absorb
-                            }),
-                        )
-                        .map_err(|err| {
-                            BootError(format!("hale demo: cannot start a worker: {err}"))
-                        })?;
-                    workers.insert(r.clone(), Instance { worker, gate });
-                }
-                ids.push(workers[r].worker);
+                ids.push(instance_worker(&mut server, &mut workers, &instances, r)?);
             }
             let shared = hub
                 .as_ref()
@@ -356,6 +334,28 @@ impl Demo {
             banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
             endpoints.push(("fills".to_owned(), h.identity.clone(), h.bound.clone()));
         }
+        let mut hub = hub;
+        if options.hub_desk {
+            let Some(served) = hub.as_mut().filter(|h| h.ws.is_some()) else {
+                return Err(BootError(
+                    "hale demo: --hub-desk serves Public over the WebSocket hub: give --hub ADDR"
+                        .into(),
+                ));
+            };
+            let identity = serve_desk(
+                &mut server,
+                &mut workers,
+                &instances,
+                served,
+                options.bound,
+                describer,
+            )?;
+            let ws = served.ws.as_ref().map(|w| w.bound.clone());
+            if let Some(bound) = ws {
+                banner.push_str(&format!("  {identity:<42} ws://{bound}\n"));
+                endpoints.push(("desk".to_owned(), identity, bound));
+            }
+        }
         if let Some(h) = hub.as_ref().and_then(|h| h.udp.as_ref()) {
             let endpoint = format!("udp://{}", h.bound);
             banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
@@ -420,6 +420,11 @@ impl Demo {
             banner.push_str(&format!(
                 "  python3 -m websockets 'ws://{addr}/?access_token=t-dave'   then send {{\"type\": \"subscribe\", \"topic\": \"Fills\"}} and place an order\n"
             ));
+            if options.hub_desk {
+                banner.push_str(
+                    "  (and on the same connection {\"type\": \"call\", \"id\": \"c1\", \"call\": \"Orders::place\", \"payload\": {\"symbol\": \"ACME\", \"qty\": 10, \"limit\": 12500}})\n",
+                );
+            }
         }
         banner.push_str("stop with Ctrl-C\n");
         if let Some(dir) = &options.record {
@@ -507,6 +512,117 @@ impl Demo {
         }
         served
     }
+}
+
+/// The serve site `--hub-desk` adds to the witness program: Public over
+/// the hub, as `desk` (§ Rpcs on a hub's own example), bound to public's
+/// `Orders` instance and under the hub's sources, with public's bound.
+pub const HUB_DESK_SITE: &str = "let desk = api::serve(Public, self.hub, as: \"desk\", receivers: { Orders: self.orders }, bound: 64, on_full: refuse);";
+
+/// The witness program with [`HUB_DESK_SITE`] first in its main locus's
+/// `run()`: the program's text is what the exposure `desk` is read from, so
+/// its rows, sources and description are the model's, as they would be
+/// were the witness to write the site.
+pub fn hub_desk_program() -> Program {
+    let text = with_hub_desk(witness::DESK).expect("desk.hl has a main locus with run()");
+    limen_core::hale::model::parse_program("desk.hl", &text).expect("desk.hl with desk parses")
+}
+
+/// A program's text with [`HUB_DESK_SITE`] written first in its main
+/// locus's `run()`; `None` when the text has no `run() {` after `main
+/// locus`. The replay runner reads a corpus's program so, as the demo does.
+pub fn with_hub_desk(text: &str) -> Option<String> {
+    let main = text.find("main locus")?;
+    let open = "run() {";
+    let run = main + text[main..].find(open)? + open.len();
+    Some(format!(
+        "{}\n        {HUB_DESK_SITE}{}",
+        &text[..run],
+        &text[run..]
+    ))
+}
+
+/// Serves `desk` over the hub `served.ws`: its calls admitted by an
+/// exposure under the hub's own sources (the control socket's revoke and
+/// expire reach calls too), answered by public's `Orders` worker. Returns
+/// its identity.
+fn serve_desk(
+    server: &mut Server,
+    workers: &mut BTreeMap<String, Instance>,
+    instances: &witness::Instances,
+    served: &mut hub::ServedHubs,
+    bound: Option<usize>,
+    describer: &DescriberFactory,
+) -> Result<String, BootError> {
+    let program = hub_desk_program();
+    let fail = |err: String| BootError(format!("hale demo: cannot serve desk: {err}"));
+    let e = program
+        .exposure("desk")
+        .cloned()
+        .ok_or_else(|| fail("the program serves no desk".into()))?;
+    let mut spec = exposure_spec(&program, &e, "ws").map_err(|err| fail(err.to_string()))?;
+    if let Some(bound) = bound {
+        spec.bound = bound;
+    }
+    spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
+    let mut ids = Vec::new();
+    for r in &spec.receivers {
+        ids.push(instance_worker(server, workers, instances, r)?);
+    }
+    let codec = ShapeCodec::new(&program, &e).map_err(|err| fail(err.to_string()))?;
+    let Some(ws) = served.ws.as_mut() else {
+        return Err(fail("no WebSocket hub is served".into()));
+    };
+    let docs = describer(&program, &e, &ws.bound).map_err(fail)?;
+    let identity = spec.identity();
+    let exposure = Exposure::new(
+        spec,
+        Some(Box::new(served.control.tokens.clone())),
+        Box::new(served.control.roles.clone()),
+        Box::new(codec),
+        docs,
+    );
+    server
+        .serve_hub(&mut ws.server, exposure, ids)
+        .map_err(|err| fail(err.to_string()))?;
+    Ok(identity)
+}
+
+/// The worker of receiver instance `r` (`self.orders`), started the first
+/// time an exposure names it: every exposure bound to an instance shares
+/// its one worker, which runs one call at a time.
+fn instance_worker(
+    server: &mut Server,
+    workers: &mut BTreeMap<String, Instance>,
+    instances: &witness::Instances,
+    r: &str,
+) -> Result<WorkerId, BootError> {
+    if let Some(i) = workers.get(r) {
+        return Ok(i.worker);
+    }
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let inner = instances
+        .receiver(r)
+        .ok_or_else(|| BootError(format!("hale demo: no implementation of {r}")))?;
+    let failed = r.to_owned();
+    let worker = server
+        .add_worker(
+            r,
+            1,
+            Box::new(Gated {
+                inner,
+                gate: gate.clone(),
+            }),
+            Arc::new(move |_| {
+                // The Desk's on_failure counts the failure and lets
+                // execution return.
+                eprintln!("hale demo: {failed} violated a closure; on_failure ran");
+                Supervision::Absorb
+            }),
+        )
+        .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?;
+    workers.insert(r.to_owned(), Instance { worker, gate });
+    Ok(worker)
 }
 
 /// The exposure `mcp`: public's serve site (its surface, sources, receivers

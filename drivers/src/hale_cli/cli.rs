@@ -169,6 +169,12 @@ pub struct DemoArgs {
     /// given).
     #[arg(long = "udp-hub", value_name = "ADDR")]
     pub udp_hub: Option<String>,
+    /// Serve Public over the WebSocket hub too, as the exposure `desk`
+    /// (call frames answered by reply frames on the hub's connections,
+    /// under the hub's sources); the witness serves no surface there, so
+    /// this is off unless given.
+    #[arg(long = "hub-desk", requires = "hub")]
+    pub hub_desk: bool,
     /// The Unix peer who holds `operator` (the current user unless given).
     #[arg(long, value_name = "uid:N", value_parser = operator)]
     pub operator: Option<String>,
@@ -298,11 +304,12 @@ impl CallArgs {
                         ends, 5 on usage."
 )]
 pub struct McpArgs {
-    /// Bridge to this served exposure: unix:PATH, http://host:port or
-    /// mcp://host:port. Without it, serve the toolchain's own tools.
+    /// Bridge to this served exposure: unix:PATH, http://host:port,
+    /// mcp://host:port or ws://host:port (a hub's listener carrying a
+    /// surface). Without it, serve the toolchain's own tools.
     #[arg(long, value_name = "ENDPOINT")]
     pub app: Option<String>,
-    /// The bearer token (HTTP), else HALE_API_BEARER.
+    /// The bearer token (HTTP, MCP, a hub's upgrade), else HALE_API_BEARER.
     #[arg(long, value_name = "T", requires = "app")]
     pub bearer: Option<String>,
 }

@@ -1,5 +1,5 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--grpc ADDR] [--hub ADDR] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--grpc ADDR] [--hub ADDR [--hub-desk]] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
 //! given) and over gRPC when `--grpc` is given; `--record DIR` writes every
@@ -74,6 +74,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     options.grpc = a.grpc.clone();
     options.hub = a.hub.clone();
     options.udp_hub = a.udp_hub.clone();
+    options.hub_desk = a.hub_desk;
     options.operator = a.operator.clone();
     options.bound = a.bound;
     options.loops = a.loops.unwrap_or(0);

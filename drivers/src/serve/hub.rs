@@ -5,8 +5,12 @@
 //!
 //! The hub is one machine for all its connections (a publish is offered to
 //! every subscription at once), so its connections live on this loop and
-//! not on the request loops of [`Server`](super::Server); nothing of a hub
-//! passes through the exposures' owner. Timers (a credential's expiry, a
+//! not on the request loops of [`Server`](super::Server). Only a surface
+//! served over the hub ([`Server::serve_hub`](super::Server::serve_hub),
+//! § Rpcs on a hub) passes through the exposures' owner: the calls its
+//! connections frame are sent there as a loop's are, and the replies come
+//! back through this loop's mailbox, behind the events published before
+//! them, so a connection writes both in the order they reached it. Timers (a credential's expiry, a
 //! write stalled 5 s, a close the peer never answers) are the machine's:
 //! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
 
@@ -15,14 +19,15 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limen_core::wire::ws::{ConnId, Hub, HubEvent, Published};
+use limen_core::hale::runtime::{Correlation, Delivery};
+use limen_core::wire::ws::{ConnId, Hub, HubCall, HubEvent, Published};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::mailbox::Mailbox;
 use super::net::{BoundAddress, Listener, Stream};
-use super::unix_now;
+use super::{unix_now, Message, ToOwner, CORRELATION_LOOP_SHIFT};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 /// How long accepting pauses after a failure (out of descriptors): the
@@ -50,6 +55,24 @@ pub enum HubCommand {
     /// What the program asks of its hub: `events()`, `subscribers()`,
     /// `connections()`, answered on the channel.
     Report(std::sync::mpsc::Sender<HubReport>),
+    /// From the exposures' owner: the outcome of a call framed on this hub,
+    /// written as a `reply` frame on its connection.
+    Deliver(Box<Delivery>),
+    /// From the exposures' owner: the exposure abandoned a call of this
+    /// connection (its caller must see the transport fail), so the
+    /// connection ends with no `closed` frame.
+    Abort(Correlation),
+}
+
+/// Where a hub that carries a surface sends its calls.
+struct CallLink {
+    owner: Arc<Mailbox<Message>>,
+    /// The exposure's index at the owner.
+    exposure: usize,
+    /// The route bits every correlation of this hub carries.
+    route: Correlation,
+    /// What this turn framed, sent at its end as one message.
+    framed: Vec<ToOwner>,
 }
 
 /// A hub's counts, as the program reads them.
@@ -126,6 +149,8 @@ pub struct HubServer {
     /// When accepting, paused by a failure, is tried again.
     accept_again: Option<Instant>,
     started: Instant,
+    /// Set when a surface is served over the hub.
+    calls: Option<CallLink>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -165,7 +190,35 @@ impl HubServer {
             buf: vec![0u8; 64 * 1024],
             accept_again: None,
             started: Instant::now(),
+            calls: None,
         })
+    }
+
+    /// Whether a surface is served over this hub.
+    pub(super) fn serves_calls(&self) -> bool {
+        self.calls.is_some()
+    }
+
+    /// The hub's mailbox, where the owner sends the replies.
+    pub(super) fn inbox(&self) -> Arc<Mailbox<HubCommand>> {
+        self.inbox.clone()
+    }
+
+    /// Takes `call` frames for the owner's exposure `exposure`, naming each
+    /// connection by `route` above its id.
+    pub(super) fn carry_calls(
+        &mut self,
+        owner: Arc<Mailbox<Message>>,
+        exposure: usize,
+        route: usize,
+    ) {
+        self.hub.serve_calls();
+        self.calls = Some(CallLink {
+            owner,
+            exposure,
+            route: (route as Correlation) << CORRELATION_LOOP_SHIFT,
+            framed: Vec::new(),
+        });
     }
 
     /// Where the hub listens.
@@ -257,6 +310,15 @@ impl HubServer {
                             connections: self.hub.connections(),
                         });
                     }
+                    HubCommand::Deliver(delivery) => {
+                        let mut delivery = *delivery;
+                        delivery.correlation = self.conn_of(delivery.correlation);
+                        self.hub.deliver(now, delivery);
+                    }
+                    HubCommand::Abort(correlation) => {
+                        let id = self.conn_of(correlation);
+                        self.hub.handle_eof(now, id);
+                    }
                     HubCommand::Stop => {
                         self.hub.stop(now);
                         if let Some(l) = self.listener.take() {
@@ -273,8 +335,46 @@ impl HubServer {
                 self.hub.handle_timeout(now);
                 self.drain();
             }
+            self.send_calls();
             if self.hub.is_finished() {
                 return Ok(());
+            }
+        }
+    }
+
+    /// The hub's connection a correlation names (its route bits off).
+    fn conn_of(&self, correlation: Correlation) -> ConnId {
+        correlation & ((1 << CORRELATION_LOOP_SHIFT) - 1)
+    }
+
+    /// Frames for the owner what the connections called (and the losses
+    /// of connections that called), in the order the machine framed them.
+    fn take_calls(&mut self) {
+        let Some(link) = &mut self.calls else { return };
+        while let Some(call) = self.hub.poll_call() {
+            link.framed.push(match call {
+                HubCall::Request(mut request) => {
+                    request.correlation |= link.route;
+                    ToOwner::Request {
+                        exposure: link.exposure,
+                        request,
+                        raw: None,
+                    }
+                }
+                HubCall::Lost(id) => ToOwner::Lost {
+                    exposure: link.exposure,
+                    correlation: id | link.route,
+                },
+            });
+        }
+    }
+
+    /// Sends the owner what this turn framed, as one message.
+    fn send_calls(&mut self) {
+        if let Some(link) = &mut self.calls {
+            if !link.framed.is_empty() {
+                let items = std::mem::take(&mut link.framed);
+                link.owner.send(Message::FromLoop(items));
             }
         }
     }
@@ -396,8 +496,10 @@ impl HubServer {
         }
     }
 
-    /// Acts on the machine's events until it has none.
+    /// Acts on the machine's events until it has none, and takes the
+    /// calls it framed.
     fn drain(&mut self) {
+        self.take_calls();
         while let Some(event) = self.hub.poll_event() {
             match event {
                 HubEvent::Output(id) => self.flush(id),
@@ -409,5 +511,7 @@ impl HubServer {
                 }
             }
         }
+        // Writing may have read a connection held back, or ended one.
+        self.take_calls();
     }
 }

@@ -166,6 +166,12 @@ pub const DISPATCH_AHEAD: usize = 32;
 /// `loop << CORRELATION_LOOP_SHIFT | n`, so a delivery finds its loop without a table.
 pub(crate) const CORRELATION_LOOP_SHIFT: u32 = 48;
 
+/// The first route that names a hub rather than a loop: a call framed on a
+/// hub's connection `n` carries the correlation `(HUB_ROUTE_BASE + hub) <<
+/// CORRELATION_LOOP_SHIFT | n`, far above any loop's number, so the owner
+/// sends its delivery to the hub's mailbox.
+pub(crate) const HUB_ROUTE_BASE: usize = 1 << 15;
+
 /// The loop that owns the connection `correlation`.
 pub(crate) fn loop_of(correlation: Correlation) -> usize {
     (correlation >> CORRELATION_LOOP_SHIFT) as usize
@@ -415,10 +421,55 @@ impl Server {
         self.owner.exposures.push(OwnedExposure {
             exposure,
             workers,
-            listener,
+            listener: Some(listener),
             names,
         });
         self.served[listener] = Some((index, framing));
+        Ok(())
+    }
+
+    /// Serves `exposure` over the WebSocket hub `hub` (`api::serve(S,
+    /// self.hub, …)`, § Rpcs on a hub): the hub's `call` frames reach the
+    /// exposure here, admitted as every transport's calls are, and each
+    /// outcome goes back to the hub as a `reply` frame on the caller's
+    /// connection. The exposure's bearer source is meant to be the hub's,
+    /// so the caller is the one the credential at the upgrade names. The
+    /// hub runs on its own loop ([`HubServer::run`](hub::HubServer::run));
+    /// stop it once this server's [`run`](Server::run) has returned, so
+    /// the replies of calls that were executing at the stop are written
+    /// before its `closed`.
+    pub fn serve_hub(
+        &mut self,
+        hub: &mut hub::HubServer,
+        mut exposure: Exposure,
+        workers: Vec<WorkerId>,
+    ) -> io::Result<()> {
+        if hub.serves_calls() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the hub already carries a surface",
+            ));
+        }
+        let now = self.now();
+        for (r, &w) in workers.iter().enumerate() {
+            let stamp = self.owner.workers[w].stamp();
+            exposure.handle_input(now, Input::ReceiverBorn { receiver: r, stamp });
+        }
+        let index = self.owner.exposures.len();
+        let names = exposure
+            .spec()
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        self.owner.exposures.push(OwnedExposure {
+            exposure,
+            workers,
+            listener: None,
+            names,
+        });
+        let route = HUB_ROUTE_BASE + self.owner.add_hub(hub.inbox());
+        hub.carry_calls(self.owner_box.clone(), index, route);
         Ok(())
     }
 

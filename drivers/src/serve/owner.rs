@@ -7,6 +7,12 @@
 //! dispatches to the workers, and routes every delivery to the loop that
 //! owns its connection, in the order the exposure produced them. It lives
 //! on loop 0's thread and runs once a turn of that loop.
+//!
+//! A surface served over a WebSocket hub (§ Rpcs on a hub) is owned here
+//! too, so its receivers are the same workers every other exposure of
+//! theirs uses (one call at a time per receiver): the hub's loop sends its
+//! calls as a loop does, and its deliveries go back to the hub's mailbox,
+//! found by the route its correlations carry ([`HUB_ROUTE_BASE`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -17,15 +23,18 @@ use limen_core::hale::runtime::{
 use limen_core::wire::front::RawRequest;
 use limen_core::Timestamp;
 
+use super::hub::HubCommand;
 use super::mailbox::Mailbox;
 use super::worker::{take, Claim, Job, Report, Worker};
-use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId};
+use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId, HUB_ROUTE_BASE};
 
 pub(super) struct OwnedExposure {
     pub(super) exposure: Exposure,
     /// The worker of each of the exposure's receivers.
     pub(super) workers: Vec<WorkerId>,
-    pub(super) listener: ListenerId,
+    /// The listener it is served on; `None` over a hub, whose listener is
+    /// the hub's and is closed by the hub's own stop.
+    pub(super) listener: Option<ListenerId>,
     /// Its members' names, shared with every job handed out.
     pub(super) names: Arc<[String]>,
 }
@@ -43,6 +52,11 @@ pub(super) struct Owner {
     pub(super) loops: Vec<Arc<Mailbox<Message>>>,
     /// What each loop is sent this turn, sent together at its end.
     outgoing: Vec<Vec<Message>>,
+    /// The mailbox of each hub a surface is served over, by route
+    /// (a correlation's loop number less [`HUB_ROUTE_BASE`]).
+    pub(super) hubs: Vec<Arc<Mailbox<HubCommand>>>,
+    /// What each hub is sent this turn.
+    hub_outgoing: Vec<Vec<HubCommand>>,
     /// While recording: the wire form of each request owed a reply, by
     /// exposure and request id.
     recording: HashMap<(usize, RequestId), (Correlation, Box<RawRequest>)>,
@@ -60,6 +74,8 @@ impl Owner {
             handed: Vec::new(),
             loops: Vec::new(),
             outgoing: Vec::new(),
+            hubs: Vec::new(),
+            hub_outgoing: Vec::new(),
             recording: HashMap::new(),
             stopping: false,
             closed_listeners: Vec::new(),
@@ -69,6 +85,14 @@ impl Owner {
     pub(super) fn set_loops(&mut self, loops: Vec<Arc<Mailbox<Message>>>) {
         self.outgoing = loops.iter().map(|_| Vec::new()).collect();
         self.loops = loops;
+    }
+
+    /// Routes deliveries whose correlation carries route `HUB_ROUTE_BASE +
+    /// n` to `hub`'s mailbox, returning `n`.
+    pub(super) fn add_hub(&mut self, hub: Arc<Mailbox<HubCommand>>) -> usize {
+        self.hubs.push(hub);
+        self.hub_outgoing.push(Vec::new());
+        self.hubs.len() - 1
     }
 
     /// The spec of every exposure, for the loops' recordings.
@@ -242,6 +266,10 @@ impl Owner {
                             .map(|(_, raw)| raw)
                     };
                     let to = loop_of(delivery.correlation);
+                    if let Some(hub) = to.checked_sub(HUB_ROUTE_BASE) {
+                        self.hub_outgoing[hub].push(HubCommand::Deliver(Box::new(delivery)));
+                        continue;
+                    }
                     self.outgoing[to].push(Message::Deliver {
                         exposure: index,
                         delivery,
@@ -301,10 +329,18 @@ impl Owner {
                         // No reply reaches it: forget its requests.
                         self.recording.retain(|_, (on, _)| *on != c);
                     }
-                    self.outgoing[loop_of(c)].push(Message::Abort(c));
+                    match loop_of(c).checked_sub(HUB_ROUTE_BASE) {
+                        Some(hub) => self.hub_outgoing[hub].push(HubCommand::Abort(c)),
+                        None => self.outgoing[loop_of(c)].push(Message::Abort(c)),
+                    }
                 }
                 Event::StopListening => {
-                    let listener = self.exposures[index].listener;
+                    // Over a hub there is no listener of the server's to
+                    // close: the exposure refuses what arrives after its
+                    // stop, and the hub stops once the exposures have.
+                    let Some(listener) = self.exposures[index].listener else {
+                        continue;
+                    };
                     self.closed_listeners.push(listener);
                     for out in &mut self.outgoing {
                         out.push(Message::CloseListener(listener));
@@ -321,11 +357,14 @@ impl Owner {
         }
     }
 
-    /// Sends every other loop what it was given this turn, one wake-up a
-    /// loop.
+    /// Sends every other loop (and every hub) what it was given this turn,
+    /// one wake-up a loop.
     pub(super) fn send_remote(&mut self) {
         for (i, out) in self.outgoing.iter_mut().enumerate().skip(1) {
             self.loops[i].send_all(out);
+        }
+        for (hub, out) in self.hubs.iter().zip(&mut self.hub_outgoing) {
+            hub.send_all(out);
         }
     }
 }

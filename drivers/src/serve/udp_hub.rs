@@ -132,6 +132,10 @@ impl UdpHubServer {
                         });
                     }
                     HubCommand::Stop => self.hub.stop(now),
+                    // A surface is not served over datagrams (§ Over
+                    // datagrams): no call is framed here, so no owner
+                    // answers one.
+                    HubCommand::Deliver(_) | HubCommand::Abort(_) => {}
                 }
             }
             let now = self.now();

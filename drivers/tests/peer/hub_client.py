@@ -6,9 +6,11 @@ reads `closed` when the demo stops. It asserts nothing: it prints what it
 saw as one JSON object, which drivers/tests/hub_live.rs holds to § Streams.
 The scenario `invalidate` instead has the demo's control socket give
 dave's credential an expiry and revoke dave's grant, and reads the
-`unauthorized` frames that follow.
+`unauthorized` frames that follow. The scenario `calls` (against
+`hale demo --hub … --hub-desk`) sends `call` frames on a subscriber's
+connection and reads the `reply` frames and the events among them.
 
-usage: hub_client.py tour|invalidate HUB_ADDR PUBLIC_ADDR CONTROL_SOCKET
+usage: hub_client.py tour|invalidate|calls HUB_ADDR PUBLIC_ADDR CONTROL_SOCKET
 """
 
 import contextlib
@@ -152,6 +154,66 @@ def invalidate():
     return out
 
 
-out = tour() if scenario == "tour" else invalidate()
+def recv(conn):
+    return json.loads(conn.recv(timeout=TIMEOUT))
+
+
+def calls():
+    out = {}
+    place_payload = {"symbol": "ACME", "qty": 10, "limit": 12500}
+    dave = ws(token="t-dave")
+    out["subscribed"] = subscribe(dave)
+    # A call on the subscriber's connection: its fill is published while
+    # it runs, so the event is written before the reply.
+    dave.send(json.dumps({"type": "call", "id": "c1", "call": "Orders::place",
+                          "payload": place_payload}))
+    out["place"] = [recv(dave), recv(dave)]
+    # The same Orders instance answers public over HTTP: the next order.
+    out["http"] = place(3, 9900)
+    out["http_event"] = recv(dave)
+    # The id echoed raw (a number), the digest checked as the line's is.
+    dave.send(json.dumps({"type": "call", "id": 7, "call": "Orders::place",
+                          "payload": place_payload, "digest": "fnv1a64:0000000000000000"}))
+    out["digest_mismatch"] = recv(dave)
+    dave.send(json.dumps({"type": "call", "id": "c3", "call": "Orders::cancel",
+                          "payload": {"order": 41}}))
+    out["unauthorized"] = recv(dave)
+    dave.send(json.dumps({"type": "call", "id": "c4", "call": "Orders::nope",
+                          "payload": {}}))
+    out["unknown_member"] = recv(dave)
+    dave.send(json.dumps({"type": "call", "id": "c5", "call": "Orders::place",
+                          "payload": {"symbol": "ACME"}}))
+    out["missing_field"] = recv(dave)
+    # A connection whose upgrade presented no credential: admitted as a
+    # connection, its calls refused unauthenticated; a refused token too.
+    nobody = ws()
+    nobody.send(json.dumps({"type": "call", "id": "c6", "call": "Orders::place",
+                            "payload": place_payload}))
+    out["nobody"] = recv(nobody)
+    stranger = ws(token="t-nobody")
+    stranger.send(json.dumps({"type": "call", "id": "c7", "call": "Orders::place",
+                              "payload": place_payload}))
+    out["stranger"] = recv(stranger)
+    # bob holds nothing under the hub's roles and needs nothing to place.
+    bob = ws(query="t-bob")
+    bob.send(json.dumps({"type": "call", "id": "c8", "call": "Orders::place",
+                         "payload": place_payload}))
+    out["bob"] = recv(bob)
+    # The fill of bob's order reaches dave's subscription.
+    out["bob_fill"] = recv(dave)
+    # A call executing when the demo stops (its handler held at a gate)
+    # is answered before the hub writes closed.
+    out["controls"] = [control_line("gate orders")]
+    dave.send(json.dumps({"type": "call", "id": "c9", "call": "Orders::place",
+                          "payload": place_payload}))
+    time.sleep(0.5)
+    out["controls"].append(control_line("stop"))
+    time.sleep(0.2)
+    out["controls"].append(control_line("open orders"))
+    out["closing"] = [recv(dave), recv(dave), recv(dave)]
+    return out
+
+
+out = {"tour": tour, "invalidate": invalidate, "calls": calls}[scenario]()
 connections.close()
 print(json.dumps(out))

@@ -6,10 +6,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use limen_core::hale::model::parse_program;
-use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind};
+use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind, RequestKind};
 use limen_core::wire::front::FrontEvent;
 use limen_core::wire::grpc::Framing;
 use limen_grpc::{GrpcFront, GrpcLimits};
+
+use crate::h2::{encode, Field, Frame, PathPick, StreamId};
 
 /// The client connection preface.
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -55,15 +57,46 @@ pub fn outcome(pick: u8) -> Outcome {
     }
 }
 
+/// The HEADERS frame (END_HEADERS) of a server reflection call on stream
+/// 1, v1 or (`alpha`) v1alpha.
+pub fn reflection_headers(alpha: bool) -> Vec<u8> {
+    let path = if alpha {
+        PathPick::ReflectionV1Alpha
+    } else {
+        PathPick::ReflectionV1
+    };
+    let frame = Frame::Headers {
+        stream: StreamId(1),
+        end_stream: false,
+        end_headers: true,
+        priority: None,
+        fields: vec![
+            Field::Method(None),
+            Field::Scheme,
+            Field::Path(path),
+            Field::Authority,
+            Field::ContentType(crate::h2::ContentPick::Grpc),
+            Field::Authorization(0),
+        ],
+    };
+    encode(&[frame], SURFACE, RPCS)
+}
+
 /// Feeds a front (at most three streams held) the preface, an empty
-/// SETTINGS and `data` in pieces of `chunk` bytes, answers every request at
-/// once with `outcome(pick)`, and now and then (`pick`'s high bits) stops
-/// the front or lets a write stall time out.
+/// SETTINGS and `data` in pieces of `chunk` bytes, and answers every
+/// request at once. `pick` steers it: its high half stops the front or
+/// lets a write stall time out midway; bit 3 opens a server reflection
+/// call on stream 1 before `data` (v1alpha when bit 2 is set), so DATA
+/// frames reach the reflection stream; each whole message there asks the
+/// caller again (a Describe, answered with a description, or with the
+/// cycled outcome when bit 1 is set); every other request is answered
+/// with `outcome(pick)`.
 ///
 /// Checks: every request names the front's correlation and a client stream
-/// (odd, positive) as its client id, each stream at most once; the table
-/// never holds more than its limit; output is whole frames; `Closed` comes
-/// once, last, and nothing is written after it.
+/// (odd, positive) as its client id, each stream framed at most once (a
+/// reflection stream asks once per message); the table never holds more
+/// than its limit; output is whole frames; `Closed` comes once, last, and
+/// nothing is written after it.
 pub fn drive(data: &[u8], chunk: usize, pick: u8) {
     let limits = GrpcLimits {
         max_streams: 3,
@@ -72,6 +105,9 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
     let mut front = GrpcFront::new(0, limits, framing(), CORRELATION).expect("a front");
     let mut input = PREFACE.to_vec();
     input.extend_from_slice(EMPTY_SETTINGS);
+    if pick & 8 != 0 {
+        input.extend(reflection_headers(pick & 4 != 0));
+    }
     input.extend_from_slice(data);
     let mut out = Vec::new();
     let mut seen = HashSet::new();
@@ -97,7 +133,17 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
                             .and_then(|s| s.parse().ok())
                             .expect("the stream as client id");
                         assert!(stream > 0 && stream % 2 == 1, "{stream}");
-                        assert!(seen.insert(stream), "stream {stream} framed twice");
+                        let describe = request.kind == RequestKind::Describe;
+                        // A reflection stream asks once per message.
+                        assert!(
+                            describe || seen.insert(stream),
+                            "stream {stream} framed twice"
+                        );
+                        let outcome = if describe && pick & 2 == 0 {
+                            Outcome::Description(b"{}".to_vec())
+                        } else {
+                            outcome(pick)
+                        };
                         front.deliver(
                             now,
                             Delivery {
@@ -105,7 +151,7 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
                                 request_id: 1,
                                 client_id: request.client_id,
                                 caller: Principal::bearer("x"),
-                                outcome: outcome(pick),
+                                outcome,
                             },
                         );
                     }

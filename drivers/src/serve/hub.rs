@@ -328,8 +328,11 @@ impl HubServer {
                         }
                     }
                 }
-                self.drain();
             }
+            // One pass over the machine's output after all the commands of
+            // this wake: the events published meanwhile leave each socket
+            // in one write, not one write per event.
+            self.drain();
             let now = self.now();
             if self.hub.poll_timeout().is_some_and(|at| at <= now) {
                 self.hub.handle_timeout(now);

@@ -10,10 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use limen_fuzz::h2::{assert_whole_frames, EMPTY_SETTINGS, PREFACE};
 use limen_nghttp2::{H2Event, Limits, Session};
-
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const EMPTY_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, data)) = data.split_first() else {
@@ -68,12 +66,5 @@ fuzz_target!(|data: &[u8]| {
             session.consume_output(0, n);
         }
     }
-    // Whole frames.
-    let mut at = 0;
-    while at < out.len() {
-        assert!(at + 9 <= out.len(), "a cut frame header");
-        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
-        at += 9 + len;
-    }
-    assert_eq!(at, out.len(), "a cut frame");
+    assert_whole_frames(&out);
 });

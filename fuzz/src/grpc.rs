@@ -11,12 +11,11 @@ use limen_core::wire::front::FrontEvent;
 use limen_core::wire::grpc::Framing;
 use limen_grpc::{GrpcFront, GrpcLimits};
 
-use crate::h2::{encode, Field, Frame, PathPick, StreamId};
+use crate::h2::{
+    assert_whole_frames, encode, request_headers, ContentPick, Field, PathPick, EMPTY_SETTINGS,
+    PREFACE,
+};
 
-/// The client connection preface.
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// An empty SETTINGS frame, the client's first.
-pub const EMPTY_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
 /// The correlation the front is made with.
 pub const CORRELATION: u64 = 77;
 /// The surface the program serves, and its two rpcs' names.
@@ -65,20 +64,15 @@ pub fn reflection_headers(alpha: bool) -> Vec<u8> {
     } else {
         PathPick::ReflectionV1
     };
-    let frame = Frame::Headers {
-        stream: StreamId(1),
-        end_stream: false,
-        end_headers: true,
-        priority: None,
-        fields: vec![
-            Field::Method(None),
-            Field::Scheme,
-            Field::Path(path),
+    let frame = request_headers(
+        1,
+        path,
+        vec![
             Field::Authority,
-            Field::ContentType(crate::h2::ContentPick::Grpc),
+            Field::ContentType(ContentPick::Grpc),
             Field::Authorization(0),
         ],
-    };
+    );
     encode(&[frame], SURFACE, RPCS)
 }
 
@@ -174,16 +168,4 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
         }
     }
     assert_whole_frames(&out);
-}
-
-/// Asserts that `out` is a run of whole HTTP/2 frames: nine-byte headers
-/// whose lengths add up to the bytes.
-pub fn assert_whole_frames(out: &[u8]) {
-    let mut at = 0;
-    while at < out.len() {
-        assert!(at + 9 <= out.len(), "a cut frame header");
-        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
-        at += 9 + len;
-    }
-    assert_eq!(at, out.len(), "a cut frame");
 }

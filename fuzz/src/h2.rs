@@ -206,6 +206,11 @@ pub enum ContentPick {
     Other(Vec<u8>),
 }
 
+/// The client connection preface (RFC 9113 § 3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An empty SETTINGS frame, the client's first.
+pub const EMPTY_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
+
 const TYPE_DATA: u8 = 0;
 const TYPE_HEADERS: u8 = 1;
 const TYPE_PRIORITY: u8 = 2;
@@ -338,6 +343,32 @@ pub fn encode(frames: &[Frame], surface: &str, rpcs: (&str, &str)) -> Vec<u8> {
     out
 }
 
+/// The HEADERS frame (END_HEADERS, not END_STREAM) of a POST on `stream`
+/// for `path`: `:method`, `:scheme` and `:path`, then `more`.
+pub fn request_headers(stream: u32, path: PathPick, more: Vec<Field>) -> Frame {
+    let mut fields = vec![Field::Method(None), Field::Scheme, Field::Path(path)];
+    fields.extend(more);
+    Frame::Headers {
+        stream: StreamId(stream),
+        end_stream: false,
+        end_headers: true,
+        priority: None,
+        fields,
+    }
+}
+
+/// Asserts that `out` is a run of whole HTTP/2 frames: nine-byte headers
+/// whose lengths add up to the bytes.
+pub fn assert_whole_frames(out: &[u8]) {
+    let mut at = 0;
+    while at < out.len() {
+        assert!(at + 9 <= out.len(), "a cut frame header");
+        let len = u32::from_be_bytes([0, out[at], out[at + 1], out[at + 2]]) as usize;
+        at += 9 + len;
+    }
+    assert_eq!(at, out.len(), "a cut frame");
+}
+
 /// A frame header and its payload; the length is the payload's, cut to
 /// 24 bits as the header holds it (a longer payload then reads as the next
 /// frames, which is a wrong frame a peer may send).
@@ -451,21 +482,12 @@ mod tests {
 
     #[test]
     fn a_request_is_whole_frames() {
-        let frames = [Frame::Headers {
-            stream: StreamId(1),
-            end_stream: false,
-            end_headers: true,
-            priority: None,
-            fields: vec![
-                Field::Method(None),
-                Field::Scheme,
-                Field::Path(PathPick::Place),
-            ],
-        }];
+        let frames = [request_headers(1, PathPick::Place, vec![])];
         let bytes = encode(&frames, "Desk", ("Book__place", "Book__cancel"));
         assert_eq!(&bytes[3..9], &[TYPE_HEADERS, END_HEADERS, 0, 0, 0, 1]);
         let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
         assert_eq!(bytes.len(), 9 + len);
+        assert_whole_frames(&bytes);
         assert_eq!(&bytes[9..11], &[0x83, 0x86]);
     }
 }

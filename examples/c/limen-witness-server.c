@@ -1,6 +1,6 @@
 /*
  * limen-witness-server --public ADDR --admin-socket PATH [--program FILE]
- *                      [--operator NAME]
+ *                      [--operator NAME] [--grpc ADDR [--proto FILE]]
  *
  * Serves the witness program (conformance/programs/desk.hl) through limen's
  * C ABI: its exposure `public` over HTTP/1.1 at ADDR (host:port, port 0 for
@@ -20,8 +20,17 @@
  * trader; admin's make the user running the server its operator (as
  * `hale demo` does; --operator names another principal, `uid:<n>`). The public and admin exposures share one Orders.
  *
+ * With --grpc it also serves `public` over gRPC (HTTP/2, prior knowledge)
+ * at ADDR, as `hale demo --grpc` does: the exposure `public` of the program
+ * with its serve site's transport replaced (limen_exposure_new_over), its
+ * connections limen_grpc_fronts, sharing public's identity sources and
+ * the one Orders. --proto writes Public's proto3 service there
+ * (limen_hale_project), the file a client's stubs are generated from.
+ *
  * It prints one line per exposure, `<identity> <endpoint>`, then serves
- * until SIGINT or SIGTERM, frees everything and exits 0.
+ * until SIGINT or SIGTERM. Then each gRPC connection is stopped (GOAWAY)
+ * and what it has queued is written, for at most a second; it frees
+ * everything and exits 0.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -47,7 +56,7 @@
 
 #define USAGE \
   "usage: limen-witness-server --public ADDR --admin-socket PATH [--program FILE] " \
-  "[--operator NAME]"
+  "[--operator NAME] [--grpc ADDR [--proto FILE]]"
 
 static volatile sig_atomic_t stopping = 0;
 static void on_signal(int sig) { (void)sig; stopping = 1; }
@@ -185,21 +194,76 @@ static uint32_t handle_call(const char *member, const uint8_t *p, size_t n, char
 
 /* ---- connections and exposures ------------------------------------- */
 
+/* How an exposure's connections are framed. */
+enum via { VIA_HTTP, VIA_UNIX, VIA_GRPC };
+
 typedef struct {
   limen_exposure *exposure;
   int listen_fd;
-  int unix_socket;
+  enum via via;
 } served;
 
+/* A connection: `front` for HTTP and Unix, `grpc` for gRPC; the helpers
+ * below call whichever it has, the two fronts taking the same calls. */
 typedef struct {
   int fd;
   limen_front *front;
+  limen_grpc_front *grpc;
   served *by;
   uint64_t correlation;
   int closed, dirty;
 } conn;
 
-static served exposures[2];
+static limen_result c_poll_event(conn *c, limen_front_event *k) {
+  return c->grpc ? limen_grpc_front_poll_event(c->grpc, k) : limen_front_poll_event(c->front, k);
+}
+static limen_result c_submit(conn *c, uint64_t now) {
+  return c->grpc ? limen_grpc_front_submit(c->grpc, c->by->exposure, now, wall_ns(), NULL)
+                 : limen_front_submit(c->front, c->by->exposure, now, wall_ns(), NULL);
+}
+static limen_result c_deliver(conn *c, uint64_t now) {
+  return c->grpc ? limen_grpc_front_deliver(c->grpc, c->by->exposure, now)
+                 : limen_front_deliver(c->front, c->by->exposure, now);
+}
+static limen_result c_abort(conn *c) {
+  return c->grpc ? limen_grpc_front_abort(c->grpc) : limen_front_abort(c->front);
+}
+static limen_result c_pending(conn *c, limen_str *out) {
+  return c->grpc ? limen_grpc_front_pending_output(c->grpc, out)
+                 : limen_front_pending_output(c->front, out);
+}
+static limen_result c_consume(conn *c, uint64_t now, size_t n) {
+  return c->grpc ? limen_grpc_front_consume_output(c->grpc, now, n)
+                 : limen_front_consume_output(c->front, now, n);
+}
+static limen_result c_data(conn *c, uint64_t now, const uint8_t *buf, size_t n) {
+  return c->grpc ? limen_grpc_front_handle_data(c->grpc, now, buf, n)
+                 : limen_front_handle_data(c->front, now, buf, n);
+}
+static limen_result c_eof(conn *c, uint64_t now) {
+  return c->grpc ? limen_grpc_front_handle_eof(c->grpc, now) : limen_front_handle_eof(c->front, now);
+}
+static limen_result c_timeout(conn *c, uint64_t now) {
+  return c->grpc ? limen_grpc_front_handle_timeout(c->grpc, now)
+                 : limen_front_handle_timeout(c->front, now);
+}
+static bool c_poll_timeout(conn *c, uint64_t *d) {
+  return c->grpc ? limen_grpc_front_poll_timeout(c->grpc, d) : limen_front_poll_timeout(c->front, d);
+}
+static bool c_wants_read(conn *c) {
+  return c->grpc ? limen_grpc_front_wants_read(c->grpc) : limen_front_wants_read(c->front);
+}
+static bool c_is_closed(conn *c) {
+  return c->grpc ? limen_grpc_front_is_closed(c->grpc) : limen_front_is_closed(c->front);
+}
+static void c_free(conn *c) {
+  limen_grpc_front_free(c->grpc);
+  limen_front_free(c->front);
+}
+
+#define MAX_EXPOSURES 3
+static served exposures[MAX_EXPOSURES];
+static int nexposures = 2;
 static conn *conns = NULL;
 static size_t nconns = 0, capconns = 0;
 static uint64_t next_correlation = 1;
@@ -220,7 +284,7 @@ static void pump(served *s, uint64_t now) {
       case LIMEN_EXPOSURE_EVENT_DELIVER: {
         conn *c = find(ev.correlation);
         if (c != NULL) {
-          check(limen_front_deliver(c->front, s->exposure, now), "deliver");
+          check(c_deliver(c, now), "deliver");
           c->dirty = 1;
         }
         break;
@@ -240,7 +304,7 @@ static void pump(served *s, uint64_t now) {
       case LIMEN_EXPOSURE_EVENT_CLOSE_CONNECTION: {
         conn *c = find(ev.correlation);
         if (c != NULL) {
-          check(limen_front_abort(c->front), "abort");
+          check(c_abort(c), "abort");
           c->dirty = 1;
         }
         break;
@@ -257,10 +321,10 @@ static void service(conn *c) {
     uint64_t now = mono_ns();
     for (;;) {
       limen_front_event k;
-      check(limen_front_poll_event(c->front, &k), "poll a front");
+      check(c_poll_event(c, &k), "poll a front");
       if (k == LIMEN_FRONT_EVENT_NONE) break;
       if (k == LIMEN_FRONT_EVENT_REQUEST) {
-        check(limen_front_submit(c->front, c->by->exposure, now, wall_ns(), NULL), "submit");
+        check(c_submit(c, now), "submit");
         pump(c->by, now);
       } else if (k == LIMEN_FRONT_EVENT_LOST) {
         check(limen_exposure_connection_lost(c->by->exposure, c->correlation), "lose");
@@ -271,17 +335,17 @@ static void service(conn *c) {
       }
     }
     limen_str out;
-    check(limen_front_pending_output(c->front, &out), "pending output");
+    check(c_pending(c, &out), "pending output");
     if (out.len == 0) return;
     ssize_t n = send(c->fd, out.ptr, out.len, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (n < 0) {
       /* The peer is gone: the connection ends with what it had queued. */
-      check(limen_front_handle_eof(c->front, now), "a failed write");
-      check(limen_front_abort(c->front), "abort");
+      check(c_eof(c, now), "a failed write");
+      check(c_abort(c), "abort");
       continue;
     }
-    check(limen_front_consume_output(c->front, mono_ns(), (size_t)n), "consume");
+    check(c_consume(c, mono_ns(), (size_t)n), "consume");
   }
 }
 
@@ -300,7 +364,7 @@ static void accept_on(served *s) {
     c->by = s;
     c->correlation = next_correlation++;
     uint64_t now = mono_ns();
-    if (s->unix_socket) {
+    if (s->via == VIA_UNIX) {
       struct ucred cred;
       socklen_t len = sizeof cred;
       int64_t uid = -1, gid = -1, pid = -1;
@@ -313,9 +377,84 @@ static void accept_on(served *s) {
     } else {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
-      check(limen_front_new_http(now, c->correlation, &c->front), "an HTTP front");
+      if (s->via == VIA_GRPC)
+        check(limen_grpc_front_new(now, s->exposure, c->correlation, &c->grpc), "a gRPC front");
+      else
+        check(limen_front_new_http(now, c->correlation, &c->front), "an HTTP front");
     }
     c->dirty = 1;
+  }
+}
+
+/* Services every connection with something to do, until none has. */
+static void service_all(void) {
+  for (int again = 1; again;) {
+    again = 0;
+    for (size_t i = 0; i < nconns; i++)
+      if (conns[i].dirty && !conns[i].closed) {
+        conns[i].dirty = 0;
+        service(&conns[i]);
+        again = 1;
+      }
+  }
+}
+
+/* Closes and frees the connections that are done. */
+static void reap(void) {
+  size_t kept = 0;
+  for (size_t i = 0; i < nconns; i++) {
+    if (conns[i].closed || c_is_closed(&conns[i])) {
+      close(conns[i].fd);
+      c_free(&conns[i]);
+    } else {
+      conns[kept++] = conns[i];
+    }
+  }
+  nconns = kept;
+}
+
+/* At shutdown: every gRPC connection is sent GOAWAY, and what the fronts
+ * have queued is written while a peer reads it, for at most a second, so a
+ * client sees the connection end as HTTP/2 ends one, not reset. The calls
+ * on the exposure are all answered here (the handlers run inline). */
+static void stop_grpc(void) {
+  uint64_t until = mono_ns() + 1000000000u;
+  for (size_t i = 0; i < nconns; i++)
+    if (conns[i].grpc != NULL) {
+      check(limen_grpc_front_stop(conns[i].grpc, mono_ns()), "stop a gRPC front");
+      conns[i].dirty = 1;
+    }
+  for (;;) {
+    service_all();
+    reap();
+    int waiting = 0;
+    for (size_t i = 0; i < nconns; i++) waiting += conns[i].grpc != NULL;
+    uint64_t now = mono_ns();
+    if (waiting == 0 || now >= until) return;
+    struct pollfd p[64];
+    nfds_t n = 0;
+    for (size_t i = 0; i < nconns && n < 64; i++)
+      if (conns[i].grpc != NULL) {
+        limen_str out;
+        check(c_pending(&conns[i], &out), "pending output");
+        p[n].fd = conns[i].fd;
+        p[n].events = (short)(POLLIN | (out.len > 0 ? POLLOUT : 0));
+        n++;
+      }
+    if (poll(p, n, (int)((until - now) / 1000000 + 1)) <= 0) return;
+    nfds_t k = 0;
+    for (size_t i = 0; i < nconns && k < n; i++)
+      if (conns[i].grpc != NULL) {
+        if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+          uint8_t buf[16384];
+          ssize_t got = recv(conns[i].fd, buf, sizeof buf, 0);
+          if (got > 0) check(c_data(&conns[i], mono_ns(), buf, (size_t)got), "data");
+          else if (got == 0 || (errno != EAGAIN && errno != EINTR))
+            check(c_eof(&conns[i], mono_ns()), "eof");
+        }
+        conns[i].dirty = 1;
+        k++;
+      }
   }
 }
 
@@ -341,18 +480,18 @@ static char *read_file(const char *path, size_t *len) {
 static int listen_tcp(const char *addr, char *bound, size_t cap) {
   char host[256];
   const char *colon = strrchr(addr, ':');
-  if (colon == NULL || (size_t)(colon - addr) >= sizeof host) die("--public takes HOST:PORT");
+  if (colon == NULL || (size_t)(colon - addr) >= sizeof host) die("an address is HOST:PORT");
   memcpy(host, addr, (size_t)(colon - addr));
   host[colon - addr] = 0;
   struct sockaddr_in sa = {0};
   sa.sin_family = AF_INET;
   sa.sin_port = htons((uint16_t)atoi(colon + 1));
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) die("--public takes an IPv4 HOST:PORT");
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) die("an address is an IPv4 HOST:PORT");
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 128) != 0)
-    die("cannot listen on --public");
+    die("cannot listen on a TCP address");
   socklen_t len = sizeof sa;
   getsockname(fd, (struct sockaddr *)&sa, &len);
   snprintf(bound, cap, "%s:%u", host, ntohs(sa.sin_port));
@@ -371,10 +510,16 @@ static int listen_unix(const char *path) {
   return fd;
 }
 
-static limen_exposure *build(const char *src, size_t len, const char *name, limen_identity *ids,
-                             const char *bound) {
+/* Builds the exposure `name`; `over` (a limen_transport, or -1 for the one
+ * its serve site names) replaces its transport. */
+static limen_exposure *build(const char *src, size_t len, const char *name, int over,
+                             limen_identity *ids, const char *bound) {
   limen_exposure *e = NULL;
-  check(limen_exposure_new((const uint8_t *)src, len, name, ids, bound, &e), name);
+  if (over < 0)
+    check(limen_exposure_new((const uint8_t *)src, len, name, ids, bound, &e), name);
+  else
+    check(limen_exposure_new_over((const uint8_t *)src, len, name, (uint32_t)over, ids, bound, &e),
+          name);
   uint8_t identity[256];
   size_t n;
   check(limen_exposure_identity(e, identity, sizeof identity, &n), "identity");
@@ -382,14 +527,34 @@ static limen_exposure *build(const char *src, size_t len, const char *name, lime
   return e;
 }
 
+/* Writes the surface Public's proto3 service, as limen projects it, to
+ * `path`. */
+static void write_proto(const char *src, size_t len, const char *path) {
+  limen_hale_checked *checked = NULL;
+  check(limen_hale_check("desk.hl", (const uint8_t *)src, len, &checked), "check the program");
+  size_t need = 0;
+  limen_result r = limen_hale_project(checked, LIMEN_HALE_PROJECTION_PROTO, "Public", NULL, 0, &need);
+  if (r != LIMEN_RESULT_BUFFER_TOO_SMALL && r != LIMEN_RESULT_OK) check(r, "project Public");
+  uint8_t *text = malloc(need ? need : 1);
+  if (text == NULL) die("out of memory");
+  check(limen_hale_project(checked, LIMEN_HALE_PROJECTION_PROTO, "Public", text, need, &need),
+        "project Public");
+  FILE *f = fopen(path, "wb");
+  if (f == NULL || fwrite(text, 1, need, f) != need || fclose(f) != 0) die("cannot write --proto");
+  free(text);
+  limen_hale_checked_free(checked);
+}
+
 int main(int argc, char **argv) {
   const char *public_addr = NULL, *admin_path = NULL, *program = WITNESS_PROGRAM;
-  const char *operator_name = NULL;
+  const char *operator_name = NULL, *grpc_addr = NULL, *proto_path = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--public") == 0) public_addr = argv[i + 1];
     else if (strcmp(argv[i], "--admin-socket") == 0) admin_path = argv[i + 1];
     else if (strcmp(argv[i], "--program") == 0) program = argv[i + 1];
     else if (strcmp(argv[i], "--operator") == 0) operator_name = argv[i + 1];
+    else if (strcmp(argv[i], "--grpc") == 0) grpc_addr = argv[i + 1];
+    else if (strcmp(argv[i], "--proto") == 0) proto_path = argv[i + 1];
     else die(USAGE);
   }
   if (public_addr == NULL || admin_path == NULL)
@@ -417,19 +582,29 @@ int main(int argc, char **argv) {
   }
   check(limen_identity_set_refused(pub, "no such token"), "refused");
   check(limen_identity_add_grant(pub, "alice", "trader"), "a grant");
-  exposures[0].exposure = build(src, src_len, "public", pub, bound);
+  exposures[0].exposure = build(src, src_len, "public", -1, pub, bound);
   printf("http://%s\n", bound);
+  if (grpc_addr != NULL) {
+    served *g = &exposures[nexposures++];
+    g->via = VIA_GRPC;
+    g->listen_fd = listen_tcp(grpc_addr, bound, sizeof bound);
+    g->exposure = build(src, src_len, "public", LIMEN_TRANSPORT_GRPC, pub, bound);
+    if (limen_exposure_transport(g->exposure) != LIMEN_TRANSPORT_GRPC)
+      die("public over gRPC is not a gRPC exposure");
+    printf("grpc://%s\n", bound);
+  }
   limen_identity_free(pub);
+  if (proto_path != NULL) write_proto(src, src_len, proto_path);
 
   exposures[1].listen_fd = listen_unix(admin_path);
-  exposures[1].unix_socket = 1;
+  exposures[1].via = VIA_UNIX;
   limen_identity *admin = NULL;
   check(limen_identity_new(&admin), "identity");
   char me[32];
   snprintf(me, sizeof me, "uid:%u", (unsigned)getuid());
   check(limen_identity_add_grant(admin, operator_name ? operator_name : me, "operator"),
         "a grant");
-  exposures[1].exposure = build(src, src_len, "admin", admin, admin_path);
+  exposures[1].exposure = build(src, src_len, "admin", -1, admin, admin_path);
   printf("unix:%s\n", admin_path);
   limen_identity_free(admin);
   free(src);
@@ -437,79 +612,63 @@ int main(int argc, char **argv) {
 
   struct pollfd *fds = NULL;
   while (!stopping) {
-    fds = realloc(fds, (2 + nconns) * sizeof *fds);
+    fds = realloc(fds, (MAX_EXPOSURES + nconns) * sizeof *fds);
     if (fds == NULL) die("out of memory");
     uint64_t now = mono_ns(), deadline = UINT64_MAX, d;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < nexposures; i++) {
       fds[i].fd = exposures[i].listen_fd;
       fds[i].events = POLLIN;
       if (limen_exposure_poll_timeout(exposures[i].exposure, &d) && d < deadline) deadline = d;
     }
     for (size_t i = 0; i < nconns; i++) {
       limen_str out;
-      check(limen_front_pending_output(conns[i].front, &out), "pending output");
-      fds[2 + i].fd = conns[i].fd;
-      fds[2 + i].events = (short)((limen_front_wants_read(conns[i].front) ? POLLIN : 0) |
-                                  (out.len > 0 ? POLLOUT : 0));
-      if (limen_front_poll_timeout(conns[i].front, &d) && d < deadline) deadline = d;
+      check(c_pending(&conns[i], &out), "pending output");
+      fds[nexposures + i].fd = conns[i].fd;
+      fds[nexposures + i].events =
+          (short)((c_wants_read(&conns[i]) ? POLLIN : 0) | (out.len > 0 ? POLLOUT : 0));
+      if (c_poll_timeout(&conns[i], &d) && d < deadline) deadline = d;
     }
     int timeout = -1;
     if (deadline != UINT64_MAX) timeout = deadline <= now ? 0 : (int)((deadline - now) / 1000000 + 1);
-    int ready = poll(fds, 2 + nconns, timeout);
+    int ready = poll(fds, (nfds_t)nexposures + nconns, timeout);
     if (ready < 0 && errno != EINTR) die("poll failed");
     now = mono_ns();
     for (size_t i = 0; i < nconns && ready > 0; i++) {
       conn *c = &conns[i];
-      short re = fds[2 + i].revents;
+      short re = fds[nexposures + i].revents;
       if (re & (POLLIN | POLLHUP | POLLERR)) {
         uint8_t buf[65536];
         ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-        if (n > 0) check(limen_front_handle_data(c->front, now, buf, (size_t)n), "data");
+        if (n > 0) check(c_data(c, now, buf, (size_t)n), "data");
         else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-          check(limen_front_handle_eof(c->front, now), "eof");
+          check(c_eof(c, now), "eof");
         c->dirty = 1;
       }
       if (re & POLLOUT) c->dirty = 1;
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < nexposures; i++)
       if (ready > 0 && (fds[i].revents & POLLIN)) accept_on(&exposures[i]);
     for (size_t i = 0; i < nconns; i++)
-      if (limen_front_poll_timeout(conns[i].front, &d) && d <= now) {
-        check(limen_front_handle_timeout(conns[i].front, now), "a front's timeout");
+      if (c_poll_timeout(&conns[i], &d) && d <= now) {
+        check(c_timeout(&conns[i], now), "a front's timeout");
         conns[i].dirty = 1;
       }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < nexposures; i++)
       if (limen_exposure_poll_timeout(exposures[i].exposure, &d) && d <= now) {
         check(limen_exposure_handle_timeout(exposures[i].exposure, now), "a timeout");
         pump(&exposures[i], now);
       }
-    for (int again = 1; again;) {
-      again = 0;
-      for (size_t i = 0; i < nconns; i++)
-        if (conns[i].dirty && !conns[i].closed) {
-          conns[i].dirty = 0;
-          service(&conns[i]);
-          again = 1;
-        }
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < nconns; i++) {
-      if (conns[i].closed || limen_front_is_closed(conns[i].front)) {
-        close(conns[i].fd);
-        limen_front_free(conns[i].front);
-      } else {
-        conns[kept++] = conns[i];
-      }
-    }
-    nconns = kept;
+    service_all();
+    reap();
   }
+  stop_grpc();
   for (size_t i = 0; i < nconns; i++) {
     close(conns[i].fd);
-    limen_front_free(conns[i].front);
+    c_free(&conns[i]);
   }
   free(conns);
   free(fds);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < nexposures; i++) {
     close(exposures[i].listen_fd);
     limen_exposure_free(exposures[i].exposure);
   }

@@ -24,6 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub mod exposure;
 pub mod flow;
 pub mod front;
+pub mod grpc;
 pub mod hale;
 pub mod tool;
 

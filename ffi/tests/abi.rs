@@ -10,10 +10,12 @@ use std::ptr;
 use limen_ffi::exposure::*;
 use limen_ffi::flow::*;
 use limen_ffi::front::*;
+use limen_ffi::grpc::*;
 use limen_ffi::hale::*;
 use limen_ffi::{limen_last_error, limen_result, limen_str, limen_version};
 
 use limen_result::*;
+use limen_transport::*;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -511,6 +513,13 @@ fn null_handles_are_an_error_not_a_crash() {
             limen_exposure_stop(ptr::null_mut(), 0),
             LIMEN_RESULT_INVALID_ARGUMENT
         );
+        assert_eq!(
+            limen_grpc_front_stop(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert!(limen_grpc_front_is_closed(ptr::null()));
+        assert!(!limen_grpc_front_poll_timeout(ptr::null(), &mut 0));
+        limen_grpc_front_free(ptr::null_mut());
         limen_front_free(ptr::null_mut());
         limen_exposure_free(ptr::null_mut());
         limen_flow_schema_free(ptr::null_mut());
@@ -922,4 +931,147 @@ fn an_mcp_exposure_answers_tools_call_through_the_mcp_front() {
         json["result"]["structuredContent"],
         serde_json::json!({"order":41,"notional":125000})
     );
+}
+
+/// The exposure `name` of the program `src`, served over `transport` (a
+/// `limen_transport` number), with an empty identity table: the result
+/// and the handle (NULL unless OK).
+fn exposure_over(src: &str, name: &str, transport: u32) -> (limen_result, *mut limen_exposure) {
+    let mut ids = ptr::null_mut();
+    // SAFETY: valid output.
+    assert_eq!(unsafe { limen_identity_new(&mut ids) }, LIMEN_RESULT_OK);
+    let mut exposure = ptr::null_mut();
+    let name = CString::new(name).unwrap();
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new_over(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            transport,
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    // SAFETY: freed once; the exposure keeps nothing of it.
+    unsafe { limen_identity_free(ids) };
+    (r, exposure)
+}
+
+/// An HTTP/2 frame's header (RFC 9113 § 4.1): its length, type and stream.
+fn frame_header(b: &[u8]) -> (usize, u8, u32) {
+    let len = (usize::from(b[0]) << 16) | (usize::from(b[1]) << 8) | usize::from(b[2]);
+    let stream = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff;
+    (len, b[3], stream)
+}
+
+#[test]
+fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
+    let src = desk();
+    let (r, grpc) = exposure_over(&src, "public", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: live handle.
+    assert_eq!(
+        unsafe { limen_exposure_transport(grpc) },
+        LIMEN_TRANSPORT_GRPC
+    );
+    // Unix lines is not a transport a TCP serve site is moved to; the admin
+    // exposure's principals are the kernel's, which gRPC has none of.
+    let (r, e) = exposure_over(&src, "public", LIMEN_TRANSPORT_UNIX as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "public", 99);
+    assert_eq!((r, e), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "admin", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_UNREADABLE, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "nobody", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_NOT_FOUND, ptr::null_mut()));
+
+    // An HTTP exposure has no gRPC framing to make a front of.
+    let (r, http) = exposure_over(&src, "public", LIMEN_TRANSPORT_HTTP as u32);
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let mut front = ptr::null_mut();
+    // SAFETY: live handle, valid output.
+    let r = unsafe { limen_grpc_front_new(0, http, 7, &mut front) };
+    assert_eq!((r, front), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+
+    // SAFETY: live handle, valid output.
+    let r = unsafe { limen_grpc_front_new(0, grpc, 7, &mut front) };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: live handle.
+    unsafe {
+        assert_eq!(limen_grpc_front_correlation(front), 7);
+        assert!(limen_grpc_front_wants_read(front));
+        assert!(!limen_grpc_front_is_closed(front));
+        assert_eq!(limen_grpc_front_streams_held(front), 0);
+    }
+    // RFC 9113 § 3.4: the server's connection preface is a SETTINGS frame,
+    // on stream 0, first of what it writes.
+    let mut out = limen_str::EMPTY;
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_grpc_front_pending_output(front, &mut out) },
+        LIMEN_RESULT_OK
+    );
+    let preface = lent(out);
+    let (len, kind, stream) = frame_header(&preface);
+    assert_eq!((kind, stream), (0x4, 0));
+    assert_eq!(len % 6, 0, "SETTINGS carries 6-byte settings");
+    // The copying form says the same bytes, and a short buffer gets none.
+    let mut small = [0u8; 4];
+    let mut written = 0;
+    // SAFETY: live handle, valid buffer and output.
+    let r = unsafe { limen_grpc_front_copy_output(front, small.as_mut_ptr(), 4, &mut written) };
+    assert_eq!(
+        (r, written, small),
+        (LIMEN_RESULT_BUFFER_TOO_SMALL, preface.len(), [0; 4])
+    );
+    // SAFETY: live handle; more than is pending consumes nothing.
+    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len() + 1) };
+    assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+    // SAFETY: live handle.
+    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len()) };
+    assert_eq!(r, LIMEN_RESULT_OK);
+
+    // Not the client's preface (an HTTP/1.1 request): a connection error
+    // (RFC 9113 § 3.4), and the connection ends once its output is written.
+    let junk = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n";
+    // SAFETY: live handle, valid bytes.
+    let r = unsafe { limen_grpc_front_handle_data(front, 2, junk.as_ptr(), junk.len()) };
+    assert_eq!(r, LIMEN_RESULT_OK);
+    // SAFETY: live handle.
+    assert!(!unsafe { limen_grpc_front_wants_read(front) });
+    let mut events = Vec::new();
+    for _ in 0..8 {
+        // SAFETY: live handle, valid output.
+        unsafe {
+            assert_eq!(
+                limen_grpc_front_pending_output(front, &mut out),
+                LIMEN_RESULT_OK
+            );
+            let n = out.len;
+            assert_eq!(
+                limen_grpc_front_consume_output(front, 3, n),
+                LIMEN_RESULT_OK
+            );
+            let mut k = limen_front_event::LIMEN_FRONT_EVENT_NONE;
+            assert_eq!(limen_grpc_front_poll_event(front, &mut k), LIMEN_RESULT_OK);
+            if k != limen_front_event::LIMEN_FRONT_EVENT_NONE {
+                events.push(k);
+            }
+        }
+    }
+    assert_eq!(events, [limen_front_event::LIMEN_FRONT_EVENT_CLOSED]);
+    // SAFETY: live handle.
+    assert!(unsafe { limen_grpc_front_is_closed(front) });
+    // Submitting with no REQUEST event held is out of turn.
+    // SAFETY: live handles.
+    let r = unsafe { limen_grpc_front_submit(front, grpc, 4, 0, ptr::null_mut()) };
+    assert_eq!(r, LIMEN_RESULT_INVALID_STATE);
+    // SAFETY: each freed once.
+    unsafe {
+        limen_grpc_front_free(front);
+        limen_exposure_free(http);
+        limen_exposure_free(grpc);
+    }
 }

@@ -1,6 +1,7 @@
 /*
  * limen-witness-server --public ADDR --admin-socket PATH [--program FILE]
  *                      [--operator NAME] [--grpc ADDR [--proto FILE]]
+ *                      [--hub ADDR]
  *
  * Serves the witness program (conformance/programs/desk.hl) through limen's
  * C ABI: its exposure `public` over HTTP/1.1 at ADDR (host:port, port 0 for
@@ -27,10 +28,16 @@
  * the one Orders. --proto writes Public's proto3 service there
  * (limen_hale_project), the file a client's stubs are generated from.
  *
+ * With --hub it also serves the program's hub `fills` over WebSocket at
+ * ADDR (a limen_hub: the bearer source above, its grants making dave an
+ * operator, as the program's hub_roles do), and every order Orders::place
+ * accepts publishes its Fill there, as the program's Orders does.
+ *
  * It prints one line per exposure, `<identity> <endpoint>`, then serves
- * until SIGINT or SIGTERM. Then each gRPC connection is stopped (GOAWAY)
- * and what it has queued is written, for at most a second; it frees
- * everything and exits 0.
+ * until SIGINT or SIGTERM. Then the hub is stopped (`closed`, then the
+ * close frame, on every connection) and each gRPC connection is stopped
+ * (GOAWAY), each given at most two seconds to write what it has queued;
+ * it frees everything and exits 0.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -56,7 +63,7 @@
 
 #define USAGE \
   "usage: limen-witness-server --public ADDR --admin-socket PATH [--program FILE] " \
-  "[--operator NAME] [--grpc ADDR [--proto FILE]]"
+  "[--operator NAME] [--grpc ADDR [--proto FILE]] [--hub ADDR]"
 
 static volatile sig_atomic_t stopping = 0;
 static void on_signal(int sig) { (void)sig; stopping = 1; }
@@ -153,6 +160,8 @@ static int json_nonempty_string(const uint8_t *json, size_t len, const char *key
   return e - s > 2 && json[s] == '"';
 }
 
+static void publish_fill(int64_t order, int64_t qty, int64_t price);
+
 /* Runs one call; writes the completion's body into out (cap bytes). */
 static uint32_t handle_call(const char *member, const uint8_t *p, size_t n, char *out, size_t cap,
                             size_t *out_len) {
@@ -165,6 +174,7 @@ static uint32_t handle_call(const char *member, const uint8_t *p, size_t n, char
     }
     int64_t order = orders_next++;
     orders_open++;
+    publish_fill(order, qty, limit);
     *out_len = (size_t)snprintf(out, cap, "{\"order\":%" PRId64 ",\"notional\":%" PRId64 "}", order,
                                 notional);
     return LIMEN_COMPLETION_RETURNED;
@@ -458,6 +468,161 @@ static void stop_grpc(void) {
   }
 }
 
+/* ---- the hub --------------------------------------------------------- */
+
+/* A hub connection: its socket and the id the hub knows it by. */
+typedef struct {
+  int fd;
+  uint64_t id;
+} hub_conn;
+
+static limen_hub *hub = NULL;
+static int hub_fd = -1;
+static hub_conn *hconns = NULL;
+static size_t nhconns = 0, caphconns = 0;
+static uint64_t next_hub_id = 1;
+
+static hub_conn *hub_find(uint64_t id) {
+  for (size_t i = 0; i < nhconns; i++)
+    if (hconns[i].id == id) return &hconns[i];
+  return NULL;
+}
+
+/* Writes what the socket takes of a connection's pending output. */
+static void hub_write(hub_conn *h) {
+  for (;;) {
+    limen_str out;
+    check(limen_hub_pending_output(hub, h->id, &out), "the hub's pending output");
+    if (out.len == 0) return;
+    ssize_t n = send(h->fd, out.ptr, out.len, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n < 0) {
+      /* The peer is gone: the hub forgets it (a CLOSE event follows). */
+      check(limen_hub_handle_eof(hub, mono_ns(), h->id), "a failed hub write");
+      return;
+    }
+    check(limen_hub_consume_output(hub, mono_ns(), h->id, (size_t)n), "consume hub output");
+  }
+}
+
+/* Takes the hub's events until none: writes on OUTPUT, closes on CLOSE. */
+static void hub_pump(void) {
+  for (;;) {
+    limen_hub_event ev;
+    check(limen_hub_poll_event(hub, &ev), "poll the hub");
+    if (ev.kind == LIMEN_HUB_EVENT_NONE) return;
+    hub_conn *h = hub_find(ev.conn);
+    if (h == NULL) continue;
+    if (ev.kind == LIMEN_HUB_EVENT_OUTPUT) {
+      hub_write(h);
+    } else {
+      close(h->fd);
+      *h = hconns[--nhconns];
+    }
+  }
+}
+
+/* Orders::place's Fill, published on the hub by the Fills topic's codec. */
+static void publish_fill(int64_t order, int64_t qty, int64_t price) {
+  if (hub == NULL) return;
+  char fill[128];
+  int n = snprintf(fill, sizeof fill,
+                   "{\"order\":%" PRId64 ",\"qty\":%" PRId64 ",\"price\":%" PRId64 "}", order,
+                   qty, price);
+  limen_result r =
+      limen_hub_publish(hub, mono_ns(), "Fills", (const uint8_t *)fill, (size_t)n, NULL);
+  /* After stop() nothing is published: that is the hub's answer, not a fault. */
+  if (r != LIMEN_RESULT_INVALID_STATE) check(r, "publish a fill");
+  hub_pump();
+}
+
+static void hub_accept(void) {
+  for (;;) {
+    int fd = accept4(hub_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (nhconns == caphconns) {
+      caphconns = caphconns ? caphconns * 2 : 16;
+      hconns = realloc(hconns, caphconns * sizeof *hconns);
+      if (hconns == NULL) die("out of memory");
+    }
+    hconns[nhconns] = (hub_conn){.fd = fd, .id = next_hub_id++};
+    check(limen_hub_accept(hub, mono_ns(), hconns[nhconns].id), "accept on the hub");
+    nhconns++;
+  }
+}
+
+/* The ids of the connections hub_pollfds polled, in its order: a fill
+ * published meanwhile may close one and move the array. */
+static uint64_t *hpolled = NULL;
+static size_t caphpolled = 0;
+
+/* One round of hub I/O on `p` (what hub_pollfds wrote, `n` entries, now
+ * polled): reads, timeouts, writes, then the events. */
+static void hub_io(struct pollfd *p, size_t n) {
+  uint64_t now = mono_ns();
+  for (size_t i = 0; i < n; i++) {
+    if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    /* Closed since the poll: its descriptor may be another's by now. */
+    hub_conn *h = hub_find(hpolled[i]);
+    if (h == NULL) continue;
+    uint8_t buf[16384];
+    ssize_t got = recv(h->fd, buf, sizeof buf, 0);
+    if (got > 0)
+      check(limen_hub_handle_data(hub, now, wall_ns(), h->id, buf, (size_t)got), "hub data");
+    else if (got == 0 || (errno != EAGAIN && errno != EINTR))
+      check(limen_hub_handle_eof(hub, now, h->id), "hub eof");
+  }
+  uint64_t d;
+  if (limen_hub_poll_timeout(hub, &d) && d <= now)
+    check(limen_hub_handle_timeout(hub, now), "the hub's timeout");
+  hub_pump();
+  for (size_t i = 0; i < nhconns; i++) hub_write(&hconns[i]);
+  hub_pump();
+}
+
+/* The hub connections' pollfds into `p` (room for nhconns). */
+static void hub_pollfds(struct pollfd *p) {
+  if (caphpolled < nhconns) {
+    caphpolled = nhconns * 2;
+    hpolled = realloc(hpolled, caphpolled * sizeof *hpolled);
+    if (hpolled == NULL) die("out of memory");
+  }
+  for (size_t i = 0; i < nhconns; i++) {
+    hpolled[i] = hconns[i].id;
+    limen_str out;
+    check(limen_hub_pending_output(hub, hconns[i].id, &out), "the hub's pending output");
+    p[i].fd = hconns[i].fd;
+    p[i].events = (short)((limen_hub_wants_read(hub, hconns[i].id) ? POLLIN : 0) |
+                          (out.len > 0 ? POLLOUT : 0));
+    p[i].revents = 0;
+  }
+}
+
+/* At shutdown: stop() the hub, and serve its connections until each has
+ * written `closed` and its close frame and is closed, for at most two
+ * seconds. */
+static void stop_hub(void) {
+  if (hub == NULL) return;
+  check(limen_hub_stop(hub, mono_ns()), "stop the hub");
+  hub_pump();
+  uint64_t until = mono_ns() + 2000000000u;
+  while (!limen_hub_is_finished(hub) && nhconns > 0) {
+    uint64_t now = mono_ns(), d;
+    if (now >= until) break;
+    uint64_t wait = until - now;
+    if (limen_hub_poll_timeout(hub, &d)) wait = d <= now ? 0 : (d - now < wait ? d - now : wait);
+    size_t n = nhconns;
+    struct pollfd *p = malloc(n * sizeof *p);
+    if (p == NULL) die("out of memory");
+    hub_pollfds(p);
+    if (poll(p, (nfds_t)n, (int)(wait / 1000000 + 1)) < 0 && errno != EINTR) die("poll failed");
+    hub_io(p, n);
+    free(p);
+  }
+  for (size_t i = 0; i < nhconns; i++) close(hconns[i].fd);
+  nhconns = 0;
+}
+
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) return NULL;
@@ -547,7 +712,7 @@ static void write_proto(const char *src, size_t len, const char *path) {
 
 int main(int argc, char **argv) {
   const char *public_addr = NULL, *admin_path = NULL, *program = WITNESS_PROGRAM;
-  const char *operator_name = NULL, *grpc_addr = NULL, *proto_path = NULL;
+  const char *operator_name = NULL, *grpc_addr = NULL, *proto_path = NULL, *hub_addr = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--public") == 0) public_addr = argv[i + 1];
     else if (strcmp(argv[i], "--admin-socket") == 0) admin_path = argv[i + 1];
@@ -555,6 +720,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--operator") == 0) operator_name = argv[i + 1];
     else if (strcmp(argv[i], "--grpc") == 0) grpc_addr = argv[i + 1];
     else if (strcmp(argv[i], "--proto") == 0) proto_path = argv[i + 1];
+    else if (strcmp(argv[i], "--hub") == 0) hub_addr = argv[i + 1];
     else die(USAGE);
   }
   if (public_addr == NULL || admin_path == NULL)
@@ -593,6 +759,25 @@ int main(int argc, char **argv) {
       die("public over gRPC is not a gRPC exposure");
     printf("grpc://%s\n", bound);
   }
+  if (hub_addr != NULL) {
+    /* The program's hub_roles: dave is the hub's operator. */
+    limen_identity *hub_ids = NULL;
+    check(limen_identity_new(&hub_ids), "identity");
+    for (int i = 0; i < 4; i++) {
+      char token[16];
+      snprintf(token, sizeof token, "t-%s", names[i]);
+      check(limen_identity_add_token(hub_ids, token, names[i], 0), "a token");
+    }
+    check(limen_identity_set_refused(hub_ids, "no such token"), "refused");
+    check(limen_identity_add_grant(hub_ids, "dave", "operator"), "a grant");
+    hub_fd = listen_tcp(hub_addr, bound, sizeof bound);
+    check(limen_hub_new((const uint8_t *)src, src_len, "fills", hub_ids, bound, &hub), "fills");
+    limen_identity_free(hub_ids);
+    uint8_t identity[256];
+    size_t n;
+    check(limen_hub_identity(hub, identity, sizeof identity, &n), "the hub's identity");
+    printf("  %.*s ws://%s\n", (int)n, (const char *)identity, bound);
+  }
   limen_identity_free(pub);
   if (proto_path != NULL) write_proto(src, src_len, proto_path);
 
@@ -612,7 +797,9 @@ int main(int argc, char **argv) {
 
   struct pollfd *fds = NULL;
   while (!stopping) {
-    fds = realloc(fds, (MAX_EXPOSURES + nconns) * sizeof *fds);
+    /* The listeners, the hub's listener, the fronts, the hub's connections. */
+    size_t base = (size_t)nexposures + (hub != NULL), hbase = base + nconns;
+    fds = realloc(fds, (hbase + nhconns + 1) * sizeof *fds);
     if (fds == NULL) die("out of memory");
     uint64_t now = mono_ns(), deadline = UINT64_MAX, d;
     for (int i = 0; i < nexposures; i++) {
@@ -623,19 +810,26 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nconns; i++) {
       limen_str out;
       check(c_pending(&conns[i], &out), "pending output");
-      fds[nexposures + i].fd = conns[i].fd;
-      fds[nexposures + i].events =
+      fds[base + i].fd = conns[i].fd;
+      fds[base + i].events =
           (short)((c_wants_read(&conns[i]) ? POLLIN : 0) | (out.len > 0 ? POLLOUT : 0));
       if (c_poll_timeout(&conns[i], &d) && d < deadline) deadline = d;
     }
+    size_t nh = nhconns;
+    if (hub != NULL) {
+      fds[nexposures].fd = hub_fd;
+      fds[nexposures].events = POLLIN;
+      hub_pollfds(&fds[hbase]);
+      if (limen_hub_poll_timeout(hub, &d) && d < deadline) deadline = d;
+    }
     int timeout = -1;
     if (deadline != UINT64_MAX) timeout = deadline <= now ? 0 : (int)((deadline - now) / 1000000 + 1);
-    int ready = poll(fds, (nfds_t)nexposures + nconns, timeout);
+    int ready = poll(fds, (nfds_t)(hbase + nh), timeout);
     if (ready < 0 && errno != EINTR) die("poll failed");
     now = mono_ns();
     for (size_t i = 0; i < nconns && ready > 0; i++) {
       conn *c = &conns[i];
-      short re = fds[nexposures + i].revents;
+      short re = fds[base + i].revents;
       if (re & (POLLIN | POLLHUP | POLLERR)) {
         uint8_t buf[65536];
         ssize_t n = recv(c->fd, buf, sizeof buf, 0);
@@ -660,7 +854,12 @@ int main(int argc, char **argv) {
       }
     service_all();
     reap();
+    if (hub != NULL) {
+      if (ready > 0 && (fds[nexposures].revents & POLLIN)) hub_accept();
+      hub_io(&fds[hbase], nh);
+    }
   }
+  stop_hub();
   stop_grpc();
   for (size_t i = 0; i < nconns; i++) {
     close(conns[i].fd);
@@ -672,6 +871,10 @@ int main(int argc, char **argv) {
     close(exposures[i].listen_fd);
     limen_exposure_free(exposures[i].exposure);
   }
+  if (hub != NULL) close(hub_fd);
+  limen_hub_free(hub);
+  free(hconns);
+  free(hpolled);
   unlink(admin_path);
   return 0;
 }

@@ -70,6 +70,20 @@ typedef enum limen_hale_projection {
   LIMEN_HALE_PROJECTION_PROTO = 3,
 } limen_hale_projection;
 
+// What a hub event asks ([`limen_hub_event`]'s `kind`).
+typedef enum limen_hub_event_kind {
+  // No event is waiting.
+  LIMEN_HUB_EVENT_NONE = 0,
+  // `conn` has bytes to write: write its
+  // [`limen_hub_pending_output`], report it with
+  // [`limen_hub_consume_output`], and look again (the next frame may
+  // follow at once).
+  LIMEN_HUB_EVENT_OUTPUT = 1,
+  // `conn` is done (its last bytes written, or dropped): close the
+  // socket. The id is free again.
+  LIMEN_HUB_EVENT_CLOSE = 2,
+} limen_hub_event_kind;
+
 // How a Tool's call ended ([`limen_toolkit_reply`]'s `how`).
 typedef enum limen_reply {
   // The declared success value: `body` is JSON at the Tool's ok type.
@@ -182,6 +196,10 @@ typedef struct limen_grpc_front limen_grpc_front;
 // diagnostics. Made by [`limen_hale_check`], released by
 // [`limen_hale_checked_free`].
 typedef struct limen_hale_checked limen_hale_checked;
+
+// One WebSocket hub. Made by [`limen_hub_new`], released by
+// [`limen_hub_free`].
+typedef struct limen_hub limen_hub;
 
 // The identity sources an exposure is built with: a bearer token table
 // (token → principal name, with an optional expiry) and a role table
@@ -312,6 +330,14 @@ typedef struct limen_hale_diagnostic {
   // The whole source line, without its line ending.
   const char *source_line;
 } limen_hale_diagnostic;
+
+// One hub event.
+typedef struct limen_hub_event {
+  // What the event asks.
+  enum limen_hub_event_kind kind;
+  // OUTPUT, CLOSE: the connection.
+  uint64_t conn;
+} limen_hub_event;
 
 // One host event. Its pointers stay valid until the next call on the host.
 typedef struct limen_tool_event {
@@ -1130,6 +1156,216 @@ enum limen_result limen_hale_describe(struct limen_hale_checked *checked,
                                       uint8_t *buf,
                                       size_t buf_cap,
                                       size_t *written);
+
+// Builds the hub `name` (NUL-terminated; the hub literal's `as:`) of the
+// program text `src` (`src_len` bytes) served over WebSocket, with the
+// identity sources of `identity` (read, not kept: the caller still frees
+// it; its callbacks, when set, are asked at every upgrade and recheck),
+// and writes a new handle to `*out`. `bound` (NUL-terminated, or `NULL`
+// for the address as written) is the listener's address as described.
+//
+// `LIMEN_RESULT_REFUSED` when the program does not pass its check,
+// `LIMEN_RESULT_NOT_FOUND` when it has no hub `name`,
+// `LIMEN_RESULT_UNREADABLE` when the hub is not a `ws::Hub` or cannot be
+// served.
+//
+// # Safety
+// `src` must be valid for `src_len` bytes; `name` NUL-terminated;
+// `identity` a live handle; `bound` `NULL` or NUL-terminated; `out` valid
+// for a write.
+enum limen_result limen_hub_new(const uint8_t *src,
+                                size_t src_len,
+                                const char *name,
+                                struct limen_identity *identity,
+                                const char *bound,
+                                struct limen_hub **out);
+
+// Releases a hub; `NULL` is ignored. Its connections are forgotten (close
+// their sockets).
+//
+// # Safety
+// `hub` must be `NULL` or a handle from [`limen_hub_new`] not freed
+// before.
+void limen_hub_free(struct limen_hub *hub);
+
+// Writes the hub's exposure identity (`hub@<digest>/<name>`) into `buf`,
+// its length to `*written`.
+//
+// # Safety
+// `hub` must be a live handle; `buf` valid for `buf_cap` bytes; `written`
+// for a write.
+enum limen_result limen_hub_identity(struct limen_hub *hub,
+                                     uint8_t *buf,
+                                     size_t buf_cap,
+                                     size_t *written);
+
+// A socket was accepted at `now`; `conn` names it in every call until its
+// CLOSE event. `LIMEN_RESULT_INVALID_ARGUMENT` when `conn` names a
+// connection not yet closed. After `limen_hub_stop` the connection is
+// still read (its upgrade is answered, its subscribes refused
+// `shutting_down`), but a driver stops accepting.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_accept(struct limen_hub *hub, uint64_t now, uint64_t conn);
+
+// `data` (`data_len` bytes, copied) was read from `conn` at `now`, the
+// wall clock reading `wall_unix_ns` (nanoseconds since the Unix epoch: an
+// upgrade reads its credential's expiry on it). `LIMEN_RESULT_NOT_FOUND`
+// for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_hub_handle_data(struct limen_hub *hub,
+                                        uint64_t now,
+                                        uint64_t wall_unix_ns,
+                                        uint64_t conn,
+                                        const uint8_t *data,
+                                        size_t data_len);
+
+// The peer's end of `conn` closed (or a read failed) at `now`: its
+// subscriptions end and nothing more is written to it (a CLOSE event
+// follows). `LIMEN_RESULT_NOT_FOUND` for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_handle_eof(struct limen_hub *hub, uint64_t now, uint64_t conn);
+
+// `now` is at or past [`limen_hub_poll_timeout`]'s deadline: credentials
+// reach their expiry (`unauthorized` `expired`), a write stalled past its
+// limit drops its connection, a peer that never answered the close frame
+// is let go. Before every deadline nothing happens.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_handle_timeout(struct limen_hub *hub, uint64_t now);
+
+// Whether the hub has a deadline; if so it is written to `*deadline` (the
+// monotonic clock, nanoseconds). `false` for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle; `deadline` valid for a write.
+bool limen_hub_poll_timeout(const struct limen_hub *hub, uint64_t *deadline);
+
+// Takes the next event into `*out` (kind `LIMEN_HUB_EVENT_NONE` when none
+// waits). Poll until NONE after every input, publish, announce and stop.
+//
+// # Safety
+// `hub` must be a live handle; `out` valid for a write.
+enum limen_result limen_hub_poll_event(struct limen_hub *hub, struct limen_hub_event *out);
+
+// Whether the hub reads `conn` now: false while the client has more
+// answers or bytes waiting to be written than the limits allow (read the
+// socket again once this is true), and for a connection not open or a
+// `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+bool limen_hub_wants_read(const struct limen_hub *hub, uint64_t conn);
+
+// Lends the bytes `conn` still has to write into `*out` (empty for a
+// connection not open); they stay valid until the next call on the hub.
+//
+// # Safety
+// `hub` must be a live handle; `out` valid for a write.
+enum limen_result limen_hub_pending_output(struct limen_hub *hub,
+                                           uint64_t conn,
+                                           struct limen_str *out);
+
+// Copies every byte `conn` still has to write into `buf` (`buf_cap`
+// bytes) and writes the count to `*written`, consuming nothing.
+// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
+// nothing.
+//
+// # Safety
+// `hub` must be a live handle; `buf` valid for `buf_cap` bytes; `written`
+// for a write.
+enum limen_result limen_hub_copy_output(struct limen_hub *hub,
+                                        uint64_t conn,
+                                        uint8_t *buf,
+                                        size_t buf_cap,
+                                        size_t *written);
+
+// The socket of `conn` took `n` bytes of its pending output at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending, `LIMEN_RESULT_NOT_FOUND` for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_consume_output(struct limen_hub *hub,
+                                           uint64_t now,
+                                           uint64_t conn,
+                                           size_t n);
+
+// Publishes `payload` (`payload_len` bytes: the event's JSON text, as the
+// row's codec writes it, put into each `event` frame as it stands) on
+// `topic` (NUL-terminated) at `now`: offered to every admitted
+// subscription of the topic, each taking its next seq and shedding under
+// its row's `on_full` when its queue is full. Writes how many
+// subscriptions it was offered to into `*offered` (`NULL` to ignore it).
+//
+// `LIMEN_RESULT_INVALID_ARGUMENT` when the payload is not JSON,
+// `LIMEN_RESULT_NOT_FOUND` when the hub binds no stream for `topic`,
+// `LIMEN_RESULT_REFUSED` when the payload does not fit the bus frame (it
+// reaches nobody and takes no seq), `LIMEN_RESULT_INVALID_STATE` after
+// [`limen_hub_stop`].
+//
+// # Safety
+// `hub` must be a live handle; `topic` NUL-terminated; `payload` valid for
+// `payload_len` bytes; `offered` `NULL` or valid for a write.
+enum limen_result limen_hub_publish(struct limen_hub *hub,
+                                    uint64_t now,
+                                    const char *topic,
+                                    const uint8_t *payload,
+                                    size_t payload_len,
+                                    size_t *offered);
+
+// A role source's revision at `now`: every subscription is rechecked
+// against the source's grants (the identity's role callback, asked now);
+// one whose row's requires no longer holds receives one `unauthorized`
+// frame (`revoked`) and loses what it held.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_announce(struct limen_hub *hub, uint64_t now, uint64_t revision);
+
+// `stop()` at `now`: each connection writes `closed` after what was
+// queued for it, then the close frame, and closes once the peer answers
+// it (or its wait ends); a subscribe after it is refused `shutting_down`
+// and nothing more is published. Stop accepting. Idempotent.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_stop(struct limen_hub *hub, uint64_t now);
+
+// Whether the hub stopped and every connection is closed (the driver may
+// exit); `true` for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+bool limen_hub_is_finished(const struct limen_hub *hub);
+
+// The subscriptions admitted and not ended, over every connection
+// (`subscribers()`); 0 for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+size_t limen_hub_subscribers(const struct limen_hub *hub);
+
+// The WebSocket connections held, upgraded and not yet closed
+// (`connections()`); 0 for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+size_t limen_hub_connections(const struct limen_hub *hub);
+
+// How many events the hub's topics have offered (`events()`: each
+// publish that fit the bus frame, subscribed or not); 0 for a `NULL`
+// handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+uint64_t limen_hub_events(const struct limen_hub *hub);
 
 // Reads the listing `listing` (`listing_len` bytes of JSON: `{"data",
 // "tools"}`) and writes a new host handle to `*out`, with no process yet.

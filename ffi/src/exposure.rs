@@ -152,6 +152,40 @@ impl RoleSource for CallbackRoles {
     }
 }
 
+/// A bearer source, or none.
+pub(crate) type Bearer = Option<Box<dyn BearerSource + Send>>;
+
+impl limen_identity {
+    /// The sources an exposure or a hub is built with: the callbacks when
+    /// set, else copies of the tables; no bearer source when `kernel` (the
+    /// serve site names the kernel's peer credentials).
+    pub(crate) fn sources(&self, kernel: bool) -> (Bearer, Box<dyn RoleSource + Send>) {
+        let bearer: Bearer = match (kernel, self.callbacks) {
+            (true, _) => None,
+            (false, Some(callbacks)) => Some(Box::new(CallbackBearer(callbacks))),
+            (false, None) => {
+                let table = self.tokens.iter().fold(
+                    TokenTable::new(self.refused.as_deref()),
+                    |t, (token, who, expiry)| match expiry {
+                        Some(e) => t.with_expiry(token, who, *e),
+                        None => t.with(token, who),
+                    },
+                );
+                Some(Box::new(table))
+            }
+        };
+        let roles: Box<dyn RoleSource + Send> = match self.callbacks {
+            Some(callbacks) => Box::new(CallbackRoles(callbacks)),
+            None => Box::new(
+                self.grants
+                    .iter()
+                    .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role)),
+            ),
+        };
+        (bearer, roles)
+    }
+}
+
 /// Makes the identity sources ask the caller at admission instead of the
 /// tables: `bearer` for the principal a token names (`NULL`: no token names
 /// anyone), `role` for whether a principal holds a role (`NULL`: nobody
@@ -538,28 +572,7 @@ unsafe fn new_exposure(
     };
     let describer = ExposureDescriber::new(&program, name, bound)
         .map_err(|e| unreadable(format!("cannot describe `{name}`: {e}")))?;
-    let bearer: Option<Box<dyn BearerSource + Send>> = match (&model.principals, ids.callbacks) {
-        (Source::Kernel, _) => None,
-        (_, Some(callbacks)) => Some(Box::new(CallbackBearer(callbacks))),
-        _ => {
-            let table = ids.tokens.iter().fold(
-                TokenTable::new(ids.refused.as_deref()),
-                |t, (token, who, expiry)| match expiry {
-                    Some(e) => t.with_expiry(token, who, *e),
-                    None => t.with(token, who),
-                },
-            );
-            Some(Box::new(table))
-        }
-    };
-    let roles: Box<dyn RoleSource + Send> = match ids.callbacks {
-        Some(callbacks) => Box::new(CallbackRoles(callbacks)),
-        None => Box::new(
-            ids.grants
-                .iter()
-                .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role)),
-        ),
-    };
+    let (bearer, roles) = ids.sources(matches!(model.principals, Source::Kernel));
     let framing = Arc::new(Framing::new(&spec));
     let receivers = spec.receivers.iter().map(|r| c_string(r)).collect();
     let members = spec.members.iter().map(|m| c_string(&m.name)).collect();

@@ -26,6 +26,7 @@ pub mod flow;
 pub mod front;
 pub mod grpc;
 pub mod hale;
+pub mod hub;
 pub mod tool;
 
 /// What a call that can fail returns.

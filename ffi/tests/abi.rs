@@ -520,6 +520,13 @@ fn null_handles_are_an_error_not_a_crash() {
         assert!(limen_grpc_front_is_closed(ptr::null()));
         assert!(!limen_grpc_front_poll_timeout(ptr::null(), &mut 0));
         limen_grpc_front_free(ptr::null_mut());
+        assert_eq!(
+            limen_ffi::hub::limen_hub_stop(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert!(limen_ffi::hub::limen_hub_is_finished(ptr::null()));
+        assert!(!limen_ffi::hub::limen_hub_wants_read(ptr::null(), 1));
+        limen_ffi::hub::limen_hub_free(ptr::null_mut());
         limen_front_free(ptr::null_mut());
         limen_exposure_free(ptr::null_mut());
         limen_flow_schema_free(ptr::null_mut());
@@ -1073,5 +1080,248 @@ fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
         limen_grpc_front_free(front);
         limen_exposure_free(http);
         limen_exposure_free(grpc);
+    }
+}
+
+mod hub {
+    use super::*;
+    use limen_ffi::hub::*;
+
+    /// The witness's hub `fills`, its identity sources the program's: the
+    /// bearer tokens t-<name>, and hub_roles making dave an operator.
+    fn fills() -> *mut limen_hub {
+        let src = desk();
+        let mut ids = ptr::null_mut();
+        let mut hub = ptr::null_mut();
+        // SAFETY: valid strings, handles and outputs; the table is freed
+        // once, the hub keeping nothing of it.
+        unsafe {
+            assert_eq!(limen_identity_new(&mut ids), LIMEN_RESULT_OK);
+            for name in [c"alice", c"bob", c"dave"] {
+                let token = CString::new(format!("t-{}", name.to_str().unwrap())).unwrap();
+                let r = limen_identity_add_token(ids, token.as_ptr(), name.as_ptr(), 0);
+                assert_eq!(r, LIMEN_RESULT_OK);
+            }
+            let r = limen_identity_add_grant(ids, c"dave".as_ptr(), c"operator".as_ptr());
+            assert_eq!(r, LIMEN_RESULT_OK);
+            let r = limen_hub_new(
+                src.as_ptr(),
+                src.len(),
+                c"fills".as_ptr(),
+                ids,
+                ptr::null(),
+                &mut hub,
+            );
+            assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+            let mut none = ptr::null_mut();
+            let r = limen_hub_new(
+                src.as_ptr(),
+                src.len(),
+                c"quotes".as_ptr(),
+                ids,
+                ptr::null(),
+                &mut none,
+            );
+            assert_eq!((r, none), (LIMEN_RESULT_NOT_FOUND, ptr::null_mut()));
+            limen_identity_free(ids);
+        }
+        hub
+    }
+
+    /// A client's text frame (RFC 6455 § 5.2): FIN, opcode 1, masked.
+    fn client_text(text: &str) -> Vec<u8> {
+        let key = [0x37, 0xfa, 0x21, 0x3d];
+        let mut f = vec![0x81, 0x80 | u8::try_from(text.len()).unwrap()];
+        f.extend_from_slice(&key);
+        f.extend(text.bytes().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        f
+    }
+
+    /// The events until NONE, and every byte each OUTPUT let out (the
+    /// socket takes all).
+    fn drain(hub: *mut limen_hub, now: u64) -> (Vec<(limen_hub_event_kind, u64)>, Vec<u8>) {
+        let (mut events, mut written) = (Vec::new(), Vec::new());
+        loop {
+            let mut ev = limen_hub_event {
+                kind: limen_hub_event_kind::LIMEN_HUB_EVENT_NONE,
+                conn: 0,
+            };
+            // SAFETY: live handle, valid output.
+            assert_eq!(
+                unsafe { limen_hub_poll_event(hub, &mut ev) },
+                LIMEN_RESULT_OK
+            );
+            if ev.kind == limen_hub_event_kind::LIMEN_HUB_EVENT_NONE {
+                return (events, written);
+            }
+            events.push((ev.kind, ev.conn));
+            if ev.kind == limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT {
+                loop {
+                    let mut out = limen_str::EMPTY;
+                    // SAFETY: live handle, valid output.
+                    let r = unsafe { limen_hub_pending_output(hub, ev.conn, &mut out) };
+                    assert_eq!(r, LIMEN_RESULT_OK);
+                    let bytes = lent(out);
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    written.extend_from_slice(&bytes);
+                    // SAFETY: live handle.
+                    let r = unsafe { limen_hub_consume_output(hub, now, ev.conn, bytes.len()) };
+                    assert_eq!(r, LIMEN_RESULT_OK);
+                }
+            }
+        }
+    }
+
+    /// Server frames (unmasked, RFC 6455 § 5.1) as (opcode, payload).
+    fn server_frames(mut b: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        while b.len() >= 2 {
+            assert_eq!(b[1] & 0x80, 0, "a server frame is not masked");
+            let (len, at) = match b[1] & 0x7f {
+                126 => (usize::from(u16::from_be_bytes([b[2], b[3]])), 4),
+                n => (usize::from(n), 2),
+            };
+            out.push((b[0] & 0x0f, b[at..at + len].to_vec()));
+            b = &b[at + len..];
+        }
+        out
+    }
+
+    fn json(b: &[u8]) -> serde_json::Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    #[test]
+    fn the_witness_hub_upgrades_subscribes_publishes_and_closes_at_stop() {
+        let hub = fills();
+        let mut written = 0;
+        let mut id = [0u8; 128];
+        // SAFETY: live handle, valid buffer and output.
+        let r = unsafe { limen_hub_identity(hub, id.as_mut_ptr(), id.len(), &mut written) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let id = std::str::from_utf8(&id[..written]).unwrap();
+        assert!(id.starts_with("hub@") && id.ends_with("/fills"), "{id}");
+
+        // SAFETY: live handle; an id in use is refused, one unknown not found.
+        unsafe {
+            assert_eq!(limen_hub_accept(hub, 0, 7), LIMEN_RESULT_OK);
+            assert_eq!(limen_hub_accept(hub, 0, 7), LIMEN_RESULT_INVALID_ARGUMENT);
+            assert_eq!(limen_hub_handle_eof(hub, 0, 8), LIMEN_RESULT_NOT_FOUND);
+        }
+        // RFC 6455 § 1.3's sample key, and its accept.
+        let upgrade = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+            Authorization: Bearer t-dave\r\n\r\n";
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 1, 0, 7, upgrade.as_ptr(), upgrade.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (events, out) = drain(hub, 1);
+        assert_eq!(events, [(limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT, 7)]);
+        let head = String::from_utf8(out).unwrap();
+        assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+        assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+        // SAFETY: live handle.
+        assert_eq!(unsafe { limen_hub_connections(hub) }, 1);
+
+        let sub = client_text(r#"{"type":"subscribe","topic":"Fills"}"#);
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 2, 0, 7, sub.as_ptr(), sub.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (_, out) = drain(hub, 2);
+        let frames = server_frames(&out);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].0, 0x1);
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "subscribed", "topic": "Fills"})
+        );
+        // SAFETY: live handle.
+        assert_eq!(unsafe { limen_hub_subscribers(hub) }, 1);
+
+        let fill = r#"{"order":41,"qty":10,"price":12500}"#;
+        let mut offered = 0;
+        // SAFETY: live handle, valid strings and output.
+        unsafe {
+            let r = limen_hub_publish(hub, 3, c"Fills".as_ptr(), b"{".as_ptr(), 1, &mut offered);
+            assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+            let r = limen_hub_publish(
+                hub,
+                3,
+                c"Quotes".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                ptr::null_mut(),
+            );
+            assert_eq!(r, LIMEN_RESULT_NOT_FOUND);
+            let r = limen_hub_publish(
+                hub,
+                3,
+                c"Fills".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                &mut offered,
+            );
+            assert_eq!((r, offered), (LIMEN_RESULT_OK, 1));
+            assert_eq!(limen_hub_events(hub), 1);
+        }
+        let (_, out) = drain(hub, 3);
+        let frames = server_frames(&out);
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "event", "topic": "Fills", "seq": 1,
+                               "payload": {"order": 41, "qty": 10, "price": 12500}})
+        );
+
+        // stop(): `closed`, then the close frame with 1001 (going away);
+        // nothing more is published.
+        // SAFETY: live handle, valid strings.
+        unsafe {
+            assert_eq!(limen_hub_stop(hub, 4), LIMEN_RESULT_OK);
+            let r = limen_hub_publish(
+                hub,
+                4,
+                c"Fills".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                ptr::null_mut(),
+            );
+            assert_eq!(r, LIMEN_RESULT_INVALID_STATE);
+        }
+        let (_, out) = drain(hub, 4);
+        let frames = server_frames(&out);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "closed", "reason": "shutting_down"})
+        );
+        assert_eq!(frames[1].0, 0x8);
+        assert_eq!(frames[1].1[..2], 1001u16.to_be_bytes());
+        // SAFETY: live handle.
+        assert!(!unsafe { limen_hub_is_finished(hub) });
+        // The peer answers the close: the connection is done, the id free.
+        let mut close = vec![0x88, 0x82, 1, 2, 3, 4];
+        close.extend(
+            1001u16
+                .to_be_bytes()
+                .iter()
+                .zip([1u8, 2])
+                .map(|(b, k)| b ^ k),
+        );
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 5, 0, 7, close.as_ptr(), close.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (events, _) = drain(hub, 5);
+        assert!(
+            events.contains(&(limen_hub_event_kind::LIMEN_HUB_EVENT_CLOSE, 7)),
+            "{events:?}"
+        );
+        // SAFETY: live handle; freed once.
+        unsafe {
+            assert!(limen_hub_is_finished(hub));
+            assert_eq!(limen_hub_accept(hub, 6, 7), LIMEN_RESULT_OK);
+            limen_hub_free(hub);
+        }
     }
 }

@@ -396,6 +396,17 @@ static void accept_on(served *s) {
   }
 }
 
+/* Closes a connection's socket after reading what the peer sent that
+ * nobody will read: closing with unread input sends RST, which may cost the
+ * peer the last bytes written (a GOAWAY, a close frame) before it reads
+ * them. */
+static void close_gently(int fd) {
+  uint8_t b[4096];
+  while (recv(fd, b, sizeof b, MSG_DONTWAIT) > 0) {
+  }
+  close(fd);
+}
+
 /* Services every connection with something to do, until none has. */
 static void service_all(void) {
   for (int again = 1; again;) {
@@ -414,7 +425,7 @@ static void reap(void) {
   size_t kept = 0;
   for (size_t i = 0; i < nconns; i++) {
     if (conns[i].closed || c_is_closed(&conns[i])) {
-      close(conns[i].fd);
+      close_gently(conns[i].fd);
       c_free(&conns[i]);
     } else {
       conns[kept++] = conns[i];
@@ -516,7 +527,7 @@ static void hub_pump(void) {
     if (ev.kind == LIMEN_HUB_EVENT_OUTPUT) {
       hub_write(h);
     } else {
-      close(h->fd);
+      close_gently(h->fd);
       *h = hconns[--nhconns];
     }
   }

@@ -39,7 +39,10 @@ conn.send_data(1, b"\0" + len(msg).to_bytes(4, "big") + msg, end_stream=True)
 sock.sendall(conn.data_to_send())
 status = goaway = None
 while goaway is None:
-    data = sock.recv(65536)
+    try:
+        data = sock.recv(65536)
+    except ConnectionResetError:
+        break
     if not data:
         break
     for ev in conn.receive_data(data):
@@ -48,5 +51,10 @@ while goaway is None:
             os.kill(pid, signal.SIGINT)
         elif isinstance(ev, h2.events.ConnectionTerminated):
             goaway = ev
-    sock.sendall(conn.data_to_send())
+    # Once SIGINT is sent the server may be gone: what this side still
+    # has to say is a courtesy, and the GOAWAY is read either way.
+    try:
+        sock.sendall(conn.data_to_send())
+    except (BrokenPipeError, ConnectionResetError):
+        pass
 print(status, goaway and goaway.error_code, goaway and goaway.last_stream_id)

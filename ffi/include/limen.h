@@ -173,6 +173,21 @@ typedef enum limen_transport {
   LIMEN_TRANSPORT_GRPC = 4,
 } limen_transport;
 
+// What a WebSocket event is ([`limen_ws_event`]'s `kind`).
+typedef enum limen_ws_event_kind {
+  // No event is waiting.
+  LIMEN_WS_EVENT_NONE = 0,
+  // A whole text message (`data`, UTF-8).
+  LIMEN_WS_EVENT_TEXT = 1,
+  // A whole binary message (`data`; only with `binary` in the limits).
+  LIMEN_WS_EVENT_BINARY = 2,
+  // The connection is over: the peer's close (`code`, or 1005 when it
+  // gave none), the peer's protocol error (the code this side sent), or
+  // the end of input without a close (1006). Write what is pending, then
+  // close the socket.
+  LIMEN_WS_EVENT_CLOSED = 3,
+} limen_ws_event_kind;
+
 // An exposure of a program, serving through one transport. Made by
 // [`limen_exposure_new`], released by [`limen_exposure_free`].
 typedef struct limen_exposure limen_exposure;
@@ -218,6 +233,10 @@ typedef struct limen_tool_host limen_tool_host;
 // answers on its standard output. Made by [`limen_toolkit_new`], released
 // by [`limen_toolkit_free`].
 typedef struct limen_toolkit limen_toolkit;
+
+// One upgraded WebSocket connection, the server's side. Made by
+// [`limen_ws_conn_new`], released by [`limen_ws_conn_free`].
+typedef struct limen_ws_conn limen_ws_conn;
 
 // Asked at admission for the principal a bearer token names: write its
 // name (UTF-8, not NUL-terminated) into `name` (`name_cap` bytes) and its
@@ -371,6 +390,31 @@ typedef struct limen_toolkit_event {
   // CALL: the args object; DROPPED: what was dropped.
   struct limen_str text;
 } limen_toolkit_event;
+
+// The codec's limits ([`limen_ws_limits_default`]: a message of at most
+// 64 KiB, no fragments, no binary, as the hub speaks).
+typedef struct limen_ws_limits {
+  // The largest message taken, all its fragments together; a larger one
+  // closes the connection 1009.
+  size_t max_message;
+  // Whether a message may come in fragments (else 1008).
+  bool fragments;
+  // Whether binary messages are taken (else 1003).
+  bool binary;
+} limen_ws_limits;
+
+// One WebSocket event. Its pointers stay valid until the next call on the
+// connection; the fields a kind does not name are zero or empty.
+typedef struct limen_ws_event {
+  // What happened.
+  enum limen_ws_event_kind kind;
+  // TEXT, BINARY: the message.
+  struct limen_str data;
+  // CLOSED: the close code.
+  uint16_t code;
+  // CLOSED: the reason, as the closing side gave it.
+  struct limen_str reason;
+} limen_ws_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1614,6 +1658,136 @@ enum limen_result limen_toolkit_pending_output(struct limen_toolkit *toolkit,
 enum limen_result limen_toolkit_consume_output(struct limen_toolkit *toolkit,
                                                uint64_t now,
                                                size_t n);
+
+// The default limits, the hub's.
+struct limen_ws_limits limen_ws_limits_default(void);
+
+// Writes the `Sec-WebSocket-Accept` value for the client's
+// `Sec-WebSocket-Key` `key` (`key_len` bytes, as the header states it)
+// into `buf`, its length (28) to `*written`: the one computed header of
+// the `101 Switching Protocols` a program writes before making a
+// [`limen_ws_conn`].
+//
+// # Safety
+// `key` must be valid for `key_len` bytes; `buf` for `buf_cap` bytes;
+// `written` for a write.
+enum limen_result limen_ws_accept_key(const uint8_t *key,
+                                      size_t key_len,
+                                      uint8_t *buf,
+                                      size_t buf_cap,
+                                      size_t *written);
+
+// A connection just upgraded, under `limits`. Writes a new handle to
+// `*out`. `LIMEN_RESULT_INVALID_ARGUMENT` for a `max_message` of 0.
+//
+// # Safety
+// `out` must be valid for a write.
+enum limen_result limen_ws_conn_new(struct limen_ws_limits limits, struct limen_ws_conn **out);
+
+// Releases a connection; `NULL` is ignored.
+//
+// # Safety
+// `conn` must be `NULL` or a handle from [`limen_ws_conn_new`] not freed
+// before.
+void limen_ws_conn_free(struct limen_ws_conn *conn);
+
+// `data` (`data_len` bytes, copied, in any split) was read from the socket
+// at `now`.
+//
+// # Safety
+// `conn` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_ws_conn_handle_data(struct limen_ws_conn *conn,
+                                            uint64_t now,
+                                            const uint8_t *data,
+                                            size_t data_len);
+
+// The peer's end closed at `now`; without a close handshake that is a
+// CLOSED event with 1006.
+//
+// # Safety
+// `conn` must be a live handle.
+enum limen_result limen_ws_conn_handle_eof(struct limen_ws_conn *conn, uint64_t now);
+
+// Takes the next event into `*out` (kind `LIMEN_WS_EVENT_NONE` when none
+// waits). Poll until NONE after every input, and answer each message
+// before taking the next: after a protocol error of the peer's, the close
+// frame is queued as its CLOSED event is taken, after the answers to the
+// messages before it.
+//
+// # Safety
+// `conn` must be a live handle; `out` valid for a write.
+enum limen_result limen_ws_conn_poll_event(struct limen_ws_conn *conn, struct limen_ws_event *out);
+
+// Queues `text` (`text_len` bytes of UTF-8) as one unmasked text frame at
+// `now`; nothing is sent once the close handshake began. `text` may be the
+// data of the event just taken (an echo): it is read before the event's
+// bytes are released.
+// `LIMEN_RESULT_INVALID_ARGUMENT` when it is not UTF-8 (a text frame must
+// be).
+//
+// # Safety
+// `conn` must be a live handle; `text` valid for `text_len` bytes.
+enum limen_result limen_ws_conn_send_text(struct limen_ws_conn *conn,
+                                          uint64_t now,
+                                          const uint8_t *text,
+                                          size_t text_len);
+
+// Queues `data` (`data_len` bytes) as one unmasked binary frame at `now`,
+// as [`limen_ws_conn_send_text`] does text.
+//
+// # Safety
+// `conn` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_ws_conn_send_binary(struct limen_ws_conn *conn,
+                                            uint64_t now,
+                                            const uint8_t *data,
+                                            size_t data_len);
+
+// Begins the close handshake at `now` with `code` and `reason`
+// (`reason_len` bytes of UTF-8, at most 123 of them sent), after what is
+// queued; the CLOSED event comes with the peer's answer.
+//
+// # Safety
+// `conn` must be a live handle; `reason` valid for `reason_len` bytes.
+enum limen_result limen_ws_conn_close(struct limen_ws_conn *conn,
+                                      uint64_t now,
+                                      uint16_t code,
+                                      const uint8_t *reason,
+                                      size_t reason_len);
+
+// Whether the connection is over (a CLOSED event was taken); `true` for
+// a `NULL` handle.
+//
+// # Safety
+// `conn` must be `NULL` or a live handle.
+bool limen_ws_conn_is_closed(const struct limen_ws_conn *conn);
+
+// Lends the bytes still to write into `*out`; they stay valid until the
+// next call on the connection.
+//
+// # Safety
+// `conn` must be a live handle; `out` valid for a write.
+enum limen_result limen_ws_conn_pending_output(struct limen_ws_conn *conn, struct limen_str *out);
+
+// Copies every byte still to write into `buf` (`buf_cap` bytes) and writes
+// the count to `*written`, consuming nothing.
+// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
+// nothing.
+//
+// # Safety
+// `conn` must be a live handle; `buf` valid for `buf_cap` bytes;
+// `written` for a write.
+enum limen_result limen_ws_conn_copy_output(struct limen_ws_conn *conn,
+                                            uint8_t *buf,
+                                            size_t buf_cap,
+                                            size_t *written);
+
+// `n` bytes of the pending output were written at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending.
+//
+// # Safety
+// `conn` must be a live handle.
+enum limen_result limen_ws_conn_consume_output(struct limen_ws_conn *conn, uint64_t now, size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -28,6 +28,7 @@ pub mod grpc;
 pub mod hale;
 pub mod hub;
 pub mod tool;
+pub mod ws;
 
 /// What a call that can fail returns.
 #[repr(C)]

@@ -1325,3 +1325,150 @@ mod hub {
         }
     }
 }
+
+mod ws_codec {
+    use super::*;
+    use limen_ffi::ws::*;
+
+    /// A client frame (RFC 6455 § 5.2): FIN, `opcode`, masked.
+    fn client_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let key = [0x12, 0x9a, 0x00, 0xfe];
+        let mut f = vec![0x80 | opcode, 0x80 | u8::try_from(payload.len()).unwrap()];
+        f.extend_from_slice(&key);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        f
+    }
+
+    fn feed(conn: *mut limen_ws_conn, bytes: &[u8]) {
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_ws_conn_handle_data(conn, 0, bytes.as_ptr(), bytes.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+    }
+
+    /// The next event's kind, data (or reason) and code, copied.
+    fn next(conn: *mut limen_ws_conn) -> (limen_ws_event_kind, Vec<u8>, u16) {
+        let mut ev = std::mem::MaybeUninit::<limen_ws_event>::uninit();
+        // SAFETY: live handle, valid output; the event's bytes are read
+        // before the next call.
+        unsafe {
+            assert_eq!(
+                limen_ws_conn_poll_event(conn, ev.as_mut_ptr()),
+                LIMEN_RESULT_OK
+            );
+            let ev = ev.assume_init();
+            let bytes = if ev.kind == limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED {
+                lent(ev.reason)
+            } else {
+                lent(ev.data)
+            };
+            (ev.kind, bytes, ev.code)
+        }
+    }
+
+    /// Takes every pending byte.
+    fn written(conn: *mut limen_ws_conn) -> Vec<u8> {
+        let mut out = limen_str::EMPTY;
+        // SAFETY: live handle, valid output.
+        unsafe {
+            assert_eq!(
+                limen_ws_conn_pending_output(conn, &mut out),
+                LIMEN_RESULT_OK
+            );
+            let bytes = lent(out);
+            let r = limen_ws_conn_consume_output(conn, 0, bytes.len());
+            assert_eq!(r, LIMEN_RESULT_OK);
+            bytes
+        }
+    }
+
+    #[test]
+    fn the_accept_key_is_rfc_6455s() {
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let (r, accept) = grow(|buf, cap, w| {
+            // SAFETY: valid key, buffer and output.
+            unsafe { limen_ws_accept_key(key.as_ptr(), key.len(), buf, cap, w) }
+        });
+        assert_eq!(r, LIMEN_RESULT_OK);
+        assert_eq!(accept, b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    }
+
+    #[test]
+    fn a_message_is_read_answered_and_the_close_handshake_ends_it() {
+        let mut conn = ptr::null_mut();
+        // SAFETY: valid output.
+        let r = unsafe { limen_ws_conn_new(limen_ws_limits_default(), &mut conn) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        feed(conn, &client_frame(0x1, "héllo".as_bytes()));
+        let (kind, data, _) = next(conn);
+        assert_eq!(kind, limen_ws_event_kind::LIMEN_WS_EVENT_TEXT);
+        assert_eq!(data, "héllo".as_bytes());
+        assert_eq!(next(conn).0, limen_ws_event_kind::LIMEN_WS_EVENT_NONE);
+        // A ping is answered by a pong carrying its payload (§ 5.5.2).
+        feed(conn, &client_frame(0x9, b"p"));
+        assert_eq!(written(conn), [0x8a, 1, b'p']);
+        // SAFETY: live handle; text that is not UTF-8 is refused, sending
+        // nothing.
+        unsafe {
+            let bad = [0xff];
+            let r = limen_ws_conn_send_text(conn, 0, bad.as_ptr(), 1);
+            assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+            let r = limen_ws_conn_send_text(conn, 0, b"ok".as_ptr(), 2);
+            assert_eq!(r, LIMEN_RESULT_OK);
+        }
+        // Unmasked, one frame: FIN and text, length 2.
+        assert_eq!(written(conn), [0x81, 2, b'o', b'k']);
+        // SAFETY: live handle, valid reason.
+        let r = unsafe { limen_ws_conn_close(conn, 0, 1000, b"bye".as_ptr(), 3) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        assert_eq!(written(conn), [0x88, 5, 0x03, 0xe8, b'b', b'y', b'e']);
+        // SAFETY: live handle.
+        assert!(!unsafe { limen_ws_conn_is_closed(conn) });
+        // The peer's answer ends it.
+        feed(conn, &client_frame(0x8, &1000u16.to_be_bytes()));
+        assert_eq!(
+            next(conn),
+            (limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED, Vec::new(), 1000)
+        );
+        // SAFETY: live handle; freed once.
+        unsafe {
+            assert!(limen_ws_conn_is_closed(conn));
+            limen_ws_conn_free(conn);
+        }
+    }
+
+    #[test]
+    fn binary_is_refused_1003_unless_the_limits_take_it() {
+        for binary in [false, true] {
+            let mut conn = ptr::null_mut();
+            let limits = limen_ws_limits {
+                binary,
+                ..limen_ws_limits_default()
+            };
+            // SAFETY: valid output.
+            assert_eq!(
+                unsafe { limen_ws_conn_new(limits, &mut conn) },
+                LIMEN_RESULT_OK
+            );
+            feed(conn, &client_frame(0x2, &[0, 1, 2]));
+            let (kind, data, code) = next(conn);
+            if binary {
+                assert_eq!(kind, limen_ws_event_kind::LIMEN_WS_EVENT_BINARY);
+                assert_eq!(data, [0, 1, 2]);
+            } else {
+                assert_eq!(
+                    (kind, code),
+                    (limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED, 1003)
+                );
+                // Its close frame goes out as the event is taken.
+                assert_eq!(written(conn)[..4], [0x88, written_len(&data), 0x03, 0xeb]);
+            }
+            // SAFETY: freed once.
+            unsafe { limen_ws_conn_free(conn) };
+        }
+    }
+
+    /// A close frame's payload length: the code and the reason.
+    fn written_len(reason: &[u8]) -> u8 {
+        u8::try_from(2 + reason.len().min(123)).unwrap()
+    }
+}

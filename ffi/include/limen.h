@@ -545,8 +545,9 @@ enum limen_result limen_exposure_new_over(const uint8_t *src,
 // freed before.
 void limen_exposure_free(struct limen_exposure *exposure);
 
-// The transport the exposure's serve site names;
-// `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
+// The transport the exposure is served over (its serve site's, or the
+// one [`limen_exposure_new_over`] named), which says which front its
+// connections take; `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
 //
 // # Safety
 // `exposure` must be `NULL` or a live handle.

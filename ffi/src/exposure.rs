@@ -613,8 +613,9 @@ pub unsafe extern "C" fn limen_exposure_free(exposure: *mut limen_exposure) {
     guard_value((), || unsafe { free(exposure) })
 }
 
-/// The transport the exposure's serve site names;
-/// `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
+/// The transport the exposure is served over (its serve site's, or the
+/// one [`limen_exposure_new_over`] named), which says which front its
+/// connections take; `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
 ///
 /// # Safety
 /// `exposure` must be `NULL` or a live handle.

@@ -70,6 +70,20 @@ typedef enum limen_hale_projection {
   LIMEN_HALE_PROJECTION_PROTO = 3,
 } limen_hale_projection;
 
+// What a hub event asks ([`limen_hub_event`]'s `kind`).
+typedef enum limen_hub_event_kind {
+  // No event is waiting.
+  LIMEN_HUB_EVENT_NONE = 0,
+  // `conn` has bytes to write: write its
+  // [`limen_hub_pending_output`], report it with
+  // [`limen_hub_consume_output`], and look again (the next frame may
+  // follow at once).
+  LIMEN_HUB_EVENT_OUTPUT = 1,
+  // `conn` is done (its last bytes written, or dropped): close the
+  // socket. The id is free again.
+  LIMEN_HUB_EVENT_CLOSE = 2,
+} limen_hub_event_kind;
+
 // How a Tool's call ended ([`limen_toolkit_reply`]'s `how`).
 typedef enum limen_reply {
   // The declared success value: `body` is JSON at the Tool's ok type.
@@ -155,7 +169,24 @@ typedef enum limen_transport {
   LIMEN_TRANSPORT_MCP = 2,
   // Any other (the in-process test transport).
   LIMEN_TRANSPORT_OTHER = 3,
+  // `grpc::Rpc`: gRPC over HTTP/2 ([`crate::grpc::limen_grpc_front_new`]).
+  LIMEN_TRANSPORT_GRPC = 4,
 } limen_transport;
+
+// What a WebSocket event is ([`limen_ws_event`]'s `kind`).
+typedef enum limen_ws_event_kind {
+  // No event is waiting.
+  LIMEN_WS_EVENT_NONE = 0,
+  // A whole text message (`data`, UTF-8).
+  LIMEN_WS_EVENT_TEXT = 1,
+  // A whole binary message (`data`; only with `binary` in the limits).
+  LIMEN_WS_EVENT_BINARY = 2,
+  // The connection is over: the peer's close (`code`, or 1005 when it
+  // gave none), the peer's protocol error (the code this side sent), or
+  // the end of input without a close (1006). Write what is pending, then
+  // close the socket.
+  LIMEN_WS_EVENT_CLOSED = 3,
+} limen_ws_event_kind;
 
 // An exposure of a program, serving through one transport. Made by
 // [`limen_exposure_new`], released by [`limen_exposure_free`].
@@ -171,10 +202,19 @@ typedef struct limen_flow_schema limen_flow_schema;
 // is accepted, released by [`limen_front_free`] once it is closed.
 typedef struct limen_front limen_front;
 
+// One HTTP/2 connection of a gRPC exposure. Made by
+// [`limen_grpc_front_new`] when the connection is accepted, released by
+// [`limen_grpc_front_free`] once it is closed.
+typedef struct limen_grpc_front limen_grpc_front;
+
 // A program's text, checked: its model (when it parsed) and its
 // diagnostics. Made by [`limen_hale_check`], released by
 // [`limen_hale_checked_free`].
 typedef struct limen_hale_checked limen_hale_checked;
+
+// One WebSocket hub. Made by [`limen_hub_new`], released by
+// [`limen_hub_free`].
+typedef struct limen_hub limen_hub;
 
 // The identity sources an exposure is built with: a bearer token table
 // (token → principal name, with an optional expiry) and a role table
@@ -193,6 +233,10 @@ typedef struct limen_tool_host limen_tool_host;
 // answers on its standard output. Made by [`limen_toolkit_new`], released
 // by [`limen_toolkit_free`].
 typedef struct limen_toolkit limen_toolkit;
+
+// One upgraded WebSocket connection, the server's side. Made by
+// [`limen_ws_conn_new`], released by [`limen_ws_conn_free`].
+typedef struct limen_ws_conn limen_ws_conn;
 
 // Asked at admission for the principal a bearer token names: write its
 // name (UTF-8, not NUL-terminated) into `name` (`name_cap` bytes) and its
@@ -306,6 +350,14 @@ typedef struct limen_hale_diagnostic {
   const char *source_line;
 } limen_hale_diagnostic;
 
+// One hub event.
+typedef struct limen_hub_event {
+  // What the event asks.
+  enum limen_hub_event_kind kind;
+  // OUTPUT, CLOSE: the connection.
+  uint64_t conn;
+} limen_hub_event;
+
 // One host event. Its pointers stay valid until the next call on the host.
 typedef struct limen_tool_event {
   // What the event asks or tells.
@@ -338,6 +390,31 @@ typedef struct limen_toolkit_event {
   // CALL: the args object; DROPPED: what was dropped.
   struct limen_str text;
 } limen_toolkit_event;
+
+// The codec's limits ([`limen_ws_limits_default`]: a message of at most
+// 64 KiB, no fragments, no binary, as the hub speaks).
+typedef struct limen_ws_limits {
+  // The largest message taken, all its fragments together; a larger one
+  // closes the connection 1009.
+  size_t max_message;
+  // Whether a message may come in fragments (else 1008).
+  bool fragments;
+  // Whether binary messages are taken (else 1003).
+  bool binary;
+} limen_ws_limits;
+
+// One WebSocket event. Its pointers stay valid until the next call on the
+// connection; the fields a kind does not name are zero or empty.
+typedef struct limen_ws_event {
+  // What happened.
+  enum limen_ws_event_kind kind;
+  // TEXT, BINARY: the message.
+  struct limen_str data;
+  // CLOSED: the close code.
+  uint16_t code;
+  // CLOSED: the reason, as the closing side gave it.
+  struct limen_str reason;
+} limen_ws_event;
 
 #ifdef __cplusplus
 extern "C" {
@@ -441,6 +518,25 @@ enum limen_result limen_exposure_new(const uint8_t *src,
                                      const char *bound,
                                      struct limen_exposure **out);
 
+// As [`limen_exposure_new`], the exposure `name`'s serve site served over
+// `transport` instead of the transport it names: its surface, rows,
+// identity sources and receivers as written, its connections those of
+// `transport` (as `hale demo --mcp` and `--grpc` serve `public` over MCP
+// and gRPC). `transport` is a [`limen_transport`] number:
+// `LIMEN_TRANSPORT_HTTP`, `_MCP` or `_GRPC`;
+// another is `LIMEN_RESULT_INVALID_ARGUMENT` (a Unix serve site's
+// principals are the kernel's, which a TCP transport has none of).
+//
+// # Safety
+// As [`limen_exposure_new`].
+enum limen_result limen_exposure_new_over(const uint8_t *src,
+                                          size_t src_len,
+                                          const char *name,
+                                          uint32_t transport,
+                                          struct limen_identity *identity,
+                                          const char *bound,
+                                          struct limen_exposure **out);
+
 // Releases an exposure; `NULL` is ignored. Requests still pending are
 // dropped unanswered.
 //
@@ -449,8 +545,9 @@ enum limen_result limen_exposure_new(const uint8_t *src,
 // freed before.
 void limen_exposure_free(struct limen_exposure *exposure);
 
-// The transport the exposure's serve site names;
-// `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
+// The transport the exposure is served over (its serve site's, or the
+// one [`limen_exposure_new_over`] named), which says which front its
+// connections take; `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
 //
 // # Safety
 // `exposure` must be `NULL` or a live handle.
@@ -842,6 +939,181 @@ enum limen_result limen_front_copy_output(struct limen_front *front,
 // `front` must be a live handle.
 enum limen_result limen_front_consume_output(struct limen_front *front, uint64_t now, size_t n);
 
+// An HTTP/2 connection (prior knowledge, no TLS) of `exposure`, which
+// must be served over gRPC ([`crate::exposure::limen_exposure_transport`]
+// is `LIMEN_TRANSPORT_GRPC`), accepted at `now`, its replies addressed to
+// `correlation`. The server's SETTINGS are queued as output at once.
+// Writes a new handle to `*out`; the front shares the exposure's framing
+// and keeps nothing else of it.
+//
+// `LIMEN_RESULT_INVALID_ARGUMENT` when the exposure is not served over
+// gRPC; `LIMEN_RESULT_REFUSED` when nghttp2 cannot make a session (out of
+// memory).
+//
+// # Safety
+// `exposure` must be a live handle; `out` valid for a write.
+enum limen_result limen_grpc_front_new(uint64_t now,
+                                       struct limen_exposure *exposure,
+                                       uint64_t correlation,
+                                       struct limen_grpc_front **out);
+
+// Releases a gRPC front; `NULL` is ignored.
+//
+// # Safety
+// `front` must be `NULL` or a handle from [`limen_grpc_front_new`] not
+// freed before.
+void limen_grpc_front_free(struct limen_grpc_front *front);
+
+// The correlation the front was made with; 0 for a `NULL` handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle.
+uint64_t limen_grpc_front_correlation(const struct limen_grpc_front *front);
+
+// The streams the front holds (read, or with the exposure, and not yet
+// answered); 0 for a `NULL` handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle.
+size_t limen_grpc_front_streams_held(const struct limen_grpc_front *front);
+
+// Whether the front reads more input now (read the socket only while it
+// does: false while the peer does not read what is queued, and once the
+// connection is over); `false` for a `NULL` handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle.
+bool limen_grpc_front_wants_read(const struct limen_grpc_front *front);
+
+// Whether the connection is done (close the socket); `true` for a `NULL`
+// handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle.
+bool limen_grpc_front_is_closed(const struct limen_grpc_front *front);
+
+// `data` (`data_len` bytes, copied) was read from the socket at `now`. A
+// protocol error ends the connection after its GOAWAY (a CLOSED event once
+// that is written); an error of one stream resets that stream alone.
+//
+// # Safety
+// `front` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_grpc_front_handle_data(struct limen_grpc_front *front,
+                                               uint64_t now,
+                                               const uint8_t *data,
+                                               size_t data_len);
+
+// The peer's end closed (or a read failed) at `now`: its calls with the
+// exposure are lost (a LOST event) and the connection is done.
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_grpc_front_handle_eof(struct limen_grpc_front *front, uint64_t now);
+
+// `now` is at or past [`limen_grpc_front_poll_timeout`]'s deadline:
+// output that waited that long on a peer that does not read ends the
+// connection. Before the deadline nothing happens.
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_grpc_front_handle_timeout(struct limen_grpc_front *front, uint64_t now);
+
+// Whether the front has a deadline; if so it is written to `*deadline`
+// (the monotonic clock, nanoseconds). `false` for a `NULL` handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle; `deadline` valid for a write.
+bool limen_grpc_front_poll_timeout(const struct limen_grpc_front *front, uint64_t *deadline);
+
+// Takes the next event's kind into `*out`, as
+// [`crate::front::limen_front_poll_event`] does: REQUEST (one call, framed
+// from its stream: submit it with [`limen_grpc_front_submit`] before the
+// next call on the front), LOST, CLOSED, or NONE when none waits.
+//
+// # Safety
+// `front` must be a live handle; `out` valid for a write.
+enum limen_result limen_grpc_front_poll_event(struct limen_grpc_front *front,
+                                              enum limen_front_event *out);
+
+// Hands the request of the front's last REQUEST event to `exposure`, as
+// [`crate::front::limen_front_submit`] does (`now` monotonic,
+// `wall_unix_ns` the wall clock for a credential's expiry), and writes its
+// request id to `*request_id` (`NULL` to ignore it).
+// `LIMEN_RESULT_INVALID_STATE` when the front holds no request.
+//
+// # Safety
+// `front` and `exposure` must be live handles; `request_id` `NULL` or valid
+// for a write.
+enum limen_result limen_grpc_front_submit(struct limen_grpc_front *front,
+                                          struct limen_exposure *exposure,
+                                          uint64_t now,
+                                          uint64_t wall_unix_ns,
+                                          uint64_t *request_id);
+
+// Answers on its stream, at `now`, the delivery of `exposure`'s last
+// DELIVER event (the exposure no longer holds it), as § gRPC's table says:
+// a result as HEADERS, DATA and trailers, every other outcome
+// trailers-only. A stream the peer reset meanwhile drops it.
+// `LIMEN_RESULT_INVALID_STATE` when the exposure holds no delivery,
+// `LIMEN_RESULT_INVALID_ARGUMENT` (the delivery still held) when it is
+// addressed to another connection.
+//
+// # Safety
+// `front` and `exposure` must be live handles.
+enum limen_result limen_grpc_front_deliver(struct limen_grpc_front *front,
+                                           struct limen_exposure *exposure,
+                                           uint64_t now);
+
+// Graceful shutdown at `now`, once the exposure has answered what it will:
+// GOAWAY (NO_ERROR) after the replies already queued, naming the last
+// stream taken; a stream whose message was still being read never reached
+// the exposure and is reset REFUSED_STREAM. The connection closes (a
+// CLOSED event) when its streams are done and everything is written.
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_grpc_front_stop(struct limen_grpc_front *front, uint64_t now);
+
+// Ends the connection now, whatever is queued (the exposure is finished
+// with it).
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_grpc_front_abort(struct limen_grpc_front *front);
+
+// Lends the bytes still to write into `*out`; they stay valid until the
+// next call on the front. Write what the socket takes, then report it with
+// [`limen_grpc_front_consume_output`].
+//
+// # Safety
+// `front` must be a live handle; `out` valid for a write.
+enum limen_result limen_grpc_front_pending_output(struct limen_grpc_front *front,
+                                                  struct limen_str *out);
+
+// Copies every byte still to write into `buf` (`buf_cap` bytes) and writes
+// the count to `*written`, consuming nothing: report what the socket took
+// with [`limen_grpc_front_consume_output`].
+// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
+// nothing.
+//
+// # Safety
+// `front` must be a live handle; `buf` valid for `buf_cap` bytes;
+// `written` for a write.
+enum limen_result limen_grpc_front_copy_output(struct limen_grpc_front *front,
+                                               uint8_t *buf,
+                                               size_t buf_cap,
+                                               size_t *written);
+
+// `n` bytes of the pending output were written at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending.
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_grpc_front_consume_output(struct limen_grpc_front *front,
+                                                  uint64_t now,
+                                                  size_t n);
+
 // Checks the program text `src` (`src_len` bytes of UTF-8) of the file
 // named `file` (NUL-terminated, used in the diagnostics) as `hale check`
 // does, and writes a new handle to `*out`: the check's verdict
@@ -929,6 +1201,216 @@ enum limen_result limen_hale_describe(struct limen_hale_checked *checked,
                                       uint8_t *buf,
                                       size_t buf_cap,
                                       size_t *written);
+
+// Builds the hub `name` (NUL-terminated; the hub literal's `as:`) of the
+// program text `src` (`src_len` bytes) served over WebSocket, with the
+// identity sources of `identity` (read, not kept: the caller still frees
+// it; its callbacks, when set, are asked at every upgrade and recheck),
+// and writes a new handle to `*out`. `bound` (NUL-terminated, or `NULL`
+// for the address as written) is the listener's address as described.
+//
+// `LIMEN_RESULT_REFUSED` when the program does not pass its check,
+// `LIMEN_RESULT_NOT_FOUND` when it has no hub `name`,
+// `LIMEN_RESULT_UNREADABLE` when the hub is not a `ws::Hub` or cannot be
+// served.
+//
+// # Safety
+// `src` must be valid for `src_len` bytes; `name` NUL-terminated;
+// `identity` a live handle; `bound` `NULL` or NUL-terminated; `out` valid
+// for a write.
+enum limen_result limen_hub_new(const uint8_t *src,
+                                size_t src_len,
+                                const char *name,
+                                struct limen_identity *identity,
+                                const char *bound,
+                                struct limen_hub **out);
+
+// Releases a hub; `NULL` is ignored. Its connections are forgotten (close
+// their sockets).
+//
+// # Safety
+// `hub` must be `NULL` or a handle from [`limen_hub_new`] not freed
+// before.
+void limen_hub_free(struct limen_hub *hub);
+
+// Writes the hub's exposure identity (`hub@<digest>/<name>`) into `buf`,
+// its length to `*written`.
+//
+// # Safety
+// `hub` must be a live handle; `buf` valid for `buf_cap` bytes; `written`
+// for a write.
+enum limen_result limen_hub_identity(struct limen_hub *hub,
+                                     uint8_t *buf,
+                                     size_t buf_cap,
+                                     size_t *written);
+
+// A socket was accepted at `now`; `conn` names it in every call until its
+// CLOSE event. `LIMEN_RESULT_INVALID_ARGUMENT` when `conn` names a
+// connection not yet closed. After `limen_hub_stop` the connection is
+// still read (its upgrade is answered, its subscribes refused
+// `shutting_down`), but a driver stops accepting.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_accept(struct limen_hub *hub, uint64_t now, uint64_t conn);
+
+// `data` (`data_len` bytes, copied) was read from `conn` at `now`, the
+// wall clock reading `wall_unix_ns` (nanoseconds since the Unix epoch: an
+// upgrade reads its credential's expiry on it). `LIMEN_RESULT_NOT_FOUND`
+// for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_hub_handle_data(struct limen_hub *hub,
+                                        uint64_t now,
+                                        uint64_t wall_unix_ns,
+                                        uint64_t conn,
+                                        const uint8_t *data,
+                                        size_t data_len);
+
+// The peer's end of `conn` closed (or a read failed) at `now`: its
+// subscriptions end and nothing more is written to it (a CLOSE event
+// follows). `LIMEN_RESULT_NOT_FOUND` for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_handle_eof(struct limen_hub *hub, uint64_t now, uint64_t conn);
+
+// `now` is at or past [`limen_hub_poll_timeout`]'s deadline: credentials
+// reach their expiry (`unauthorized` `expired`), a write stalled past its
+// limit drops its connection, a peer that never answered the close frame
+// is let go. Before every deadline nothing happens.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_handle_timeout(struct limen_hub *hub, uint64_t now);
+
+// Whether the hub has a deadline; if so it is written to `*deadline` (the
+// monotonic clock, nanoseconds). `false` for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle; `deadline` valid for a write.
+bool limen_hub_poll_timeout(const struct limen_hub *hub, uint64_t *deadline);
+
+// Takes the next event into `*out` (kind `LIMEN_HUB_EVENT_NONE` when none
+// waits). Poll until NONE after every input, publish, announce and stop.
+//
+// # Safety
+// `hub` must be a live handle; `out` valid for a write.
+enum limen_result limen_hub_poll_event(struct limen_hub *hub, struct limen_hub_event *out);
+
+// Whether the hub reads `conn` now: false while the client has more
+// answers or bytes waiting to be written than the limits allow (read the
+// socket again once this is true), and for a connection not open or a
+// `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+bool limen_hub_wants_read(const struct limen_hub *hub, uint64_t conn);
+
+// Lends the bytes `conn` still has to write into `*out` (empty for a
+// connection not open); they stay valid until the next call on the hub.
+//
+// # Safety
+// `hub` must be a live handle; `out` valid for a write.
+enum limen_result limen_hub_pending_output(struct limen_hub *hub,
+                                           uint64_t conn,
+                                           struct limen_str *out);
+
+// Copies every byte `conn` still has to write into `buf` (`buf_cap`
+// bytes) and writes the count to `*written`, consuming nothing.
+// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
+// nothing.
+//
+// # Safety
+// `hub` must be a live handle; `buf` valid for `buf_cap` bytes; `written`
+// for a write.
+enum limen_result limen_hub_copy_output(struct limen_hub *hub,
+                                        uint64_t conn,
+                                        uint8_t *buf,
+                                        size_t buf_cap,
+                                        size_t *written);
+
+// The socket of `conn` took `n` bytes of its pending output at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending, `LIMEN_RESULT_NOT_FOUND` for a connection not open.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_consume_output(struct limen_hub *hub,
+                                           uint64_t now,
+                                           uint64_t conn,
+                                           size_t n);
+
+// Publishes `payload` (`payload_len` bytes: the event's JSON text, as the
+// row's codec writes it, put into each `event` frame as it stands) on
+// `topic` (NUL-terminated) at `now`: offered to every admitted
+// subscription of the topic, each taking its next seq and shedding under
+// its row's `on_full` when its queue is full. Writes how many
+// subscriptions it was offered to into `*offered` (`NULL` to ignore it).
+//
+// `LIMEN_RESULT_INVALID_ARGUMENT` when the payload is not JSON,
+// `LIMEN_RESULT_NOT_FOUND` when the hub binds no stream for `topic`,
+// `LIMEN_RESULT_REFUSED` when the payload does not fit the bus frame (it
+// reaches nobody and takes no seq), `LIMEN_RESULT_INVALID_STATE` after
+// [`limen_hub_stop`].
+//
+// # Safety
+// `hub` must be a live handle; `topic` NUL-terminated; `payload` valid for
+// `payload_len` bytes; `offered` `NULL` or valid for a write.
+enum limen_result limen_hub_publish(struct limen_hub *hub,
+                                    uint64_t now,
+                                    const char *topic,
+                                    const uint8_t *payload,
+                                    size_t payload_len,
+                                    size_t *offered);
+
+// A role source's revision at `now`: every subscription is rechecked
+// against the source's grants (the identity's role callback, asked now);
+// one whose row's requires no longer holds receives one `unauthorized`
+// frame (`revoked`) and loses what it held.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_announce(struct limen_hub *hub, uint64_t now, uint64_t revision);
+
+// `stop()` at `now`: each connection writes `closed` after what was
+// queued for it, then the close frame, and closes once the peer answers
+// it (or its wait ends); a subscribe after it is refused `shutting_down`
+// and nothing more is published. Stop accepting. Idempotent.
+//
+// # Safety
+// `hub` must be a live handle.
+enum limen_result limen_hub_stop(struct limen_hub *hub, uint64_t now);
+
+// Whether the hub stopped and every connection is closed (the driver may
+// exit); `true` for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+bool limen_hub_is_finished(const struct limen_hub *hub);
+
+// The subscriptions admitted and not ended, over every connection
+// (`subscribers()`); 0 for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+size_t limen_hub_subscribers(const struct limen_hub *hub);
+
+// The WebSocket connections held, upgraded and not yet closed
+// (`connections()`); 0 for a `NULL` handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+size_t limen_hub_connections(const struct limen_hub *hub);
+
+// How many events the hub's topics have offered (`events()`: each
+// publish that fit the bus frame, subscribed or not); 0 for a `NULL`
+// handle.
+//
+// # Safety
+// `hub` must be `NULL` or a live handle.
+uint64_t limen_hub_events(const struct limen_hub *hub);
 
 // Reads the listing `listing` (`listing_len` bytes of JSON: `{"data",
 // "tools"}`) and writes a new host handle to `*out`, with no process yet.
@@ -1177,6 +1659,136 @@ enum limen_result limen_toolkit_pending_output(struct limen_toolkit *toolkit,
 enum limen_result limen_toolkit_consume_output(struct limen_toolkit *toolkit,
                                                uint64_t now,
                                                size_t n);
+
+// The default limits, the hub's.
+struct limen_ws_limits limen_ws_limits_default(void);
+
+// Writes the `Sec-WebSocket-Accept` value for the client's
+// `Sec-WebSocket-Key` `key` (`key_len` bytes, as the header states it)
+// into `buf`, its length (28) to `*written`: the one computed header of
+// the `101 Switching Protocols` a program writes before making a
+// [`limen_ws_conn`].
+//
+// # Safety
+// `key` must be valid for `key_len` bytes; `buf` for `buf_cap` bytes;
+// `written` for a write.
+enum limen_result limen_ws_accept_key(const uint8_t *key,
+                                      size_t key_len,
+                                      uint8_t *buf,
+                                      size_t buf_cap,
+                                      size_t *written);
+
+// A connection just upgraded, under `limits`. Writes a new handle to
+// `*out`. `LIMEN_RESULT_INVALID_ARGUMENT` for a `max_message` of 0.
+//
+// # Safety
+// `out` must be valid for a write.
+enum limen_result limen_ws_conn_new(struct limen_ws_limits limits, struct limen_ws_conn **out);
+
+// Releases a connection; `NULL` is ignored.
+//
+// # Safety
+// `conn` must be `NULL` or a handle from [`limen_ws_conn_new`] not freed
+// before.
+void limen_ws_conn_free(struct limen_ws_conn *conn);
+
+// `data` (`data_len` bytes, copied, in any split) was read from the socket
+// at `now`.
+//
+// # Safety
+// `conn` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_ws_conn_handle_data(struct limen_ws_conn *conn,
+                                            uint64_t now,
+                                            const uint8_t *data,
+                                            size_t data_len);
+
+// The peer's end closed at `now`; without a close handshake that is a
+// CLOSED event with 1006.
+//
+// # Safety
+// `conn` must be a live handle.
+enum limen_result limen_ws_conn_handle_eof(struct limen_ws_conn *conn, uint64_t now);
+
+// Takes the next event into `*out` (kind `LIMEN_WS_EVENT_NONE` when none
+// waits). Poll until NONE after every input, and answer each message
+// before taking the next: after a protocol error of the peer's, the close
+// frame is queued as its CLOSED event is taken, after the answers to the
+// messages before it.
+//
+// # Safety
+// `conn` must be a live handle; `out` valid for a write.
+enum limen_result limen_ws_conn_poll_event(struct limen_ws_conn *conn, struct limen_ws_event *out);
+
+// Queues `text` (`text_len` bytes of UTF-8) as one unmasked text frame at
+// `now`; nothing is sent once the close handshake began. `text` may be the
+// data of the event just taken (an echo): it is read before the event's
+// bytes are released.
+// `LIMEN_RESULT_INVALID_ARGUMENT` when it is not UTF-8 (a text frame must
+// be).
+//
+// # Safety
+// `conn` must be a live handle; `text` valid for `text_len` bytes.
+enum limen_result limen_ws_conn_send_text(struct limen_ws_conn *conn,
+                                          uint64_t now,
+                                          const uint8_t *text,
+                                          size_t text_len);
+
+// Queues `data` (`data_len` bytes) as one unmasked binary frame at `now`,
+// as [`limen_ws_conn_send_text`] does text.
+//
+// # Safety
+// `conn` must be a live handle; `data` valid for `data_len` bytes.
+enum limen_result limen_ws_conn_send_binary(struct limen_ws_conn *conn,
+                                            uint64_t now,
+                                            const uint8_t *data,
+                                            size_t data_len);
+
+// Begins the close handshake at `now` with `code` and `reason`
+// (`reason_len` bytes of UTF-8, at most 123 of them sent), after what is
+// queued; the CLOSED event comes with the peer's answer.
+//
+// # Safety
+// `conn` must be a live handle; `reason` valid for `reason_len` bytes.
+enum limen_result limen_ws_conn_close(struct limen_ws_conn *conn,
+                                      uint64_t now,
+                                      uint16_t code,
+                                      const uint8_t *reason,
+                                      size_t reason_len);
+
+// Whether the connection is over (a CLOSED event was taken); `true` for
+// a `NULL` handle.
+//
+// # Safety
+// `conn` must be `NULL` or a live handle.
+bool limen_ws_conn_is_closed(const struct limen_ws_conn *conn);
+
+// Lends the bytes still to write into `*out`; they stay valid until the
+// next call on the connection.
+//
+// # Safety
+// `conn` must be a live handle; `out` valid for a write.
+enum limen_result limen_ws_conn_pending_output(struct limen_ws_conn *conn, struct limen_str *out);
+
+// Copies every byte still to write into `buf` (`buf_cap` bytes) and writes
+// the count to `*written`, consuming nothing.
+// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
+// nothing.
+//
+// # Safety
+// `conn` must be a live handle; `buf` valid for `buf_cap` bytes;
+// `written` for a write.
+enum limen_result limen_ws_conn_copy_output(struct limen_ws_conn *conn,
+                                            uint8_t *buf,
+                                            size_t buf_cap,
+                                            size_t *written);
+
+// `n` bytes of the pending output were written at `now`.
+// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
+// is pending.
+//
+// # Safety
+// `conn` must be a live handle.
+enum limen_result limen_ws_conn_consume_output(struct limen_ws_conn *conn, uint64_t now, size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use limen_core::hale::check_program;
 use limen_core::hale::docs::ExposureDescriber;
-use limen_core::hale::model::{Source, TransportKind};
+use limen_core::hale::model::{Listener, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Completion, Delivery, Describer, Event, Exposure, Principal, RoleSource,
     RoleTable, TokenTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::grpc::Framing as GrpcFraming;
 use limen_core::wire::mcp::Framing;
 
 use crate::{
@@ -148,6 +149,40 @@ impl RoleSource for CallbackRoles {
                 role.as_ptr(),
             )
         }
+    }
+}
+
+/// A bearer source, or none.
+pub(crate) type Bearer = Option<Box<dyn BearerSource + Send>>;
+
+impl limen_identity {
+    /// The sources an exposure or a hub is built with: the callbacks when
+    /// set, else copies of the tables; no bearer source when `kernel` (the
+    /// serve site names the kernel's peer credentials).
+    pub(crate) fn sources(&self, kernel: bool) -> (Bearer, Box<dyn RoleSource + Send>) {
+        let bearer: Bearer = match (kernel, self.callbacks) {
+            (true, _) => None,
+            (false, Some(callbacks)) => Some(Box::new(CallbackBearer(callbacks))),
+            (false, None) => {
+                let table = self.tokens.iter().fold(
+                    TokenTable::new(self.refused.as_deref()),
+                    |t, (token, who, expiry)| match expiry {
+                        Some(e) => t.with_expiry(token, who, *e),
+                        None => t.with(token, who),
+                    },
+                );
+                Some(Box::new(table))
+            }
+        };
+        let roles: Box<dyn RoleSource + Send> = match self.callbacks {
+            Some(callbacks) => Box::new(CallbackRoles(callbacks)),
+            None => Box::new(
+                self.grants
+                    .iter()
+                    .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role)),
+            ),
+        };
+        (bearer, roles)
     }
 }
 
@@ -290,6 +325,8 @@ pub enum limen_transport {
     LIMEN_TRANSPORT_MCP = 2,
     /// Any other (the in-process test transport).
     LIMEN_TRANSPORT_OTHER = 3,
+    /// `grpc::Rpc`: gRPC over HTTP/2 ([`crate::grpc::limen_grpc_front_new`]).
+    LIMEN_TRANSPORT_GRPC = 4,
 }
 
 /// What an exposure event asks ([`limen_exposure_event`]'s `kind`).
@@ -355,6 +392,8 @@ pub struct limen_exposure {
     pub(crate) exposure: Exposure,
     pub(crate) transport: limen_transport,
     pub(crate) framing: Arc<Framing>,
+    /// A gRPC exposure's framing, which its fronts share.
+    pub(crate) grpc: Option<Arc<GrpcFraming>>,
     receivers: Vec<CString>,
     members: Vec<CString>,
     identity: Vec<u8>,
@@ -397,98 +436,169 @@ pub unsafe extern "C" fn limen_exposure_new(
     bound: *const c_char,
     out: *mut *mut limen_exposure,
 ) -> limen_result {
+    // SAFETY: the caller's promises, passed through.
+    guard(|| unsafe { new_exposure(src, src_len, name, None, identity, bound, out) })
+}
+
+/// As [`limen_exposure_new`], the exposure `name`'s serve site served over
+/// `transport` instead of the transport it names: its surface, rows,
+/// identity sources and receivers as written, its connections those of
+/// `transport` (as `hale demo --mcp` and `--grpc` serve `public` over MCP
+/// and gRPC). `transport` is a [`limen_transport`] number:
+/// `LIMEN_TRANSPORT_HTTP`, `_MCP` or `_GRPC`;
+/// another is `LIMEN_RESULT_INVALID_ARGUMENT` (a Unix serve site's
+/// principals are the kernel's, which a TCP transport has none of).
+///
+/// # Safety
+/// As [`limen_exposure_new`].
+#[no_mangle]
+pub unsafe extern "C" fn limen_exposure_new_over(
+    src: *const u8,
+    src_len: usize,
+    name: *const c_char,
+    transport: u32,
+    identity: *mut limen_identity,
+    bound: *const c_char,
+    out: *mut *mut limen_exposure,
+) -> limen_result {
     guard(|| {
-        // SAFETY: the caller's promises, passed through.
-        let src = unsafe { crate::text(src, src_len, "the program") }?;
-        // SAFETY: as above.
-        let name = unsafe { c_text(name, "the exposure's name") }?;
-        // SAFETY: as above.
-        let ids = unsafe { handle(identity) }?;
-        let bound = if bound.is_null() {
-            None
-        } else {
-            // SAFETY: as above.
-            Some(unsafe { c_text(bound, "the bound address") }?)
-        };
-        let checked = check_program("program.hl", src);
-        let passed = checked.passed();
-        let Some(program) = checked.program.filter(|_| passed) else {
-            let first = checked
-                .errors
-                .first()
-                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
-                .unwrap_or_default();
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_REFUSED,
-                format!("the program does not pass its check: {first}"),
-            ));
-        };
-        let model = program.exposure(name).ok_or_else(|| {
-            Failure::new(
-                limen_result::LIMEN_RESULT_NOT_FOUND,
-                format!("the program serves no exposure `{name}`"),
-            )
-        })?;
-        let unreadable = |e: String| Failure::new(limen_result::LIMEN_RESULT_UNREADABLE, e);
-        let (via, transport) = match model.listener.as_ref().map(|l| &l.transport) {
-            Some(TransportKind::Unix) => ("unix", limen_transport::LIMEN_TRANSPORT_UNIX),
-            Some(TransportKind::Http) => ("http", limen_transport::LIMEN_TRANSPORT_HTTP),
-            Some(TransportKind::Mcp) => ("mcp", limen_transport::LIMEN_TRANSPORT_MCP),
-            _ => ("test", limen_transport::LIMEN_TRANSPORT_OTHER),
-        };
-        let spec = exposure_spec(&program, model, via).map_err(|e| unreadable(e.to_string()))?;
-        let codec = ShapeCodec::new(&program, model).map_err(|e| unreadable(e.to_string()))?;
-        let describer = ExposureDescriber::new(&program, name, bound)
-            .map_err(|e| unreadable(format!("cannot describe `{name}`: {e}")))?;
-        let bearer: Option<Box<dyn BearerSource + Send>> = match (&model.principals, ids.callbacks)
-        {
-            (Source::Kernel, _) => None,
-            (_, Some(callbacks)) => Some(Box::new(CallbackBearer(callbacks))),
-            _ => {
-                let table = ids.tokens.iter().fold(
-                    TokenTable::new(ids.refused.as_deref()),
-                    |t, (token, who, expiry)| match expiry {
-                        Some(e) => t.with_expiry(token, who, *e),
-                        None => t.with(token, who),
-                    },
-                );
-                Some(Box::new(table))
+        // A number, not the enum: C may pass any, and an enum that holds
+        // none of its variants is undefined behaviour in Rust.
+        let via = match transport {
+            1 => TransportKind::Http,
+            2 => TransportKind::Mcp,
+            4 => TransportKind::Grpc,
+            other => {
+                return Err(Failure::new(
+                    limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+                    format!("an exposure is served over HTTP, MCP or gRPC, not transport {other}"),
+                ))
             }
         };
-        let roles: Box<dyn RoleSource + Send> = match ids.callbacks {
-            Some(callbacks) => Box::new(CallbackRoles(callbacks)),
-            None => Box::new(
-                ids.grants
-                    .iter()
-                    .fold(RoleTable::new(), |t, (who, role)| t.grant(who, role)),
-            ),
-        };
-        let framing = Arc::new(Framing::new(&spec));
-        let receivers = spec.receivers.iter().map(|r| c_string(r)).collect();
-        let members = spec.members.iter().map(|m| c_string(&m.name)).collect();
-        let identity = spec.identity().into_bytes();
-        let exposure = Exposure::new(
-            spec,
-            bearer,
-            roles,
-            Box::new(codec),
-            Box::new(describer) as Box<dyn Describer + Send>,
-        );
-        let h = Box::new(limen_exposure {
-            exposure,
-            transport,
-            framing,
-            receivers,
-            members,
-            identity,
-            delivery: None,
-            payload: Vec::new(),
-            caller_mode: CString::default(),
-            caller_name: CString::default(),
-        });
-        // SAFETY: as above.
-        unsafe { put(out, Box::into_raw(h)) }
+        // SAFETY: the caller's promises, passed through.
+        unsafe { new_exposure(src, src_len, name, Some(via), identity, bound, out) }
     })
+}
+
+/// The body of [`limen_exposure_new`] and [`limen_exposure_new_over`]:
+/// `over`, when given, replaces the serve site's transport.
+///
+/// # Safety
+/// As [`limen_exposure_new`].
+unsafe fn new_exposure(
+    src: *const u8,
+    src_len: usize,
+    name: *const c_char,
+    over: Option<TransportKind>,
+    identity: *mut limen_identity,
+    bound: *const c_char,
+    out: *mut *mut limen_exposure,
+) -> Result<(), Failure> {
+    // SAFETY: the caller's promises, passed through.
+    let src = unsafe { crate::text(src, src_len, "the program") }?;
+    // SAFETY: as above.
+    let name = unsafe { c_text(name, "the exposure's name") }?;
+    // SAFETY: as above.
+    let ids = unsafe { handle(identity) }?;
+    let bound = if bound.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { c_text(bound, "the bound address") }?)
+    };
+    let checked = check_program("program.hl", src);
+    let passed = checked.passed();
+    let Some(program) = checked.program.filter(|_| passed) else {
+        let first = checked
+            .errors
+            .first()
+            .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
+            .unwrap_or_default();
+        return Err(Failure::new(
+            limen_result::LIMEN_RESULT_REFUSED,
+            format!("the program does not pass its check: {first}"),
+        ));
+    };
+    let mut program = program;
+    let not_found = || {
+        Failure::new(
+            limen_result::LIMEN_RESULT_NOT_FOUND,
+            format!("the program serves no exposure `{name}`"),
+        )
+    };
+    let unreadable = |e: String| Failure::new(limen_result::LIMEN_RESULT_UNREADABLE, e);
+    if let Some(over) = over {
+        // The program itself is changed, not a copy of the exposure: its
+        // description and framing then read the serve site as served.
+        let e = program
+            .exposures
+            .iter_mut()
+            .find(|e| e.name.as_deref() == Some(name))
+            .ok_or_else(not_found)?;
+        if matches!(e.principals, Source::Kernel) {
+            return Err(unreadable(format!(
+                "`{name}`'s principals are the kernel's peer credentials, which {over:?} has none of"
+            )));
+        }
+        let address = e.listener.as_ref().and_then(|l| l.address.clone());
+        e.listener = Some(Listener {
+            transport: over,
+            address,
+        });
+    }
+    let model = program.exposure(name).ok_or_else(not_found)?;
+    let (via, transport) = match model.listener.as_ref().map(|l| &l.transport) {
+        Some(TransportKind::Unix) => ("unix", limen_transport::LIMEN_TRANSPORT_UNIX),
+        Some(TransportKind::Http) => ("http", limen_transport::LIMEN_TRANSPORT_HTTP),
+        Some(TransportKind::Mcp) => ("mcp", limen_transport::LIMEN_TRANSPORT_MCP),
+        Some(TransportKind::Grpc) => ("grpc", limen_transport::LIMEN_TRANSPORT_GRPC),
+        _ => ("test", limen_transport::LIMEN_TRANSPORT_OTHER),
+    };
+    let spec = exposure_spec(&program, model, via).map_err(|e| unreadable(e.to_string()))?;
+    let codec = ShapeCodec::new(&program, model).map_err(|e| unreadable(e.to_string()))?;
+    let grpc = if transport == limen_transport::LIMEN_TRANSPORT_GRPC {
+        Some(Arc::new(
+            GrpcFraming::new(&program, model).map_err(|e| unreadable(e.to_string()))?,
+        ))
+    } else {
+        None
+    };
+    // A gRPC exposure's codec reads the protobuf calls its front frames
+    // too; another's refuses them (ShapeCodec::with_protobuf).
+    let codec = if grpc.is_some() {
+        codec.with_protobuf()
+    } else {
+        codec
+    };
+    let describer = ExposureDescriber::new(&program, name, bound)
+        .map_err(|e| unreadable(format!("cannot describe `{name}`: {e}")))?;
+    let (bearer, roles) = ids.sources(matches!(model.principals, Source::Kernel));
+    let framing = Arc::new(Framing::new(&spec));
+    let receivers = spec.receivers.iter().map(|r| c_string(r)).collect();
+    let members = spec.members.iter().map(|m| c_string(&m.name)).collect();
+    let identity = spec.identity().into_bytes();
+    let exposure = Exposure::new(
+        spec,
+        bearer,
+        roles,
+        Box::new(codec),
+        Box::new(describer) as Box<dyn Describer + Send>,
+    );
+    let h = Box::new(limen_exposure {
+        exposure,
+        transport,
+        framing,
+        grpc,
+        receivers,
+        members,
+        identity,
+        delivery: None,
+        payload: Vec::new(),
+        caller_mode: CString::default(),
+        caller_name: CString::default(),
+    });
+    // SAFETY: as above.
+    unsafe { put(out, Box::into_raw(h)) }
 }
 
 /// Releases an exposure; `NULL` is ignored. Requests still pending are
@@ -503,8 +613,9 @@ pub unsafe extern "C" fn limen_exposure_free(exposure: *mut limen_exposure) {
     guard_value((), || unsafe { free(exposure) })
 }
 
-/// The transport the exposure's serve site names;
-/// `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
+/// The transport the exposure is served over (its serve site's, or the
+/// one [`limen_exposure_new_over`] named), which says which front its
+/// connections take; `LIMEN_TRANSPORT_OTHER` for a `NULL` handle.
 ///
 /// # Safety
 /// `exposure` must be `NULL` or a live handle.

@@ -2,7 +2,7 @@
 //! HTTP/1.1, MCP) between its bytes and an exposure. A thin wrapper of
 //! `limen_core::wire::front::Front`; the order of calls is its module's.
 
-use limen_core::hale::runtime::{PeerCredentials, Request};
+use limen_core::hale::runtime::{Delivery, PeerCredentials, Request};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
 
 use crate::exposure::limen_exposure;
@@ -305,20 +305,58 @@ pub unsafe extern "C" fn limen_front_submit(
         let h = unsafe { handle(front) }?;
         // SAFETY: as above.
         let e = unsafe { handle(exposure) }?;
-        let request = h.request.take().ok_or_else(|| {
-            Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_STATE,
-                "the front holds no request: submit right after a REQUEST event",
-            )
-        })?;
-        e.delivery = None;
-        let id = e.exposure.handle_request(now, wall_unix_ns, request);
-        if !request_id.is_null() {
-            // SAFETY: as above.
-            unsafe { put(request_id, id) }?;
-        }
-        Ok(())
+        // SAFETY: as above.
+        unsafe { submit_held(&mut h.request, e, now, wall_unix_ns, request_id) }
     })
+}
+
+/// Hands the request a front holds to `e` (a front's `submit`).
+///
+/// # Safety
+/// `request_id` must be `NULL` or valid for a write.
+pub(crate) unsafe fn submit_held(
+    held: &mut Option<Request>,
+    e: &mut limen_exposure,
+    now: u64,
+    wall_unix_ns: u64,
+    request_id: *mut u64,
+) -> Result<(), Failure> {
+    let request = held.take().ok_or_else(|| {
+        Failure::new(
+            limen_result::LIMEN_RESULT_INVALID_STATE,
+            "the front holds no request: submit right after a REQUEST event",
+        )
+    })?;
+    e.delivery = None;
+    let id = e.exposure.handle_request(now, wall_unix_ns, request);
+    if !request_id.is_null() {
+        // SAFETY: the caller's promise.
+        unsafe { put(request_id, id) }?;
+    }
+    Ok(())
+}
+
+/// Takes the delivery `e` holds for the connection `correlation` (a
+/// front's `deliver`); a delivery for another connection stays held.
+pub(crate) fn take_delivery(e: &mut limen_exposure, correlation: u64) -> Result<Delivery, Failure> {
+    let Some(d) = e.delivery.take() else {
+        return Err(Failure::new(
+            limen_result::LIMEN_RESULT_INVALID_STATE,
+            "the exposure holds no delivery: deliver right after a DELIVER event",
+        ));
+    };
+    if d.correlation != correlation {
+        let why = format!(
+            "the delivery is for connection {}, the front is {correlation}",
+            d.correlation
+        );
+        e.delivery = Some(d);
+        return Err(Failure::new(
+            limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+            why,
+        ));
+    }
+    Ok(d)
 }
 
 /// Encodes the delivery of `exposure`'s last DELIVER event onto this front
@@ -340,24 +378,7 @@ pub unsafe extern "C" fn limen_front_deliver(
         // SAFETY: as above.
         let e = unsafe { handle(exposure) }?;
         h.request = None;
-        let Some(d) = e.delivery.take() else {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_STATE,
-                "the exposure holds no delivery: deliver right after a DELIVER event",
-            ));
-        };
-        if d.correlation != h.front.correlation() {
-            let why = format!(
-                "the delivery is for connection {}, the front is {}",
-                d.correlation,
-                h.front.correlation()
-            );
-            e.delivery = Some(d);
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                why,
-            ));
-        }
+        let d = take_delivery(e, h.front.correlation())?;
         h.front.deliver(now, d);
         Ok(())
     })

@@ -24,8 +24,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub mod exposure;
 pub mod flow;
 pub mod front;
+pub mod grpc;
 pub mod hale;
+pub mod hub;
 pub mod tool;
+pub mod ws;
 
 /// What a call that can fail returns.
 #[repr(C)]

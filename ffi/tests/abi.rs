@@ -10,10 +10,12 @@ use std::ptr;
 use limen_ffi::exposure::*;
 use limen_ffi::flow::*;
 use limen_ffi::front::*;
+use limen_ffi::grpc::*;
 use limen_ffi::hale::*;
 use limen_ffi::{limen_last_error, limen_result, limen_str, limen_version};
 
 use limen_result::*;
+use limen_transport::*;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -511,6 +513,20 @@ fn null_handles_are_an_error_not_a_crash() {
             limen_exposure_stop(ptr::null_mut(), 0),
             LIMEN_RESULT_INVALID_ARGUMENT
         );
+        assert_eq!(
+            limen_grpc_front_stop(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert!(limen_grpc_front_is_closed(ptr::null()));
+        assert!(!limen_grpc_front_poll_timeout(ptr::null(), &mut 0));
+        limen_grpc_front_free(ptr::null_mut());
+        assert_eq!(
+            limen_ffi::hub::limen_hub_stop(ptr::null_mut(), 0),
+            LIMEN_RESULT_INVALID_ARGUMENT
+        );
+        assert!(limen_ffi::hub::limen_hub_is_finished(ptr::null()));
+        assert!(!limen_ffi::hub::limen_hub_wants_read(ptr::null(), 1));
+        limen_ffi::hub::limen_hub_free(ptr::null_mut());
         limen_front_free(ptr::null_mut());
         limen_exposure_free(ptr::null_mut());
         limen_flow_schema_free(ptr::null_mut());
@@ -922,4 +938,537 @@ fn an_mcp_exposure_answers_tools_call_through_the_mcp_front() {
         json["result"]["structuredContent"],
         serde_json::json!({"order":41,"notional":125000})
     );
+}
+
+/// The exposure `name` of the program `src`, served over `transport` (a
+/// `limen_transport` number), with an empty identity table: the result
+/// and the handle (NULL unless OK).
+fn exposure_over(src: &str, name: &str, transport: u32) -> (limen_result, *mut limen_exposure) {
+    let mut ids = ptr::null_mut();
+    // SAFETY: valid output.
+    assert_eq!(unsafe { limen_identity_new(&mut ids) }, LIMEN_RESULT_OK);
+    let mut exposure = ptr::null_mut();
+    let name = CString::new(name).unwrap();
+    // SAFETY: valid strings and handles.
+    let r = unsafe {
+        limen_exposure_new_over(
+            src.as_ptr(),
+            src.len(),
+            name.as_ptr(),
+            transport,
+            ids,
+            ptr::null(),
+            &mut exposure,
+        )
+    };
+    // SAFETY: freed once; the exposure keeps nothing of it.
+    unsafe { limen_identity_free(ids) };
+    (r, exposure)
+}
+
+/// An HTTP/2 frame's header (RFC 9113 § 4.1): its length, type and stream.
+fn frame_header(b: &[u8]) -> (usize, u8, u32) {
+    let len = (usize::from(b[0]) << 16) | (usize::from(b[1]) << 8) | usize::from(b[2]);
+    let stream = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff;
+    (len, b[3], stream)
+}
+
+#[test]
+fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
+    let src = desk();
+    let (r, grpc) = exposure_over(&src, "public", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: live handle.
+    assert_eq!(
+        unsafe { limen_exposure_transport(grpc) },
+        LIMEN_TRANSPORT_GRPC
+    );
+    // Unix lines is not a transport a TCP serve site is moved to; the admin
+    // exposure's principals are the kernel's, which gRPC has none of.
+    let (r, e) = exposure_over(&src, "public", LIMEN_TRANSPORT_UNIX as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "public", 99);
+    assert_eq!((r, e), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "admin", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_UNREADABLE, ptr::null_mut()));
+    let (r, e) = exposure_over(&src, "nobody", LIMEN_TRANSPORT_GRPC as u32);
+    assert_eq!((r, e), (LIMEN_RESULT_NOT_FOUND, ptr::null_mut()));
+
+    // An HTTP exposure has no gRPC framing to make a front of.
+    let (r, http) = exposure_over(&src, "public", LIMEN_TRANSPORT_HTTP as u32);
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    let mut front = ptr::null_mut();
+    // SAFETY: live handle, valid output.
+    let r = unsafe { limen_grpc_front_new(0, http, 7, &mut front) };
+    assert_eq!((r, front), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
+
+    // SAFETY: live handle, valid output.
+    let r = unsafe { limen_grpc_front_new(0, grpc, 7, &mut front) };
+    assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+    // SAFETY: live handle.
+    unsafe {
+        assert_eq!(limen_grpc_front_correlation(front), 7);
+        assert!(limen_grpc_front_wants_read(front));
+        assert!(!limen_grpc_front_is_closed(front));
+        assert_eq!(limen_grpc_front_streams_held(front), 0);
+    }
+    // RFC 9113 § 3.4: the server's connection preface is a SETTINGS frame,
+    // on stream 0, first of what it writes.
+    let mut out = limen_str::EMPTY;
+    // SAFETY: live handle, valid output.
+    assert_eq!(
+        unsafe { limen_grpc_front_pending_output(front, &mut out) },
+        LIMEN_RESULT_OK
+    );
+    let preface = lent(out);
+    let (len, kind, stream) = frame_header(&preface);
+    assert_eq!((kind, stream), (0x4, 0));
+    assert_eq!(len % 6, 0, "SETTINGS carries 6-byte settings");
+    // The copying form says the same bytes, and a short buffer gets none.
+    let mut small = [0u8; 4];
+    let mut written = 0;
+    // SAFETY: live handle, valid buffer and output.
+    let r = unsafe { limen_grpc_front_copy_output(front, small.as_mut_ptr(), 4, &mut written) };
+    assert_eq!(
+        (r, written, small),
+        (LIMEN_RESULT_BUFFER_TOO_SMALL, preface.len(), [0; 4])
+    );
+    // SAFETY: live handle; more than is pending consumes nothing.
+    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len() + 1) };
+    assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+    // SAFETY: live handle.
+    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len()) };
+    assert_eq!(r, LIMEN_RESULT_OK);
+
+    // Not the client's preface (an HTTP/1.1 request): a connection error
+    // (RFC 9113 § 3.4), and the connection ends once its output is written.
+    let junk = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n";
+    // SAFETY: live handle, valid bytes.
+    let r = unsafe { limen_grpc_front_handle_data(front, 2, junk.as_ptr(), junk.len()) };
+    assert_eq!(r, LIMEN_RESULT_OK);
+    // SAFETY: live handle.
+    assert!(!unsafe { limen_grpc_front_wants_read(front) });
+    let mut events = Vec::new();
+    for _ in 0..8 {
+        // SAFETY: live handle, valid output.
+        unsafe {
+            assert_eq!(
+                limen_grpc_front_pending_output(front, &mut out),
+                LIMEN_RESULT_OK
+            );
+            let n = out.len;
+            assert_eq!(
+                limen_grpc_front_consume_output(front, 3, n),
+                LIMEN_RESULT_OK
+            );
+            let mut k = limen_front_event::LIMEN_FRONT_EVENT_NONE;
+            assert_eq!(limen_grpc_front_poll_event(front, &mut k), LIMEN_RESULT_OK);
+            if k != limen_front_event::LIMEN_FRONT_EVENT_NONE {
+                events.push(k);
+            }
+        }
+    }
+    assert_eq!(events, [limen_front_event::LIMEN_FRONT_EVENT_CLOSED]);
+    // SAFETY: live handle.
+    assert!(unsafe { limen_grpc_front_is_closed(front) });
+    // Submitting with no REQUEST event held is out of turn.
+    // SAFETY: live handles.
+    let r = unsafe { limen_grpc_front_submit(front, grpc, 4, 0, ptr::null_mut()) };
+    assert_eq!(r, LIMEN_RESULT_INVALID_STATE);
+    // SAFETY: each freed once.
+    unsafe {
+        limen_grpc_front_free(front);
+        limen_exposure_free(http);
+        limen_exposure_free(grpc);
+    }
+}
+
+mod hub {
+    use super::*;
+    use limen_ffi::hub::*;
+
+    /// The witness's hub `fills`, its identity sources the program's: the
+    /// bearer tokens t-<name>, and hub_roles making dave an operator.
+    fn fills() -> *mut limen_hub {
+        let src = desk();
+        let mut ids = ptr::null_mut();
+        let mut hub = ptr::null_mut();
+        // SAFETY: valid strings, handles and outputs; the table is freed
+        // once, the hub keeping nothing of it.
+        unsafe {
+            assert_eq!(limen_identity_new(&mut ids), LIMEN_RESULT_OK);
+            for name in [c"alice", c"bob", c"dave"] {
+                let token = CString::new(format!("t-{}", name.to_str().unwrap())).unwrap();
+                let r = limen_identity_add_token(ids, token.as_ptr(), name.as_ptr(), 0);
+                assert_eq!(r, LIMEN_RESULT_OK);
+            }
+            let r = limen_identity_add_grant(ids, c"dave".as_ptr(), c"operator".as_ptr());
+            assert_eq!(r, LIMEN_RESULT_OK);
+            let r = limen_hub_new(
+                src.as_ptr(),
+                src.len(),
+                c"fills".as_ptr(),
+                ids,
+                ptr::null(),
+                &mut hub,
+            );
+            assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
+            let mut none = ptr::null_mut();
+            let r = limen_hub_new(
+                src.as_ptr(),
+                src.len(),
+                c"quotes".as_ptr(),
+                ids,
+                ptr::null(),
+                &mut none,
+            );
+            assert_eq!((r, none), (LIMEN_RESULT_NOT_FOUND, ptr::null_mut()));
+            limen_identity_free(ids);
+        }
+        hub
+    }
+
+    /// A client's text frame (RFC 6455 § 5.2): FIN, opcode 1, masked.
+    fn client_text(text: &str) -> Vec<u8> {
+        let key = [0x37, 0xfa, 0x21, 0x3d];
+        let mut f = vec![0x81, 0x80 | u8::try_from(text.len()).unwrap()];
+        f.extend_from_slice(&key);
+        f.extend(text.bytes().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        f
+    }
+
+    /// The events until NONE, and every byte each OUTPUT let out (the
+    /// socket takes all).
+    fn drain(hub: *mut limen_hub, now: u64) -> (Vec<(limen_hub_event_kind, u64)>, Vec<u8>) {
+        let (mut events, mut written) = (Vec::new(), Vec::new());
+        loop {
+            let mut ev = limen_hub_event {
+                kind: limen_hub_event_kind::LIMEN_HUB_EVENT_NONE,
+                conn: 0,
+            };
+            // SAFETY: live handle, valid output.
+            assert_eq!(
+                unsafe { limen_hub_poll_event(hub, &mut ev) },
+                LIMEN_RESULT_OK
+            );
+            if ev.kind == limen_hub_event_kind::LIMEN_HUB_EVENT_NONE {
+                return (events, written);
+            }
+            events.push((ev.kind, ev.conn));
+            if ev.kind == limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT {
+                loop {
+                    let mut out = limen_str::EMPTY;
+                    // SAFETY: live handle, valid output.
+                    let r = unsafe { limen_hub_pending_output(hub, ev.conn, &mut out) };
+                    assert_eq!(r, LIMEN_RESULT_OK);
+                    let bytes = lent(out);
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    written.extend_from_slice(&bytes);
+                    // SAFETY: live handle.
+                    let r = unsafe { limen_hub_consume_output(hub, now, ev.conn, bytes.len()) };
+                    assert_eq!(r, LIMEN_RESULT_OK);
+                }
+            }
+        }
+    }
+
+    /// Server frames (unmasked, RFC 6455 § 5.1) as (opcode, payload).
+    fn server_frames(mut b: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        while b.len() >= 2 {
+            assert_eq!(b[1] & 0x80, 0, "a server frame is not masked");
+            let (len, at) = match b[1] & 0x7f {
+                126 => (usize::from(u16::from_be_bytes([b[2], b[3]])), 4),
+                n => (usize::from(n), 2),
+            };
+            out.push((b[0] & 0x0f, b[at..at + len].to_vec()));
+            b = &b[at + len..];
+        }
+        out
+    }
+
+    fn json(b: &[u8]) -> serde_json::Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    #[test]
+    fn the_witness_hub_upgrades_subscribes_publishes_and_closes_at_stop() {
+        let hub = fills();
+        let mut written = 0;
+        let mut id = [0u8; 128];
+        // SAFETY: live handle, valid buffer and output.
+        let r = unsafe { limen_hub_identity(hub, id.as_mut_ptr(), id.len(), &mut written) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let id = std::str::from_utf8(&id[..written]).unwrap();
+        assert!(id.starts_with("hub@") && id.ends_with("/fills"), "{id}");
+
+        // SAFETY: live handle; an id in use is refused, one unknown not found.
+        unsafe {
+            assert_eq!(limen_hub_accept(hub, 0, 7), LIMEN_RESULT_OK);
+            assert_eq!(limen_hub_accept(hub, 0, 7), LIMEN_RESULT_INVALID_ARGUMENT);
+            assert_eq!(limen_hub_handle_eof(hub, 0, 8), LIMEN_RESULT_NOT_FOUND);
+        }
+        // RFC 6455 § 1.3's sample key, and its accept.
+        let upgrade = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+            Authorization: Bearer t-dave\r\n\r\n";
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 1, 0, 7, upgrade.as_ptr(), upgrade.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (events, out) = drain(hub, 1);
+        assert_eq!(events, [(limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT, 7)]);
+        let head = String::from_utf8(out).unwrap();
+        assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+        assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+        // SAFETY: live handle.
+        assert_eq!(unsafe { limen_hub_connections(hub) }, 1);
+
+        let sub = client_text(r#"{"type":"subscribe","topic":"Fills"}"#);
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 2, 0, 7, sub.as_ptr(), sub.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (_, out) = drain(hub, 2);
+        let frames = server_frames(&out);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].0, 0x1);
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "subscribed", "topic": "Fills"})
+        );
+        // SAFETY: live handle.
+        assert_eq!(unsafe { limen_hub_subscribers(hub) }, 1);
+
+        let fill = r#"{"order":41,"qty":10,"price":12500}"#;
+        let mut offered = 0;
+        // SAFETY: live handle, valid strings and output.
+        unsafe {
+            let r = limen_hub_publish(hub, 3, c"Fills".as_ptr(), b"{".as_ptr(), 1, &mut offered);
+            assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+            let r = limen_hub_publish(
+                hub,
+                3,
+                c"Quotes".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                ptr::null_mut(),
+            );
+            assert_eq!(r, LIMEN_RESULT_NOT_FOUND);
+            let r = limen_hub_publish(
+                hub,
+                3,
+                c"Fills".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                &mut offered,
+            );
+            assert_eq!((r, offered), (LIMEN_RESULT_OK, 1));
+            assert_eq!(limen_hub_events(hub), 1);
+        }
+        let (_, out) = drain(hub, 3);
+        let frames = server_frames(&out);
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "event", "topic": "Fills", "seq": 1,
+                               "payload": {"order": 41, "qty": 10, "price": 12500}})
+        );
+
+        // stop(): `closed`, then the close frame with 1001 (going away);
+        // nothing more is published.
+        // SAFETY: live handle, valid strings.
+        unsafe {
+            assert_eq!(limen_hub_stop(hub, 4), LIMEN_RESULT_OK);
+            let r = limen_hub_publish(
+                hub,
+                4,
+                c"Fills".as_ptr(),
+                fill.as_ptr(),
+                fill.len(),
+                ptr::null_mut(),
+            );
+            assert_eq!(r, LIMEN_RESULT_INVALID_STATE);
+        }
+        let (_, out) = drain(hub, 4);
+        let frames = server_frames(&out);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(
+            json(&frames[0].1),
+            serde_json::json!({"type": "closed", "reason": "shutting_down"})
+        );
+        assert_eq!(frames[1].0, 0x8);
+        assert_eq!(frames[1].1[..2], 1001u16.to_be_bytes());
+        // SAFETY: live handle.
+        assert!(!unsafe { limen_hub_is_finished(hub) });
+        // The peer answers the close: the connection is done, the id free.
+        let mut close = vec![0x88, 0x82, 1, 2, 3, 4];
+        close.extend(
+            1001u16
+                .to_be_bytes()
+                .iter()
+                .zip([1u8, 2])
+                .map(|(b, k)| b ^ k),
+        );
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_hub_handle_data(hub, 5, 0, 7, close.as_ptr(), close.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        let (events, _) = drain(hub, 5);
+        assert!(
+            events.contains(&(limen_hub_event_kind::LIMEN_HUB_EVENT_CLOSE, 7)),
+            "{events:?}"
+        );
+        // SAFETY: live handle; freed once.
+        unsafe {
+            assert!(limen_hub_is_finished(hub));
+            assert_eq!(limen_hub_accept(hub, 6, 7), LIMEN_RESULT_OK);
+            limen_hub_free(hub);
+        }
+    }
+}
+
+mod ws_codec {
+    use super::*;
+    use limen_ffi::ws::*;
+
+    /// A client frame (RFC 6455 § 5.2): FIN, `opcode`, masked.
+    fn client_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let key = [0x12, 0x9a, 0x00, 0xfe];
+        let mut f = vec![0x80 | opcode, 0x80 | u8::try_from(payload.len()).unwrap()];
+        f.extend_from_slice(&key);
+        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        f
+    }
+
+    fn feed(conn: *mut limen_ws_conn, bytes: &[u8]) {
+        // SAFETY: live handle, valid bytes.
+        let r = unsafe { limen_ws_conn_handle_data(conn, 0, bytes.as_ptr(), bytes.len()) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+    }
+
+    /// The next event's kind, data (or reason) and code, copied.
+    fn next(conn: *mut limen_ws_conn) -> (limen_ws_event_kind, Vec<u8>, u16) {
+        let mut ev = std::mem::MaybeUninit::<limen_ws_event>::uninit();
+        // SAFETY: live handle, valid output; the event's bytes are read
+        // before the next call.
+        unsafe {
+            assert_eq!(
+                limen_ws_conn_poll_event(conn, ev.as_mut_ptr()),
+                LIMEN_RESULT_OK
+            );
+            let ev = ev.assume_init();
+            let bytes = if ev.kind == limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED {
+                lent(ev.reason)
+            } else {
+                lent(ev.data)
+            };
+            (ev.kind, bytes, ev.code)
+        }
+    }
+
+    /// Takes every pending byte.
+    fn written(conn: *mut limen_ws_conn) -> Vec<u8> {
+        let mut out = limen_str::EMPTY;
+        // SAFETY: live handle, valid output.
+        unsafe {
+            assert_eq!(
+                limen_ws_conn_pending_output(conn, &mut out),
+                LIMEN_RESULT_OK
+            );
+            let bytes = lent(out);
+            let r = limen_ws_conn_consume_output(conn, 0, bytes.len());
+            assert_eq!(r, LIMEN_RESULT_OK);
+            bytes
+        }
+    }
+
+    #[test]
+    fn the_accept_key_is_rfc_6455s() {
+        let key = "dGhlIHNhbXBsZSBub25jZQ==";
+        let (r, accept) = grow(|buf, cap, w| {
+            // SAFETY: valid key, buffer and output.
+            unsafe { limen_ws_accept_key(key.as_ptr(), key.len(), buf, cap, w) }
+        });
+        assert_eq!(r, LIMEN_RESULT_OK);
+        assert_eq!(accept, b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    }
+
+    #[test]
+    fn a_message_is_read_answered_and_the_close_handshake_ends_it() {
+        let mut conn = ptr::null_mut();
+        // SAFETY: valid output.
+        let r = unsafe { limen_ws_conn_new(limen_ws_limits_default(), &mut conn) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        feed(conn, &client_frame(0x1, "héllo".as_bytes()));
+        let (kind, data, _) = next(conn);
+        assert_eq!(kind, limen_ws_event_kind::LIMEN_WS_EVENT_TEXT);
+        assert_eq!(data, "héllo".as_bytes());
+        assert_eq!(next(conn).0, limen_ws_event_kind::LIMEN_WS_EVENT_NONE);
+        // A ping is answered by a pong carrying its payload (§ 5.5.2).
+        feed(conn, &client_frame(0x9, b"p"));
+        assert_eq!(written(conn), [0x8a, 1, b'p']);
+        // SAFETY: live handle; text that is not UTF-8 is refused, sending
+        // nothing.
+        unsafe {
+            let bad = [0xff];
+            let r = limen_ws_conn_send_text(conn, 0, bad.as_ptr(), 1);
+            assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
+            let r = limen_ws_conn_send_text(conn, 0, b"ok".as_ptr(), 2);
+            assert_eq!(r, LIMEN_RESULT_OK);
+        }
+        // Unmasked, one frame: FIN and text, length 2.
+        assert_eq!(written(conn), [0x81, 2, b'o', b'k']);
+        // SAFETY: live handle, valid reason.
+        let r = unsafe { limen_ws_conn_close(conn, 0, 1000, b"bye".as_ptr(), 3) };
+        assert_eq!(r, LIMEN_RESULT_OK);
+        assert_eq!(written(conn), [0x88, 5, 0x03, 0xe8, b'b', b'y', b'e']);
+        // SAFETY: live handle.
+        assert!(!unsafe { limen_ws_conn_is_closed(conn) });
+        // The peer's answer ends it.
+        feed(conn, &client_frame(0x8, &1000u16.to_be_bytes()));
+        assert_eq!(
+            next(conn),
+            (limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED, Vec::new(), 1000)
+        );
+        // SAFETY: live handle; freed once.
+        unsafe {
+            assert!(limen_ws_conn_is_closed(conn));
+            limen_ws_conn_free(conn);
+        }
+    }
+
+    #[test]
+    fn binary_is_refused_1003_unless_the_limits_take_it() {
+        for binary in [false, true] {
+            let mut conn = ptr::null_mut();
+            let limits = limen_ws_limits {
+                binary,
+                ..limen_ws_limits_default()
+            };
+            // SAFETY: valid output.
+            assert_eq!(
+                unsafe { limen_ws_conn_new(limits, &mut conn) },
+                LIMEN_RESULT_OK
+            );
+            feed(conn, &client_frame(0x2, &[0, 1, 2]));
+            let (kind, data, code) = next(conn);
+            if binary {
+                assert_eq!(kind, limen_ws_event_kind::LIMEN_WS_EVENT_BINARY);
+                assert_eq!(data, [0, 1, 2]);
+            } else {
+                assert_eq!(
+                    (kind, code),
+                    (limen_ws_event_kind::LIMEN_WS_EVENT_CLOSED, 1003)
+                );
+                // Its close frame goes out as the event is taken.
+                assert_eq!(written(conn)[..4], [0x88, written_len(&data), 0x03, 0xeb]);
+            }
+            // SAFETY: freed once.
+            unsafe { limen_ws_conn_free(conn) };
+        }
+    }
+
+    /// A close frame's payload length: the code and the reason.
+    fn written_len(reason: &[u8]) -> u8 {
+        u8::try_from(2 + reason.len().min(123)).unwrap()
+    }
 }

@@ -36,6 +36,13 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// The most connections a hub holds, as the request loops' default.
 pub const MAX_CONNECTIONS: usize = 4096;
 const WAKER: Token = Token(usize::MAX);
+/// How many bytes of the machine's output one write gathers. The machine
+/// hands out one frame at a time (an event stays in its subscription's
+/// queue, where its row's policy and a moved revision still apply, until
+/// it leaves); gathering the frames waiting for a connection into one
+/// `send(2)` is the fan-out's saving, and to the machine the gathered
+/// bytes are as written as those in the socket's buffer.
+const WRITE_BATCH: usize = 16 * 1024;
 
 /// What another thread asks of a served hub.
 #[derive(Debug)]
@@ -146,6 +153,11 @@ pub struct HubServer {
     paused: std::collections::HashSet<ConnId>,
     /// The read buffer.
     buf: Vec<u8>,
+    /// Bytes gathered from the machine that a socket has not taken yet,
+    /// by connection; written before anything more is gathered.
+    held: HashMap<ConnId, Vec<u8>>,
+    /// The buffer a write gathers into, kept between writes.
+    gather: Vec<u8>,
     /// When accepting, paused by a failure, is tried again.
     accept_again: Option<Instant>,
     started: Instant,
@@ -188,6 +200,8 @@ impl HubServer {
             max_connections: MAX_CONNECTIONS,
             paused: std::collections::HashSet::new(),
             buf: vec![0u8; 64 * 1024],
+            held: HashMap::new(),
+            gather: Vec::new(),
             accept_again: None,
             started: Instant::now(),
             calls: None,
@@ -329,9 +343,8 @@ impl HubServer {
                     }
                 }
             }
-            // One pass over the machine's output after all the commands of
-            // this wake: the events published meanwhile leave each socket
-            // in one write, not one write per event.
+            // Written once every command taken is in the machine: events
+            // published together reach each connection in one write.
             self.drain();
             let now = self.now();
             if self.hub.poll_timeout().is_some_and(|at| at <= now) {
@@ -476,20 +489,50 @@ impl HubServer {
 
     fn write_out(&mut self, id: ConnId) {
         loop {
+            // What a write left goes first; only then is more gathered,
+            // so a peer that does not read leaves the machine's output
+            // pending (its stall timer runs) and its queues where they are.
+            let mut out = match self.held.remove(&id) {
+                Some(held) => held,
+                None => {
+                    let mut out = std::mem::take(&mut self.gather);
+                    let now = self.now();
+                    while out.len() < WRITE_BATCH {
+                        let pending = self.hub.pending_output(id);
+                        if pending.is_empty() {
+                            break;
+                        }
+                        let n = pending.len();
+                        out.extend_from_slice(pending);
+                        self.hub.consume_output(now, id, n);
+                    }
+                    out
+                }
+            };
+            if out.is_empty() {
+                self.gather = out;
+                return;
+            }
             let Some(stream) = self.conns.get_mut(&id) else {
                 return;
             };
-            let out = self.hub.pending_output(id);
-            if out.is_empty() {
-                return;
-            }
-            match stream.write(out) {
-                Ok(n) => {
-                    let now = self.now();
-                    self.hub.consume_output(now, id, n);
+            match stream.write(&out) {
+                Ok(n) if n == out.len() => {
+                    out.clear();
+                    self.gather = out;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => {
+                    out.drain(..n);
+                    self.held.insert(id, out);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.held.insert(id, out);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.held.insert(id, out);
+                }
                 Err(_) => {
                     let now = self.now();
                     self.hub.handle_eof(now, id);
@@ -510,7 +553,12 @@ impl HubServer {
                 // poll.
                 HubEvent::Close(id) => {
                     self.paused.remove(&id);
-                    drop(self.conns.remove(&id));
+                    let stream = self.conns.remove(&id);
+                    // The machine saw these bytes as written: one last
+                    // try before the socket closes.
+                    if let (Some(mut stream), Some(held)) = (stream, self.held.remove(&id)) {
+                        let _ = stream.write(&held);
+                    }
                 }
             }
         }

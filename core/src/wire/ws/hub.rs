@@ -81,13 +81,6 @@ pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
 /// The reason of a refusal after `stop()`.
 pub const STOPPING_REASON: &str = "the hub is stopping";
 
-/// How many bytes of frames a connection is handed at once when its socket
-/// has taken everything before: past this, frames wait in their
-/// subscriptions' queues (under their bounds and shedding) until the socket
-/// takes these. 16 KiB is a few hundred events, and a loopback or LAN
-/// socket takes it in one write.
-const STAGED_BYTES: usize = 16 * 1024;
-
 /// What the hub asks of its driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HubEvent {
@@ -727,20 +720,15 @@ impl Hub {
         }
     }
 
-    /// Moves the frames waiting, in the order offered, to the socket once
-    /// what it had is written whole: as many as fit in [`STAGED_BYTES`]
-    /// (at least one), so that the events queued while the socket was busy
-    /// leave in one write rather than one write each.
+    /// Moves the next frame, in the order offered, to the socket once the
+    /// last one is written whole.
     fn pump(&mut self, now: Timestamp, conn: &mut Conn) {
         if !matches!(conn.phase, Phase::Ws(_)) {
             return;
         }
         self.check_expiry(now, conn);
-        if !conn.pending().is_empty() {
-            return;
-        }
         loop {
-            if conn.pending().len() >= STAGED_BYTES {
+            if !conn.pending().is_empty() {
                 return;
             }
             let Phase::Ws(ws) = &conn.phase else { return };

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
+use limen_drivers::client::hub_conn;
 use serde_json::Value;
 
 use crate::record::{exposure_name, Corpus, Record};
@@ -113,27 +114,13 @@ enum Got {
 impl Conn {
     fn open(authority: &str, path: &str, bearer: Option<&str>) -> Result<Conn, String> {
         let mut stream = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
+        // A fixed key: the checker's requests are the same on every run.
         let key = client::key(*b"limen-conformanc");
-        stream
-            .write_all(&client::upgrade_request(authority, path, &key, bearer))
-            .map_err(|e| e.to_string())?;
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; 65536];
-        let mut head = Vec::new();
-        let rest = loop {
-            let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("the connection ended during the upgrade".into());
-            }
-            head.extend_from_slice(&buf[..n]);
-            if let Some(at) = client::upgrade_answer(&head, &key)? {
-                break head.split_off(at);
-            }
-        };
-        let mut reader = ServerReader::default();
-        reader.handle_data(&rest);
+        let reader = hub_conn::upgrade(&mut stream, authority, path, &key, bearer, &mut buf)?;
         Ok(Conn {
             stream,
             reader,

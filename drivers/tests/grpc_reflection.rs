@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine as _;
-use limen_core::hale::protobuf::{self, WireValue};
+use limen_core::hale::protobuf;
 use serde_json::{json, Value};
 
 mod support;
@@ -205,25 +205,15 @@ fn descriptor_set(files: &[Vec<u8>]) -> Vec<u8> {
 
 /// The files of a `FileDescriptorSet`.
 fn files_of_set(set: &[u8]) -> Vec<Vec<u8>> {
-    protobuf::fields(set)
-        .unwrap()
-        .into_iter()
-        .filter_map(|(n, v)| match (n, v) {
-            (1, WireValue::Len(b)) => Some(b.to_vec()),
-            _ => None,
-        })
-        .collect()
+    fields_numbered(set, 1)
 }
 
 /// A descriptor's fields of `number`, as bytes.
 fn fields_numbered(descriptor: &[u8], number: u64) -> Vec<Vec<u8>> {
-    protobuf::fields(descriptor)
+    protobuf::len_fields(descriptor, number)
         .unwrap()
         .into_iter()
-        .filter_map(|(n, v)| match v {
-            WireValue::Len(b) if n == number => Some(b.to_vec()),
-            _ => None,
-        })
+        .map(<[u8]>::to_vec)
         .collect()
 }
 

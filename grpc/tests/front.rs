@@ -444,13 +444,10 @@ fn field(message: &[u8], number: u64) -> Vec<u8> {
 
 /// Every length-delimited field `number` of `message`.
 fn fields(message: &[u8], number: u64) -> Vec<Vec<u8>> {
-    protobuf::fields(message)
+    protobuf::len_fields(message, number)
         .unwrap()
         .into_iter()
-        .filter_map(|(n, v)| match v {
-            WireValue::Len(b) if n == number => Some(b.to_vec()),
-            _ => None,
-        })
+        .map(<[u8]>::to_vec)
         .collect()
 }
 

@@ -229,16 +229,7 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
             timeout: timeout.unwrap_or(Duration::from_secs(10)),
             settle: settle.unwrap_or(Duration::from_millis(300)),
         };
-        return match crate::hub_check::run(&corpus, &options) {
-            Ok(report) => {
-                print!("{}", report.render());
-                Ok(report.status())
-            }
-            Err(e) => {
-                eprintln!("limen-conformance: {e}");
-                Err(2)
-            }
-        };
+        return finish(crate::hub_check::run(&corpus, &options));
     }
     let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage(&e))?;
     let names = format!("{}|ws", transport::names());
@@ -268,7 +259,13 @@ fn check_main(args: &mut Args) -> Result<i32, i32> {
     if let Some(t) = timeout {
         options.timeout = t;
     }
-    match check::run(&corpus, &options) {
+    finish(check::run(&corpus, &options))
+}
+
+/// A check's end, whichever transport ran it: the report printed and its
+/// status the exit code, or the error that stopped the check, exit 2.
+fn finish(run: Result<crate::report::Report, String>) -> Result<i32, i32> {
+    match run {
         Ok(report) => {
             print!("{}", report.render());
             Ok(report.status())

@@ -214,6 +214,40 @@ fn frame_outcome(f: &Value) -> Option<(String, Option<String>)> {
     }
 }
 
+/// The bearer token a record's request presents in its `Authorization`
+/// header (any case), if any: the credential its upgrade carries, in the
+/// replay and against a live hub alike.
+pub(crate) fn request_bearer(request: &Value) -> Option<&str> {
+    request["headers"]
+        .as_object()
+        .and_then(|h| {
+            h.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .and_then(|(_, v)| v.as_str())
+        })
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// The HTTP/1.1 head of a record's request on the hub's listener
+/// (`GET /.description` when the record names none) to `host`, with
+/// `bearer` as `Authorization: Bearer` when given. One builder for the
+/// replay and the live check, so both send a record's request alike.
+pub(crate) fn describe_head(request: &Value, host: &str, bearer: Option<&str>) -> String {
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {host}\r\n",
+        request["method"].as_str().unwrap_or("GET"),
+        request["path"].as_str().unwrap_or("/.description")
+    );
+    for (k, v) in request["headers"].as_object().into_iter().flatten() {
+        head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
+    }
+    if let Some(t) = bearer {
+        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    head
+}
+
 /// A frame masked for comparison: a reply's positive `request_id` (the
 /// exposure numbers its requests, which a record does not fix) and a
 /// description's `listener.address` (the run's).
@@ -578,15 +612,7 @@ impl Ws {
     /// hub's listener, its response held to the record's reply: the status
     /// and the body as a value, the listener's address masked.
     fn describe(&mut self, side: &mut Side, request: &Value, reply: &Value) -> Result<(), String> {
-        let mut head = format!(
-            "{} {} HTTP/1.1\r\nHost: 127.0.0.1:9000\r\n",
-            request["method"].as_str().unwrap_or("GET"),
-            request["path"].as_str().unwrap_or("/.description")
-        );
-        for (k, v) in request["headers"].as_object().into_iter().flatten() {
-            head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
-        }
-        head.push_str("Connection: close\r\n\r\n");
+        let head = describe_head(request, "127.0.0.1:9000", None);
         self.raw = Some(Vec::new());
         let now = self.tick();
         self.hub.handle_accept(now, CONN);
@@ -639,14 +665,7 @@ impl Ws {
 
     fn upgrade(&mut self, side: &mut Side, request: &Value) -> Result<(), String> {
         let path = request["path"].as_str().unwrap_or("/");
-        let bearer = request["headers"]
-            .as_object()
-            .and_then(|h| {
-                h.iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-                    .and_then(|(_, v)| v.as_str())
-            })
-            .and_then(|v| v.strip_prefix("Bearer "));
+        let bearer = request_bearer(request);
         let key = client::key([7; 16]);
         let now = self.tick();
         self.hub.handle_accept(now, CONN);

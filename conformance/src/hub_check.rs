@@ -24,8 +24,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
+use limen_drivers::client::hub_conn;
 use serde_json::Value;
 
+use crate::hub::{describe_head, request_bearer};
 use crate::record::{exposure_name, Corpus, Record};
 use crate::report::{Report, Verdict};
 
@@ -75,22 +77,6 @@ fn http(authority: &str, head: &str, timeout: Duration) -> Result<(u16, Value), 
     Ok((response.code.unwrap_or(0), body))
 }
 
-fn describe_head(request: &Value, bearer: Option<&str>) -> String {
-    let mut head = format!(
-        "{} {} HTTP/1.1\r\nHost: hub\r\n",
-        request["method"].as_str().unwrap_or("GET"),
-        request["path"].as_str().unwrap_or("/.description")
-    );
-    for (k, v) in request["headers"].as_object().into_iter().flatten() {
-        head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
-    }
-    if let Some(t) = bearer {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
-    }
-    head.push_str("Connection: close\r\n\r\n");
-    head
-}
-
 /// A client connection to the hub.
 struct Conn {
     stream: TcpStream,
@@ -113,27 +99,13 @@ enum Got {
 impl Conn {
     fn open(authority: &str, path: &str, bearer: Option<&str>) -> Result<Conn, String> {
         let mut stream = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
+        // A fixed key: the checker's requests are the same on every run.
         let key = client::key(*b"limen-conformanc");
-        stream
-            .write_all(&client::upgrade_request(authority, path, &key, bearer))
-            .map_err(|e| e.to_string())?;
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; 65536];
-        let mut head = Vec::new();
-        let rest = loop {
-            let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("the connection ended during the upgrade".into());
-            }
-            head.extend_from_slice(&buf[..n]);
-            if let Some(at) = client::upgrade_answer(&head, &key)? {
-                break head.split_off(at);
-            }
-        };
-        let mut reader = ServerReader::default();
-        reader.handle_data(&rest);
+        let reader = hub_conn::upgrade(&mut stream, authority, path, &key, bearer, &mut buf)?;
         Ok(Conn {
             stream,
             reader,
@@ -241,7 +213,7 @@ fn unprovokable(r: &Record, o: &Options, stopped: bool, carries: Option<&str>) -
 /// Runs the `wire/ws` records of `corpus` against the hub `o.authority`.
 pub fn run(corpus: &Corpus, o: &Options) -> Result<Report, String> {
     let mut report = Report::default();
-    let describe = describe_head(&Value::Null, o.bearer.as_deref());
+    let describe = describe_head(&Value::Null, "hub", o.bearer.as_deref());
     let (status, doc) = http(&o.authority, &describe, o.timeout)?;
     let hub = doc["exposure"]
         .as_str()
@@ -318,7 +290,11 @@ pub fn run(corpus: &Corpus, o: &Options) -> Result<Report, String> {
 
 fn check_record(r: &Record, o: &Options) -> Result<(), String> {
     if r.request.get("method").is_some() {
-        let (status, body) = http(&o.authority, &describe_head(&r.request, None), o.timeout)?;
+        let (status, body) = http(
+            &o.authority,
+            &describe_head(&r.request, "hub", None),
+            o.timeout,
+        )?;
         let got = serde_json::json!({"status": status, "document": body});
         let want = serde_json::json!({"status": r.reply["status"], "document": r.reply["body"]});
         return match crate::mask::first_difference(
@@ -347,14 +323,7 @@ fn run_sequence(
     undo: &mut Vec<String>,
 ) -> Result<(), String> {
     let path = r.request["path"].as_str().unwrap_or("/");
-    let bearer = r.request["headers"]
-        .as_object()
-        .and_then(|h| {
-            h.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-                .and_then(|(_, v)| v.as_str())
-        })
-        .and_then(|v| v.strip_prefix("Bearer "));
+    let bearer = request_bearer(&r.request);
     let mut conn: Option<Conn> = None;
     let mut closed = false;
     for (i, e) in seq.iter().enumerate() {

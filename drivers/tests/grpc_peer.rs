@@ -15,9 +15,8 @@
 //! under `<repo>/.peers/`; a test skips with a message when one is absent,
 //! unless `LIMEN_REQUIRE_PEERS=1`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -26,11 +25,9 @@ use serde_json::{json, Value};
 
 mod support;
 
-use support::{absent, demo, Demo, HALE};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::{
+    export_public, grpc_demo, grpc_stubs, report, root, scratch, spawn_plan, venv_python,
+};
 
 fn witness() -> Option<PathBuf> {
     let dir = root().join("../shared/hale-witness/wire/http");
@@ -55,63 +52,21 @@ struct Peer {
 }
 
 fn peer(dir: &Path) -> Option<Peer> {
-    let python = root().join(".peers/venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import grpc, grpc_tools, grpc_status, h2"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        absent("the Python gRPC peers (grpcio, grpcio-tools, grpcio-status, h2) are absent");
-        return None;
-    }
+    let python = venv_python(
+        "grpc, grpc_tools, grpc_status, h2",
+        "grpcio, grpcio-tools, grpcio-status, h2",
+    )?;
     let api = dir.join("api");
     let stubs = dir.join("stubs");
-    std::fs::create_dir_all(&stubs).unwrap();
-    let export = Command::new(HALE)
-        .args(["api", "export"])
-        .arg(root().join("conformance/programs/desk.hl"))
-        .args(["--surface", "Public", "--out"])
-        .arg(&api)
-        .output()
-        .unwrap();
-    assert!(export.status.success(), "{export:?}");
-    let protoc = Command::new(&python)
-        .args(["-m", "grpc_tools.protoc", "-I"])
-        .arg(&api)
-        .arg(format!("--python_out={}", stubs.display()))
-        .arg(format!("--grpc_python_out={}", stubs.display()))
-        .arg("Public.proto")
-        .output()
-        .unwrap();
-    assert!(protoc.status.success(), "{protoc:?}");
+    export_public(&api);
+    grpc_stubs(&python, &api, "Public.proto", &stubs);
     Some(Peer { python, stubs })
 }
 
 impl Peer {
     /// Runs `calls` against `target`: one result per call.
     fn run(&self, target: &str, calls: Vec<Value>) -> Vec<Value> {
-        let plan = json!({"target": target, "stubs": self.stubs, "calls": calls});
-        let mut child = Command::new(&self.python)
-            .arg(root().join("drivers/tests/peer/grpc_client.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let report: Value = serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-            panic!(
-                "no report; stdout {text}, stderr {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let report = self.scenario(target, json!({"calls": calls}));
         report["calls"].as_array().unwrap().clone()
     }
 
@@ -258,25 +213,10 @@ fn check(rec: &Value, via: Via, got: &Value) {
     }
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("limen-grpc-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn grpc_demo(tag: &str, extra: &[&str]) -> Demo {
-    let mut args = vec!["--grpc", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let d = demo(tag, &args);
-    assert!(!d.grpc.is_empty(), "the banner names the grpc exposure");
-    d
-}
-
 #[test]
 fn every_recorded_outcome_over_grpc_in_each_codec() {
     let Some(records) = witness() else { return };
-    let dir = scratch("outcomes");
+    let dir = scratch("grpc", "outcomes");
     let Some(peer) = peer(&dir) else { return };
     let names = [
         // First: the result's recorded order is the demo's first.
@@ -326,7 +266,7 @@ fn b64(bytes: &[u8]) -> String {
 
 #[test]
 fn every_malformed_call_is_invalid_argument_and_fails_alone() {
-    let dir = scratch("malformed");
+    let dir = scratch("grpc", "malformed");
     let Some(peer) = peer(&dir) else { return };
     let d = grpc_demo("malformed", &[]);
     let json_ct = "application/grpc+json";
@@ -449,7 +389,7 @@ fn background(peer: &Peer, target: &str, call: Value) -> std::thread::JoinHandle
 #[test]
 fn full_and_shutting_down_over_grpc() {
     let Some(records) = witness() else { return };
-    let dir = scratch("lifecycle");
+    let dir = scratch("grpc", "lifecycle");
     let Some(peer) = peer(&dir) else { return };
     let result = record(&records, "result");
 
@@ -488,7 +428,7 @@ fn full_and_shutting_down_over_grpc() {
 
 #[test]
 fn describe_answers_the_callers_document_in_each_codec() {
-    let dir = scratch("describe");
+    let dir = scratch("grpc", "describe");
     let Some(peer) = peer(&dir) else { return };
     let d = grpc_demo("grpc-describe", &[]);
     let describe = |content_type: &str, token: &str| {
@@ -566,33 +506,15 @@ impl Peer {
         let mut plan = plan;
         plan["target"] = json!(target);
         plan["stubs"] = json!(self.stubs);
-        let mut child = Command::new(&self.python)
-            .arg(root().join("drivers/tests/peer/grpc_client.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-            panic!(
-                "no report; stdout {text}, stderr {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        let mut command = Command::new(&self.python);
+        command.arg(root().join("drivers/tests/peer/grpc_client.py"));
+        report(spawn_plan(&mut command, &plan), "grpc_client.py")
     }
 }
 
 #[test]
 fn the_stream_past_4096_held_is_refused_and_the_connection_goes_on() {
-    let dir = scratch("streams");
+    let dir = scratch("grpc", "streams");
     let Some(peer) = peer(&dir) else { return };
     let d = grpc_demo("grpc-streams", &[]);
     // § gRPC: at most 4096 streams held; one past that is REFUSED_STREAM.
@@ -605,7 +527,7 @@ fn the_stream_past_4096_held_is_refused_and_the_connection_goes_on() {
 
 #[test]
 fn a_protocol_error_is_goaway_and_the_server_goes_on() {
-    let dir = scratch("protocol");
+    let dir = scratch("grpc", "protocol");
     let Some(peer) = peer(&dir) else { return };
     let d = grpc_demo("grpc-protocol", &[]);
     let got = peer.scenario(&d.grpc, json!({"scenario": "protocol_error"}));
@@ -653,7 +575,7 @@ fn curl_and_h2load_speak_grpc_json() {
     if !support::peer("curl") || !support::peer("h2load") {
         return;
     }
-    let dir = scratch("curl");
+    let dir = scratch("grpc", "curl");
     let d = grpc_demo("grpc-curl", &["--loops", "2", "--bound", "1000"]);
     let result = record(&records, "result");
     let body = json_message_file(&dir, &result);

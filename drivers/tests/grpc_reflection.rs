@@ -12,35 +12,25 @@
 //! test skips with a message when one is absent, unless
 //! `LIMEN_REQUIRE_PEERS=1`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine as _;
-use limen_core::hale::protobuf::{self, WireValue};
+use limen_core::hale::protobuf;
 use serde_json::{json, Value};
 
 mod support;
 
-use support::{absent, demo, Demo, HALE};
+use support::{
+    absent, demo, export_public, grpc_demo, grpc_stubs, root, scratch, spawn_plan, venv_python,
+};
 
 /// Debian's grpc-proto: gRPC's own reflection files.
 const DEBIAN_PROTO: &str = "/usr/share/grpc-proto";
 
 const V1: &str = "grpc.reflection.v1.ServerReflection";
 const V1ALPHA: &str = "grpc.reflection.v1alpha.ServerReflection";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("limen-refl-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -63,15 +53,10 @@ struct Peer {
 }
 
 fn peer(tag: &str) -> Option<Peer> {
-    let python = root().join(".peers/venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import grpc, grpc_tools, grpc_reflection, h2"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        absent("the Python gRPC peers (grpcio, grpcio-tools, grpcio-reflection, h2) are absent");
-        return None;
-    }
+    let python = venv_python(
+        "grpc, grpc_tools, grpc_reflection, h2",
+        "grpcio, grpcio-tools, grpcio-reflection, h2",
+    )?;
     let debian = Path::new(DEBIAN_PROTO).join("grpc/reflection/v1/reflection.proto");
     if !debian.is_file() {
         absent("Debian's grpc-proto (grpc/reflection/v1/reflection.proto) is absent");
@@ -80,32 +65,21 @@ fn peer(tag: &str) -> Option<Peer> {
     if !support::peer("protoc") {
         return None;
     }
-    let dir = scratch(tag);
+    let dir = scratch("refl", tag);
     // The stubs are generated from a copy under another directory: a
     // `grpc/` folder on the stubs' path would hide grpcio's own package.
     let src = dir.join("src/reflection_v1");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::copy(&debian, src.join("reflection.proto")).unwrap();
     let v1_stubs = dir.join("stubs");
-    std::fs::create_dir_all(&v1_stubs).unwrap();
-    let protoc = Command::new(&python)
-        .args(["-m", "grpc_tools.protoc", "-I"])
-        .arg(dir.join("src"))
-        .arg(format!("--python_out={}", v1_stubs.display()))
-        .arg(format!("--grpc_python_out={}", v1_stubs.display()))
-        .arg("reflection_v1/reflection.proto")
-        .output()
-        .unwrap();
-    assert!(protoc.status.success(), "{protoc:?}");
+    grpc_stubs(
+        &python,
+        &dir.join("src"),
+        "reflection_v1/reflection.proto",
+        &v1_stubs,
+    );
     let api = dir.join("api");
-    let export = Command::new(HALE)
-        .args(["api", "export"])
-        .arg(root().join("conformance/programs/desk.hl"))
-        .args(["--surface", "Public", "--out"])
-        .arg(&api)
-        .output()
-        .unwrap();
-    assert!(export.status.success(), "{export:?}");
+    export_public(&api);
     Some(Peer {
         python,
         v1_stubs,
@@ -119,31 +93,13 @@ impl Peer {
         let mut plan = plan;
         plan["target"] = json!(target);
         plan["v1_stubs"] = json!(self.v1_stubs);
-        let mut child = Command::new(&self.python)
-            .arg(root().join("drivers/tests/peer/reflection_client.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.to_string().as_bytes())
-            .unwrap();
-        child
+        let mut command = Command::new(&self.python);
+        command.arg(root().join("drivers/tests/peer/reflection_client.py"));
+        spawn_plan(&mut command, &plan)
     }
 
     fn report(child: std::process::Child) -> Value {
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-            panic!(
-                "no report; stdout {text}, stderr {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        support::report(child, "reflection_client.py")
     }
 
     fn run(&self, target: &str, plan: Value) -> Value {
@@ -160,12 +116,6 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn grpc_demo(tag: &str) -> Demo {
-    let d = demo(tag, &["--grpc", "127.0.0.1:0"]);
-    assert!(!d.grpc.is_empty(), "the banner names the grpc exposure");
-    d
 }
 
 /// The message names the exported `.proto` declares, sorted.
@@ -255,25 +205,15 @@ fn descriptor_set(files: &[Vec<u8>]) -> Vec<u8> {
 
 /// The files of a `FileDescriptorSet`.
 fn files_of_set(set: &[u8]) -> Vec<Vec<u8>> {
-    protobuf::fields(set)
-        .unwrap()
-        .into_iter()
-        .filter_map(|(n, v)| match (n, v) {
-            (1, WireValue::Len(b)) => Some(b.to_vec()),
-            _ => None,
-        })
-        .collect()
+    fields_numbered(set, 1)
 }
 
 /// A descriptor's fields of `number`, as bytes.
 fn fields_numbered(descriptor: &[u8], number: u64) -> Vec<Vec<u8>> {
-    protobuf::fields(descriptor)
+    protobuf::len_fields(descriptor, number)
         .unwrap()
         .into_iter()
-        .filter_map(|(n, v)| match v {
-            WireValue::Len(b) if n == number => Some(b.to_vec()),
-            _ => None,
-        })
+        .map(<[u8]>::to_vec)
         .collect()
 }
 
@@ -293,7 +233,7 @@ fn protoc_set(include: &Path, file: &str, out: &Path) -> Vec<Vec<u8>> {
 #[test]
 fn v1_answers_each_request_in_order_and_protoc_compiles_what_it_returns() {
     let Some(peer) = peer("v1") else { return };
-    let d = grpc_demo("refl-v1");
+    let d = grpc_demo("refl-v1", &[]);
     // Each request sent once the one before is answered, as grpcurl does;
     // then all at once, before any answer.
     for lockstep in [true, false] {
@@ -372,7 +312,7 @@ fn v1_answers_each_request_in_order_and_protoc_compiles_what_it_returns() {
 #[test]
 fn grpcio_reflection_v1alpha_lists_resolves_and_calls() {
     let Some(peer) = peer("v1alpha") else { return };
-    let d = grpc_demo("refl-v1alpha");
+    let d = grpc_demo("refl-v1alpha", &[]);
     let got = peer.run(
         &d.grpc,
         json!({"mode": "v1alpha_db", "token": "t-alice",
@@ -405,7 +345,7 @@ fn grpcio_reflection_v1alpha_lists_resolves_and_calls() {
 #[test]
 fn a_grpcurl_like_client_finds_the_surface_and_calls_it() {
     let Some(peer) = peer("grpcurl") else { return };
-    let d = grpc_demo("refl-grpcurl");
+    let d = grpc_demo("refl-grpcurl", &[]);
     let plan = json!({"mode": "grpcurl", "token": "t-alice", "symbols": ["Public"],
                       "body": {"symbol": "ACME", "qty": 10, "limit": 12500}});
     let got = peer.run(&d.grpc, plan.clone());
@@ -427,7 +367,7 @@ fn a_grpcurl_like_client_finds_the_surface_and_calls_it() {
 #[test]
 fn a_caller_the_bearer_source_does_not_name_is_unauthenticated() {
     let Some(peer) = peer("unauth") else { return };
-    let d = grpc_demo("refl-unauth");
+    let d = grpc_demo("refl-unauth", &[]);
     for token in [json!("t-mallory"), Value::Null] {
         let got = peer.run(
             &d.grpc,
@@ -476,7 +416,7 @@ fn messages_in(data: &[u8]) -> usize {
 #[test]
 fn each_message_is_answered_whole_in_one_data_frame_and_every_end_takes_its_status() {
     let Some(peer) = peer("frames") else { return };
-    let mut d = grpc_demo("refl-frames");
+    let mut d = grpc_demo("refl-frames", &[]);
     // Each request split across two DATA frames, answered once, whole, in
     // a DATA frame of its own; the half-close ends it with trailers.
     let got = peer.run(

@@ -23,11 +23,7 @@ use serde_json::{json, Value};
 
 mod support;
 
-use support::{absent, demo, Demo, HALE};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::{absent, demo, report, root, spawn_plan, Demo, HALE};
 
 fn witness() -> Option<PathBuf> {
     let dir = root().join("../shared/hale-witness");
@@ -88,27 +84,8 @@ impl Sdk {
     /// Runs `plan` and returns the client's report.
     fn run(self, plan: &Value) -> Option<Value> {
         let mut cmd = self.command()?;
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env_remove("HALE_API_BEARER")
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(plan.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let report: Value = serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-            panic!(
-                "{self:?}: no report; stdout {text}, stderr {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        cmd.env_remove("HALE_API_BEARER");
+        let report = report(spawn_plan(&mut cmd, plan), &format!("{self:?}"));
         Some(report)
     }
 }
@@ -556,6 +533,29 @@ fn check_calls(report: &Value, cases: &[Case], who: &str) {
     }
 }
 
+/// The name `hale mcp --app` gives Public's server: the bridged app's
+/// surface and digest.
+const PUBLIC_APP: &str = "hale-app:Public@fnv1a64:a8930d6e7998e986";
+
+/// Runs `plan`, a stdio client of `hale mcp --app …`, under `sdk` and holds
+/// its report to the bridged `server` name, the tools of `projection`
+/// named `names`, and the answers of `cases`; `who` names the run in
+/// failures. Every bridge run is judged the same way whatever carries it.
+fn check_bridged(
+    sdk: Sdk,
+    plan: &Value,
+    who: &str,
+    server: &str,
+    projection: &Value,
+    names: &[&str],
+    cases: &[Case],
+) {
+    let report = sdk.run(plan).unwrap();
+    assert_eq!(report["server"]["name"], server, "{who}: {report}");
+    check_tools(&report, projection, names, who);
+    check_calls(&report, cases, who);
+}
+
 fn plan_calls(cases: &[Case]) -> Value {
     cases
         .iter()
@@ -716,14 +716,8 @@ fn sdk_over_the_bridge(sdk: Sdk) {
         ("t-bob", &bob, &["Orders__place"][..]),
     ] {
         let plan = json!({"transport": "stdio", "command": bridge(&http, Some(token)), "calls": plan_calls(cases)});
-        let report = sdk.run(&plan).unwrap();
         let who = format!("{sdk:?} bridge http {token}");
-        assert_eq!(
-            report["server"]["name"], "hale-app:Public@fnv1a64:a8930d6e7998e986",
-            "{who}: {report}"
-        );
-        check_tools(&report, &public, names, &who);
-        check_calls(&report, cases, &who);
+        check_bridged(sdk, &plan, &who, PUBLIC_APP, &public, names, cases);
     }
     // Over the socket: the recorded result cancels order 41, so one is
     // placed first (public is bound to the same Orders instance).
@@ -750,19 +744,16 @@ fn sdk_over_the_bridge(sdk: Sdk) {
     let unix = format!("unix:{}", d.admin.display());
     let plan =
         json!({"transport": "stdio", "command": bridge(&unix, None), "calls": plan_calls(&cases)});
-    let report = sdk.run(&plan).unwrap();
     let who = format!("{sdk:?} bridge unix");
-    assert_eq!(
-        report["server"]["name"], "hale-app:Admin@fnv1a64:40381db6685c9f75",
-        "{who}: {report}"
-    );
-    check_tools(
-        &report,
+    check_bridged(
+        sdk,
+        &plan,
+        &who,
+        "hale-app:Admin@fnv1a64:40381db6685c9f75",
         &admin,
         &["Ledger__rebalance", "Orders__cancel"],
-        &who,
+        &cases,
     );
-    check_calls(&report, &cases, &who);
 }
 
 #[test]
@@ -1117,14 +1108,16 @@ fn sdk_over_a_hub(sdk: Sdk) {
     let endpoint = format!("ws://{}", d.hub);
     let command = [HALE, "mcp", "--app", &endpoint, "--bearer", "t-dave"];
     let plan = json!({"transport": "stdio", "command": command, "calls": plan_calls(&cases)});
-    let report = sdk.run(&plan).unwrap();
     let who = format!("{sdk:?} bridge ws t-dave");
-    assert_eq!(
-        report["server"]["name"], "hale-app:Public@fnv1a64:a8930d6e7998e986",
-        "{who}: {report}"
+    check_bridged(
+        sdk,
+        &plan,
+        &who,
+        PUBLIC_APP,
+        &public,
+        &["Orders__place"],
+        &cases,
     );
-    check_tools(&report, &public, &["Orders__place"], &who);
-    check_calls(&report, &cases, &who);
 }
 
 #[test]

@@ -444,13 +444,10 @@ fn field(message: &[u8], number: u64) -> Vec<u8> {
 
 /// Every length-delimited field `number` of `message`.
 fn fields(message: &[u8], number: u64) -> Vec<Vec<u8>> {
-    protobuf::fields(message)
+    protobuf::len_fields(message, number)
         .unwrap()
         .into_iter()
-        .filter_map(|(n, v)| match v {
-            WireValue::Len(b) if n == number => Some(b.to_vec()),
-            _ => None,
-        })
+        .map(<[u8]>::to_vec)
         .collect()
 }
 
@@ -482,6 +479,29 @@ fn describe_asked(f: &mut GrpcFront, stream: &str) {
         request.credential,
         limen_core::hale::runtime::Credential::Bearer(Some("t-alice".into()))
     );
+}
+
+/// A front with reflection call 1 open: its first ListServices asked
+/// about and answered, the answer's frames still to drain.
+fn open_reflection_call() -> GrpcFront {
+    let mut f = front(GrpcLimits::default());
+    let mut bytes = open();
+    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
+    bytes.extend(frame(DATA, 0, 1, &list_services()));
+    f.handle_data(0, &bytes);
+    drain(&mut f);
+    describe_asked(&mut f, "1");
+    f.deliver(0, delivery("1", Outcome::Description(b"{}".to_vec())));
+    f
+}
+
+/// The describe's refusal when the bearer source no longer names the
+/// caller.
+fn unauthenticated() -> Outcome {
+    Outcome::from(limen_core::hale::runtime::Refusal::new(
+        limen_core::hale::runtime::RefusalKind::Unauthenticated,
+        "no principal",
+    ))
 }
 
 #[test]
@@ -536,22 +556,12 @@ fn reflection_answers_each_message_as_the_caller_is_named_and_ends_at_the_half_c
 
 #[test]
 fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
-    let mut f = front(GrpcLimits::default());
-    let mut bytes = open();
-    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
-    bytes.extend(frame(DATA, 0, 1, &list_services()));
-    f.handle_data(0, &bytes);
-    drain(&mut f);
-    describe_asked(&mut f, "1");
-    f.deliver(0, delivery("1", Outcome::Description(b"{}".to_vec())));
+    let mut f = open_reflection_call();
     assert_eq!(drain(&mut f).len(), 2);
     // The next message: the source no longer names the caller.
     f.handle_data(0, &frame(DATA, 0, 1, &list_services()));
     describe_asked(&mut f, "1");
-    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
-        limen_core::hale::runtime::RefusalKind::Unauthenticated,
-        "no principal",
-    ));
+    let refusal = unauthenticated();
     f.deliver(0, delivery("1", refusal));
     let out = drain(&mut f);
     let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
@@ -569,10 +579,7 @@ fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
     bytes.extend(frame(DATA, 0, 3, &list_services()));
     f.handle_data(0, &bytes);
     describe_asked(&mut f, "3");
-    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
-        limen_core::hale::runtime::RefusalKind::Unauthenticated,
-        "no principal",
-    ));
+    let refusal = unauthenticated();
     f.deliver(0, delivery("3", refusal));
     let out = drain(&mut f);
     let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
@@ -581,14 +588,7 @@ fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
 
 #[test]
 fn stop_ends_an_open_reflection_call_before_its_goaway() {
-    let mut f = front(GrpcLimits::default());
-    let mut bytes = open();
-    bytes.extend(call_headers(1, REFLECTION, "application/grpc", false));
-    bytes.extend(frame(DATA, 0, 1, &list_services()));
-    f.handle_data(0, &bytes);
-    drain(&mut f);
-    describe_asked(&mut f, "1");
-    f.deliver(0, delivery("1", Outcome::Description(b"{}".to_vec())));
+    let mut f = open_reflection_call();
     drain(&mut f);
     f.stop(0);
     let out = drain(&mut f);

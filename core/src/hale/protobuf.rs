@@ -393,6 +393,19 @@ mod tests {
     }
 
     #[test]
+    fn len_fields_are_the_length_delimited_fields_of_one_number_in_order() {
+        let mut m = Vec::new();
+        write_bytes_field(&mut m, 1, b"a");
+        write_varint(&mut m, 2 << 3); // field 2, a varint: not length-delimited
+        write_varint(&mut m, 9);
+        write_bytes_field(&mut m, 3, b"other");
+        write_bytes_field(&mut m, 1, b"b");
+        assert_eq!(len_fields(&m, 1).unwrap(), [&b"a"[..], b"b"]);
+        assert!(len_fields(&m, 2).unwrap().is_empty());
+        assert!(len_fields(&[0x0a, 5], 1).is_err(), "a length past the end");
+    }
+
+    #[test]
     fn nested_messages_floats_and_bools_round_trip() {
         let v = json!({"id": 7, "to": {"city": "Oslo", "zip": 150}, "open": true, "rate": 0.25});
         let bytes = encode(&ship(), &v).unwrap();
@@ -562,4 +575,17 @@ pub fn fields(message: &[u8]) -> Result<Vec<(u64, WireValue<'_>)>, String> {
         out.push((number, value));
     }
     Ok(out)
+}
+
+/// Every length-delimited field `number` of `message`, in the order sent:
+/// a repeated message or string field read whole, as the gRPC tests read
+/// reflection's descriptors and answers; an error as [`fields`]'.
+pub fn len_fields(message: &[u8], number: u64) -> Result<Vec<&[u8]>, String> {
+    Ok(fields(message)?
+        .into_iter()
+        .filter_map(|(n, v)| match v {
+            WireValue::Len(b) if n == number => Some(b),
+            _ => None,
+        })
+        .collect())
 }

@@ -54,6 +54,41 @@ pub(crate) enum Incoming {
     Closed(u16),
 }
 
+/// Upgrades `stream` to a WebSocket on `path` with `key` (from
+/// [`client::key`]), presenting `bearer` as `Authorization: Bearer`, and
+/// reads until the hub's answer is whole, using `buf` for the reads. The
+/// returned reader already holds whatever the hub sent past its answer,
+/// so no frame written straight after the upgrade is lost. The caller
+/// sets the stream's timeouts: a read that times out here fails the
+/// upgrade. Shared by `hale`'s hub clients and the conformance checker's,
+/// so both speak one handshake.
+pub fn upgrade<S: Read + Write>(
+    stream: &mut S,
+    authority: &str,
+    path: &str,
+    key: &str,
+    bearer: Option<&str>,
+    buf: &mut [u8],
+) -> Result<ServerReader, String> {
+    stream
+        .write_all(&client::upgrade_request(authority, path, key, bearer))
+        .map_err(|e| e.to_string())?;
+    let mut head = Vec::new();
+    let rest = loop {
+        let n = stream.read(buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the connection ended during the upgrade".into());
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(at) = client::upgrade_answer(&head, key)? {
+            break head.split_off(at);
+        }
+    };
+    let mut reader = ServerReader::default();
+    reader.handle_data(&rest);
+    Ok(reader)
+}
+
 /// An upgraded connection to a hub.
 pub(crate) struct HubConn {
     stream: TcpStream,
@@ -83,23 +118,8 @@ impl HubConn {
             .set_write_timeout(timeout)
             .map_err(|e| e.to_string())?;
         let key = client::key(entropy.nonce());
-        stream
-            .write_all(&client::upgrade_request(authority, "/", &key, token))
-            .map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; 64 * 1024];
-        let mut head = Vec::new();
-        let rest = loop {
-            let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("the connection ended during the upgrade".into());
-            }
-            head.extend_from_slice(&buf[..n]);
-            if let Some(at) = client::upgrade_answer(&head, &key)? {
-                break head.split_off(at);
-            }
-        };
-        let mut reader = ServerReader::default();
-        reader.handle_data(&rest);
+        let reader = upgrade(&mut stream, authority, "/", &key, token, &mut buf)?;
         Ok(HubConn {
             stream,
             reader,

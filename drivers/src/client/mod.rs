@@ -4,7 +4,7 @@
 //! wire of § Outcomes, nothing else; each outcome is one exit code.
 //! `hale watch` ([`watch`]) is the hub's client.
 
-mod hub_conn;
+pub mod hub_conn;
 pub mod mcp_bridge;
 pub mod payload;
 pub mod render;

@@ -393,19 +393,15 @@ impl Server {
         )
     }
 
-    fn serve_framed(
+    /// Takes `exposure` into the owner with its `workers`, each announced
+    /// as a receiver born now, and returns its index. One path for a
+    /// listener's exposure and a hub's, so both admit the same way.
+    fn own_exposure(
         &mut self,
-        listener: ListenerId,
         mut exposure: Exposure,
         workers: Vec<WorkerId>,
-        framing: Framing,
-    ) -> io::Result<()> {
-        if listener >= self.listeners.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("no listener {listener}"),
-            ));
-        }
+        listener: Option<ListenerId>,
+    ) -> usize {
         let now = self.now();
         for (r, &w) in workers.iter().enumerate() {
             let stamp = self.owner.workers[w].stamp();
@@ -421,9 +417,26 @@ impl Server {
         self.owner.exposures.push(OwnedExposure {
             exposure,
             workers,
-            listener: Some(listener),
+            listener,
             names,
         });
+        index
+    }
+
+    fn serve_framed(
+        &mut self,
+        listener: ListenerId,
+        exposure: Exposure,
+        workers: Vec<WorkerId>,
+        framing: Framing,
+    ) -> io::Result<()> {
+        if listener >= self.listeners.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no listener {listener}"),
+            ));
+        }
+        let index = self.own_exposure(exposure, workers, Some(listener));
         self.served[listener] = Some((index, framing));
         Ok(())
     }
@@ -441,7 +454,7 @@ impl Server {
     pub fn serve_hub(
         &mut self,
         hub: &mut hub::HubServer,
-        mut exposure: Exposure,
+        exposure: Exposure,
         workers: Vec<WorkerId>,
     ) -> io::Result<()> {
         if hub.serves_calls() {
@@ -450,24 +463,7 @@ impl Server {
                 "the hub already carries a surface",
             ));
         }
-        let now = self.now();
-        for (r, &w) in workers.iter().enumerate() {
-            let stamp = self.owner.workers[w].stamp();
-            exposure.handle_input(now, Input::ReceiverBorn { receiver: r, stamp });
-        }
-        let index = self.owner.exposures.len();
-        let names = exposure
-            .spec()
-            .members
-            .iter()
-            .map(|m| m.name.clone())
-            .collect();
-        self.owner.exposures.push(OwnedExposure {
-            exposure,
-            workers,
-            listener: None,
-            names,
-        });
+        let index = self.own_exposure(exposure, workers, None);
         let route = HUB_ROUTE_BASE + self.owner.add_hub(hub.inbox());
         hub.carry_calls(self.owner_box.clone(), index, route);
         Ok(())

@@ -5,8 +5,10 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
 
 /// The `hale` binary under test.
 pub const HALE: &str = env!("CARGO_BIN_EXE_hale");
@@ -31,6 +33,108 @@ pub fn peer(name: &str) -> bool {
         absent(&format!("{name} is absent"));
     }
     found
+}
+
+/// The workspace root, where `.peers/`, `conformance/programs/` and the
+/// peer scripts under `drivers/tests/peer/` are found.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// An empty scratch directory `limen-{prefix}-{pid}-{tag}`: the pid keeps
+/// concurrent test runs apart, the tag the tests of one run.
+pub fn scratch(prefix: &str, tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("limen-{prefix}-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Spawns a peer script that reads its plan as JSON on stdin and prints
+/// one JSON report on stdout; the plan is written at once so the caller
+/// can start several peers before collecting any with [`report`].
+pub fn spawn_plan(command: &mut Command, plan: &Value) -> Child {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(plan.to_string().as_bytes())
+        .unwrap();
+    child
+}
+
+/// Waits for a peer started by [`spawn_plan`] and parses its report; a
+/// peer that printed none fails the test with both of its streams, `who`
+/// naming it.
+pub fn report(child: Child, who: &str) -> Value {
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|_| {
+        panic!(
+            "{who}: no report; stdout {text}, stderr {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The venv's Python when it imports `modules` (comma-separated, as an
+/// `import` line takes them); [`absent`] naming `what` when not.
+pub fn venv_python(modules: &str, what: &str) -> Option<PathBuf> {
+    let python = root().join(".peers/venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        absent(&format!("the Python gRPC peers ({what}) are absent"));
+        return None;
+    }
+    Some(python)
+}
+
+/// Exports the desk program's Public surface (`Public.proto` among it)
+/// into `out` with `hale api export`, the file the gRPC peers are built
+/// from.
+pub fn export_public(out: &Path) {
+    let export = Command::new(HALE)
+        .args(["api", "export"])
+        .arg(root().join("conformance/programs/desk.hl"))
+        .args(["--surface", "Public", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{export:?}");
+}
+
+/// Generates grpcio's Python stubs for `file` (a path under `include`)
+/// into `out` with `python`'s grpc_tools.
+pub fn grpc_stubs(python: &Path, include: &Path, file: &str, out: &Path) {
+    std::fs::create_dir_all(out).unwrap();
+    let protoc = Command::new(python)
+        .args(["-m", "grpc_tools.protoc", "-I"])
+        .arg(include)
+        .arg(format!("--python_out={}", out.display()))
+        .arg(format!("--grpc_python_out={}", out.display()))
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(protoc.status.success(), "{protoc:?}");
+}
+
+/// [`demo`] with the gRPC exposure on an ephemeral port as well, and
+/// `extra` flags.
+pub fn grpc_demo(tag: &str, extra: &[&str]) -> Demo {
+    let mut args = vec!["--grpc", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let d = demo(tag, &args);
+    assert!(!d.grpc.is_empty(), "the banner names the grpc exposure");
+    d
 }
 
 /// A running `hale demo`, killed when dropped.

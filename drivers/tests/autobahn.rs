@@ -1,5 +1,5 @@
 //! RFC 6455 conformance of the core's WebSocket codec: the Autobahn
-//! TestSuite's cases (sections 1 to 7 and 10), run by `kosoku` (PyPI, a
+//! TestSuite's cases (sections 1 to 7 and 10, and 9 with 16 MiB messages), run by `kosoku` (PyPI, a
 //! runner of the Autobahn case files that works offline) as the fuzzing
 //! client against an echo server built on `wire::ws::WsConn` with the
 //! hub's 64 KiB limit and fragments and binary messages taken
@@ -11,7 +11,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use limen_core::wire::http1::{self, HttpConn, HttpEvent};
@@ -20,12 +19,10 @@ use serde_json::Value;
 
 mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use support::root;
 
-/// One connection: the upgrade, then every message echoed.
-fn echo(mut stream: TcpStream) {
+/// One connection: the upgrade, then every message echoed under `limits`.
+fn echo(mut stream: TcpStream, limits: Limits) {
     let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; 64 * 1024];
     let mut http = HttpConn::new(0, http1::Limits::default());
@@ -44,11 +41,6 @@ fn echo(mut stream: TcpStream) {
     if stream.write_all(&head).is_err() {
         return;
     }
-    let limits = Limits {
-        fragments: true,
-        binary: true,
-        ..Limits::default()
-    };
     let mut conn = WsConn::new(limits);
     conn.handle_data(0, &http.take_rest());
     loop {
@@ -76,26 +68,44 @@ fn echo(mut stream: TcpStream) {
     }
 }
 
-#[test]
-fn the_codec_passes_the_autobahn_cases_1_to_7_and_10() {
+/// The echo's limits: the hub's, with fragments and binary messages taken,
+/// and messages up to `max_message` bytes.
+fn echo_limits(max_message: usize) -> Limits {
+    Limits {
+        fragments: true,
+        binary: true,
+        max_message,
+        ..Limits::default()
+    }
+}
+
+/// Runs kosoku's cases `sections` against an echo under `limits`, writing
+/// the report under `target/autobahn/NAME`; the count of each behavior,
+/// and the cases that are neither OK, NON-STRICT nor INFORMATIONAL (or
+/// whose close is not OK or INFORMATIONAL). `None` when kosoku is absent.
+fn run_cases(
+    name: &str,
+    sections: &[&str],
+    limits: Limits,
+) -> Option<(std::collections::BTreeMap<String, usize>, Vec<String>)> {
     let kosoku = root().join(".peers/venv/bin/kosoku");
     if !kosoku.exists() {
         support::absent(&format!("kosoku is absent ({})", kosoku.display()));
-        return;
+        return None;
     }
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || echo(stream));
+            std::thread::spawn(move || echo(stream, limits));
         }
     });
-    let out_dir = root().join("target/autobahn");
+    let out_dir = root().join("target/autobahn").join(name);
     let _ = std::fs::remove_dir_all(&out_dir);
     let mut cmd = Command::new(&kosoku);
     cmd.args(["-m", "fuzzingclient", "-p", "4", "-o"])
         .arg(&out_dir);
-    for section in ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*"] {
+    for section in sections {
         cmd.args(["-i", section]);
     }
     let run = cmd.arg(&addr).output().unwrap();
@@ -126,9 +136,36 @@ fn the_codec_passes_the_autobahn_cases_1_to_7_and_10() {
             }
         }
     }
-    eprintln!("autobahn: {counts:?}");
+    eprintln!("autobahn {name}: {counts:?}");
+    Some((counts, failed))
+}
+
+#[test]
+fn the_codec_passes_the_autobahn_cases_1_to_7_and_10() {
+    let sections = ["1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "10.*"];
+    let Some((counts, failed)) = run_cases("1-7,10", &sections, echo_limits(64 * 1024)) else {
+        return;
+    };
     // Sections 1 to 7 and 10 hold 247 cases.
     assert!(counts.values().sum::<usize>() >= 247, "{counts:?}");
+    assert!(
+        failed.is_empty(),
+        "{} cases failed: {failed:#?}",
+        failed.len()
+    );
+}
+
+/// Section 9 (limits and performance: text and binary messages of 64 KiB to
+/// 16 MiB, whole, in fragments of 64 B to 4 MiB, and written in chops of 1
+/// to 4 KiB) against the echo with a 16 MiB message limit: the codec's
+/// large-message paths, which the hub's 64 KiB limit never reaches.
+#[test]
+fn the_codec_passes_the_autobahn_section_9_with_16_mib_messages() {
+    let Some((counts, failed)) = run_cases("9", &["9.*"], echo_limits(16 << 20)) else {
+        return;
+    };
+    // Section 9 holds 54 cases.
+    assert!(counts.values().sum::<usize>() >= 54, "{counts:?}");
     assert!(
         failed.is_empty(),
         "{} cases failed: {failed:#?}",

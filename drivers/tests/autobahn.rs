@@ -75,7 +75,6 @@ fn echo_limits(max_message: usize) -> Limits {
         fragments: true,
         binary: true,
         max_message,
-        ..Limits::default()
     }
 }
 

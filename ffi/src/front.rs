@@ -459,12 +459,7 @@ pub unsafe extern "C" fn limen_front_consume_output(
         // SAFETY: the caller's promise, passed through.
         let h = unsafe { handle(front) }?;
         let pending = h.front.pending_output().len();
-        if n > pending {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                format!("{n} bytes consumed, {pending} pending"),
-            ));
-        }
+        crate::check_consume(n, pending)?;
         h.request = None;
         h.front.consume_output(now, n);
         Ok(())

@@ -419,12 +419,7 @@ pub unsafe extern "C" fn limen_hub_consume_output(
         let h = unsafe { handle(hub) }?;
         open(h, conn)?;
         let pending = h.hub.pending_output(conn).len();
-        if n > pending {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                format!("{n} bytes consumed, {pending} pending"),
-            ));
-        }
+        crate::check_consume(n, pending)?;
         h.hub.consume_output(now, conn, n);
         Ok(())
     })

@@ -200,6 +200,19 @@ pub(crate) unsafe fn put<T>(out: *mut T, value: T) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Refuses a consume of `n` bytes when only `pending` are pending, with
+/// `LIMEN_RESULT_INVALID_ARGUMENT`, so nothing is consumed: the check every
+/// handle's `_consume_output` makes before it tells its machine.
+pub(crate) fn check_consume(n: usize, pending: usize) -> Result<(), Failure> {
+    if n > pending {
+        return Err(Failure::new(
+            limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+            format!("{n} bytes consumed, {pending} pending"),
+        ));
+    }
+    Ok(())
+}
+
 /// Copies `data` into the caller's buffer `buf` of `cap` bytes and writes
 /// its length to `written`; when `cap` is too small, writes the length
 /// needed and fails with `LIMEN_RESULT_BUFFER_TOO_SMALL`, copying nothing.

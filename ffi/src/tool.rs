@@ -451,12 +451,7 @@ pub unsafe extern "C" fn limen_tool_host_consume_output(
         // SAFETY: the caller's promise, passed through.
         let h = unsafe { handle(host) }?;
         let pending = h.conn.pending_output().len();
-        if n > pending {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                format!("{n} bytes consumed, {pending} pending"),
-            ));
-        }
+        crate::check_consume(n, pending)?;
         h.conn.consume_output(now, n);
         Ok(())
     })
@@ -881,12 +876,7 @@ pub unsafe extern "C" fn limen_toolkit_consume_output(
         // SAFETY: the caller's promise, passed through.
         let h = unsafe { handle(toolkit) }?;
         let pending = h.conn.pending_output().len();
-        if n > pending {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                format!("{n} bytes consumed, {pending} pending"),
-            ));
-        }
+        crate::check_consume(n, pending)?;
         h.conn.consume_output(now, n);
         Ok(())
     })

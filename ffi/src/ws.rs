@@ -385,12 +385,7 @@ pub unsafe extern "C" fn limen_ws_conn_consume_output(
         // SAFETY: the caller's promise, passed through.
         let h = unsafe { handle(conn) }?;
         let pending = h.conn.pending_output().len();
-        if n > pending {
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
-                format!("{n} bytes consumed, {pending} pending"),
-            ));
-        }
+        crate::check_consume(n, pending)?;
         h.event = None;
         h.conn.consume_output(now, n);
         Ok(())

@@ -506,20 +506,7 @@ unsafe fn new_exposure(
         // SAFETY: as above.
         Some(unsafe { c_text(bound, "the bound address") }?)
     };
-    let checked = check_program("program.hl", src);
-    let passed = checked.passed();
-    let Some(program) = checked.program.filter(|_| passed) else {
-        let first = checked
-            .errors
-            .first()
-            .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
-            .unwrap_or_default();
-        return Err(Failure::new(
-            limen_result::LIMEN_RESULT_REFUSED,
-            format!("the program does not pass its check: {first}"),
-        ));
-    };
-    let mut program = program;
+    let mut program = checked_program(src)?;
     let not_found = || {
         Failure::new(
             limen_result::LIMEN_RESULT_NOT_FOUND,
@@ -1035,5 +1022,23 @@ pub unsafe extern "C" fn limen_exposure_is_stopped(exposure: *const limen_exposu
     guard_value(true, || {
         // SAFETY: the caller's promise, passed through.
         unsafe { exposure.as_ref() }.is_none_or(|h| h.exposure.is_stopped())
+    })
+}
+
+/// The program `src` once it passes its check, or `LIMEN_RESULT_REFUSED`
+/// naming its first diagnostic: what an exposure and a hub are built from.
+pub(crate) fn checked_program(src: &str) -> Result<limen_core::hale::model::Program, Failure> {
+    let checked = check_program("program.hl", src);
+    let passed = checked.passed();
+    checked.program.filter(|_| passed).ok_or_else(|| {
+        let first = checked
+            .errors
+            .first()
+            .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
+            .unwrap_or_default();
+        Failure::new(
+            limen_result::LIMEN_RESULT_REFUSED,
+            format!("the program does not pass its check: {first}"),
+        )
     })
 }

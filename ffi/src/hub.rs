@@ -12,7 +12,6 @@
 use std::collections::BTreeSet;
 use std::ffi::c_char;
 
-use limen_core::hale::check_program;
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::TransportKind;
 use limen_core::hale::runtime::Describer;
@@ -73,19 +72,7 @@ pub unsafe extern "C" fn limen_hub_new(
             // SAFETY: as above.
             Some(unsafe { c_text(bound, "the bound address") }?)
         };
-        let checked = check_program("program.hl", src);
-        let passed = checked.passed();
-        let Some(program) = checked.program.filter(|_| passed) else {
-            let first = checked
-                .errors
-                .first()
-                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.col, d.message))
-                .unwrap_or_default();
-            return Err(Failure::new(
-                limen_result::LIMEN_RESULT_REFUSED,
-                format!("the program does not pass its check: {first}"),
-            ));
-        };
+        let program = crate::exposure::checked_program(src)?;
         let model = program.hub(name).ok_or_else(|| {
             Failure::new(
                 limen_result::LIMEN_RESULT_NOT_FOUND,

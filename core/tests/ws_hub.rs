@@ -470,6 +470,52 @@ fn each_subscription_has_its_own_queue_and_frames_leave_in_the_order_offered() {
     assert_eq!(got, want);
 }
 
+/// `take_output` is `pending_output` and `consume_output` in turn, in one
+/// step: the same bytes, the queues shed alike, at least `max` bytes a
+/// call while more waits, and a connection emptied by it is announced
+/// (`Output`) again at its next frame.
+#[test]
+fn take_output_gathers_what_pending_and_consume_would_write() {
+    let run = |max: Option<usize>| -> Vec<u8> {
+        let mut h = Harness::new(spec(3, OnFull::DropOld));
+        h.connect(1, "t-dave");
+        h.subscribe(1, "Fills");
+        for i in 1..=10 {
+            h.publish("Fills", &fill(i));
+        }
+        let Some(max) = max else {
+            return h.written(1);
+        };
+        let mut out = Vec::new();
+        loop {
+            let before = out.len();
+            let more = h.hub.take_output(h.now, 1, &mut out, max);
+            if !more {
+                break;
+            }
+            assert!(out.len() - before >= max, "more waits: at least max taken");
+        }
+        assert!(h.hub.pending_output(1).is_empty());
+        assert_eq!(h.hub.poll_event(), None);
+        h.hub.publish(h.now, "Fills", &fill(11).to_string());
+        assert_eq!(h.hub.poll_event(), Some(HubEvent::Output(1)));
+        out
+    };
+    let whole = run(None);
+    let frames: Vec<Value> = parse_frames(&whole)
+        .into_iter()
+        .map(|f| match f {
+            Frame::Text(v) => v,
+            other => panic!("not text: {other:?}"),
+        })
+        .collect();
+    // The first went to the socket at once; three are held, the rest shed.
+    assert_eq!(seqs(&frames), [1, 8, 9, 10]);
+    assert_eq!(run(Some(1)), whole);
+    assert_eq!(run(Some(100)), whole);
+    assert_eq!(run(Some(1 << 20)), whole);
+}
+
 #[test]
 fn an_event_over_the_bus_frame_reaches_no_subscriber_and_takes_no_seq() {
     let mut h = Harness::new(witness_spec());

@@ -40,7 +40,8 @@
 //!    on [`HubEvent::Output`] and report what the socket took with
 //!    [`consume_output`](Hub::consume_output) (then look at the pending
 //!    output again: the next frame may be waiting), and close the socket on
-//!    [`HubEvent::Close`].
+//!    [`HubEvent::Close`]. A driver that gathers a connection's frames into
+//!    one write takes them with [`take_output`](Hub::take_output) instead.
 //! 5. Re-arm the timer from [`poll_timeout`](Hub::poll_timeout).
 //! 6. With a surface served over the hub ([`serve_calls`](Hub::serve_calls),
 //!    § Rpcs on a hub), take [`poll_call`](Hub::poll_call) until `None`
@@ -202,6 +203,23 @@ impl Conn {
         }
     }
 
+    /// The socket took `n` bytes of the pending output at `now`.
+    fn consume(&mut self, now: Timestamp, n: usize) {
+        let mut n = n;
+        if n > 0 {
+            self.progress = now;
+        }
+        if self.head_at < self.head.len() {
+            let took = n.min(self.head.len() - self.head_at);
+            self.head_at += took;
+            n -= took;
+        }
+        match &mut self.phase {
+            Phase::Http(http) => http.consume_output(now, n),
+            Phase::Ws(ws) => ws.consume_output(now, n),
+        }
+    }
+
     fn stamp(&mut self) -> u64 {
         self.next_stamp += 1;
         self.next_stamp
@@ -235,13 +253,24 @@ impl Conn {
     }
 }
 
-/// A WebSocket hub. See the module documentation.
-pub struct Hub {
+/// What every connection is held to: the rows, the sources, and the
+/// frames' fixed parts. Apart from the connections so that a connection
+/// can be worked on in place while these are read.
+struct Rules {
     spec: HubSpec,
     /// Each row's topic as JSON text, written into every event frame.
     topics_json: Vec<String>,
     sources: Sources,
-    conns: BTreeMap<ConnId, Conn>,
+}
+
+/// A WebSocket hub. See the module documentation.
+pub struct Hub {
+    rules: Rules,
+    /// Boxed: [`with_conn`](Hub::with_conn) takes a connection out and
+    /// puts it back for every frame it is offered or writes, and a B-tree
+    /// shifts its values on each, so they are pointers, not whole
+    /// connections (the fan-out's copies were a sixth of its time).
+    conns: BTreeMap<ConnId, Box<Conn>>,
     events: VecDeque<HubEvent>,
     /// Whether a surface is served over the hub (`call` frames taken).
     serves_calls: bool,
@@ -253,7 +282,7 @@ pub struct Hub {
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hub")
-            .field("name", &self.spec.name)
+            .field("name", &self.rules.spec.name)
             .field("connections", &self.conns.len())
             .field("stopped", &self.stopped)
             .finish_non_exhaustive()
@@ -277,12 +306,14 @@ impl Hub {
             .map(|s| frames::topic_json(&s.topic))
             .collect();
         Hub {
-            spec,
-            topics_json,
-            sources: Sources {
-                bearer,
-                roles,
-                describer,
+            rules: Rules {
+                spec,
+                topics_json,
+                sources: Sources {
+                    bearer,
+                    roles,
+                    describer,
+                },
             },
             conns: BTreeMap::new(),
             events: VecDeque::new(),
@@ -328,20 +359,20 @@ impl Hub {
             let mut frame = String::from("{\"type\":\"reply\",");
             frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
             conn.push_control(frame);
-            hub.pump(now, conn);
+            hub.rules.pump(now, conn);
         });
     }
 
     /// What the hub serves.
     pub fn spec(&self) -> &HubSpec {
-        &self.spec
+        &self.rules.spec
     }
 
     /// The role source, to change its grants before an
     /// [`announce`](Hub::announce) (a table fixed in the program cannot
     /// announce its own revisions).
     pub fn roles_mut(&mut self) -> &mut (dyn RoleSource + Send) {
-        self.sources.roles.as_mut()
+        self.rules.sources.roles.as_mut()
     }
 
     /// `events()`: how many events the hub's topics have offered (each
@@ -369,7 +400,7 @@ impl Hub {
     /// holds behind its write (at most its row's `bound`); `None` when
     /// there is no such subscription.
     pub fn queued(&self, id: ConnId, topic: &str) -> Option<usize> {
-        let stream = self.spec.stream(topic)?;
+        let stream = self.rules.spec.stream(topic)?;
         let conn = self.conns.get(&id)?;
         conn.subs
             .iter()
@@ -392,7 +423,7 @@ impl Hub {
     /// sends and does not read), until it reads them. A driver stops
     /// reading the socket meanwhile and reads it again once this is true.
     pub fn wants_read(&self, id: ConnId) -> bool {
-        let limits = &self.spec.limits;
+        let limits = &self.rules.spec.limits;
         self.conns.get(&id).is_some_and(|c| match &c.phase {
             Phase::Http(http) => http.wants_read(),
             Phase::Ws(_) => {
@@ -411,7 +442,7 @@ impl Hub {
     pub fn handle_accept(&mut self, now: Timestamp, id: ConnId) {
         let conn = Conn {
             id,
-            phase: Phase::Http(Box::new(HttpConn::new(now, self.spec.limits.http))),
+            phase: Phase::Http(Box::new(HttpConn::new(now, self.rules.spec.limits.http))),
             head: Vec::new(),
             head_at: 0,
             caller: Caller::Nobody(reasons::NOBODY.to_owned()),
@@ -426,7 +457,7 @@ impl Hub {
             close_sent: None,
             progress: now,
         };
-        self.conns.insert(id, conn);
+        self.conns.insert(id, Box::new(conn));
     }
 
     /// Bytes read from the connection `id` at `now`; `wall` is the wall
@@ -462,7 +493,7 @@ impl Hub {
         let ids: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| self.deadline(c).is_some_and(|d| d <= now))
+            .filter(|(_, c)| self.rules.deadline(c).is_some_and(|d| d <= now))
             .map(|(&id, _)| id)
             .collect();
         for id in ids {
@@ -472,7 +503,10 @@ impl Hub {
 
     /// The deadline [`handle_timeout`](Hub::handle_timeout) next acts on.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        self.conns.values().filter_map(|c| self.deadline(c)).min()
+        self.conns
+            .values()
+            .filter_map(|c| self.rules.deadline(c))
+            .min()
     }
 
     /// The bytes `id` still has to write, borrowed until the next call.
@@ -483,22 +517,45 @@ impl Hub {
     /// The socket of `id` took `n` bytes of its pending output at `now`;
     /// the next frame may follow at once.
     pub fn consume_output(&mut self, now: Timestamp, id: ConnId, n: usize) {
-        self.with_conn(now, id, |hub, conn| {
-            let mut n = n;
-            if n > 0 {
-                conn.progress = now;
-            }
-            if conn.head_at < conn.head.len() {
-                let took = n.min(conn.head.len() - conn.head_at);
-                conn.head_at += took;
-                n -= took;
-            }
-            match &mut conn.phase {
-                Phase::Http(http) => http.consume_output(now, n),
-                Phase::Ws(ws) => ws.consume_output(now, n),
-            }
-            hub.pump(now, conn);
+        self.in_place(now, id, |rules, conn| {
+            conn.consume(now, n);
+            rules.pump(now, conn);
         });
+    }
+
+    /// Appends what `id` has to write to `out` and counts it written at
+    /// `now`, frame after frame, until it has appended `max` bytes or more
+    /// or nothing is pending; true when more is pending. The same as
+    /// [`pending_output`](Hub::pending_output) and
+    /// [`consume_output`](Hub::consume_output) in turn, in one step, for a
+    /// driver that gathers a connection's frames into one write: to the
+    /// hub, bytes gathered are bytes the socket took.
+    pub fn take_output(
+        &mut self,
+        now: Timestamp,
+        id: ConnId,
+        out: &mut Vec<u8>,
+        max: usize,
+    ) -> bool {
+        let mut more = false;
+        self.in_place(now, id, |rules, conn| {
+            let start = out.len();
+            loop {
+                let pending = conn.pending();
+                if pending.is_empty() {
+                    return;
+                }
+                if out.len() - start >= max {
+                    more = true;
+                    return;
+                }
+                let n = pending.len();
+                out.extend_from_slice(pending);
+                conn.consume(now, n);
+                rules.pump(now, conn);
+            }
+        });
+        more
     }
 
     /// Publishes `payload` (its JSON text by the row's codec) on `topic`:
@@ -508,41 +565,45 @@ impl Hub {
         if self.stopped {
             return Published::Stopped;
         }
-        let event = match self.spec.offer(topic, payload) {
+        let event = match self.rules.spec.offer(topic, payload) {
             Ok(event) => event,
             Err(refused) => return refused,
         };
         let stream = event.stream;
         self.offered += 1;
-        let row = &self.spec.streams[stream];
+        let row = &self.rules.spec.streams[stream];
         let (bound, on_full) = (row.bound, row.on_full);
         let mut offered = 0;
-        let ids: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.subs.iter().any(|s| s.stream == stream))
-            .map(|(&id, _)| id)
-            .collect();
-        for id in ids {
-            self.with_conn(now, id, |hub, conn| {
-                let stamp = conn.stamp();
-                if let Some(sub) = conn.subs.iter_mut().find(|s| s.stream == stream) {
-                    offered += 1;
-                    sub.seq += 1;
-                    let frame = Queued {
-                        stamp,
-                        seq: sub.seq,
-                        event: event.clone(),
-                    };
-                    if sub.queue.len() < bound {
-                        sub.queue.push_back(frame);
-                    } else if on_full == OnFull::DropOld {
-                        sub.queue.pop_front();
-                        sub.queue.push_back(frame);
-                    }
-                }
-                hub.pump(now, conn);
-            });
+        let mut done = Vec::new();
+        // Each subscription is offered the event in place: a fan-out to
+        // every connection takes no connection out of the map.
+        for (&id, conn) in self.conns.iter_mut() {
+            let Some(i) = conn.subs.iter().position(|s| s.stream == stream) else {
+                continue;
+            };
+            let was_empty = conn.pending().is_empty();
+            let stamp = conn.stamp();
+            let sub = &mut conn.subs[i];
+            offered += 1;
+            sub.seq += 1;
+            let frame = Queued {
+                stamp,
+                seq: sub.seq,
+                event: event.clone(),
+            };
+            if sub.queue.len() < bound {
+                sub.queue.push_back(frame);
+            } else if on_full == OnFull::DropOld {
+                sub.queue.pop_front();
+                sub.queue.push_back(frame);
+            }
+            self.rules.pump(now, conn);
+            if settle(&mut self.events, &mut self.calls, now, id, was_empty, conn) {
+                done.push(id);
+            }
+        }
+        for id in done {
+            self.conns.remove(&id);
         }
         Published::Offered(offered)
     }
@@ -557,8 +618,8 @@ impl Hub {
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             self.with_conn(now, id, |hub, conn| {
-                hub.recheck(conn, None);
-                hub.pump(now, conn);
+                hub.rules.recheck(conn, None);
+                hub.rules.pump(now, conn);
             });
         }
     }
@@ -576,7 +637,7 @@ impl Hub {
         for id in ids {
             self.with_conn(now, id, |hub, conn| {
                 conn.stopping = true;
-                hub.pump(now, conn);
+                hub.rules.pump(now, conn);
             });
         }
     }
@@ -589,48 +650,33 @@ impl Hub {
         };
         let was_empty = conn.pending().is_empty();
         f(self, &mut conn);
-        let empty = conn.pending().is_empty();
-        if conn.is_done() && empty {
-            if conn.called {
-                self.calls.push_back(HubCall::Lost(id));
-            }
-            self.events.push_back(HubEvent::Close(id));
-            return;
+        if !settle(
+            &mut self.events,
+            &mut self.calls,
+            now,
+            id,
+            was_empty,
+            &mut conn,
+        ) {
+            self.conns.insert(id, conn);
         }
-        if was_empty && !empty {
-            conn.progress = now;
-            self.events.push_back(HubEvent::Output(id));
-        }
-        self.conns.insert(id, conn);
     }
 
-    fn deadline(&self, c: &Conn) -> Option<Timestamp> {
-        let limits = &self.spec.limits;
-        let mut at: Option<Timestamp> = None;
-        let mut earliest = |t: Timestamp| at = Some(at.map_or(t, |a| a.min(t)));
-        match &c.phase {
-            Phase::Http(http) => {
-                if let Some(t) = http.poll_timeout() {
-                    earliest(t);
-                }
-            }
-            Phase::Ws(_) => {
-                if !c.pending().is_empty() {
-                    earliest(c.progress.saturating_add(limits.stalled_write));
-                }
-                if let Some(t) = c.expires {
-                    earliest(t);
-                }
-                if let Some(t) = c.close_sent {
-                    earliest(t.saturating_add(limits.close_wait));
-                }
-            }
+    /// As [`with_conn`](Hub::with_conn), for work that reads only the
+    /// rules: the connection stays in the map.
+    fn in_place(&mut self, now: Timestamp, id: ConnId, f: impl FnOnce(&Rules, &mut Conn)) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let was_empty = conn.pending().is_empty();
+        f(&self.rules, conn);
+        if settle(&mut self.events, &mut self.calls, now, id, was_empty, conn) {
+            self.conns.remove(&id);
         }
-        at
     }
 
     fn conn_timeout(&mut self, now: Timestamp, conn: &mut Conn) {
-        let limits = self.spec.limits;
+        let limits = self.rules.spec.limits;
         let stalled =
             !conn.pending().is_empty() && now >= conn.progress.saturating_add(limits.stalled_write);
         let unanswered = conn
@@ -646,7 +692,7 @@ impl Hub {
                     // A reader that takes nothing is dropped alone.
                     return conn.drop_now(now);
                 }
-                self.pump(now, conn);
+                self.rules.pump(now, conn);
             }
         }
     }
@@ -680,7 +726,34 @@ impl Hub {
                 },
             }
         }
-        self.pump(now, conn);
+        self.rules.pump(now, conn);
+    }
+}
+
+impl Rules {
+    fn deadline(&self, c: &Conn) -> Option<Timestamp> {
+        let limits = &self.spec.limits;
+        let mut at: Option<Timestamp> = None;
+        let mut earliest = |t: Timestamp| at = Some(at.map_or(t, |a| a.min(t)));
+        match &c.phase {
+            Phase::Http(http) => {
+                if let Some(t) = http.poll_timeout() {
+                    earliest(t);
+                }
+            }
+            Phase::Ws(_) => {
+                if !c.pending().is_empty() {
+                    earliest(c.progress.saturating_add(limits.stalled_write));
+                }
+                if let Some(t) = c.expires {
+                    earliest(t);
+                }
+                if let Some(t) = c.close_sent {
+                    earliest(t.saturating_add(limits.close_wait));
+                }
+            }
+        }
+        at
     }
 
     /// Rechecks the connection's subscriptions (only `stream`'s when
@@ -722,7 +795,7 @@ impl Hub {
 
     /// Moves the next frame, in the order offered, to the socket once the
     /// last one is written whole.
-    fn pump(&mut self, now: Timestamp, conn: &mut Conn) {
+    fn pump(&self, now: Timestamp, conn: &mut Conn) {
         if !matches!(conn.phase, Phase::Ws(_)) {
             return;
         }
@@ -787,4 +860,30 @@ impl Hub {
     fn take_control(&self, conn: &mut Conn) -> Option<String> {
         conn.control.pop_front().map(|(_, f)| f)
     }
+}
+
+/// What follows any work on connection `id`: the driver is told when it
+/// has bytes to write again, or that it is done (true: it leaves the map;
+/// a connection that called is lost to the exposure).
+fn settle(
+    events: &mut VecDeque<HubEvent>,
+    calls: &mut VecDeque<HubCall>,
+    now: Timestamp,
+    id: ConnId,
+    was_empty: bool,
+    conn: &mut Conn,
+) -> bool {
+    let empty = conn.pending().is_empty();
+    if conn.is_done() && empty {
+        if conn.called {
+            calls.push_back(HubCall::Lost(id));
+        }
+        events.push_back(HubEvent::Close(id));
+        return true;
+    }
+    if was_empty && !empty {
+        conn.progress = now;
+        events.push_back(HubEvent::Output(id));
+    }
+    false
 }

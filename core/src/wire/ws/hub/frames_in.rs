@@ -6,7 +6,7 @@ use super::*;
 impl Hub {
     /// One text message of the peer's: a frame.
     pub(super) fn take_frame(&mut self, now: Timestamp, conn: &mut Conn, text: &str) {
-        self.check_expiry(now, conn);
+        self.rules.check_expiry(now, conn);
         let refuse = |conn: &mut Conn, topic: Option<&str>, kind, reason: String| {
             let refusal = Refusal::new(kind, reason);
             conn.push_control(frames::refusal(topic, &refusal));
@@ -78,13 +78,17 @@ impl Hub {
             Caller::Named(p) => p.clone(),
         };
         // 3–5. The topic is bound, its requires held, the hub not stopping.
-        let stream = match self.sources.admit(&self.spec, &caller, topic, self.stopped) {
+        let stream = match self
+            .rules
+            .sources
+            .admit(&self.rules.spec, &caller, topic, self.stopped)
+        {
             Ok(stream) => stream,
             Err(refusal) => return conn.push_control(frames::refusal(Some(topic), &refusal)),
         };
         // Admitted, or admitted again: a second subscribe changes nothing.
         if !conn.subs.iter().any(|s| s.stream == stream) {
-            let revision = self.sources.revision(&caller);
+            let revision = self.rules.sources.revision(&caller);
             conn.subs.push(Subscription {
                 stream,
                 seq: 0,

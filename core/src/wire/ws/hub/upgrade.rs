@@ -32,7 +32,7 @@ impl Hub {
             if req.method == "GET" && path == "/.description" {
                 match self.authenticate(now, wall, req).0 {
                     Caller::Named(p) => {
-                        let document = self.sources.describe(&self.spec, &p);
+                        let document = self.rules.sources.describe(&self.rules.spec, &p);
                         http.send_json(now, 200, &document);
                     }
                     Caller::Nobody(reason) => {
@@ -69,7 +69,7 @@ impl Hub {
                 // frames (it should have waited for the 101, RFC 6455
                 // § 4.1; a client that did not loses nothing).
                 let rest = http.take_rest();
-                let mut ws = WsConn::new(self.spec.limits.ws);
+                let mut ws = WsConn::new(self.rules.spec.limits.ws);
                 ws.handle_data(now, &rest);
                 conn.phase = Phase::Ws(ws);
             }
@@ -85,7 +85,7 @@ impl Hub {
         req: &HttpRequest,
     ) -> (Caller, Option<Timestamp>) {
         let token = req.bearer().or_else(|| access_token(&req.target));
-        match self.sources.authenticate(now, wall, token.as_deref()) {
+        match self.rules.sources.authenticate(now, wall, token.as_deref()) {
             Ok((p, expires)) => (Caller::Named(p), expires),
             Err(reason) => (Caller::Nobody(reason), None),
         }

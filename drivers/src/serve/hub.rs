@@ -13,6 +13,13 @@
 //! them, so a connection writes both in the order they reached it. Timers (a credential's expiry, a
 //! write stalled 5 s, a close the peer never answers) are the machine's:
 //! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
+//!
+//! Writing is done in rounds: after each wake the loop gathers what the
+//! machine hands out for every connection that has output (up to 16 KiB
+//! each, so events published together leave in one `send(2)`), and the
+//! round's writes are spread over the loop's thread and its writer threads
+//! ([`fanout`](super::fanout)); the loop touches the machine again only once
+//! all of them are done.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -25,6 +32,7 @@ use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use super::fanout::{FanOut, Planned, Wrote};
 use super::mailbox::Mailbox;
 use super::net::{BoundAddress, Listener, Stream};
 use super::{unix_now, Message, ToOwner, CORRELATION_LOOP_SHIFT};
@@ -43,6 +51,16 @@ const WAKER: Token = Token(usize::MAX);
 /// `send(2)` is the fan-out's saving, and to the machine the gathered
 /// bytes are as written as those in the socket's buffer.
 const WRITE_BATCH: usize = 16 * 1024;
+/// How many bytes one round gathers at most; the connections left over
+/// are the next round's, so a round's buffer stays small whatever the
+/// backlog.
+const ROUND_BYTES: usize = 1024 * 1024;
+
+/// How many threads write a hub's rounds by default: the loop's and one
+/// more per further core, up to four in all.
+pub fn default_writers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
 
 /// What another thread asks of a served hub.
 #[derive(Debug)]
@@ -145,7 +163,8 @@ pub struct HubServer {
     bound: BoundAddress,
     hub: Hub,
     inbox: Arc<Mailbox<HubCommand>>,
-    conns: HashMap<ConnId, Stream>,
+    /// The sockets, shared with the writer threads for a round's length.
+    conns: HashMap<ConnId, Arc<Stream>>,
     next_id: ConnId,
     /// The most connections held at once.
     max_connections: usize,
@@ -156,8 +175,14 @@ pub struct HubServer {
     /// Bytes gathered from the machine that a socket has not taken yet,
     /// by connection; written before anything more is gathered.
     held: HashMap<ConnId, Vec<u8>>,
-    /// The buffer a write gathers into, kept between writes.
-    gather: Vec<u8>,
+    /// Connections with something to write, gathered in the next round.
+    ready: Vec<ConnId>,
+    /// The buffer a round gathers into, kept between rounds.
+    round: Vec<u8>,
+    /// What each write of the last round did.
+    wrote: Vec<Wrote>,
+    /// The writer threads.
+    fanout: FanOut,
     /// When accepting, paused by a failure, is tried again.
     accept_again: Option<Instant>,
     started: Instant,
@@ -201,11 +226,21 @@ impl HubServer {
             paused: std::collections::HashSet::new(),
             buf: vec![0u8; 64 * 1024],
             held: HashMap::new(),
-            gather: Vec::new(),
+            ready: Vec::new(),
+            round: Vec::new(),
+            wrote: Vec::new(),
+            fanout: FanOut::new(default_writers() - 1, "hale hub"),
             accept_again: None,
             started: Instant::now(),
             calls: None,
         })
+    }
+
+    /// Writes its rounds with `n` threads in all (the loop's and `n - 1`
+    /// writers; 1 or 0: the loop alone). By default
+    /// [`default_writers`].
+    pub fn set_writers(&mut self, n: usize) {
+        self.fanout = FanOut::new(n.saturating_sub(1), "hale hub");
     }
 
     /// Whether a surface is served over this hub.
@@ -298,12 +333,13 @@ impl HubServer {
                             self.read(id);
                         }
                         if event.is_writable() {
-                            self.flush(id);
+                            self.ready.push(id);
                         }
                     }
                 }
-                self.drain();
             }
+            // What the wake's reads answered is written in one round.
+            self.drain();
             let mut more = Vec::new();
             self.inbox.take(&mut more);
             commands.append(&mut more);
@@ -419,7 +455,7 @@ impl HubServer {
                     {
                         continue;
                     }
-                    self.conns.insert(id, stream);
+                    self.conns.insert(id, Arc::new(stream));
                     let now = self.now();
                     self.hub.handle_accept(now, id);
                 }
@@ -452,10 +488,10 @@ impl HubServer {
                 }
                 return;
             }
-            let Some(stream) = self.conns.get_mut(&id) else {
+            let Some(stream) = self.conns.get(&id) else {
                 return;
             };
-            match stream.read(buf) {
+            match (&**stream).read(buf) {
                 Ok(0) => {
                     let now = self.now();
                     self.hub.handle_eof(now, id);
@@ -476,68 +512,77 @@ impl HubServer {
         }
     }
 
-    /// Writes what `id` has pending until the socket takes no more; a
-    /// connection held back reads again once the hub wants it to (no new
-    /// readiness may come for what already waits in its socket).
-    fn flush(&mut self, id: ConnId) {
-        self.write_out(id);
-        if self.paused.contains(&id) && self.hub.wants_read(id) {
-            self.paused.remove(&id);
-            self.read(id);
-        }
-    }
-
-    fn write_out(&mut self, id: ConnId) {
-        loop {
-            // What a write left goes first; only then is more gathered,
-            // so a peer that does not read leaves the machine's output
-            // pending (its stall timer runs) and its queues where they are.
-            let mut out = match self.held.remove(&id) {
-                Some(held) => held,
-                None => {
-                    let mut out = std::mem::take(&mut self.gather);
-                    let now = self.now();
-                    while out.len() < WRITE_BATCH {
-                        let pending = self.hub.pending_output(id);
-                        if pending.is_empty() {
-                            break;
-                        }
-                        let n = pending.len();
-                        out.extend_from_slice(pending);
-                        self.hub.consume_output(now, id, n);
-                    }
-                    out
-                }
-            };
-            if out.is_empty() {
-                self.gather = out;
-                return;
+    /// Writes a round: gathers, for each connection ready, what a write
+    /// left (alone: only then is more gathered, so a peer that does not
+    /// read leaves the machine's output pending, its stall timer running
+    /// and its queues where they are) or up to [`WRITE_BATCH`] bytes of
+    /// the machine's output, writes them all ([`FanOut`]), and keeps what
+    /// each socket did not take. A connection the machine still has output
+    /// for after its write is ready again; one held back reads again once
+    /// the hub wants it to (no new readiness may come for what already
+    /// waits in its socket).
+    fn write_round(&mut self) {
+        let mut ids = std::mem::take(&mut self.ready);
+        ids.sort_unstable();
+        ids.dedup();
+        let mut round = std::mem::take(&mut self.round);
+        round.clear();
+        let mut plan = Vec::with_capacity(ids.len());
+        let mut planned = Vec::with_capacity(ids.len());
+        let now = self.now();
+        for (k, &id) in ids.iter().enumerate() {
+            if round.len() >= ROUND_BYTES {
+                self.ready.extend_from_slice(&ids[k..]);
+                ids.truncate(k);
+                break;
             }
-            let Some(stream) = self.conns.get_mut(&id) else {
-                return;
+            let Some(stream) = self.conns.get(&id) else {
+                continue;
             };
-            match stream.write(&out) {
-                Ok(n) if n == out.len() => {
-                    out.clear();
-                    self.gather = out;
+            let start = round.len();
+            // Whether the machine has more for it once this is written.
+            let more = match self.held.remove(&id) {
+                Some(held) => {
+                    round.extend_from_slice(&held);
+                    !self.hub.pending_output(id).is_empty()
                 }
-                Ok(n) => {
-                    out.drain(..n);
-                    self.held.insert(id, out);
-                    return;
+                None => self.hub.take_output(now, id, &mut round, WRITE_BATCH),
+            };
+            if round.len() > start {
+                plan.push(Planned {
+                    stream: stream.clone(),
+                    range: start..round.len(),
+                });
+                planned.push((id, more));
+            }
+        }
+        let ranges: Vec<_> = plan.iter().map(|p| p.range.clone()).collect();
+        let mut wrote = std::mem::take(&mut self.wrote);
+        let round = self.fanout.write(round, plan, &mut wrote);
+        let now = self.now();
+        for ((&(id, more), range), &did) in planned.iter().zip(ranges).zip(&wrote) {
+            match did {
+                Wrote::All => {
+                    if more {
+                        self.ready.push(id);
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.held.insert(id, out);
-                    return;
+                Wrote::Part(n) => {
+                    self.held
+                        .insert(id, round[range.start + n..range.end].to_vec());
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.held.insert(id, out);
+                Wrote::Blocked => {
+                    self.held.insert(id, round[range].to_vec());
                 }
-                Err(_) => {
-                    let now = self.now();
-                    self.hub.handle_eof(now, id);
-                    return;
-                }
+                Wrote::Failed => self.hub.handle_eof(now, id),
+            }
+        }
+        self.round = round;
+        self.wrote = wrote;
+        for id in ids {
+            if self.paused.contains(&id) && self.hub.wants_read(id) {
+                self.paused.remove(&id);
+                self.read(id);
             }
         }
     }
@@ -545,24 +590,122 @@ impl HubServer {
     /// Acts on the machine's events until it has none, and takes the
     /// calls it framed.
     fn drain(&mut self) {
-        self.take_calls();
-        while let Some(event) = self.hub.poll_event() {
-            match event {
-                HubEvent::Output(id) => self.flush(id),
-                // Dropping the socket closes it, which takes it out of the
-                // poll.
-                HubEvent::Close(id) => {
-                    self.paused.remove(&id);
-                    let stream = self.conns.remove(&id);
-                    // The machine saw these bytes as written: one last
-                    // try before the socket closes.
-                    if let (Some(mut stream), Some(held)) = (stream, self.held.remove(&id)) {
-                        let _ = stream.write(&held);
+        loop {
+            self.take_calls();
+            while let Some(event) = self.hub.poll_event() {
+                match event {
+                    HubEvent::Output(id) => self.ready.push(id),
+                    // Dropping the socket closes it, which takes it out of
+                    // the poll.
+                    HubEvent::Close(id) => {
+                        self.paused.remove(&id);
+                        let stream = self.conns.remove(&id);
+                        // The machine saw these bytes as written: one last
+                        // try before the socket closes.
+                        if let (Some(stream), Some(held)) = (stream, self.held.remove(&id)) {
+                            let _ = (&*stream).write(&held);
+                        }
                     }
                 }
             }
+            if self.ready.is_empty() {
+                break;
+            }
+            // Writing may read a connection held back, or end one.
+            self.write_round();
         }
-        // Writing may have read a connection held back, or ended one.
         self.take_calls();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::hub_conn::{HubConn, Incoming};
+    use limen_core::hale::docs::ExposureDescriber;
+    use limen_core::hale::model::parse_program;
+    use limen_core::hale::runtime::{RoleHierarchy, RoleTable, TokenTable};
+    use limen_core::wire::ws::{HubLimits, HubSpec, OnFull, StreamSpec};
+    use serde_json::{json, Value};
+
+    const DESK: &str = include_str!("../../../conformance/programs/desk.hl");
+
+    /// A hub of one topic any named caller may read, bound `bound`.
+    fn served(bound: usize) -> HubServer {
+        let spec = HubSpec::new(
+            "fills",
+            vec![StreamSpec {
+                topic: "Fills".into(),
+                bound,
+                on_full: OnFull::DropNew,
+                requires: vec![],
+            }],
+            RoleHierarchy::flat(),
+            HubLimits::default(),
+        )
+        .unwrap();
+        let program = parse_program("desk.hl", DESK).unwrap();
+        let listener = Listener::bind_tcp("127.0.0.1:0").unwrap();
+        let describer =
+            ExposureDescriber::new(&program, "fills", Some(&listener.bound().to_string())).unwrap();
+        let hub = Hub::new(
+            spec,
+            Some(Box::new(TokenTable::new(None).with("t-dave", "dave"))),
+            Box::new(RoleTable::new()),
+            Box::new(describer),
+        );
+        HubServer::new(listener, hub).unwrap()
+    }
+
+    fn text(conn: &mut HubConn) -> Value {
+        match conn.next().unwrap() {
+            Incoming::Text(t) => serde_json::from_str(&t).unwrap(),
+            Incoming::Closed(code) => panic!("closed {code} where a frame was awaited"),
+        }
+    }
+
+    /// Rounds large enough to be spread over writer threads lose nothing
+    /// and reorder nothing: every subscriber reads every event, seq 1 to
+    /// N in the order published, then `closed` and 1001 at `stop()`.
+    #[test]
+    fn a_fan_out_spread_over_writer_threads_reaches_every_subscriber_whole_and_in_order() {
+        const SUBSCRIBERS: usize = 150;
+        const EVENTS: u64 = 40;
+        let mut server = served(EVENTS as usize);
+        server.set_writers(3);
+        let addr = server.bound().to_string();
+        let handle = server.handle();
+        let running = std::thread::spawn(move || server.run());
+        let mut conns: Vec<HubConn> = (0..SUBSCRIBERS)
+            .map(|_| {
+                let mut c =
+                    HubConn::connect(&addr, Some("t-dave"), Some(Duration::from_secs(20))).unwrap();
+                c.send(r#"{"type":"subscribe","topic":"Fills"}"#).unwrap();
+                assert_eq!(
+                    text(&mut c),
+                    json!({"type": "subscribed", "topic": "Fills"})
+                );
+                c
+            })
+            .collect();
+        for n in 1..=EVENTS {
+            handle.publish("Fills", format!(r#"{{"n":{n}}}"#));
+        }
+        handle.stop();
+        for c in &mut conns {
+            for n in 1..=EVENTS {
+                assert_eq!(
+                    text(c),
+                    json!({"type": "event", "topic": "Fills", "seq": n, "payload": {"n": n}})
+                );
+            }
+            assert_eq!(
+                text(c),
+                json!({"type": "closed", "reason": "shutting_down"})
+            );
+            assert!(matches!(c.next().unwrap(), Incoming::Closed(1001)));
+            c.close();
+        }
+        running.join().unwrap().unwrap();
     }
 }

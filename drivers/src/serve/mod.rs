@@ -25,6 +25,7 @@
 //! `docs/architecture.md` for one call's path.
 
 mod conn_loop;
+mod fanout;
 mod fronts;
 pub mod hub;
 mod mailbox;

@@ -213,6 +213,29 @@ impl Write for Stream {
     }
 }
 
+// A socket shared by reference, as a hub's writer threads share it with
+// its loop (`fanout.rs`): each call is one system call on the descriptor.
+impl Read for &Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).read(buf),
+            Stream::Unix(s) => (&*s).read(buf),
+        }
+    }
+}
+
+impl Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&*s).write(buf),
+            Stream::Unix(s) => (&*s).write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The kernel's account of a Unix socket peer (SO_PEERCRED, and its
 /// supplementary groups by SO_PEERGROUPS); unnamed (-1s) when the kernel
 /// will not say. Groups it will not give are `None`.

@@ -300,6 +300,18 @@ impl WsConn {
         }
     }
 
+    /// Queues the text `parts` make together as one unmasked text frame,
+    /// as [`send_text`](WsConn::send_text) queues their concatenation,
+    /// without making it first.
+    pub fn send_text_parts(&mut self, _now: Timestamp, parts: &[&str]) {
+        if matches!(self.state, State::Open | State::Failing) {
+            write_header(&mut self.out, OP_TEXT, parts.iter().map(|p| p.len()).sum());
+            for part in parts {
+                self.out.extend_from_slice(part.as_bytes());
+            }
+        }
+    }
+
     /// Queues `data` as one unmasked binary frame, as
     /// [`send_text`](WsConn::send_text) does text.
     pub fn send_binary(&mut self, _now: Timestamp, data: &[u8]) {
@@ -656,8 +668,13 @@ fn peek_utf8(bytes: &[u8], text_goes_on: bool, peeked: &mut usize) -> bool {
 
 /// One unmasked final frame of `opcode` carrying `payload`.
 fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
+    write_header(out, opcode, payload.len());
+    out.extend_from_slice(payload);
+}
+
+/// An unmasked, final frame's header for a payload of `len` bytes.
+fn write_header(out: &mut Vec<u8>, opcode: u8, len: usize) {
     out.push(0x80 | opcode);
-    let len = payload.len();
     if len < 126 {
         out.push(len as u8);
     } else if len <= usize::from(u16::MAX) {
@@ -667,12 +684,29 @@ fn write_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8]) {
         out.push(127);
         out.extend_from_slice(&(len as u64).to_be_bytes());
     }
-    out.extend_from_slice(payload);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A frame made of parts is the frame of their concatenation, at each
+    /// length where the header changes form.
+    #[test]
+    fn a_text_in_parts_is_framed_as_the_whole_text() {
+        for len in [0, 1, 125, 126, 127, 65_535, 65_536, 70_000] {
+            let text: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let (a, b) = text.split_at(len / 3);
+            let (b, c) = b.split_at(b.len() / 2);
+            let mut whole = WsConn::new(Limits::default());
+            whole.send_text(0, &text);
+            let mut parts = WsConn::new(Limits::default());
+            parts.send_text_parts(0, &[a, "", b, c]);
+            assert_eq!(parts.pending_output(), whole.pending_output(), "{len}");
+        }
+    }
 
     /// A masked client frame.
     fn client(opcode: u8, fin: bool, payload: &[u8], mask: [u8; 4]) -> Vec<u8> {

@@ -38,6 +38,9 @@ impl RoleSource for SharedRoles {
     fn grants(&self, principal: &Principal) -> Option<Grants> {
         self.table().grants(principal)
     }
+    fn revision(&self, principal: &Principal) -> u64 {
+        self.table().revision(principal)
+    }
 }
 
 /// A bearer source the demo can change while the hub holds it (a

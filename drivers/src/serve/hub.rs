@@ -291,8 +291,11 @@ impl HubServer {
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(256);
         let mut commands = Vec::new();
+        // The machine's next deadline, read once a turn (it walks every
+        // connection): after the turn's work, for the next sleep.
+        let mut deadline = self.hub.poll_timeout();
         loop {
-            let timeout = self.hub.poll_timeout().map(|at| {
+            let timeout = deadline.map(|at| {
                 let now = self.now();
                 // A millisecond past the deadline, so the machine finds it
                 // reached (the poll rounds down).
@@ -383,9 +386,11 @@ impl HubServer {
             // published together reach each connection in one write.
             self.drain();
             let now = self.now();
-            if self.hub.poll_timeout().is_some_and(|at| at <= now) {
+            deadline = self.hub.poll_timeout();
+            if deadline.is_some_and(|at| at <= now) {
                 self.hub.handle_timeout(now);
                 self.drain();
+                deadline = self.hub.poll_timeout();
             }
             self.send_calls();
             if self.hub.is_finished() {
@@ -541,7 +546,12 @@ impl HubServer {
             };
             let start = round.len();
             // Whether the machine has more for it once this is written.
-            let more = match self.held.remove(&id) {
+            let held = if self.held.is_empty() {
+                None
+            } else {
+                self.held.remove(&id)
+            };
+            let more = match held {
                 Some(held) => {
                     round.extend_from_slice(&held);
                     !self.hub.pending_output(id).is_empty()
@@ -579,6 +589,9 @@ impl HubServer {
         }
         self.round = round;
         self.wrote = wrote;
+        if self.paused.is_empty() {
+            return;
+        }
         for id in ids {
             if self.paused.contains(&id) && self.hub.wants_read(id) {
                 self.paused.remove(&id);

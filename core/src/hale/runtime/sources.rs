@@ -263,6 +263,14 @@ pub trait RoleSource {
     fn direct_roles(&self, principal: &Principal) -> Option<Cow<'_, [String]>> {
         self.grants(principal).map(|g| Cow::Owned(g.roles))
     }
+
+    /// The revision [`grants`](RoleSource::grants) would state (0 when it
+    /// states none), without the roles: a hub asks it before every event
+    /// it delivers. A source that overrides it answers exactly the
+    /// revision its `grants` would.
+    fn revision(&self, principal: &Principal) -> u64 {
+        self.grants(principal).map_or(0, |g| g.revision)
+    }
 }
 
 /// Which roles include which: a principal holding a role holds every role
@@ -449,6 +457,9 @@ impl RoleSource for RoleTable {
                 .map_or(&[][..], Vec::as_slice),
         ))
     }
+    fn revision(&self, _: &Principal) -> u64 {
+        self.revision
+    }
 }
 
 /// When a bearer credential is past its expiry at `now_unix_nanos`.
@@ -488,7 +499,13 @@ mod tests {
             let p = Principal::bearer(name);
             let lent = table.direct_roles(&p).map(Cow::into_owned);
             assert_eq!(lent, table.grants(&p).map(|g| g.roles), "{name}");
+            assert_eq!(table.revision(&p), table.grants(&p).unwrap().revision);
         }
+        let mut revised = table.clone();
+        revised.revoke("bo", "operator");
+        let bo = Principal::bearer("bo");
+        assert_eq!(revised.revision(&bo), revised.grants(&bo).unwrap().revision);
+        assert_ne!(revised.revision(&bo), table.revision(&bo));
         // A source that states no grants lends none, and one that states
         // them without lending has them copied.
         struct Stated;
@@ -508,6 +525,7 @@ mod tests {
             Stated.direct_roles(&p).as_deref(),
             Some(&["x".to_owned()][..])
         );
+        assert_eq!(Stated.revision(&p), 3);
         struct Silent;
         impl RoleSource for Silent {
             fn holds(&self, _: &Principal, _: &str) -> bool {
@@ -515,6 +533,7 @@ mod tests {
             }
         }
         assert_eq!(Silent.direct_roles(&p), None);
+        assert_eq!(Silent.revision(&p), 0);
     }
 
     #[test]

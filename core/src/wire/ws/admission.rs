@@ -69,7 +69,7 @@ impl Sources {
     /// The role source's revision for `caller` as its grants state it (0
     /// when it states none).
     pub(crate) fn revision(&self, caller: &Principal) -> u64 {
-        self.roles.grants(caller).map_or(0, |g| g.revision)
+        self.roles.revision(caller)
     }
 
     /// A subscribe's checks after the caller is named: the hub binds a

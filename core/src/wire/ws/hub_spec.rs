@@ -263,15 +263,22 @@ pub mod frames {
     /// `{"type": "event", "topic": T, "seq": N, "payload": P}`, `P` being
     /// the payload's JSON text as the row's codec wrote it.
     pub fn event(topic_json: &str, seq: u64, payload: &str) -> String {
-        let mut out = String::with_capacity(48 + topic_json.len() + payload.len());
-        out.push_str("{\"type\":\"event\",\"topic\":");
-        out.push_str(topic_json);
-        out.push_str(",\"seq\":");
-        out.push_str(&seq.to_string());
-        out.push_str(",\"payload\":");
-        out.push_str(payload);
-        out.push('}');
-        out
+        event_parts(topic_json, &seq.to_string(), payload).concat()
+    }
+
+    /// [`event`]'s text in the pieces it joins (`seq` in decimal), for a
+    /// writer that copies them straight into its frame: a fan-out writes
+    /// one per subscriber.
+    pub fn event_parts<'a>(topic_json: &'a str, seq: &'a str, payload: &'a str) -> [&'a str; 7] {
+        [
+            "{\"type\":\"event\",\"topic\":",
+            topic_json,
+            ",\"seq\":",
+            seq,
+            ",\"payload\":",
+            payload,
+            "}",
+        ]
     }
 
     /// The topic as a JSON string, written once per row.

@@ -1,7 +1,8 @@
 //! The WebSocket hub (`core/src/wire/ws/hub.rs`) under an `arbitrary`
 //! schedule: three connections (two bearers, one with an expiry) that
 //! upgrade, send frames (well-formed subscribes, any text, any raw bytes),
-//! read their output in pieces of any size or end; publishes of any size
+//! read their output in pieces of any size (or gathered, frame after frame,
+//! as the served hub's driver takes it) or end; publishes of any size
 //! on two topics (drop_old and drop_new, bound 3); revocations announced or
 //! not, grants; time passing; `stop()`.
 //!
@@ -57,6 +58,9 @@ enum Step {
     Text(u8, String),
     Raw(u8, Vec<u8>),
     Read(u8, u16),
+    /// A driver's gathered write: `take_output` with this many bytes at
+    /// least, when as many wait.
+    Gather(u8, u16),
     Eof(u8),
     Publish(bool, u16),
     Revoke(u8, bool),
@@ -205,6 +209,14 @@ fuzz_target!(|s: Schedule| {
                 let bytes = out[..n].to_vec();
                 hub.consume_output(now, c as ConnId, n);
                 take(&mut peers[c], &bytes);
+            }
+            Step::Gather(c, max) => {
+                let c = usize::from(*c % 3);
+                let mut out = Vec::new();
+                let more = hub.take_output(now, c as ConnId, &mut out, usize::from(*max));
+                assert!(!more || out.len() >= usize::from(*max), "more waits: max taken");
+                assert_eq!(more, !hub.pending_output(c as ConnId).is_empty());
+                take(&mut peers[c], &out);
             }
             Step::Eof(c) => hub.handle_eof(now, u64::from(*c % 3)),
             Step::Publish(old, len) => {

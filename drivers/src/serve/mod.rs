@@ -15,8 +15,9 @@
 //! - A worker ([`worker`]) runs one call at a time of its receiver, behind
 //!   a panic boundary, and reports how it ended to the owner.
 //! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
-//!   holds every connection of the hub; a datagram hub ([`udp_hub`]) on a
-//!   loop of its own around its one socket.
+//!   holds every connection of the hub, and its sends are spread over the
+//!   loop's thread and a few writer threads (`fanout.rs`); a datagram hub
+//!   ([`udp_hub`]) on a loop of its own around its one socket.
 //!
 //! No lock is held across a step of any machine: threads exchange messages
 //! through mailboxes. The driver frames nothing and encodes nothing; the

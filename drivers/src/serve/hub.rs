@@ -18,7 +18,7 @@
 //! machine hands out for every connection that has output (up to 16 KiB
 //! each, so events published together leave in one `send(2)`), and the
 //! round's writes are spread over the loop's thread and its writer threads
-//! ([`fanout`](super::fanout)); the loop touches the machine again only once
+//! (`fanout.rs`); the loop touches the machine again only once
 //! all of them are done.
 
 use std::collections::HashMap;

@@ -214,7 +214,10 @@ fuzz_target!(|s: Schedule| {
                 let c = usize::from(*c % 3);
                 let mut out = Vec::new();
                 let more = hub.take_output(now, c as ConnId, &mut out, usize::from(*max));
-                assert!(!more || out.len() >= usize::from(*max), "more waits: max taken");
+                assert!(
+                    !more || out.len() >= usize::from(*max),
+                    "more waits: max taken"
+                );
                 assert_eq!(more, !hub.pending_output(c as ConnId).is_empty());
                 take(&mut peers[c], &out);
             }

@@ -160,8 +160,15 @@ impl Principal {
 
 /// Appends `n` in decimal: replies write a few integers each, and the
 /// formatting machinery costs more than the digits.
-pub(crate) fn write_u64(mut n: u64, out: &mut Vec<u8>) {
+pub(crate) fn write_u64(n: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(n, &mut digits).as_bytes());
+}
+
+/// `n` in decimal, written at the end of `digits`: the text it takes
+/// there. For a writer that copies it into a frame of its own (a hub's
+/// event, one per subscriber).
+pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
     let mut i = digits.len();
     loop {
         i -= 1;
@@ -171,7 +178,7 @@ pub(crate) fn write_u64(mut n: u64, out: &mut Vec<u8>) {
             break;
         }
     }
-    out.extend_from_slice(&digits[i..]);
+    std::str::from_utf8(&digits[i..]).expect("ASCII digits")
 }
 
 /// A Unix peer's kernel credentials (SO_PEERCRED). A peer the kernel will
@@ -534,6 +541,28 @@ mod tests {
         }
         assert_eq!(Silent.direct_roles(&p), None);
         assert_eq!(Silent.revision(&p), 0);
+    }
+
+    #[test]
+    fn decimal_writes_as_to_string_does() {
+        let mut buf = [0u8; 20];
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(decimal(n, &mut buf), n.to_string());
+            let mut out = b"x".to_vec();
+            write_u64(n, &mut out);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
     }
 
     #[test]

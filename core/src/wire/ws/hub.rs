@@ -64,6 +64,7 @@ use super::admission::Sources;
 use super::hub_spec::{frames, HubSpec, Invalidated, Offered, OnFull};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
+use crate::hale::runtime::sources;
 use crate::hale::runtime::{
     BearerSource, Credential, Delivery, Describer, Outcome, Principal, Refusal, RefusalKind,
     Request, RequestKind, RoleSource,
@@ -848,7 +849,7 @@ impl Rules {
                     // Written straight into the frame: a fan-out makes one
                     // per subscriber.
                     let mut digits = [0u8; 20];
-                    let seq = decimal(q.seq, &mut digits);
+                    let seq = sources::decimal(q.seq, &mut digits);
                     let topic = &self.topics_json[q.event.stream];
                     ws.send_text_parts(now, &frames::event_parts(topic, seq, &q.event.payload));
                     continue;
@@ -891,40 +892,4 @@ fn settle(
         events.push_back(HubEvent::Output(id));
     }
     false
-}
-
-/// `n` in decimal, written into `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&buf[at..]).expect("ASCII digits")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn decimal_writes_as_to_string_does() {
-        let mut buf = [0u8; 20];
-        for n in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            12_345,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            assert_eq!(super::decimal(n, &mut buf), n.to_string());
-        }
-    }
 }

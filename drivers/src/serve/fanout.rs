@@ -110,18 +110,12 @@ impl FanOut {
         }
     }
 
-    /// Tries each write of `plan` once, from `bytes`, and puts what each
-    /// did in `wrote`, in the plan's order. The buffer is handed back.
-    pub(super) fn write(
-        &mut self,
-        bytes: Vec<u8>,
-        plan: Vec<Planned>,
-        wrote: &mut Vec<Wrote>,
-    ) -> Vec<u8> {
-        wrote.clear();
+    /// Tries each write of `plan` once, from `bytes`: what each did, in the
+    /// plan's order, and the buffer handed back.
+    pub(super) fn write(&mut self, bytes: Vec<u8>, plan: Vec<Planned>) -> (Vec<u8>, Vec<Wrote>) {
         if self.jobs.is_empty() || plan.len() < SPREAD_FROM {
-            wrote.extend(write_each(&bytes, &plan));
-            return bytes;
+            let wrote = write_each(&bytes, &plan);
+            return (bytes, wrote);
         }
         let total = plan.len();
         let shares = self.jobs.len() + 1;
@@ -148,9 +142,8 @@ impl FanOut {
                 Err(back) => plan.extend(back.0.writes),
             }
         }
+        let mut wrote = write_each(&bytes, &plan);
         wrote.resize(total, Wrote::Blocked);
-        let own = write_each(&bytes, &plan);
-        wrote[..own.len()].copy_from_slice(&own);
         drop(plan);
         for _ in 0..handed {
             // Every writer answers each job it took: it only writes.
@@ -159,7 +152,7 @@ impl FanOut {
             };
             wrote[first..first + theirs.len()].copy_from_slice(&theirs);
         }
-        Arc::try_unwrap(bytes).unwrap_or_default()
+        (Arc::try_unwrap(bytes).unwrap_or_default(), wrote)
     }
 }
 
@@ -248,8 +241,7 @@ mod tests {
                     range: start..bytes.len(),
                 });
             }
-            let mut wrote = Vec::new();
-            let back = fanout.write(bytes.clone(), plan, &mut wrote);
+            let (back, wrote) = fanout.write(bytes.clone(), plan);
             assert_eq!(back, bytes, "the round's buffer comes back whole");
             assert_eq!(wrote.len(), n);
             for (i, peer) in peers.iter_mut().enumerate() {
@@ -269,7 +261,7 @@ mod tests {
                     range: 0..4,
                 }],
             );
-            fanout.write(bytes, plan, &mut wrote);
+            let (_, wrote) = fanout.write(bytes, plan);
             assert_eq!(wrote, vec![Wrote::Failed]);
         }
     }

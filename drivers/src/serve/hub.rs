@@ -179,8 +179,6 @@ pub struct HubServer {
     ready: Vec<ConnId>,
     /// The buffer a round gathers into, kept between rounds.
     round: Vec<u8>,
-    /// What each write of the last round did.
-    wrote: Vec<Wrote>,
     /// The writer threads.
     fanout: FanOut,
     /// When accepting, paused by a failure, is tried again.
@@ -228,7 +226,6 @@ impl HubServer {
             held: HashMap::new(),
             ready: Vec::new(),
             round: Vec::new(),
-            wrote: Vec::new(),
             fanout: FanOut::new(default_writers() - 1, "hale hub"),
             accept_again: None,
             started: Instant::now(),
@@ -563,14 +560,12 @@ impl HubServer {
                     stream: stream.clone(),
                     range: start..round.len(),
                 });
-                planned.push((id, more));
+                planned.push((id, more, start..round.len()));
             }
         }
-        let ranges: Vec<_> = plan.iter().map(|p| p.range.clone()).collect();
-        let mut wrote = std::mem::take(&mut self.wrote);
-        let round = self.fanout.write(round, plan, &mut wrote);
+        let (round, wrote) = self.fanout.write(round, plan);
         let now = self.now();
-        for ((&(id, more), range), &did) in planned.iter().zip(ranges).zip(&wrote) {
+        for ((id, more, range), did) in planned.into_iter().zip(wrote) {
             match did {
                 Wrote::All => {
                     if more {
@@ -588,7 +583,6 @@ impl HubServer {
             }
         }
         self.round = round;
-        self.wrote = wrote;
         if self.paused.is_empty() {
             return;
         }

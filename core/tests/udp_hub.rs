@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{parse_program, TransportKind};
 use limen_core::hale::runtime::{Grants, Principal, RoleSource, RoleTable, TokenTable};
-use limen_core::wire::udp::Hub;
+use limen_core::wire::udp::{Hub, Limits};
 use limen_core::wire::ws::{HubSpec, Published};
 use limen_core::{Timestamp, SECOND};
 use serde_json::{json, Value};
@@ -38,16 +38,33 @@ struct H {
 
 impl H {
     fn new() -> H {
+        let roles = RoleTable::new().grant("dave", "operator");
+        let tokens = TokenTable::new(Some("no such token"))
+            .with("t-dave", "dave")
+            .with("t-bob", "bob")
+            .with_expiry("t-eve", "dave", WALL0 + 2 * SECOND);
+        H::build(tokens, roles)
+    }
+
+    /// dave's tokens and grant, and `n` more principals `p0`… each with
+    /// its token `t0`… and the grant.
+    fn many(n: usize) -> H {
+        let mut roles = RoleTable::new().grant("dave", "operator");
+        let mut tokens = TokenTable::new(Some("no such token")).with("t-dave", "dave");
+        for i in 0..n {
+            tokens = tokens.with(&format!("t{i}"), &format!("p{i}"));
+            roles = roles.grant(&format!("p{i}"), "operator");
+        }
+        H::build(tokens, roles)
+    }
+
+    fn build(tokens: TokenTable, roles: RoleTable) -> H {
         let mut program = parse_program("desk.hl", DESK).unwrap();
         let spec = HubSpec::from_program(&program, "fills").unwrap();
         // The witness's hub rows over datagrams.
         program.hubs[0].literal.kind = TransportKind::Udp;
         let describer = ExposureDescriber::new(&program, "fills", Some("127.0.0.1:9001")).unwrap();
-        let roles = Arc::new(Mutex::new(RoleTable::new().grant("dave", "operator")));
-        let tokens = TokenTable::new(Some("no such token"))
-            .with("t-dave", "dave")
-            .with("t-bob", "bob")
-            .with_expiry("t-eve", "dave", WALL0 + 2 * SECOND);
+        let roles = Arc::new(Mutex::new(roles));
         H {
             hub: Hub::new(
                 spec,
@@ -140,6 +157,14 @@ fn subscribers_are_address_and_id_and_the_id_is_echoed_raw() {
 #[test]
 fn each_refusal_carries_the_id_or_null() {
     let mut h = H::new();
+    // Every refusal answered, whatever its size: the defaults answer a
+    // source nothing vouches for within a slack (below).
+    let limits = Limits {
+        unverified_slack: 1 << 10,
+        garbage_slack: 1 << 10,
+        ..Limits::default()
+    };
+    h.hub = h.hub.with_limits(limits);
     h.send(1, &subscribe(json!(1), None));
     h.send(1, &subscribe(json!(2), Some("t-nope")));
     h.send(1, &subscribe(json!(3), Some("t-bob")));
@@ -259,6 +284,11 @@ fn describe_answers_the_callers_document_or_null_and_the_refusal() {
         json!({"transport": "udp", "address": "127.0.0.1:9001"})
     );
     assert_eq!(doc["outcomes"]["transport"], "udp");
+    // A subscribe past a cap is refused `full`, so the form states it.
+    assert!(doc["outcomes"]["refusal"]["kinds"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("full")));
     assert_eq!(
         sent[1],
         (
@@ -348,4 +378,245 @@ fn a_socket_that_takes_nothing_holds_the_rows_bound_and_stop_sends_closed_after_
         )
     );
     assert!(h.hub.is_finished());
+}
+
+// Issue #26: what one source can make the hub do. The figures below are
+// the defaults of `udp::Limits`; `the_defaults_are_the_ones_held_here`
+// ties them to it.
+
+/// The most subscribers a hub holds.
+const MAX_SUBSCRIBERS: usize = 16_384;
+/// The most one address (its host) holds.
+const PER_HOST: usize = 256;
+/// The most one caller (the principal its token names) holds.
+const PER_CALLER: usize = 256;
+/// The answers waiting for the socket.
+const MAX_ANSWERS: usize = 1024;
+
+impl H {
+    /// Offers every pending datagram to a socket that takes them all:
+    /// how many, and their bytes.
+    fn drain(&mut self) -> (usize, usize) {
+        let (mut n, mut bytes) = (0, 0);
+        while let Some((_, d)) = self.hub.pending_transmit(self.now) {
+            n += 1;
+            bytes += d.len();
+            self.hub.consume_transmit();
+        }
+        (n, bytes)
+    }
+
+    /// `n` subscribers, each from an address and a caller of its own.
+    fn subscribe_many(&mut self, n: usize) {
+        for i in 0..n {
+            let from = u16::try_from(i + 100).unwrap();
+            self.send(from, &subscribe(json!(1), Some(&format!("t{i}"))));
+            self.drain();
+        }
+    }
+}
+
+#[test]
+fn a_publish_to_n_subscribers_costs_work_linear_in_n() {
+    for n in [500, 2000] {
+        let mut h = H::many(n);
+        h.subscribe_many(n);
+        assert_eq!(h.hub.subscribers(), n);
+        let before = h.hub.steps();
+        assert_eq!(
+            h.hub.publish(h.now, "Fills", &fill(1)),
+            Published::Offered(n)
+        );
+        // Each subscriber's event, to a socket that takes them all.
+        assert_eq!(h.drain().0, n);
+        let publish = h.hub.steps() - before;
+        assert!(
+            publish <= 16 * n as u64,
+            "one publish to {n} subscribers took {publish} steps"
+        );
+        // stop(): one closed each, also linear.
+        let before = h.hub.steps();
+        h.hub.stop(h.now);
+        assert_eq!(h.drain().0, n);
+        assert!(h.hub.is_finished());
+        let stop = h.hub.steps() - before;
+        assert!(
+            stop <= 16 * n as u64,
+            "stop() of {n} subscribers took {stop} steps"
+        );
+    }
+}
+
+#[test]
+fn the_hub_holds_at_most_its_cap_of_subscribers() {
+    let n = MAX_SUBSCRIBERS + 10;
+    let mut h = H::many(n);
+    h.subscribe_many(n);
+    assert_eq!(h.hub.subscribers(), MAX_SUBSCRIBERS);
+    // One of those past the cap is refused `full`, naming the limit.
+    h.now += 100 * SECOND;
+    h.send(9, &subscribe(json!(1), Some(&format!("t{}", n - 1))));
+    let sent = h.sent();
+    assert_eq!(sent[0].1["refusal"]["kind"], "full", "{sent:?}");
+    assert!(sent[0].1["refusal"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains(&MAX_SUBSCRIBERS.to_string()));
+    // An unsubscribe frees a place.
+    h.send(100, &json!({"type": "unsubscribe", "id": 1}));
+    h.send(9, &subscribe(json!(1), Some(&format!("t{}", n - 1))));
+    assert_eq!(h.sent()[0].1["type"], "subscribed");
+    assert_eq!(h.hub.subscribers(), MAX_SUBSCRIBERS);
+}
+
+#[test]
+fn one_address_holds_at_most_its_cap_of_subscribers() {
+    let n = PER_HOST + 10;
+    let mut h = H::many(n);
+    for i in 0..n {
+        h.send(1, &subscribe(json!(i), Some(&format!("t{i}"))));
+        h.drain();
+    }
+    assert_eq!(h.hub.subscribers(), PER_HOST);
+    // Another address is not held back by it.
+    h.send(2, &subscribe(json!(1), Some("t-dave")));
+    assert_eq!(h.hub.subscribers(), PER_HOST + 1);
+}
+
+#[test]
+fn one_caller_holds_at_most_its_cap_of_subscribers() {
+    // A spoofed subscribe can point a caller's events at any address: one
+    // credential reaches at most this many subscribers.
+    let mut h = H::new();
+    for from in 0..u16::try_from(PER_CALLER + 10).unwrap() {
+        h.send(from, &subscribe(json!(1), Some("t-dave")));
+        h.drain();
+    }
+    assert_eq!(h.hub.subscribers(), PER_CALLER);
+    // Subscribed again: answered, and nothing changes.
+    h.now += 100 * SECOND;
+    h.send(0, &subscribe(json!(1), Some("t-dave")));
+    assert_eq!(h.sent()[0].1["type"], "subscribed");
+}
+
+#[test]
+fn garbage_is_never_answered_with_more_than_it_sent() {
+    let mut h = H::new();
+    let (mut sent, mut answered) = (0, 0);
+    for (i, garbage) in [&b"x"[..], b"\0", b"not json", b"[1,2]", b"{", b"\"hello\""]
+        .iter()
+        .enumerate()
+    {
+        for from in 0..50u16 {
+            h.now += SECOND;
+            h.hub
+                .handle_datagram(h.now, WALL0, from + 100 * i as u16, garbage);
+            sent += garbage.len();
+            answered += h.drain().1;
+        }
+    }
+    assert!(
+        answered <= sent,
+        "{answered} bytes answered to {sent} of garbage"
+    );
+}
+
+#[test]
+fn a_frame_from_a_source_nobody_vouches_for_is_answered_within_its_slack() {
+    // No token, a token the source refuses, no id: the hub cannot know
+    // the source is who it says, so its answer may exceed the datagram by
+    // the slack alone.
+    let mut h = H::new();
+    for d in [
+        json!({"type": "subscribe", "id": 1}),
+        json!({"type": "subscribe", "topic": "Fills", "id": 2}),
+        json!({"type": "subscribe", "topic": "Fills", "id": 3, "token": "no"}),
+        json!({"type": "describe", "id": 4}),
+        json!({"type": "x", "id": 5}),
+        json!({"type": "subscribe"}),
+        json!({}),
+    ] {
+        h.now += SECOND;
+        let len = d.to_string().len();
+        h.send(7, &d);
+        let (_, bytes) = h.drain();
+        assert!(bytes <= len + 96, "{bytes} bytes answered to {d}");
+    }
+}
+
+#[test]
+fn answers_to_one_source_are_rate_limited() {
+    // A flood of well-formed frames from one (perhaps forged) source.
+    let mut h = H::new();
+    let mut answered = 0;
+    for i in 0..10_000 {
+        h.now += 100_000; // 10,000 in one second
+        h.send(7, &subscribe(json!(i), None));
+        answered += h.drain().1;
+    }
+    // At most the burst and a second's refill.
+    assert!(
+        answered <= 16 * 1024 + 4 * 1024,
+        "{answered} bytes to one source in 1 s"
+    );
+    // Another source is answered meanwhile, and the first again later.
+    h.send(8, &subscribe(json!(1), Some("t-dave")));
+    assert_eq!(h.sent().len(), 1);
+    h.now += 10 * SECOND;
+    h.send(7, &subscribe(json!(1), Some("t-dave")));
+    assert_eq!(h.sent().len(), 1);
+}
+
+#[test]
+fn the_answers_waiting_for_the_socket_never_pass_their_bound() {
+    // The socket takes nothing while every (distinct) source describes.
+    let mut h = H::new();
+    for from in 0..10_000u16 {
+        h.send(
+            from,
+            &json!({"type": "describe", "id": 1, "token": "t-dave"}),
+        );
+        h.send(from, &subscribe(json!(1), None));
+    }
+    let (n, _) = h.drain();
+    assert!(n <= MAX_ANSWERS, "{n} answers were queued");
+}
+
+#[test]
+fn the_defaults_are_the_ones_held_here() {
+    let l = Limits::default();
+    assert_eq!(
+        (
+            l.max_subscribers,
+            l.max_per_host,
+            l.max_per_caller,
+            l.max_answers
+        ),
+        (MAX_SUBSCRIBERS, PER_HOST, PER_CALLER, MAX_ANSWERS)
+    );
+    assert_eq!(
+        (l.answer_burst, l.answer_rate, l.unverified_slack),
+        (16 * 1024, 4 * 1024, 96)
+    );
+    assert_eq!(l.garbage_slack, 0);
+}
+
+#[test]
+fn the_answer_queue_holds_its_bytes_bound_too() {
+    let mut h = H::new();
+    let limits = Limits {
+        max_answer_bytes: 8 * 1024,
+        ..Limits::default()
+    };
+    h.hub = h.hub.with_limits(limits);
+    for from in 0..100u16 {
+        h.send(
+            from,
+            &json!({"type": "describe", "id": 1, "token": "t-dave"}),
+        );
+        assert!(h.hub.answers_queued() <= limits.max_answers);
+    }
+    let (n, bytes) = h.drain();
+    assert!(bytes <= limits.max_answer_bytes, "{bytes} bytes queued");
+    assert!(n > 0 && h.hub.answers_dropped() == 100 - n as u64);
 }

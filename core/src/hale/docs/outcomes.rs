@@ -23,6 +23,17 @@ pub const HUB_REFUSAL_KINDS: [&str; 4] = [
     "shutting_down",
 ];
 
+/// The refusal kinds of a datagram hub's subscription frames: the ws
+/// form's, and `full` for a subscribe past a cap of `udp::Limits` (a
+/// choice of `docs/decisions.md`, "The datagram hub under attack").
+pub const UDP_HUB_REFUSAL_KINDS: [&str; 5] = [
+    "malformed",
+    "unauthenticated",
+    "unauthorized",
+    "full",
+    "shutting_down",
+];
+
 /// The note every surface document carries on authorization.
 pub const NOTE_AUTHORIZATION: &str = "requires is checked against this exposure's role source at the serve site, before a request is queued: a boundary check, never a proof over the program's internal call paths";
 /// The note on a request's lifecycle.
@@ -135,7 +146,7 @@ impl Encoding {
                 "transport": "udp",
                 "subscribe": { "type": "subscribe", "fields": ["topic", "id", "token"] },
                 "subscribed": { "type": "subscribed", "fields": ["topic", "id"] },
-                "refusal": { "type": "refusal", "fields": ["topic", "id", "refusal"], "kinds": HUB_REFUSAL_KINDS },
+                "refusal": { "type": "refusal", "fields": ["topic", "id", "refusal"], "kinds": UDP_HUB_REFUSAL_KINDS },
                 "event": { "type": "event", "fields": ["topic", "id", "seq", "payload"] },
                 "unauthorized": { "type": "unauthorized", "fields": ["topic", "id", "reason"], "reasons": ["expired", "revoked"] },
                 "closed": { "type": "closed", "fields": ["id", "reason"], "reasons": ["shutting_down"] },

@@ -166,7 +166,10 @@ pub struct DemoArgs {
     #[arg(long, value_name = "ADDR")]
     pub hub: Option<String>,
     /// Where the same hub listens for datagrams (udp::Hub; none unless
-    /// given).
+    /// given). Serve it only on a network you trust: a datagram's source
+    /// address can be forged, and a holder of a valid token can aim a
+    /// subscription at another address (capped per caller and per host;
+    /// answers are rate limited per host).
     #[arg(long = "udp-hub", value_name = "ADDR")]
     pub udp_hub: Option<String>,
     /// Serve Public over the WebSocket hub too, as the exposure `desk`

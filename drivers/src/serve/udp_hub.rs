@@ -2,13 +2,22 @@
 //! UDP socket and the core's [`udp::Hub`](limen_core::wire::udp::Hub),
 //! taking the program's side from the same mailbox as the WebSocket hub
 //! ([`HubHandle`]).
+//!
+//! Each turn reads at most [`READ_BUDGET`] datagrams and sends at most
+//! [`SEND_BUDGET`], so a flood of input never starves the answers and
+//! events (nor the program's side), and the machine's answer queue stays
+//! within its [`Limits`](limen_core::wire::udp::Limits): what the hub
+//! cannot take waits in the kernel's buffer, which drops on overflow as
+//! the network may. A `udp::Hub` belongs on a network you trust: a
+//! datagram's source can be forged (`docs/decisions.md`, "The datagram
+//! hub under attack").
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limen_core::wire::udp::Hub;
+use limen_core::wire::udp::{Address, Hub};
 use limen_core::Timestamp;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -23,12 +32,30 @@ const WAKER: Token = Token(1);
 /// The largest datagram read: a UDP payload's limit.
 const MAX_DATAGRAM: usize = 65_535;
 
+/// The most datagrams read in one turn before what they produced is sent.
+pub const READ_BUDGET: usize = 64;
+
+/// The most datagrams sent in one turn before the socket is read again.
+pub const SEND_BUDGET: usize = 1024;
+
+/// A datagram's source as the hub keys it: its caps and its answers' rate
+/// limit count per IP address, whatever port a source sends from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Peer(pub SocketAddr);
+
+impl Address for Peer {
+    type Host = IpAddr;
+    fn host(&self) -> IpAddr {
+        self.0.ip()
+    }
+}
+
 /// A datagram hub bound and ready to run.
 pub struct UdpHubServer {
     poll: Poll,
     socket: UdpSocket,
     bound: SocketAddr,
-    hub: Hub<SocketAddr>,
+    hub: Hub<Peer>,
     inbox: Arc<Mailbox<HubCommand>>,
     started: Instant,
 }
@@ -56,7 +83,7 @@ impl UdpHubServer {
     }
 
     /// Serves `hub` on `socket`.
-    pub fn new(mut socket: UdpSocket, hub: Hub<SocketAddr>) -> io::Result<UdpHubServer> {
+    pub fn new(mut socket: UdpSocket, hub: Hub<Peer>) -> io::Result<UdpHubServer> {
         let bound = socket.local_addr()?;
         let poll = Poll::new()?;
         poll.registry()
@@ -91,13 +118,17 @@ impl UdpHubServer {
         let mut events = Events::with_capacity(64);
         let mut commands = Vec::new();
         let mut buf = vec![0u8; MAX_DATAGRAM];
+        // mio's readiness is edge-triggered: a turn that stops at its
+        // budget reads (or sends) on next turn without waiting for an edge.
+        let (mut readable, mut writable) = (true, true);
         loop {
             let timeout = self.hub.poll_timeout().map(|at| {
                 Duration::from_nanos(at.saturating_sub(self.now())) + Duration::from_millis(1)
             });
             self.inbox.sleep();
             self.inbox.take(&mut commands);
-            let timeout = if commands.is_empty() {
+            let more = readable || (writable && self.has_output());
+            let timeout = if commands.is_empty() && !more {
                 timeout
             } else {
                 Some(Duration::ZERO)
@@ -108,11 +139,12 @@ impl UdpHubServer {
                 Err(e) => return Err(e),
             }
             self.inbox.awake();
-            if events
-                .iter()
-                .any(|e| e.token() == SOCKET && e.is_readable())
-            {
-                self.read(&mut buf);
+            for e in events.iter().filter(|e| e.token() == SOCKET) {
+                readable |= e.is_readable();
+                writable |= e.is_writable();
+            }
+            if readable {
+                readable = self.read(&mut buf);
             }
             let mut more = Vec::new();
             self.inbox.take(&mut more);
@@ -140,21 +172,31 @@ impl UdpHubServer {
             }
             let now = self.now();
             self.hub.handle_timeout(now);
-            self.send();
+            if writable {
+                writable = self.send();
+            }
             if self.hub.is_finished() {
                 return Ok(());
             }
         }
     }
 
-    fn read(&mut self, buf: &mut [u8]) {
-        loop {
+    fn has_output(&mut self) -> bool {
+        let now = self.now();
+        self.hub.pending_transmit(now).is_some()
+    }
+
+    /// Reads up to [`READ_BUDGET`] datagrams: whether the socket may hold
+    /// more (the budget ran out before it would block).
+    fn read(&mut self, buf: &mut [u8]) -> bool {
+        for _ in 0..READ_BUDGET {
             match self.socket.recv_from(buf) {
                 Ok((n, from)) => {
                     let now = self.now();
-                    self.hub.handle_datagram(now, unix_now(), from, &buf[..n]);
+                    self.hub
+                        .handle_datagram(now, unix_now(), Peer(from), &buf[..n]);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // An ICMP error from an earlier send, and the like: the
                 // datagram it stands for is lost, as the network may lose
@@ -162,24 +204,27 @@ impl UdpHubServer {
                 Err(_) => {}
             }
         }
+        true
     }
 
-    /// Sends what the hub has while the socket takes it.
-    fn send(&mut self) {
-        loop {
+    /// Sends up to [`SEND_BUDGET`] of what the hub has while the socket
+    /// takes it: whether the socket may take more (it did not block).
+    fn send(&mut self) -> bool {
+        for _ in 0..SEND_BUDGET {
             let now = self.now();
             let Some((to, datagram)) = self.hub.pending_transmit(now) else {
-                return;
+                return true;
             };
-            match self.socket.send_to(datagram, *to) {
+            match self.socket.send_to(datagram, to.0) {
                 Ok(_) => self.hub.consume_transmit(),
                 // Offered again at the socket's next writable edge.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Sent and not retried (a datagram too long, a peer gone):
                 // lost, as the network may lose any.
                 Err(_) => self.hub.consume_transmit(),
             }
         }
+        true
     }
 }

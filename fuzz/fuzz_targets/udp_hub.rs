@@ -11,6 +11,12 @@
 //! subscription (before `subscribed`, after `unauthorized`, `closed` or an
 //! unsubscribe); no queue past its bound; `handle_timeout` before the
 //! deadline changes nothing.
+//!
+//! Under small `udp::Limits` (issue #26): never more subscribers than the
+//! cap, nor more on one address than its cap; the answers waiting for the
+//! socket never past their bound. An answer the hub dropped (its queue
+//! full, a host's bucket spent) is a datagram lost, so an event may then
+//! arrive without its `subscribed`, as over a network.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -21,7 +27,7 @@ use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::{
     Describer, Grants, Principal, RoleHierarchy, RoleSource, RoleTable, TokenTable,
 };
-use limen_core::wire::udp::Hub;
+use limen_core::wire::udp::{Hub, Limits};
 use limen_core::wire::ws::{HubLimits, HubSpec, OnFull, StreamSpec};
 use limen_core::{Timestamp, SECOND};
 use serde_json::{json, Value};
@@ -31,6 +37,18 @@ const BOUND: usize = 3;
 const TOPICS: [&str; 2] = ["Old", "New"];
 const TOKENS: [&str; 4] = ["t-dave", "t-erin", "t-eve", "t-none"];
 const NAMES: [&str; 3] = ["dave", "erin", "eve"];
+const LIMITS: Limits = Limits {
+    max_subscribers: 9,
+    max_per_host: 5,
+    max_per_caller: 7,
+    max_answers: 6,
+    max_answer_bytes: 600,
+    answer_burst: 2_000,
+    answer_rate: 1_000,
+    max_hosts: 2,
+    unverified_slack: 96,
+    garbage_slack: 0,
+};
 
 #[derive(Clone)]
 struct Shared(Arc<Mutex<RoleTable>>);
@@ -121,11 +139,15 @@ fuzz_target!(|steps: Vec<Step>| {
         Some(Box::new(tokens)),
         Box::new(Shared(roles.clone())),
         Box::new(Doc),
-    );
+    )
+    .with_limits(LIMITS);
     let mut now: Timestamp = 1;
     // Per (address, id's JSON text, topic).
     let mut seen: BTreeMap<(u8, String, String), Seen> = BTreeMap::new();
-    let take = |to: u8, datagram: &[u8], seen: &mut BTreeMap<(u8, String, String), Seen>| {
+    let take = |to: u8,
+                datagram: &[u8],
+                dropped: bool,
+                seen: &mut BTreeMap<(u8, String, String), Seen>| {
         let v: Value = serde_json::from_slice(datagram).expect("a datagram is JSON");
         let id = v["id"].to_string();
         assert!(v["id"].is_string() || v["id"].is_number() || v["id"].is_null());
@@ -142,6 +164,12 @@ fuzz_target!(|steps: Vec<Step>| {
                         s.live = true;
                     }
                     "event" => {
+                        // Its `subscribed` may have been dropped, as the
+                        // network may drop it.
+                        if !s.live && dropped {
+                            s.live = true;
+                            s.last = 0;
+                        }
                         assert!(s.live, "an event outside a subscription: {v}");
                         let seq = v["seq"].as_u64().expect("a seq");
                         assert!(seq > s.last, "seq {seq} after {}", s.last);
@@ -203,7 +231,7 @@ fuzz_target!(|steps: Vec<Step>| {
                     };
                     let (to, d) = (*to, d.to_vec());
                     hub.consume_transmit();
-                    take(to, &d, &mut seen);
+                    take(to, &d, hub.answers_dropped() > 0, &mut seen);
                 }
             }
             // The socket would block: the datagram is offered, not taken.
@@ -240,14 +268,25 @@ fuzz_target!(|steps: Vec<Step>| {
             }
             Step::Stop => hub.stop(now),
         }
+        let mut held = 0;
         for from in 0..3u8 {
+            let mut on_address = 0;
             for n in 0..6u8 {
                 for v in [json!(n), json!(n.to_string())] {
                     if let Some(q) = hub.queued(&from, &v.to_string()) {
                         assert!(q <= BOUND, "{q} datagrams queued");
+                        on_address += 1;
                     }
                 }
             }
+            assert!(
+                on_address <= LIMITS.max_per_host,
+                "{on_address} on one address"
+            );
+            held += on_address;
         }
+        assert!(held <= LIMITS.max_subscribers, "{held} subscribers held");
+        assert!(hub.subscribers() <= LIMITS.max_subscribers);
+        assert!(hub.answers_queued() <= LIMITS.max_answers);
     }
 });

@@ -1,7 +1,5 @@
 //! What a datagram hub bounds, and how it groups sources.
 
-use crate::{Timestamp, SECOND};
-
 /// A datagram source as the hub keys it: the address it answers (`Self`),
 /// and the host that address belongs to, which the caps and the rate
 /// limit count by, since a host that forges its source port (or owns many
@@ -77,18 +75,6 @@ impl Default for Limits {
             max_hosts: 16_384,
             unverified_slack: 96,
             garbage_slack: 0,
-        }
-    }
-}
-
-impl Limits {
-    /// How long an empty bucket takes to fill again (for tests and the
-    /// documentation).
-    pub fn refill(&self) -> Timestamp {
-        if self.answer_rate == 0 {
-            Timestamp::MAX
-        } else {
-            self.answer_burst.saturating_mul(SECOND) / self.answer_rate
         }
     }
 }

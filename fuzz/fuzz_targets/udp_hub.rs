@@ -1,4 +1,4 @@
-//! The datagram hub (`core/src/wire/udp.rs`) under an `arbitrary`
+//! The datagram hub (`core/src/wire/udp/`) under an `arbitrary`
 //! schedule: three source addresses sending subscribes (ids among strings
 //! and numbers, with or without a token, one expiring), unsubscribes,
 //! describes and any bytes; publishes of any size on a drop_old and a

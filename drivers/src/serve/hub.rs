@@ -11,7 +11,10 @@
 //! connections frame are sent there as a loop's are, and the replies come
 //! back through this loop's mailbox, behind the events published before
 //! them, so a connection writes both in the order they reached it. Timers (a credential's expiry, a
-//! write stalled 5 s, a close the peer never answers) are the machine's:
+//! write stalled 5 s, a close the peer never answers, a connection that
+//! names nobody at its deadline, the end of `stop()`'s wait) are the
+//! machine's, as are the limits on connections and on the answers one
+//! connection may be owed (past which the loop stops reading it):
 //! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
 //!
 //! Writing is done in rounds: after each wake the loop gathers what the
@@ -670,6 +673,12 @@ mod tests {
             Incoming::Text(t) => serde_json::from_str(&t).unwrap(),
             Incoming::Closed(code) => panic!("closed {code} where a frame was awaited"),
         }
+    }
+
+    /// The figure the driver names is the one the machine holds to.
+    #[test]
+    fn the_named_connection_cap_is_the_machines_default() {
+        assert_eq!(MAX_CONNECTIONS, HubLimits::default().max_connections);
     }
 
     /// Rounds large enough to be spread over writer threads lose nothing

@@ -564,6 +564,11 @@ impl Hub {
     /// the new one is closed at once (its `Close` follows).
     pub fn handle_accept(&mut self, now: Timestamp, id: ConnId) {
         let limits = self.rules.spec.limits;
+        // An id accepted again replaces its connection (a driver's error):
+        // the one replaced is no longer counted.
+        if let Some(old) = self.conns.remove(&id) {
+            self.unproven.forget(&old);
+        }
         if self.conns.len() >= limits.max_connections || self.unproven.len() >= limits.max_unproven
         {
             match self.unproven.oldest() {
@@ -723,8 +728,6 @@ impl Hub {
         let (bound, on_full) = (row.bound, row.on_full);
         let mut offered = 0;
         let mut done = Vec::new();
-        let mut resume = Vec::new();
-        let max_answers = self.rules.spec.limits.max_answers;
         // Each subscription is offered the event in place: a fan-out to
         // every connection takes no connection out of the map.
         for (&id, conn) in self.conns.iter_mut() {
@@ -758,15 +761,14 @@ impl Hub {
                 conn,
             ) {
                 done.push(id);
-            } else if conn.resumable(max_answers) {
-                resume.push(id);
             }
+            // A connection whose frames wait for its answers to leave is
+            // not read on here: the answer this pump staged is its Output,
+            // and the write that takes it reads on (`in_place`), so the
+            // fan-out does no more per subscriber than it did.
         }
         for id in done {
             self.conns.remove(&id);
-        }
-        for id in resume {
-            self.with_conn(now, id, |hub, conn| hub.take_input(now, 0, conn));
         }
         Published::Offered(offered)
     }

@@ -24,6 +24,15 @@
 //! ones whose row's requires no longer holds with `unauthorized` `revoked`
 //! and dropping what they held.
 //!
+//! What one peer can hold is bounded by [`HubLimits`](super::HubLimits):
+//! a connection owed `max_answers` answers (its calls with the exposure
+//! and the answers waiting to be written) is read no further until it is
+//! answered ([`wants_read`](Hub::wants_read)); a connection whose upgrade
+//! named nobody is closed (1008) `anonymous_wait` after it; at most
+//! `max_unproven` of the `max_connections` held are not yet upgraded or
+//! name nobody, the oldest of them dropped to make room; and `stop()`
+//! lets every connection go `teardown_wait` after it.
+//!
 //! # The order of calls
 //!
 //! 1. Make the hub ([`Hub::new`]); for each accepted socket,

@@ -272,6 +272,7 @@ fn a_call_flood_is_read_as_fast_as_it_is_answered_and_another_client_is_answered
             Err(e) => panic!("{e}"),
         }
     }
+    eprintln!("the flood stalled at {sent} bytes of {}", frames.len());
     assert!(
         sent < frames.len() / 2,
         "the hub read {sent} bytes of {} unanswered",

@@ -1140,3 +1140,36 @@ fn stop_lets_go_of_a_reader_that_takes_nothing_at_the_teardown_wait() {
     assert!(h.hub.is_finished());
     assert_eq!(h.hub.poll_timeout(), None);
 }
+
+#[test]
+fn stop_lets_go_of_a_request_whose_answer_is_not_read() {
+    let mut h = Harness::new(witness_spec());
+    h.hub.stop(h.now);
+    // A request after stop() is answered 503, and the answer never read.
+    h.hub.handle_accept(h.now, 1);
+    h.send_raw(1, upgrade_request("/", Some("Bearer t-dave")).as_bytes());
+    assert!(h.hub.pending_output(1).starts_with(b"HTTP/1.1 503 "));
+    let at = h.hub.poll_timeout().unwrap();
+    assert_eq!(at, h.now + SECOND);
+    h.hub.handle_timeout(at);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    assert!(h.hub.is_finished());
+}
+
+#[test]
+fn a_request_whose_answer_is_being_written_makes_room_like_any_unproven_one() {
+    let limits = HubLimits {
+        max_connections: 8,
+        max_unproven: 1,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    h.hub.handle_accept(h.now, 1);
+    h.send_raw(1, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(h.hub.pending_output(1).starts_with(b"HTTP/1.1 400 "));
+    h.hub.handle_accept(h.now, 2);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    assert_eq!(h.hub.unproven(), 1);
+}

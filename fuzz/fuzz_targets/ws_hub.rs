@@ -358,7 +358,10 @@ fuzz_target!(|s: Schedule| {
         if let Some(at) = stopped_at {
             if now >= at + lim.teardown_wait {
                 hub.handle_timeout(now);
-                assert!(hub.is_finished(), "open past stop()'s wait");
+                assert!(
+                    hub.is_finished(),
+                    "open past stop()'s wait: {hub:?} {s:?} now {now} stopped {at}"
+                );
             }
         }
         loop {

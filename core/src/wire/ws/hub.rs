@@ -304,10 +304,12 @@ impl Conn {
     /// wait.
     fn evict(&mut self, now: Timestamp) {
         if let Phase::Http(http) = &mut self.phase {
-            http.abort();
-            while http.poll_event().is_some() {}
+            // What it was writing counts as written (a response's writing
+            // takes output only while it lasts), then it is ended.
             let pending = http.pending_output().len();
             http.consume_output(now, pending);
+            http.abort();
+            while http.poll_event().is_some() {}
         }
         self.drop_now(now);
     }

@@ -1173,3 +1173,26 @@ fn a_request_whose_answer_is_being_written_makes_room_like_any_unproven_one() {
     assert_eq!(h.closed, [1]);
     assert_eq!(h.hub.unproven(), 1);
 }
+
+#[test]
+fn take_output_gathers_the_answers_to_frames_it_let_be_read() {
+    let limits = HubLimits {
+        max_answers: 2,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    h.connect(1, "t-dave");
+    let burst: Vec<u8> = (0..10)
+        .flat_map(|_| client_frame(0x1, b"not json"))
+        .collect();
+    h.send_raw(1, &burst);
+    assert!(!h.hub.wants_read(1));
+    // One gathered write takes every answer: each one written lets the
+    // next frame be read, and its answer is gathered too.
+    let mut out = Vec::new();
+    let more = h.hub.take_output(h.now, 1, &mut out, 1 << 20);
+    assert!(!more);
+    assert!(h.hub.pending_output(1).is_empty());
+    assert_eq!(parse_frames(&out).len(), 10);
+    assert!(h.hub.wants_read(1));
+}

@@ -701,10 +701,10 @@ impl Hub {
         out: &mut Vec<u8>,
         max: usize,
     ) -> bool {
-        let mut more = false;
-        self.in_place(now, id, |rules, conn| {
-            let start = out.len();
-            loop {
+        let start = out.len();
+        loop {
+            let mut more = false;
+            self.in_place(now, id, |rules, conn| loop {
                 let pending = conn.pending();
                 if pending.is_empty() {
                     return;
@@ -717,9 +717,13 @@ impl Hub {
                 out.extend_from_slice(pending);
                 conn.consume(now, n);
                 rules.pump(now, conn);
+            });
+            // Answers written let the connection read on frames it had
+            // held back, whose answers may be waiting now: gathered too.
+            if more || self.pending_output(id).is_empty() {
+                return more;
             }
-        });
-        more
+        }
     }
 
     /// Publishes `payload` (its JSON text by the row's codec) on `topic`:

@@ -681,7 +681,9 @@ fn a_peer_that_never_answers_the_close_is_let_go() {
     h.events();
     h.written(1);
     let at = h.hub.poll_timeout().unwrap();
-    assert_eq!(at, h.now + 5 * SECOND);
+    // The teardown's second (§ Serving), not the 5 s it once waited.
+    assert_eq!(at, h.now + HubLimits::default().teardown_wait);
+    assert_eq!(at, h.now + SECOND);
     h.hub.handle_timeout(at);
     h.events();
     assert_eq!(h.closed, [1]);
@@ -880,4 +882,317 @@ fn a_hub_has_at_most_sixteen_stream_rows() {
     assert!(make(16).is_ok());
     let err = make(17).unwrap_err();
     assert!(err.contains("at most 16 stream rows"), "{err}");
+}
+
+/// A spec of the two rows under `limits`.
+fn limited(limits: HubLimits) -> HubSpec {
+    let mut spec = spec(4, OnFull::DropOld);
+    spec.limits = limits;
+    spec
+}
+
+/// The close frame `id` wrote, if any, with its reason.
+fn close_of(frames: &[Frame]) -> Option<u16> {
+    frames.iter().find_map(|f| match f {
+        Frame::Close(code) => Some(*code),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_connection_that_names_nobody_is_closed_at_its_deadline_and_a_named_one_is_not() {
+    let mut h = Harness::new(witness_spec());
+    let wait = HubLimits::default().anonymous_wait;
+    assert_eq!(wait, 10 * SECOND);
+    let head = h.upgrade(1, "/", None);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    h.connect(2, "t-dave");
+    // Refused, but not turned away (§ Streams, the credential).
+    let refused = h.subscribe(1, "Fills");
+    assert_eq!(refused[0]["refusal"]["kind"], "unauthenticated");
+    let deadline = h.now + wait;
+    assert_eq!(h.hub.poll_timeout(), Some(deadline));
+    h.hub.handle_timeout(deadline - 1);
+    h.events();
+    assert!(h.frames(1).is_empty());
+    h.now = deadline;
+    h.hub.handle_timeout(h.now);
+    h.events();
+    // 1008, the policy's close, with the limit in its reason.
+    let out = h.written(1);
+    let frames = parse_frames(&out);
+    assert_eq!(close_of(&frames), Some(1008), "{frames:?}");
+    let reason = String::from_utf8_lossy(&out[4..]).into_owned();
+    assert_eq!(
+        reason,
+        limen_core::wire::ws::hub::anonymous_reason(&HubLimits::default())
+    );
+    assert!(reason.contains("10000 ms"), "{reason}");
+    // It does not answer: let go at the close wait.
+    assert_eq!(h.hub.poll_timeout(), Some(h.now + SECOND));
+    h.now += SECOND;
+    h.hub.handle_timeout(h.now);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    // The named connection is held: no deadline is left.
+    assert_eq!(h.hub.poll_timeout(), None);
+    assert_eq!(h.hub.connections(), 1);
+    assert_eq!(h.subscribe(2, "Fills")[0]["type"], "subscribed");
+}
+
+#[test]
+fn a_refused_credential_is_anonymous_too_and_an_answered_close_ends_it_at_once() {
+    let mut h = Harness::new(witness_spec());
+    h.upgrade(1, "/", Some("Bearer t-unknown"));
+    h.now += HubLimits::default().anonymous_wait;
+    h.hub.handle_timeout(h.now);
+    h.events();
+    assert_eq!(close_of(&h.frames(1)), Some(1008));
+    h.send_raw(1, &client_frame(0x8, &1008u16.to_be_bytes()));
+    h.written(1);
+    assert_eq!(h.closed, [1]);
+    assert_eq!(h.hub.unproven(), 0);
+}
+
+#[test]
+fn anonymous_peers_alone_never_fill_the_hub() {
+    let limits = HubLimits {
+        max_connections: 8,
+        max_unproven: 4,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    // Eight anonymous upgrades, each past the fourth making room by the
+    // oldest.
+    for id in 1..=8 {
+        let head = h.upgrade(id, "/", None);
+        assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+        assert!(h.hub.unproven() <= 4);
+    }
+    assert_eq!(h.closed, [1, 2, 3, 4]);
+    // An authenticated subscriber gets in, beside four anonymous ones.
+    h.connect(10, "t-dave");
+    assert_eq!(h.subscribe(10, "Fills")[0]["type"], "subscribed");
+    assert_eq!(h.closed, [1, 2, 3, 4, 5]);
+    // Named connections fill the hub to its cap, then the anonymous make
+    // room, one a connection.
+    for id in 11..=14 {
+        h.connect(id, "t-erin");
+    }
+    assert_eq!(h.closed, [1, 2, 3, 4, 5]);
+    assert_eq!(h.hub.connections(), 8);
+    h.connect(15, "t-bob");
+    h.connect(16, "t-bob");
+    h.connect(17, "t-bob");
+    assert_eq!(h.closed, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(h.hub.connections(), 8);
+    assert_eq!(h.hub.unproven(), 0);
+    // Full of proven connections: the next socket is closed at accept.
+    h.hub.handle_accept(h.now, 18);
+    h.events();
+    assert_eq!(h.closed.last(), Some(&18));
+    assert_eq!(h.hub.connections(), 8);
+    // A socket still in its request makes room like an anonymous one
+    // when nothing older named nobody.
+    h.hub.handle_eof(h.now, 17);
+    h.events();
+    h.hub.handle_accept(h.now, 19);
+    h.hub.handle_accept(h.now, 20);
+    h.events();
+    assert_eq!(h.closed.last(), Some(&19));
+    assert_eq!(h.hub.unproven(), 1);
+}
+
+#[test]
+fn a_limit_that_lets_the_unproven_fill_the_hub_is_refused() {
+    for (unproven, all) in [(0, 8), (8, 8), (9, 8)] {
+        let limits = HubLimits {
+            max_connections: all,
+            max_unproven: unproven,
+            ..HubLimits::default()
+        };
+        let err = HubSpec::new("h", Vec::new(), RoleHierarchy::flat(), limits).unwrap_err();
+        assert!(
+            err.contains(&format!("{unproven} unproven connections of {all}")),
+            "{err}"
+        );
+    }
+}
+
+/// A call frame with `id`.
+fn call(id: u64) -> Vec<u8> {
+    client_frame(
+        0x1,
+        json!({"type": "call", "id": id, "call": "Orders::nope", "payload": {}})
+            .to_string()
+            .as_bytes(),
+    )
+}
+
+/// What an exposure answers a framed call: a refusal, the id echoed.
+fn answer(request: limen_core::hale::runtime::Request) -> limen_core::hale::runtime::Delivery {
+    use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind};
+    Delivery {
+        correlation: request.correlation,
+        request_id: 1,
+        client_id: request.client_id,
+        caller: Principal::bearer("dave"),
+        outcome: Outcome::from(Refusal::new(RefusalKind::Malformed, "unknown_member")),
+    }
+}
+
+#[test]
+fn a_call_flood_is_read_only_as_fast_as_it_is_answered() {
+    use limen_core::wire::ws::HubCall;
+    let limits = HubLimits {
+        max_answers: 8,
+        ..HubLimits::default()
+    };
+    let max = limits.max_answers;
+    let mut h = Harness::new(limited(limits));
+    h.hub.serve_calls();
+    h.connect(1, "t-dave");
+    h.connect(2, "t-dave");
+    // A hundred calls in one read: eight are framed, the rest wait unread.
+    let flood: Vec<u8> = (0..100).flat_map(call).collect();
+    h.send_raw(1, &flood);
+    assert_eq!(h.hub.owed(1), Some(max));
+    assert!(!h.hub.wants_read(1));
+    let mut framed = Vec::new();
+    while let Some(c) = h.hub.poll_call() {
+        framed.push(c);
+    }
+    assert_eq!(framed.len(), max);
+    // The other connection is read and answered meanwhile.
+    assert!(h.hub.wants_read(2));
+    h.send_raw(2, &call(1000));
+    let Some(HubCall::Request(other)) = h.hub.poll_call() else {
+        panic!("the second connection's call is framed");
+    };
+    h.hub.deliver(h.now, answer(other));
+    h.events();
+    assert_eq!(h.texts(2)[0]["id"], 1000);
+    // Answered one by one, in order, the flood is read on, never owed
+    // past eight, and every answer arrives in order.
+    let mut framed: std::collections::VecDeque<HubCall> = framed.into();
+    let mut ids = Vec::new();
+    while let Some(HubCall::Request(request)) = framed.pop_front() {
+        h.hub.deliver(h.now, answer(request));
+        h.events();
+        for t in h.texts(1) {
+            ids.push(t["id"].as_u64().unwrap());
+        }
+        framed.extend(std::iter::from_fn(|| h.hub.poll_call()));
+        assert!(h.hub.owed(1).unwrap() <= max);
+        assert!(framed.len() <= max);
+    }
+    assert!(h.hub.wants_read(1));
+    assert_eq!(ids, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn refusals_unread_count_as_answers_owed_however_the_frames_are_read() {
+    let limits = HubLimits {
+        max_answers: 8,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    // No credential, no surface: every frame is refused by the hub itself.
+    h.upgrade(1, "/", None);
+    let flood: Vec<u8> = (0..100)
+        .flat_map(|_| client_frame(0x1, b"not json"))
+        .collect();
+    h.send_raw(1, &flood);
+    // One answer in the write, eight waiting: the rest is not read.
+    assert_eq!(h.hub.owed(1), Some(8));
+    assert!(!h.hub.wants_read(1));
+    // Read, the connection is read on, and answers all hundred.
+    let mut answered = 0;
+    for _ in 0..100 {
+        let got = h.texts(1).len();
+        answered += got;
+        assert!(h.hub.owed(1).unwrap() <= 8);
+        if got == 0 {
+            break;
+        }
+    }
+    assert_eq!(answered, 100);
+    assert!(h.hub.wants_read(1));
+}
+
+#[test]
+fn stop_lets_go_of_a_reader_that_takes_nothing_at_the_teardown_wait() {
+    let mut h = Harness::new(witness_spec());
+    h.connect(1, "t-dave");
+    h.subscribe(1, "Fills");
+    h.publish("Fills", &fill(1));
+    // Nothing of the event is read: its stalled write would wait 5 s.
+    h.hub.stop(h.now);
+    h.events();
+    let at = h.hub.poll_timeout().unwrap();
+    assert_eq!(at, h.now + SECOND);
+    h.hub.handle_timeout(at - 1);
+    h.events();
+    assert!(h.closed.is_empty());
+    h.hub.handle_timeout(at);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    assert!(h.hub.is_finished());
+    assert_eq!(h.hub.poll_timeout(), None);
+}
+
+#[test]
+fn stop_lets_go_of_a_request_whose_answer_is_not_read() {
+    let mut h = Harness::new(witness_spec());
+    h.hub.stop(h.now);
+    // A request after stop() is answered 503, and the answer never read.
+    h.hub.handle_accept(h.now, 1);
+    h.send_raw(1, upgrade_request("/", Some("Bearer t-dave")).as_bytes());
+    assert!(h.hub.pending_output(1).starts_with(b"HTTP/1.1 503 "));
+    let at = h.hub.poll_timeout().unwrap();
+    assert_eq!(at, h.now + SECOND);
+    h.hub.handle_timeout(at);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    assert!(h.hub.is_finished());
+}
+
+#[test]
+fn a_request_whose_answer_is_being_written_makes_room_like_any_unproven_one() {
+    let limits = HubLimits {
+        max_connections: 8,
+        max_unproven: 1,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    h.hub.handle_accept(h.now, 1);
+    h.send_raw(1, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(h.hub.pending_output(1).starts_with(b"HTTP/1.1 400 "));
+    h.hub.handle_accept(h.now, 2);
+    h.events();
+    assert_eq!(h.closed, [1]);
+    assert_eq!(h.hub.unproven(), 1);
+}
+
+#[test]
+fn take_output_gathers_the_answers_to_frames_it_let_be_read() {
+    let limits = HubLimits {
+        max_answers: 2,
+        ..HubLimits::default()
+    };
+    let mut h = Harness::new(limited(limits));
+    h.connect(1, "t-dave");
+    let burst: Vec<u8> = (0..10)
+        .flat_map(|_| client_frame(0x1, b"not json"))
+        .collect();
+    h.send_raw(1, &burst);
+    assert!(!h.hub.wants_read(1));
+    // One gathered write takes every answer: each one written lets the
+    // next frame be read, and its answer is gathered too.
+    let mut out = Vec::new();
+    let more = h.hub.take_output(h.now, 1, &mut out, 1 << 20);
+    assert!(!more);
+    assert!(h.hub.pending_output(1).is_empty());
+    assert_eq!(parse_frames(&out).len(), 10);
+    assert!(h.hub.wants_read(1));
 }

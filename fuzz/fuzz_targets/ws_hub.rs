@@ -4,14 +4,22 @@
 //! read their output in pieces of any size (or gathered, frame after frame,
 //! as the served hub's driver takes it) or end; publishes of any size
 //! on two topics (drop_old and drop_new, bound 3); revocations announced or
-//! not, grants; time passing; `stop()`.
+//! not, grants; time passing; `stop()`. With a surface served over the hub,
+//! floods of `call` frames in one read, answered by a stand-in exposure in
+//! the order framed; and anonymous sockets accepted past the hub's caps
+//! (six connections, three unproven), which make room by the oldest.
+//!
 //!
 //! Checks, on the frames each connection's peer reads (with the core's
 //! client reader): the hub's frames are unmasked, final and whole; seq
 //! grows strictly per subscription (from 1 for a new one); no event of a
 //! subscription after its `unauthorized` frame, nor before its
 //! `subscribed`; nothing after `closed`; no queue past its bound; and
-//! `handle_timeout` before `poll_timeout`'s deadline changes nothing.
+//! `handle_timeout` before `poll_timeout`'s deadline changes nothing; a
+//! connection is never owed more than `max_answers` (its calls with the
+//! exposure and its answers waiting), nor the hub holding more than its
+//! caps; replies come in the order called; and `teardown_wait` after
+//! `stop()` every connection is gone.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -20,10 +28,13 @@ use std::sync::{Arc, Mutex};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::{
-    Describer, Grants, Principal, RoleHierarchy, RoleSource, RoleTable, TokenTable,
+    Delivery, Describer, Grants, Outcome, Principal, Refusal, RefusalKind, RoleHierarchy,
+    RoleSource, RoleTable, TokenTable,
 };
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
-use limen_core::wire::ws::{ConnId, Hub, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec};
+use limen_core::wire::ws::{
+    ConnId, Hub, HubCall, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec,
+};
 use limen_core::{Timestamp, SECOND};
 
 const WALL0: Timestamp = 1_800_000_000 * SECOND;
@@ -31,6 +42,15 @@ const BOUND: usize = 3;
 const TOPICS: [&str; 2] = ["Old", "New"];
 const TOKENS: [&str; 3] = ["t-dave", "t-erin", "t-eve"];
 const NAMES: [&str; 3] = ["dave", "erin", "eve"];
+/// The hub's limits, small enough for a schedule to reach each.
+fn limits() -> HubLimits {
+    HubLimits {
+        max_answers: 4,
+        max_connections: 6,
+        max_unproven: 3,
+        ..HubLimits::default()
+    }
+}
 
 #[derive(Clone)]
 struct Shared(Arc<Mutex<RoleTable>>);
@@ -67,12 +87,21 @@ enum Step {
     Grant(u8),
     Wait(u16),
     Stop,
+    /// This many `call` frames (of 64) in one read.
+    Calls(u8, u8),
+    /// The stand-in exposure answers this many of the calls framed.
+    Answer(u8),
+    /// A socket accepted that upgrades with no credential (or sends half
+    /// its request), which no peer reads.
+    Anonymous(bool),
 }
 
 #[derive(Arbitrary, Debug)]
 struct Schedule {
     /// Whether each connection presents its credential (else nobody).
     credentials: [bool; 3],
+    /// Whether a surface is served over the hub (`call` frames taken).
+    calls: bool,
     steps: Vec<Step>,
 }
 
@@ -86,6 +115,8 @@ struct Peer {
     closed: bool,
     gone: bool,
     broken: bool,
+    /// The number of the last reply read.
+    replied: Option<u64>,
 }
 
 fn take(peer: &mut Peer, bytes: &[u8]) {
@@ -142,12 +173,21 @@ fn take(peer: &mut Peer, bytes: &[u8]) {
             }
             "closed" => peer.closed = true,
             "refusal" => assert!(v["refusal"]["kind"].is_string()),
+            "reply" => {
+                // A call's id is its number on its connection; an
+                // unreadable call frame is answered with no id.
+                if let Some(n) = v["id"].as_u64() {
+                    assert!(peer.replied.is_none_or(|r| n > r), "reply {n} out of order");
+                    peer.replied = Some(n);
+                }
+            }
             other => panic!("a frame of type {other}"),
         }
     }
 }
 
 fuzz_target!(|s: Schedule| {
+    let lim = limits();
     let roles = Arc::new(Mutex::new(RoleTable::new()));
     for p in NAMES {
         roles.lock().unwrap().add_grant(p, "operator");
@@ -162,7 +202,7 @@ fuzz_target!(|s: Schedule| {
             requires: vec!["operator".into()],
         })
         .collect();
-    let spec = HubSpec::new("h", streams, RoleHierarchy::flat(), HubLimits::default()).unwrap();
+    let spec = HubSpec::new("h", streams, RoleHierarchy::flat(), lim).unwrap();
     let tokens = TokenTable::new(None)
         .with("t-dave", "dave")
         .with("t-erin", "erin")
@@ -173,8 +213,16 @@ fuzz_target!(|s: Schedule| {
         Box::new(Shared(roles.clone())),
         Box::new(Doc),
     );
+    if s.calls {
+        hub.serve_calls();
+    }
     let mut now: Timestamp = 1;
     let mut peers: Vec<Peer> = (0..3).map(|_| Peer::default()).collect();
+    // The calls framed and not yet answered, in the order framed.
+    let mut framed = std::collections::VecDeque::new();
+    let mut called = [0u64; 3];
+    let mut next_id: ConnId = 3;
+    let mut stopped_at: Option<Timestamp> = None;
     for (i, token) in TOKENS.iter().enumerate() {
         hub.handle_accept(now, i as ConnId);
         let token = s.credentials[i].then_some(*token);
@@ -254,13 +302,91 @@ fuzz_target!(|s: Schedule| {
                 now = later.max(now);
                 hub.handle_timeout(now);
             }
-            Step::Stop => hub.stop(now),
+            Step::Stop => {
+                hub.stop(now);
+                stopped_at.get_or_insert(now);
+            }
+            Step::Calls(c, n) => {
+                let c = usize::from(*c % 3);
+                let mut read = Vec::new();
+                for _ in 0..n % 64 {
+                    let frame = format!(
+                        "{{\"type\":\"call\",\"id\":{},\"call\":\"A::b\",\"payload\":{{}}}}",
+                        called[c]
+                    );
+                    called[c] += 1;
+                    read.extend(client::text(&frame, [3, 1, 4, 1]));
+                }
+                hub.handle_data(now, WALL0 + now, c as ConnId, &read);
+            }
+            Step::Answer(n) => {
+                for _ in 0..*n {
+                    let Some(request) = framed.pop_front() else {
+                        break;
+                    };
+                    let limen_core::hale::runtime::Request {
+                        correlation,
+                        client_id,
+                        ..
+                    } = request;
+                    hub.deliver(
+                        now,
+                        Delivery {
+                            correlation,
+                            request_id: 1,
+                            client_id,
+                            caller: Principal::bearer("dave"),
+                            outcome: Outcome::from(Refusal::new(RefusalKind::Malformed, "no")),
+                        },
+                    );
+                }
+            }
+            Step::Anonymous(whole) => {
+                let id = next_id;
+                next_id += 1;
+                hub.handle_accept(now, id);
+                let key = client::key([7; 16]);
+                let request = client::upgrade_request("h", "/", &key, None);
+                let n = if *whole {
+                    request.len()
+                } else {
+                    request.len() / 2
+                };
+                hub.handle_data(now, WALL0 + now, id, &request[..n]);
+            }
+        }
+        if let Some(at) = stopped_at {
+            if now >= at + lim.teardown_wait {
+                hub.handle_timeout(now);
+                assert!(
+                    hub.is_finished(),
+                    "open past stop()'s wait: {hub:?} {s:?} now {now} stopped {at}"
+                );
+            }
+        }
+        loop {
+            match hub.poll_call() {
+                Some(HubCall::Request(r)) => framed.push_back(r),
+                // A connection gone: its calls are lost, never answered.
+                Some(HubCall::Lost(id)) => framed.retain(|r| r.correlation != id),
+                None => break,
+            }
         }
         while let Some(e) = hub.poll_event() {
             if let HubEvent::Close(id) = e {
-                peers[id as usize].gone = true;
+                if let Some(peer) = peers.get_mut(id as usize) {
+                    peer.gone = true;
+                }
             }
         }
+        for c in 0..next_id {
+            if let Some(owed) = hub.owed(c) {
+                assert!(owed <= lim.max_answers, "{owed} answers owed");
+                let with_exposure = framed.iter().filter(|r| r.correlation == c).count();
+                assert!(with_exposure <= owed, "{with_exposure} calls out of {owed}");
+            }
+        }
+        assert!(hub.unproven() <= lim.max_unproven);
         for c in 0..3u64 {
             for t in TOPICS {
                 if let Some(q) = hub.queued(c, t) {

@@ -292,6 +292,13 @@ impl WsConn {
         Some(event)
     }
 
+    /// Whether events wait to be taken ([`poll_event`](WsConn::poll_event)):
+    /// a driver that takes them only as it can answer them leaves the rest
+    /// here, and reads no more meanwhile.
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Queues `text` as one unmasked text frame. Nothing is sent once the
     /// close handshake began.
     pub fn send_text(&mut self, _now: Timestamp, text: &str) {

@@ -11,7 +11,10 @@
 //! connections frame are sent there as a loop's are, and the replies come
 //! back through this loop's mailbox, behind the events published before
 //! them, so a connection writes both in the order they reached it. Timers (a credential's expiry, a
-//! write stalled 5 s, a close the peer never answers) are the machine's:
+//! write stalled 5 s, a close the peer never answers, a connection that
+//! names nobody at its deadline, the end of `stop()`'s wait) are the
+//! machine's, as are the limits on connections and on the answers one
+//! connection may be owed (past which the loop stops reading it):
 //! the loop sleeps until [`Hub::poll_timeout`] and hands it the time.
 //!
 //! Writing is done in rounds: after each wake the loop gathers what the
@@ -41,7 +44,10 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// How long accepting pauses after a failure (out of descriptors): the
 /// request loops' pause.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
-/// The most connections a hub holds, as the request loops' default.
+/// The most connections a hub holds by default, as the request loops'
+/// default: `HubLimits::max_connections`, which the machine holds to (and,
+/// within it, `max_unproven` for the connections not yet upgraded or
+/// naming nobody), closing at once a socket it has no room for.
 pub const MAX_CONNECTIONS: usize = 4096;
 const WAKER: Token = Token(usize::MAX);
 /// How many bytes of the machine's output one write gathers. The machine
@@ -166,8 +172,6 @@ pub struct HubServer {
     /// The sockets, shared with the writer threads for a round's length.
     conns: HashMap<ConnId, Arc<Stream>>,
     next_id: ConnId,
-    /// The most connections held at once.
-    max_connections: usize,
     /// Connections not read while the hub holds them back.
     paused: std::collections::HashSet<ConnId>,
     /// The read buffer.
@@ -220,7 +224,6 @@ impl HubServer {
             inbox: Arc::new(Mailbox::new(waker)),
             conns: HashMap::new(),
             next_id: 0,
-            max_connections: MAX_CONNECTIONS,
             paused: std::collections::HashSet::new(),
             buf: vec![0u8; 64 * 1024],
             held: HashMap::new(),
@@ -440,9 +443,10 @@ impl HubServer {
             };
             match listener.accept() {
                 Ok(None) => return,
-                // Past the limit a connection is closed at accept (dropped
-                // here), as the request loops do.
-                Ok(Some(_)) if self.conns.len() >= self.max_connections => {}
+                // Every socket is handed to the machine, which holds the
+                // limits (`max_connections`, `max_unproven`): one it has
+                // no room for, or one it drops to make room, is closed as
+                // its `Close` is taken.
                 Ok(Some((mut stream, _))) => {
                     let id = self.next_id;
                     self.next_id += 1;
@@ -669,6 +673,12 @@ mod tests {
             Incoming::Text(t) => serde_json::from_str(&t).unwrap(),
             Incoming::Closed(code) => panic!("closed {code} where a frame was awaited"),
         }
+    }
+
+    /// The figure the driver names is the one the machine holds to.
+    #[test]
+    fn the_named_connection_cap_is_the_machines_default() {
+        assert_eq!(MAX_CONNECTIONS, HubLimits::default().max_connections);
     }
 
     /// Rounds large enough to be spread over writer threads lose nothing

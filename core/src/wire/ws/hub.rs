@@ -24,6 +24,15 @@
 //! ones whose row's requires no longer holds with `unauthorized` `revoked`
 //! and dropping what they held.
 //!
+//! What one peer can hold is bounded by [`HubLimits`](super::HubLimits):
+//! a connection owed `max_answers` answers (its calls with the exposure
+//! and the answers waiting to be written) is read no further until it is
+//! answered ([`wants_read`](Hub::wants_read)); a connection whose upgrade
+//! named nobody is closed (1008) `anonymous_wait` after it; at most
+//! `max_unproven` of the `max_connections` held are not yet upgraded or
+//! name nobody, the oldest of them dropped to make room; and `stop()`
+//! lets every connection go `teardown_wait` after it.
+//!
 //! # The order of calls
 //!
 //! 1. Make the hub ([`Hub::new`]); for each accepted socket,
@@ -54,7 +63,7 @@
 //! a credential's expiry is stated on it. The instant is turned into a
 //! deadline on the monotonic clock at the upgrade.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 mod frames_in;
@@ -82,6 +91,16 @@ pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
 
 /// The reason of a refusal after `stop()`.
 pub const STOPPING_REASON: &str = "the hub is stopping";
+
+/// The close reason of a connection whose upgrade named nobody, at the end
+/// of its [`anonymous_wait`](super::HubLimits::anonymous_wait) (sent with
+/// 1008, RFC 6455's code for a policy's end of a connection).
+pub fn anonymous_reason(limits: &super::HubLimits) -> String {
+    format!(
+        "unauthenticated: a connection that names nobody is held {} ms",
+        limits.anonymous_wait / 1_000_000
+    )
+}
 
 /// What the hub asks of its driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,14 +187,23 @@ struct Conn {
     /// Whether a call was framed on this connection (its loss is then the
     /// exposure's to know).
     called: bool,
+    /// Its place in the order of accepts: the oldest unproven connection is
+    /// the first to make room.
+    order: u64,
+    /// Calls framed for the exposure and not yet answered.
+    calls_out: usize,
+    /// How many frames of `control` answer a frame the peer sent.
+    answers_waiting: usize,
+    /// For a connection whose upgrade named nobody: when it is closed.
+    anonymous_until: Option<Timestamp>,
     /// The credential's expiry on the monotonic clock, until it passed.
     expires: Option<Timestamp>,
     /// The credential is spent.
     expired: bool,
     subs: Vec<Subscription>,
     /// Frames that are not events (answers, `unauthorized`, `closed`), each
-    /// with its stamp.
-    control: VecDeque<(u64, String)>,
+    /// with its stamp and whether it answers a frame of the peer's.
+    control: VecDeque<(u64, String, bool)>,
     next_stamp: u64,
     /// `stop()` ran: once everything queued is written, `closed` and the
     /// close frame follow.
@@ -226,9 +254,35 @@ impl Conn {
         self.next_stamp
     }
 
+    /// Queues a frame that answers none of the peer's (`unauthorized`).
     fn push_control(&mut self, frame: String) {
         let stamp = self.stamp();
-        self.control.push_back((stamp, frame));
+        self.control.push_back((stamp, frame, false));
+    }
+
+    /// Queues the answer to a frame of the peer's (`subscribed`, a
+    /// refusal, a reply).
+    fn push_answer(&mut self, frame: String) {
+        let stamp = self.stamp();
+        self.answers_waiting += 1;
+        self.control.push_back((stamp, frame, true));
+    }
+
+    fn clear_control(&mut self) {
+        self.control.clear();
+        self.answers_waiting = 0;
+    }
+
+    /// The answers the connection is owed: its calls with the exposure and
+    /// the answers waiting to be written.
+    fn owed(&self) -> usize {
+        self.calls_out + self.answers_waiting
+    }
+
+    /// Whether frames the codec read wait to be taken, and the connection
+    /// is owed few enough answers to take them now.
+    fn resumable(&self, max_answers: usize) -> bool {
+        matches!(&self.phase, Phase::Ws(ws) if ws.has_events()) && self.owed() < max_answers
     }
 
     /// The connection broke: its subscriptions go with it, and nothing more
@@ -242,7 +296,22 @@ impl Conn {
         }
         self.head_at = self.head.len();
         self.subs.clear();
-        self.control.clear();
+        self.clear_control();
+    }
+
+    /// Ends the connection at once, in whatever phase, nothing more
+    /// written: to make room for a newer one, or at the end of `stop()`'s
+    /// wait.
+    fn evict(&mut self, now: Timestamp) {
+        if let Phase::Http(http) = &mut self.phase {
+            // What it was writing counts as written (a response's writing
+            // takes output only while it lasts), then it is ended.
+            let pending = http.pending_output().len();
+            http.consume_output(now, pending);
+            http.abort();
+            while http.poll_event().is_some() {}
+        }
+        self.drop_now(now);
     }
 
     /// Ends every subscription with one `unauthorized` frame each, dropping
@@ -250,6 +319,38 @@ impl Conn {
     fn invalidate_all(&mut self, spec: &HubSpec, why: Invalidated) {
         for sub in std::mem::take(&mut self.subs) {
             self.push_control(frames::unauthorized(&spec.streams[sub.stream].topic, why));
+        }
+    }
+}
+
+/// The unproven connections (`HubLimits::max_unproven`), each by its place
+/// in the order of accepts.
+#[derive(Default)]
+struct Unproven {
+    /// Not yet upgraded.
+    waiting: BTreeSet<(u64, ConnId)>,
+    /// Upgraded, their credential naming nobody.
+    anonymous: BTreeSet<(u64, ConnId)>,
+}
+
+impl Unproven {
+    fn len(&self) -> usize {
+        self.waiting.len() + self.anonymous.len()
+    }
+
+    /// The connection to drop to make room: the oldest that named nobody
+    /// (it can do nothing), else the oldest still in its HTTP request.
+    fn oldest(&self) -> Option<ConnId> {
+        self.anonymous
+            .first()
+            .or_else(|| self.waiting.first())
+            .map(|&(_, id)| id)
+    }
+
+    fn forget(&mut self, conn: &Conn) {
+        let key = (conn.order, conn.id);
+        if !self.waiting.remove(&key) {
+            self.anonymous.remove(&key);
         }
     }
 }
@@ -276,7 +377,13 @@ pub struct Hub {
     /// Whether a surface is served over the hub (`call` frames taken).
     serves_calls: bool,
     calls: VecDeque<HubCall>,
+    /// The unproven connections, which `max_unproven` bounds.
+    unproven: Unproven,
+    /// Sockets accepted so far: the next one's order.
+    accepted: u64,
     stopped: bool,
+    /// When `stop()`'s wait ends: every connection still open is dropped.
+    stop_deadline: Option<Timestamp>,
     offered: u64,
 }
 
@@ -320,7 +427,10 @@ impl Hub {
             events: VecDeque::new(),
             serves_calls: false,
             calls: VecDeque::new(),
+            unproven: Unproven::default(),
+            accepted: 0,
             stopped: false,
+            stop_deadline: None,
             offered: 0,
         }
     }
@@ -352,6 +462,7 @@ impl Hub {
             outcome,
         } = delivery;
         self.with_conn(now, correlation, |hub, conn| {
+            conn.calls_out = conn.calls_out.saturating_sub(1);
             let mut caller_json = Vec::with_capacity(64);
             caller.write_json(&mut caller_json);
             let mut line = Vec::with_capacity(96);
@@ -359,7 +470,7 @@ impl Hub {
             // `{"request_id": …}` becomes `{"type":"reply","request_id": …}`.
             let mut frame = String::from("{\"type\":\"reply\",");
             frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
-            conn.push_control(frame);
+            conn.push_answer(frame);
             hub.rules.pump(now, conn);
         });
     }
@@ -419,18 +530,36 @@ impl Hub {
         self.stopped && self.conns.is_empty()
     }
 
-    /// Whether the hub reads `id` now: false while the client has more
-    /// answers or bytes waiting to be written than the limits allow (it
-    /// sends and does not read), until it reads them. A driver stops
-    /// reading the socket meanwhile and reads it again once this is true.
+    /// Whether the hub reads `id` now: false while the client is owed as
+    /// many answers as the limits allow (`max_answers`: its calls with the
+    /// exposure and the answers waiting to be written; it sends faster
+    /// than it is answered, or does not read), or has more bytes waiting
+    /// to be written than `max_output`, until it is answered and reads. A
+    /// driver stops reading the socket meanwhile and reads it again once
+    /// this is true.
     pub fn wants_read(&self, id: ConnId) -> bool {
         let limits = &self.rules.spec.limits;
         self.conns.get(&id).is_some_and(|c| match &c.phase {
             Phase::Http(http) => http.wants_read(),
-            Phase::Ws(_) => {
-                c.control.len() < limits.max_answers && c.pending().len() < limits.max_output
+            Phase::Ws(ws) => {
+                !ws.has_events()
+                    && c.owed() < limits.max_answers
+                    && c.pending().len() < limits.max_output
             }
         })
+    }
+
+    /// How many answers connection `id` is owed: its calls handed to the
+    /// exposure and not yet answered, and the answers waiting to be
+    /// written. Never above `max_answers`: the frames past it wait, unread.
+    pub fn owed(&self, id: ConnId) -> Option<usize> {
+        self.conns.get(&id).map(|c| c.owed())
+    }
+
+    /// How many connections are unproven (not yet upgraded, or upgraded
+    /// with a credential that named nobody): at most `max_unproven`.
+    pub fn unproven(&self) -> usize {
+        self.unproven.len()
     }
 
     /// The next event, if any. Poll until `None` after every input.
@@ -439,8 +568,28 @@ impl Hub {
     }
 
     /// A socket was accepted at `now`; `id` names it until its
-    /// [`HubEvent::Close`].
+    /// [`HubEvent::Close`]. The hub holds at most `max_connections`, and of
+    /// them at most `max_unproven` not yet upgraded or naming nobody: past
+    /// either, the oldest unproven connection is dropped to make room (one
+    /// that named nobody first), and when every connection held is proven
+    /// the new one is closed at once (its `Close` follows).
     pub fn handle_accept(&mut self, now: Timestamp, id: ConnId) {
+        let limits = self.rules.spec.limits;
+        // An id accepted again replaces its connection (a driver's error):
+        // the one replaced is no longer counted.
+        if let Some(old) = self.conns.remove(&id) {
+            self.unproven.forget(&old);
+        }
+        if self.conns.len() >= limits.max_connections || self.unproven.len() >= limits.max_unproven
+        {
+            match self.unproven.oldest() {
+                Some(victim) => self.with_conn(now, victim, |_, conn| conn.evict(now)),
+                None => return self.events.push_back(HubEvent::Close(id)),
+            }
+        }
+        let order = self.accepted;
+        self.accepted += 1;
+        self.unproven.waiting.insert((order, id));
         let conn = Conn {
             id,
             phase: Phase::Http(Box::new(HttpConn::new(now, self.rules.spec.limits.http))),
@@ -449,6 +598,10 @@ impl Hub {
             caller: Caller::Nobody(reasons::NOBODY.to_owned()),
             token: None,
             called: false,
+            order,
+            calls_out: 0,
+            answers_waiting: 0,
+            anonymous_until: None,
             expires: None,
             expired: false,
             subs: Vec::new(),
@@ -491,6 +644,14 @@ impl Hub {
     /// close frame is let go, an HTTP request too slow is ended. Before
     /// every deadline, nothing happens.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        if self.stop_deadline.is_some_and(|t| now >= t) {
+            // stop()'s wait is over: whoever is still open is let go.
+            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            for id in ids {
+                self.with_conn(now, id, |_, conn| conn.evict(now));
+            }
+            return;
+        }
         let ids: Vec<ConnId> = self
             .conns
             .iter()
@@ -504,9 +665,11 @@ impl Hub {
 
     /// The deadline [`handle_timeout`](Hub::handle_timeout) next acts on.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let stop = self.stop_deadline.filter(|_| !self.conns.is_empty());
         self.conns
             .values()
             .filter_map(|c| self.rules.deadline(c))
+            .chain(stop)
             .min()
     }
 
@@ -538,10 +701,10 @@ impl Hub {
         out: &mut Vec<u8>,
         max: usize,
     ) -> bool {
-        let mut more = false;
-        self.in_place(now, id, |rules, conn| {
-            let start = out.len();
-            loop {
+        let start = out.len();
+        loop {
+            let mut more = false;
+            self.in_place(now, id, |rules, conn| loop {
                 let pending = conn.pending();
                 if pending.is_empty() {
                     return;
@@ -554,9 +717,13 @@ impl Hub {
                 out.extend_from_slice(pending);
                 conn.consume(now, n);
                 rules.pump(now, conn);
+            });
+            // Answers written let the connection read on frames it had
+            // held back, whose answers may be waiting now: gathered too.
+            if more || self.pending_output(id).is_empty() {
+                return more;
             }
-        });
-        more
+        }
     }
 
     /// Publishes `payload` (its JSON text by the row's codec) on `topic`:
@@ -599,9 +766,21 @@ impl Hub {
                 sub.queue.push_back(frame);
             }
             self.rules.pump(now, conn);
-            if settle(&mut self.events, &mut self.calls, now, id, was_empty, conn) {
+            if settle(
+                &mut self.events,
+                &mut self.calls,
+                &mut self.unproven,
+                now,
+                id,
+                was_empty,
+                conn,
+            ) {
                 done.push(id);
             }
+            // A connection whose frames wait for its answers to leave is
+            // not read on here: the answer this pump staged is its Output,
+            // and the write that takes it reads on (`in_place`), so the
+            // fan-out does no more per subscriber than it did.
         }
         for id in done {
             self.conns.remove(&id);
@@ -628,12 +807,15 @@ impl Hub {
     /// `stop()`: each connection writes `closed` after what was queued for
     /// it, then the close frame; a subscribe after it is refused
     /// `shutting_down` and nothing more is published. The driver stops
-    /// accepting. Idempotent.
+    /// accepting. The wait is bounded: `teardown_wait` after `stop()`,
+    /// every connection still open (not reading, or not answering the
+    /// close) is dropped. Idempotent.
     pub fn stop(&mut self, now: Timestamp) {
         if self.stopped {
             return;
         }
         self.stopped = true;
+        self.stop_deadline = Some(now.saturating_add(self.rules.spec.limits.teardown_wait));
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             self.with_conn(now, id, |hub, conn| {
@@ -651,9 +833,14 @@ impl Hub {
         };
         let was_empty = conn.pending().is_empty();
         f(self, &mut conn);
+        if conn.resumable(self.rules.spec.limits.max_answers) {
+            // Frames held back while the connection was owed its answers.
+            self.take_input(now, 0, &mut conn);
+        }
         if !settle(
             &mut self.events,
             &mut self.calls,
+            &mut self.unproven,
             now,
             id,
             was_empty,
@@ -671,8 +858,21 @@ impl Hub {
         };
         let was_empty = conn.pending().is_empty();
         f(&self.rules, conn);
-        if settle(&mut self.events, &mut self.calls, now, id, was_empty, conn) {
+        let resume = conn.resumable(self.rules.spec.limits.max_answers);
+        if settle(
+            &mut self.events,
+            &mut self.calls,
+            &mut self.unproven,
+            now,
+            id,
+            was_empty,
+            conn,
+        ) {
             self.conns.remove(&id);
+        } else if resume {
+            // Rare (frames held back while the connection was owed its
+            // answers): taken out of the map to read them.
+            self.with_conn(now, id, |hub, conn| hub.take_input(now, 0, conn));
         }
     }
 
@@ -688,10 +888,22 @@ impl Hub {
                 http.handle_timeout(now);
                 self.take_input(now, 0, conn);
             }
-            Phase::Ws(_) => {
+            Phase::Ws(ws) => {
                 if stalled || unanswered {
                     // A reader that takes nothing is dropped alone.
                     return conn.drop_now(now);
+                }
+                if conn.close_sent.is_none() && conn.anonymous_until.is_some_and(|t| now >= t) {
+                    // A connection that names nobody can do nothing here:
+                    // its time is up (what it was owed is not written).
+                    ws.close(
+                        now,
+                        close_code::POLICY_VIOLATION,
+                        &anonymous_reason(&limits),
+                    );
+                    conn.anonymous_until = None;
+                    conn.clear_control();
+                    conn.close_sent = Some(now);
                 }
                 self.rules.pump(now, conn);
             }
@@ -700,7 +912,13 @@ impl Hub {
 
     /// Acts on what the connection's machine read.
     fn take_input(&mut self, now: Timestamp, wall: Timestamp, conn: &mut Conn) {
+        let max_answers = self.rules.spec.limits.max_answers;
         loop {
+            // Past its answers owed, what the connection sent waits in the
+            // codec (and its socket): taken once it is answered.
+            if matches!(conn.phase, Phase::Ws(_)) && conn.owed() >= max_answers {
+                break;
+            }
             match &mut conn.phase {
                 Phase::Http(http) => match http.poll_event() {
                     None => return,
@@ -722,7 +940,7 @@ impl Hub {
                         // with it; what the codec answered (an echoed
                         // close) is still written.
                         conn.subs.clear();
-                        conn.control.clear();
+                        conn.clear_control();
                     }
                 },
             }
@@ -751,6 +969,8 @@ impl Rules {
                 }
                 if let Some(t) = c.close_sent {
                     earliest(t.saturating_add(limits.close_wait));
+                } else if let Some(t) = c.anonymous_until {
+                    earliest(t);
                 }
             }
         }
@@ -809,7 +1029,7 @@ impl Rules {
             if ws.is_closed() || conn.close_sent.is_some() {
                 return;
             }
-            let control = conn.control.front().map(|(s, _)| *s);
+            let control = conn.control.front().map(|(s, _, _)| *s);
             let event = conn
                 .subs
                 .iter()
@@ -864,7 +1084,11 @@ impl Rules {
     }
 
     fn take_control(&self, conn: &mut Conn) -> Option<String> {
-        conn.control.pop_front().map(|(_, f)| f)
+        let (_, frame, answer) = conn.control.pop_front()?;
+        if answer {
+            conn.answers_waiting -= 1;
+        }
+        Some(frame)
     }
 }
 
@@ -874,6 +1098,7 @@ impl Rules {
 fn settle(
     events: &mut VecDeque<HubEvent>,
     calls: &mut VecDeque<HubCall>,
+    unproven: &mut Unproven,
     now: Timestamp,
     id: ConnId,
     was_empty: bool,
@@ -881,6 +1106,7 @@ fn settle(
 ) -> bool {
     let empty = conn.pending().is_empty();
     if conn.is_done() && empty {
+        unproven.forget(conn);
         if conn.called {
             calls.push_back(HubCall::Lost(id));
         }

@@ -57,8 +57,34 @@ pub struct HubLimits {
     /// How long one write may wait for the reader to take any of it before
     /// the connection is dropped (§ Streams: 5 s).
     pub stalled_write: Timestamp,
-    /// How long the hub waits for the peer's close frame after its own.
+    /// How long the hub waits for the peer's close frame after its own
+    /// (one second: RFC 6455 names no wait, a peer that speaks the
+    /// protocol answers at once, and the specification's one bound on a
+    /// teardown's wait is a second).
     pub close_wait: Timestamp,
+    /// How long `stop()` waits in all for its connections to take what
+    /// was queued, `closed` and the close frame, and to answer it; a
+    /// connection still open then is dropped. One second: the hub's stop
+    /// is also its teardown's (§ Streams, stop()), and § Serving bounds a
+    /// teardown's wait at one second, "since a teardown may be the
+    /// process's".
+    pub teardown_wait: Timestamp,
+    /// How long a connection whose upgrade named nobody (no credential, or
+    /// one the bearer source refused) is held after its upgrade: each of
+    /// its subscribes and calls is refused `unauthenticated`, so it is
+    /// then closed (1008) rather than held for ever (10 s).
+    pub anonymous_wait: Timestamp,
+    /// The most connections the hub holds at once (4096, as the request
+    /// loops' default); past it an accepted socket is closed at once,
+    /// unless an unproven connection can make room.
+    pub max_connections: usize,
+    /// The most unproven connections the hub holds at once: those not yet
+    /// upgraded and those whose upgrade named nobody (1024, a quarter of
+    /// `max_connections`, so connections from peers who present no
+    /// credential can never fill the hub). An accept past it (or past
+    /// `max_connections`) drops the oldest unproven connection, one that
+    /// named nobody before one still in its HTTP request.
+    pub max_unproven: usize,
     /// The bus frame an event has to fit, in bytes on the wire (65,536).
     pub bus_frame: usize,
     /// The bus frame's header, in bytes (17): an event's encoded payload
@@ -66,10 +92,12 @@ pub struct HubLimits {
     pub bus_header: usize,
     /// The most stream rows a hub has (sixteen).
     pub max_streams: usize,
-    /// The answers (refusals, `subscribed`, replies) a connection may have
-    /// waiting to be written before the hub stops reading it, so a client
-    /// that sends and does not read is held back, not buffered without
-    /// bound.
+    /// The answers a connection may be owed before the hub stops reading
+    /// it: its calls handed to the exposure and not yet answered, and the
+    /// answers (refusals, `subscribed`, replies) waiting to be written. A
+    /// client that sends and does not read, or sends calls faster than the
+    /// exposure answers them, is held back, not buffered without bound:
+    /// the frames it sent past the limit wait in its socket.
     pub max_answers: usize,
     /// The bytes a connection may have waiting to be written (pongs
     /// among them) before the hub stops reading it, as a Unix line
@@ -83,7 +111,11 @@ impl Default for HubLimits {
             ws: ws::Limits::default(),
             http: http1::Limits::default(),
             stalled_write: 5 * SECOND,
-            close_wait: 5 * SECOND,
+            close_wait: SECOND,
+            teardown_wait: SECOND,
+            anonymous_wait: 10 * SECOND,
+            max_connections: 4096,
+            max_unproven: 1024,
             bus_frame: 65_536,
             bus_header: 17,
             max_streams: 16,
@@ -115,6 +147,17 @@ impl HubSpec {
         hierarchy: RoleHierarchy,
         limits: HubLimits,
     ) -> Result<HubSpec, String> {
+        if limits.max_unproven == 0 || limits.max_unproven >= limits.max_connections {
+            return Err(format!(
+                "hub `{name}` holds {} unproven connections of {} in all: at least one, and fewer than all, so a caller who presents a credential always finds room",
+                limits.max_unproven, limits.max_connections
+            ));
+        }
+        if limits.max_answers == 0 {
+            return Err(format!(
+                "hub `{name}` owes a connection at most 0 answers: it would read nothing"
+            ));
+        }
         if streams.len() > limits.max_streams {
             return Err(format!(
                 "hub `{name}` binds {} streams: a hub has at most {} stream rows",

@@ -9,7 +9,7 @@ impl Hub {
         self.rules.check_expiry(now, conn);
         let refuse = |conn: &mut Conn, topic: Option<&str>, kind, reason: String| {
             let refusal = Refusal::new(kind, reason);
-            conn.push_control(frames::refusal(topic, &refusal));
+            conn.push_answer(frames::refusal(topic, &refusal));
         };
         let frame = match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(frame)) => frame,
@@ -84,7 +84,7 @@ impl Hub {
             .admit(&self.rules.spec, &caller, topic, self.stopped)
         {
             Ok(stream) => stream,
-            Err(refusal) => return conn.push_control(frames::refusal(Some(topic), &refusal)),
+            Err(refusal) => return conn.push_answer(frames::refusal(Some(topic), &refusal)),
         };
         // Admitted, or admitted again: a second subscribe changes nothing.
         if !conn.subs.iter().any(|s| s.stream == stream) {
@@ -96,7 +96,7 @@ impl Hub {
                 queue: VecDeque::new(),
             });
         }
-        conn.push_control(frames::subscribed(topic));
+        conn.push_answer(frames::subscribed(topic));
     }
 
     /// A `call` frame: the Unix line's call with `"type": "call"` (its other
@@ -116,6 +116,7 @@ impl Hub {
             Err(reason) => (RequestKind::Malformed { reason }, None, None),
         };
         conn.called = true;
+        conn.calls_out += 1;
         self.calls.push_back(HubCall::Request(Request {
             correlation: conn.id,
             kind,

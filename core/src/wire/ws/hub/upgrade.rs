@@ -60,6 +60,14 @@ impl Hub {
             }
             Ok(head) => {
                 let (caller, expires) = self.authenticate(now, wall, req);
+                // Proven, or held `anonymous_wait` at most and counted
+                // among the unproven until it ends.
+                self.unproven.waiting.remove(&(conn.order, conn.id));
+                if matches!(caller, Caller::Nobody(_)) {
+                    self.unproven.anonymous.insert((conn.order, conn.id));
+                    let wait = self.rules.spec.limits.anonymous_wait;
+                    conn.anonymous_until = Some(now.saturating_add(wait));
+                }
                 conn.caller = caller;
                 conn.token = req.bearer().or_else(|| access_token(&req.target));
                 conn.expires = expires;

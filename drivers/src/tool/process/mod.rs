@@ -126,6 +126,11 @@ struct Inner {
     /// Threads waiting on `settled`: a notify is a system call even with
     /// no one waiting, so it is made only when someone is.
     settling: usize,
+    /// The time the writer thread sleeps until on `wake` (the machine's
+    /// timer then; `Timestamp::MAX` with none), or 0 when it is not
+    /// sleeping: a call sent whose reply deadline comes sooner wakes it,
+    /// where a send otherwise wakes no one.
+    writer_sleeps_until: Timestamp,
 }
 
 struct Shared {
@@ -187,6 +192,7 @@ impl Process {
                     outcomes: Vec::new(),
                     reader: None,
                     settling: 0,
+                    writer_sleeps_until: 0,
                 }),
                 wake: Condvar::new(),
                 settled: Condvar::new(),
@@ -298,6 +304,16 @@ impl Process {
             }
         });
         drain(&self.shared, &mut inner);
+        // A deadline sooner than the writer's sleep (the first call out,
+        // or the first since a describe's) is one only it acts on.
+        if inner
+            .conn
+            .poll_timeout()
+            .is_some_and(|t| t < inner.writer_sleeps_until)
+        {
+            inner.writer_sleeps_until = 0;
+            self.shared.wake.notify_all();
+        }
         // Written from the sending thread when no write is under way (so a
         // call costs no hand-off to the writer); else the writer that is
         // writing takes it along.

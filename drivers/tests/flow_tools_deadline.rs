@@ -125,3 +125,50 @@ fn the_deadline_and_its_default_are_in_the_help() {
         assert!(err.contains("--timeout"), "{err}");
     }
 }
+
+/// A host that reads its process's output on its own thread
+/// (`Process::queued`) sees a call closed at its deadline in the wait
+/// under way, not when that wait's own time is up.
+#[test]
+fn a_queued_wait_sees_the_call_closed_at_its_deadline() {
+    use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, Outcome};
+    use limen_core::flow::Value;
+    use limen_drivers::tool::{Process, Spawn};
+
+    let listing = Listing::parse(&std::fs::read(listing()).unwrap()).unwrap();
+    let tool = listing
+        .tools
+        .iter()
+        .find(|t| t.identity().to_string() == TOOL)
+        .unwrap()
+        .clone();
+    let limits = Limits {
+        call_timeout: 300_000_000,
+        ..Limits::default()
+    };
+    let process = Process::queued(Spawn::new(ROGUE, &[]), Box::new(HostConn::new(limits)));
+    process
+        .send(Call {
+            key: CallKey::new("run-q", "held"),
+            tool,
+            args: vec![Value::text("hold")],
+            type_args: Vec::new(),
+        })
+        .unwrap();
+    let mut got = Vec::new();
+    // One wait, far longer than the deadline: it ends with the outcome,
+    // long before its own end (the guard is 200 times the deadline).
+    let start = Instant::now();
+    let n = process.wait(&mut got, HANG_GUARD);
+    assert!(
+        start.elapsed() < HANG_GUARD / 2,
+        "the wait ran {:?}: the closed call waited for the wait's end",
+        start.elapsed()
+    );
+    assert_eq!(n, 1, "{got:?}");
+    let Outcome::Unknown(why) = &got[0].1 else {
+        panic!("{got:?}")
+    };
+    assert!(why.contains("within 300 ms (the call deadline)"), "{why}");
+    process.shutdown();
+}

@@ -215,6 +215,14 @@ impl Process {
         let deadline = Instant::now() + timeout;
         let mut inner = self.shared.lock();
         loop {
+            // The machine's timer runs here too: a call closed at its
+            // reply deadline is an outcome this wait must see, not one the
+            // writer thread leaves queued until the read below ends.
+            let now = self.shared.now();
+            if inner.conn.poll_timeout().is_some_and(|t| now >= t) {
+                inner.conn.handle_timeout(now);
+                pump(&self.shared, &mut inner);
+            }
             if !inner.outcomes.is_empty() {
                 let n = inner.outcomes.len();
                 out.append(&mut inner.outcomes);
@@ -223,7 +231,14 @@ impl Process {
             if inner.conn.open_calls() == 0 || Instant::now() >= deadline {
                 return 0;
             }
-            inner = read_or_wait(&self.shared, inner, deadline);
+            // Read until the wait's end or the machine's next deadline,
+            // whichever comes first.
+            let until = inner
+                .conn
+                .poll_timeout()
+                .and_then(|t| self.shared.base.checked_add(Duration::from_nanos(t)))
+                .map_or(deadline, |t| t.min(deadline));
+            inner = read_or_wait(&self.shared, inner, until);
         }
     }
 

@@ -117,7 +117,7 @@ pub struct ReplayArgs {
     args_override_self = true
 )]
 pub struct CheckArgs {
-    /// The live server: unix:<path>, http://, mcp://, grpc:// or ws://host:port.
+    /// The live server: unix:PATH, or http, mcp, grpc or ws://HOST:PORT.
     #[arg(long, value_name = "URL")]
     pub endpoint: String,
     /// The transport the endpoint speaks.
@@ -133,7 +133,7 @@ pub struct CheckArgs {
     /// project's); `none` derives them from each record's outcome.
     #[arg(long, value_name = "DIR|none")]
     pub scenarios: Option<String>,
-    /// The server's control socket (gate|open|drain|resume <instance>, stop).
+    /// The server's control socket (gate|open|drain|resume INSTANCE, stop).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
     /// The exposure the endpoint serves, when its description does not say.

@@ -1,4 +1,7 @@
-//! The `limen-conformance` command line.
+//! The `limen-conformance` command line, read by `clap` as `hale`'s and
+//! `flow`'s are (`limen_drivers::cli_support`): every command answers
+//! `--help` and `limen-conformance --version` prints the version, both on
+//! stdout with exit 0.
 //!
 //! ```text
 //! limen-conformance replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
@@ -10,10 +13,15 @@
 //! ```
 //!
 //! Each prints one line per record and a summary line, and exits 0 when
-//! nothing failed, 1 when something did, 2 on a usage or corpus error.
+//! nothing failed, 1 when something did, 2 on a usage or corpus error. A
+//! flag given twice takes its last value, as the hand-written reader this
+//! replaced did.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use limen_drivers::cli_support;
 
 use crate::check::{self, Endpoint};
 use crate::record::Corpus;
@@ -22,74 +30,163 @@ use crate::transport;
 use crate::world::Feed;
 use crate::{compare, project_corpus, reference_corpus, replay};
 
-/// The usage text, `{transports}` standing for the transports' names.
-const USAGE: &str = "\
-usage: limen-conformance <command> [options]
+/// The exit status of a usage or corpus error.
+pub const EXIT_USAGE: i32 = 2;
 
-  replay  [--corpus DIR] [--scenarios DIR|none] [--feed whole|bytes]
-      Feed each record's request through limen's machines with a virtual
-      clock and compare what they emit with the recorded reply.
-  check   --endpoint URL --transport {transports} [--bearer T] [--corpus DIR]
-          [--scenarios DIR|none] [--control PATH] [--exposure NAME]
-          [--with NAME=URL]... [--as-peer UID] [--settle MS] [--timeout S]
-          [--max-wait S]
-      Run the recorded exchanges against a live server (unix:<path>,
-      http://host:port, mcp://host:port for an MCP listener, or
-      grpc://host:port for a gRPC one) and compare its replies with the
-      recorded ones. Over MCP a corpus with no wire/mcp records sends its
-      wire/http call records as tools/call, over gRPC as unary calls.
-      --transport ws takes a hub's ws://host:port and runs the wire/ws
-      sequences of the hub and of the surface it carries; their places go
-      to --with public=http://host:port, their revokes, expiries and stop
-      to --control (revoke|grant <principal> <role>, expire <token> <ms>).
-      --control names the server's control socket (gate|open|drain|resume
-      <instance>, stop), without which full, shutting_down and unavailable
-      are reported not provoked; --exposure names the exposure the endpoint
-      serves when its description does not; --with names the endpoint of another
-      exposure a record's scenario calls first; --as-peer the recorded Unix
-      peer uid this process stands in for (default: its own uid). A
-      scenario's silences (wait_ms) are waited for real; --max-wait reports
-      a record silent longer in all as not provoked.
-  compare [--corpus DIR] [--reference DIR]
-      Hold each record of a corpus to the reference record of the same name.
+const EXIT_STATUS: &str = "Exit status: 0 nothing failed, 1 something failed, 2 usage or corpus \
+                           error.";
 
---corpus defaults to the project's corpus (conformance/corpus); a corpus is
-DIR/program.hl (or the program DIR/corpus.json names) and DIR/wire/<transport>/*.json,
-so --corpus ../shared/hale-witness replays the reference fixtures.
---scenarios names the corpus whose scenarios a record without one takes
-(default: the project's); none derives them from each record's outcome.
-Exit status: 0 nothing failed, 1 something failed, 2 usage or corpus error.";
-
-/// The usage text.
-pub fn usage_text() -> String {
-    USAGE.replace("{transports}", &format!("{}|ws", transport::names()))
+/// `limen-conformance`: limen's conformance corpus, replayed, checked
+/// live, compared.
+#[derive(Debug, Parser)]
+#[command(
+    name = "limen-conformance",
+    version,
+    about = "Replay a conformance corpus through limen's machines, check a live server against \
+             it, or hold it to the reference records.",
+    after_help = "--corpus defaults to the project's corpus (conformance/corpus); a corpus is \
+                  DIR/program.hl (or the program DIR/corpus.json names) and \
+                  DIR/wire/<transport>/*.json, so --corpus ../shared/hale-witness replays the \
+                  reference fixtures. --scenarios names the corpus whose scenarios a record \
+                  without one takes (default: the project's); none derives them from each \
+                  record's outcome. Every command prints one line per record and a summary \
+                  line, and has its own --help. Exit status: 0 nothing failed, 1 something \
+                  failed, 2 usage or corpus error.",
+    subcommand_required = true,
+    args_override_self = true
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
 }
 
-fn usage(message: &str) -> i32 {
-    eprintln!("limen-conformance: {message}\n\n{}", usage_text());
-    2
+/// `limen-conformance`'s commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Feed each record's request through limen's machines with a virtual
+    /// clock and compare what they emit with the recorded reply.
+    Replay(ReplayArgs),
+    /// Run the recorded exchanges against a live server and compare its
+    /// replies with the recorded ones.
+    Check(CheckArgs),
+    /// Hold each record of a corpus to the reference record of the same
+    /// name.
+    Compare(CompareArgs),
 }
 
-struct Args {
-    list: Vec<String>,
-    i: usize,
+/// How `replay` feeds a request's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FeedArg {
+    /// In one piece.
+    Whole,
+    /// One byte at a time.
+    Bytes,
 }
 
-impl Args {
-    fn next(&mut self) -> Option<String> {
-        let a = self.list.get(self.i).cloned();
-        self.i += 1;
-        a
-    }
-    fn value(&mut self, flag: &str) -> Result<String, String> {
-        self.next().ok_or_else(|| format!("{flag} needs a value"))
-    }
+/// `limen-conformance replay`.
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_STATUS, args_override_self = true)]
+pub struct ReplayArgs {
+    /// The corpus (default: the project's, conformance/corpus).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// The corpus whose scenarios a record without one takes (default: the
+    /// project's); `none` derives them from each record's outcome.
+    #[arg(long, value_name = "DIR|none")]
+    pub scenarios: Option<String>,
+    /// How each request's bytes are fed.
+    #[arg(long, value_enum, value_name = "whole|bytes", default_value = "whole")]
+    pub feed: FeedArg,
+}
+
+/// `limen-conformance check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The endpoint is unix:<path>, http://host:port, mcp://host:port for an MCP \
+                  listener, grpc://host:port for a gRPC one, or ws://host:port for a hub. Over \
+                  MCP a corpus with no wire/mcp records sends its wire/http call records as \
+                  tools/call, over gRPC as unary calls. --transport ws runs the wire/ws \
+                  sequences of the hub and of the surface it carries; their places go to \
+                  --with public=http://host:port, their revokes, expiries and stop to \
+                  --control (revoke|grant <principal> <role>, expire <token> <ms>). Without \
+                  --control, full, shutting_down and unavailable are reported not provoked. A \
+                  scenario's silences (wait_ms) are waited for real. Exit status: 0 nothing \
+                  failed, 1 something failed, 2 usage or corpus error, or a check that could \
+                  not run.",
+    args_override_self = true
+)]
+pub struct CheckArgs {
+    /// The live server: unix:PATH, or http, mcp, grpc or ws://HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+    /// The transport the endpoint speaks.
+    #[arg(long, value_name = "unix|http|mcp|grpc|ws")]
+    pub transport: String,
+    /// The bearer token the calls carry.
+    #[arg(long, value_name = "T")]
+    pub bearer: Option<String>,
+    /// The corpus (default: the project's, conformance/corpus).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// The corpus whose scenarios a record without one takes (default: the
+    /// project's); `none` derives them from each record's outcome.
+    #[arg(long, value_name = "DIR|none")]
+    pub scenarios: Option<String>,
+    /// The server's control socket (gate|open|drain|resume INSTANCE, stop).
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+    /// The exposure the endpoint serves, when its description does not say.
+    #[arg(long, value_name = "NAME")]
+    pub exposure: Option<String>,
+    /// The endpoint of another exposure a record's scenario calls first.
+    #[arg(long, value_name = "NAME=URL", value_parser = with_pair)]
+    pub with: Vec<(String, String)>,
+    /// The recorded Unix peer uid this process stands in for (default: its
+    /// own uid; -1 a peer the kernel did not name).
+    #[arg(long = "as-peer", value_name = "UID", allow_negative_numbers = true)]
+    pub as_peer: Option<i64>,
+    /// How long to let a server settle after a control command, in ms.
+    #[arg(long, value_name = "MS")]
+    pub settle: Option<u64>,
+    /// How long to wait for one reply, in seconds.
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<u64>,
+    /// Report a record whose scenario is silent longer than this in all (in
+    /// seconds) as not provoked.
+    #[arg(long = "max-wait", value_name = "S")]
+    pub max_wait: Option<u64>,
+}
+
+/// `limen-conformance compare`.
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_STATUS, args_override_self = true)]
+pub struct CompareArgs {
+    /// The corpus (default: the project's, conformance/corpus).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// The reference records (default: ../shared/hale-witness).
+    #[arg(long, value_name = "DIR")]
+    pub reference: Option<PathBuf>,
+}
+
+fn with_pair(v: &str) -> Result<(String, String), String> {
+    v.split_once('=')
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .ok_or_else(|| format!("takes NAME=URL, not `{v}`"))
+}
+
+/// A usage error found after parsing, for the command at `path`: printed
+/// with its usage line; exit 2.
+fn usage(path: &str, message: &str) -> i32 {
+    cli_support::usage_error(Cli::command(), &[path], message);
+    EXIT_USAGE
 }
 
 fn open(dir: &std::path::Path) -> Result<Corpus, i32> {
     Corpus::open(dir).map_err(|e| {
         eprintln!("limen-conformance: {e}");
-        2
+        EXIT_USAGE
     })
 }
 
@@ -111,44 +208,28 @@ fn overlay(scenarios: &Option<String>) -> Result<Overlay, i32> {
 /// Runs the command line `args` (without the program name); the exit
 /// status. What it reports is written to stdout, errors to stderr.
 pub fn main(args: Vec<String>) -> i32 {
-    let mut args = Args { list: args, i: 0 };
-    let command = args.next();
-    let result = match command.as_deref() {
-        Some("replay") => replay_main(&mut args),
-        Some("check") => check_main(&mut args),
-        Some("compare") => compare_main(&mut args),
-        Some("--help" | "-h" | "help") => {
-            println!("{}", usage_text());
-            return 0;
-        }
-        Some(other) => return usage(&format!("unknown command `{other}`")),
-        None => return usage("name a command"),
+    let cli: Cli = match cli_support::parse("limen-conformance", args, |_| EXIT_USAGE) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let result = match cli.command {
+        Command::Replay(a) => replay_main(a),
+        Command::Check(a) => check_main(a),
+        Command::Compare(a) => compare_main(a),
     };
     match result {
         Ok(code) | Err(code) => code,
     }
 }
 
-fn replay_main(args: &mut Args) -> Result<i32, i32> {
-    let (mut corpus, mut scenarios, mut feed) = (None, None, Feed::Whole);
-    while let Some(a) = args.next() {
-        let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
-        match a.as_str() {
-            "--corpus" => corpus = Some(PathBuf::from(v(args)?)),
-            "--scenarios" => scenarios = Some(v(args)?),
-            "--feed" => {
-                feed = match v(args)?.as_str() {
-                    "whole" => Feed::Whole,
-                    "bytes" => Feed::Bytes,
-                    other => return Err(usage(&format!("--feed whole|bytes, not `{other}`"))),
-                }
-            }
-            other => return Err(usage(&format!("replay: unexpected `{other}`"))),
-        }
-    }
-    let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
+fn replay_main(a: ReplayArgs) -> Result<i32, i32> {
+    let feed = match a.feed {
+        FeedArg::Whole => Feed::Whole,
+        FeedArg::Bytes => Feed::Bytes,
+    };
+    let corpus = open(&a.corpus.unwrap_or_else(project_corpus))?;
     let options = replay::Options {
-        overlay: overlay(&scenarios)?,
+        overlay: overlay(&a.scenarios)?,
         feed,
         describer: None,
     };
@@ -157,101 +238,57 @@ fn replay_main(args: &mut Args) -> Result<i32, i32> {
     Ok(report.status())
 }
 
-fn check_main(args: &mut Args) -> Result<i32, i32> {
-    let (mut endpoint, mut transport, mut bearer, mut corpus, mut scenarios, mut control) =
-        (None, None, None, None, None, None);
+fn check_main(a: CheckArgs) -> Result<i32, i32> {
     let mut with = std::collections::BTreeMap::new();
-    let (mut settle, mut timeout, mut as_peer, mut exposure) = (None, None, None, None);
-    let mut max_wait = None;
-    while let Some(a) = args.next() {
-        let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
-        match a.as_str() {
-            "--endpoint" => endpoint = Some(v(args)?),
-            "--transport" => transport = Some(v(args)?),
-            "--bearer" => bearer = Some(v(args)?),
-            "--corpus" => corpus = Some(PathBuf::from(v(args)?)),
-            "--scenarios" => scenarios = Some(v(args)?),
-            "--control" => control = Some(PathBuf::from(v(args)?)),
-            "--exposure" => exposure = Some(v(args)?),
-            "--as-peer" => {
-                let uid = v(args)?;
-                as_peer = Some(
-                    uid.parse::<i64>()
-                        .map_err(|_| usage(&format!("--as-peer UID, not `{uid}`")))?,
-                );
-            }
-            "--with" => {
-                let pair = v(args)?;
-                let Some((name, url)) = pair.split_once('=') else {
-                    return Err(usage(&format!("--with NAME=URL, not `{pair}`")));
-                };
-                let e = Endpoint::parse(url).map_err(|e| usage(&e))?;
-                with.insert(name.to_owned(), e);
-            }
-            "--settle" => {
-                let ms = v(args)?;
-                settle = Some(Duration::from_millis(
-                    ms.parse()
-                        .map_err(|_| usage(&format!("--settle MS, not `{ms}`")))?,
-                ));
-            }
-            "--timeout" => {
-                let s = v(args)?;
-                timeout = Some(Duration::from_secs(
-                    s.parse()
-                        .map_err(|_| usage(&format!("--timeout S, not `{s}`")))?,
-                ));
-            }
-            "--max-wait" => {
-                let s = v(args)?;
-                max_wait = Some(Duration::from_secs(
-                    s.parse()
-                        .map_err(|_| usage(&format!("--max-wait S, not `{s}`")))?,
-                ));
-            }
-            other => return Err(usage(&format!("check: unexpected `{other}`"))),
-        }
+    for (name, url) in &a.with {
+        let e = Endpoint::parse(url).map_err(|e| usage("check", &format!("--with {name}: {e}")))?;
+        with.insert(name.clone(), e);
     }
-    let endpoint = endpoint.ok_or_else(|| usage("check needs --endpoint URL"))?;
-    if transport.as_deref() == Some("ws") {
+    let settle = a.settle.map(Duration::from_millis);
+    let timeout = a.timeout.map(Duration::from_secs);
+    let max_wait = a.max_wait.map(Duration::from_secs);
+    let endpoint = a.endpoint;
+    if a.transport == "ws" {
         // A hub's records are sequences, checked by their own runner.
         let authority = crate::hub_check::authority(&endpoint).ok_or_else(|| {
-            usage(&format!(
-                "--transport ws takes ws://host:port, not `{endpoint}`"
-            ))
+            usage(
+                "check",
+                &format!("--transport ws takes ws://host:port, not `{endpoint}`"),
+            )
         })?;
-        let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
+        let corpus = open(&a.corpus.unwrap_or_else(project_corpus))?;
         let options = crate::hub_check::Options {
             authority,
-            bearer,
-            control,
+            bearer: a.bearer,
+            control: a.control,
             public: with.get("public").and_then(|e| e.host()).map(str::to_owned),
             timeout: timeout.unwrap_or(Duration::from_secs(10)),
             settle: settle.unwrap_or(Duration::from_millis(300)),
         };
         return finish(crate::hub_check::run(&corpus, &options));
     }
-    let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage(&e))?;
+    let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage("check", &e))?;
     let names = format!("{}|ws", transport::names());
-    let form = match transport.as_deref() {
-        Some(name) => transport::by_name(name)
-            .ok_or_else(|| usage(&format!("--transport {names}, not `{name}`")))?,
-        None => return Err(usage(&format!("check needs --transport {names}"))),
-    };
+    let form = transport::by_name(&a.transport).ok_or_else(|| {
+        usage(
+            "check",
+            &format!("--transport {names}, not `{}`", a.transport),
+        )
+    })?;
     if !form.speaks_to(&endpoint) {
-        return Err(usage(&format!(
-            "--transport {} does not speak to {endpoint}",
-            form.name()
-        )));
+        return Err(usage(
+            "check",
+            &format!("--transport {} does not speak to {endpoint}", form.name()),
+        ));
     }
-    let corpus = open(&corpus.unwrap_or_else(project_corpus))?;
+    let corpus = open(&a.corpus.unwrap_or_else(project_corpus))?;
     let mut options = check::Options::new(endpoint, form);
-    options.bearer = bearer;
-    options.control = control;
+    options.bearer = a.bearer;
+    options.control = a.control;
     options.with = with;
-    options.as_peer = as_peer;
-    options.exposure = exposure;
-    options.overlay = overlay(&scenarios)?;
+    options.as_peer = a.as_peer;
+    options.exposure = a.exposure;
+    options.overlay = overlay(&a.scenarios)?;
     options.max_wait = max_wait;
     if let Some(s) = settle {
         options.settle = s;
@@ -272,23 +309,14 @@ fn finish(run: Result<crate::report::Report, String>) -> Result<i32, i32> {
         }
         Err(e) => {
             eprintln!("limen-conformance: {e}");
-            Err(2)
+            Err(EXIT_USAGE)
         }
     }
 }
 
-fn compare_main(args: &mut Args) -> Result<i32, i32> {
-    let (mut corpus, mut reference) = (None, None);
-    while let Some(a) = args.next() {
-        let v = |args: &mut Args| args.value(&a).map_err(|e| usage(&e));
-        match a.as_str() {
-            "--corpus" => corpus = Some(PathBuf::from(v(args)?)),
-            "--reference" => reference = Some(PathBuf::from(v(args)?)),
-            other => return Err(usage(&format!("compare: unexpected `{other}`"))),
-        }
-    }
-    let ours = open(&corpus.unwrap_or_else(project_corpus))?;
-    let reference = open(&reference.unwrap_or_else(reference_corpus))?;
+fn compare_main(a: CompareArgs) -> Result<i32, i32> {
+    let ours = open(&a.corpus.unwrap_or_else(project_corpus))?;
+    let reference = open(&a.reference.unwrap_or_else(reference_corpus))?;
     let report = compare::run(&ours, &reference);
     print!("{}", report.render());
     Ok(report.status())

@@ -482,7 +482,10 @@ fn describe_answers_the_callers_document_in_each_codec() {
         json!({"transport": "grpc", "address": d.grpc})
     );
     assert_eq!(doc["outcomes"]["transport"], "grpc");
-    assert_eq!(doc["outcomes"]["refusal"]["status"]["unauthorized"], 7);
+    assert_eq!(
+        doc["outcomes"]["refusal"]["status"]["unauthorized"],
+        "PERMISSION_DENIED"
+    );
     let http = limen_drivers::client::wire::http_exchange(
         &d.public,
         "GET",

@@ -1516,7 +1516,8 @@ enum limen_result limen_tool_host_handle_eof(struct limen_tool_host *host, uint6
 // `host` must be a live handle.
 enum limen_result limen_tool_host_handle_timeout(struct limen_tool_host *host, uint64_t now);
 
-// Whether the host has a deadline (the describe's); if so it is written to
+// Whether the host has a deadline (the describe's, or the earliest open call's
+// reply deadline, `Limits::call_timeout`); if so it is written to
 // `*deadline`. `false` for a `NULL` handle.
 //
 // # Safety

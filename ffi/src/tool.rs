@@ -358,7 +358,8 @@ pub unsafe extern "C" fn limen_tool_host_handle_timeout(
     })
 }
 
-/// Whether the host has a deadline (the describe's); if so it is written to
+/// Whether the host has a deadline (the describe's, or the earliest open call's
+/// reply deadline, `Limits::call_timeout`); if so it is written to
 /// `*deadline`. `false` for a `NULL` handle.
 ///
 /// # Safety

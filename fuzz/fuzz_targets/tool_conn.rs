@@ -4,13 +4,15 @@
 //! naming its Tools), then the end of the process's output.
 //!
 //! The first input byte picks the machine (even: the Tool host, odd: the
-//! MCP adapter); the rest is what the process writes. Checks: the same
+//! MCP adapter) and whether the calls' reply deadline passes before the
+//! process's output ends (bit 1); the rest is what the process writes. Checks: the same
 //! events and the same bytes written whether the output comes whole, byte
 //! by byte or in arbitrary pieces (the output taken a few bytes at a time,
 //! as short writes take it); every call sent is closed exactly once once
 //! the process has ended, and none is closed that was not sent; the
 //! host reading replies in the writer's exact form in place yields what it
-//! yields reading every line the general way. The host mode also runs the
+//! yields reading every line the general way; at the deadline every call
+//! then due is closed, and the next deadline is a later one. The host mode also runs the
 //! core's own `fuzz_host_replies`.
 #![no_main]
 
@@ -42,7 +44,12 @@ fn keys() -> Vec<CallKey> {
 }
 
 /// Runs one machine over `feed`: its events and every byte it wrote.
-fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<HostEvent>, Vec<u8>) {
+fn run(
+    conn: &mut dyn ToolConn,
+    host: bool,
+    timed: bool,
+    feed: &[&[u8]],
+) -> (Vec<HostEvent>, Vec<u8>) {
     let tools = tools();
     let mut events = Vec::new();
     let mut out = Vec::new();
@@ -93,9 +100,30 @@ fn run(conn: &mut dyn ToolConn, host: bool, feed: &[&[u8]]) -> (Vec<HostEvent>, 
         conn.handle_data(0, piece);
         drain(conn, &mut events);
     }
-    conn.handle_eof(0);
+    if timed {
+        // Every call written at 0 is due now; one sent on (an MCP call
+        // whose id was taken) has a deadline of its own, later.
+        let at = limits().call_timeout;
+        assert!(conn.poll_timeout().is_some_and(|t| t <= at) || conn.open_calls() == 0);
+        conn.handle_timeout(at);
+        drain(conn, &mut events);
+        assert!(
+            conn.poll_timeout().is_none_or(|t| t > at),
+            "a deadline already due is left"
+        );
+    }
+    conn.handle_eof(at_end(timed));
     drain(conn, &mut events);
     (events, out)
+}
+
+/// When the process's output ends: after the deadline when it passed.
+fn at_end(timed: bool) -> u64 {
+    if timed {
+        limits().call_timeout
+    } else {
+        0
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -113,9 +141,10 @@ fuzz_target!(|data: &[u8]| {
         fuzz_host_replies(rest);
     }
     let all = feeds(rest);
-    let first = run(fresh().as_mut(), mode % 2 == 0, &all[0]);
+    let timed = mode & 2 != 0;
+    let first = run(fresh().as_mut(), mode % 2 == 0, timed, &all[0]);
     for feed in &all[1..] {
-        let other = run(fresh().as_mut(), mode % 2 == 0, feed);
+        let other = run(fresh().as_mut(), mode % 2 == 0, timed, feed);
         assert_eq!(
             first,
             other,
@@ -128,7 +157,7 @@ fuzz_target!(|data: &[u8]| {
         general.set_exact_reading(false);
         assert_eq!(
             first,
-            run(&mut general, true, &all[0]),
+            run(&mut general, true, timed, &all[0]),
             "the exact reading and the general one differ"
         );
     }

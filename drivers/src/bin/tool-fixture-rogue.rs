@@ -6,6 +6,7 @@
 //!
 //! - `hold`: no reply yet; `flush` replies to every held call, last first,
 //!   then to itself (replies out of order);
+//! - `half`: begins a reply line and never ends it (no newline, ever);
 //! - `twice`: replies twice; `stranger`: replies, and replies for a call
 //!   that was never made; `garbage`: a line that is not JSON, then a reply;
 //! - `big:N`: replies Ok with a text of N bytes;
@@ -15,6 +16,9 @@
 //!   the ones before it received, `run/call` joined by `,`;
 //! - `notrun`: replies NotRun;
 //! - anything else: replies Ok with the text.
+//!
+//! Every `cancel` it reads is written to standard error as
+//! `rogue: cancel RUN/CALL`.
 //!
 //! Flags change its describe: `--major N` (data version `N.0`),
 //! `--mismatch` (echo listed with another fingerprint), and, from the
@@ -102,6 +106,15 @@ fn main() {
             let _ = out.flush();
             continue;
         }
+        if msg["method"] == "cancel" {
+            let p = &msg["params"];
+            eprintln!(
+                "rogue: cancel {}/{}",
+                p["runId"].as_str().unwrap_or(""),
+                p["callId"].as_str().unwrap_or("")
+            );
+            continue;
+        }
         if msg["method"] != "call" {
             continue;
         }
@@ -118,6 +131,12 @@ fn main() {
         let text = p["args"]["text"].as_str().unwrap_or("").to_owned();
         match text.as_str() {
             "hold" => held.push((run, call)),
+            "half" => {
+                let _ = write!(
+                    out,
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"reply\",\"params\":{{\"runId\":\"{run}\","
+                );
+            }
             "flush" => {
                 for (r, c) in held.drain(..).rev() {
                     reply(

@@ -11,6 +11,7 @@
 //! its value names. Each receiver counts its calls, so a test can tell that
 //! a refused request never reached it.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use limen_core::hale::model::{parse_program, Program};
@@ -120,6 +121,14 @@ impl Fill {
     }
 }
 
+/// How many of its latest fills an `Orders` instance keeps: the program's
+/// `Fills` binding's `bound: 64` (`desk.hl`), the most a subscriber of the
+/// hub can still have queued. The program keeps no fill (`place` publishes
+/// one and forgets it: `bus { publish Fills; }`); the ones kept here are for
+/// a test or an operator to look at, and an older one is dropped as a new
+/// one comes, so an instance's memory does not grow with its orders.
+pub const FILLS_KEPT: usize = 64;
+
 /// The state of one `Orders` instance.
 #[derive(Debug, Default)]
 pub struct OrdersState {
@@ -129,8 +138,10 @@ pub struct OrdersState {
     pub open: i64,
     /// Calls that reached the handler.
     pub calls: u64,
-    /// Fills published, in order.
-    pub fills: Vec<Fill>,
+    /// The latest fills published, oldest first: at most [`FILLS_KEPT`].
+    pub fills: VecDeque<Fill>,
+    /// How many fills were published in all.
+    pub published: u64,
     /// Who else hears each fill as it is published.
     pub sinks: Vec<FillSink>,
 }
@@ -200,7 +211,11 @@ impl Receiver for Orders {
                 for sink in &s.sinks {
                     (sink.0)(&fill);
                 }
-                s.fills.push(fill);
+                if s.fills.len() == FILLS_KEPT {
+                    s.fills.pop_front();
+                }
+                s.fills.push_back(fill);
+                s.published += 1;
                 Completion::Returned(json(
                     serde_json::json!({"order": order, "notional": notional}),
                 ))

@@ -2,6 +2,7 @@
 //! their help. The commands' own files run what was read.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -153,9 +154,13 @@ pub struct CheckArgs {
 /// `flow tools call --listing L --tool IDENTITY --args JSON …`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Prints the outcome as JSON. Exit status: 0 Ok, 1 Failed, 2 NotRun, 3 \
-                        Unknown, 4 BadReply, 5 the run is refused (a binding, a configuration, \
-                        args that do not decode), 64 usage."
+    after_help = "Prints the outcome as JSON. A call with no reply within --timeout is \
+                        cancelled (the protocol's `cancel`, MCP's notifications/cancelled) and \
+                        its outcome is Unknown, since it may have happened; one the Tool never \
+                        read is NotRun; either is named on stderr with the Tool, the method and \
+                        the deadline. Exit status: 0 Ok, 1 Failed, 2 NotRun, 3 Unknown (a \
+                        call past its deadline among them), 4 BadReply, 5 the run is refused (a \
+                        binding, a configuration, args that do not decode), 64 usage."
 )]
 pub struct CallArgs {
     /// The listing and its binding.
@@ -176,6 +181,31 @@ pub struct CallArgs {
     /// What a type parameter stands for, as a JSON Schema (else json.Value).
     #[arg(long = "type", value_name = "NAME=SCHEMA", value_parser = pair)]
     pub types: Vec<(String, String)>,
+    /// How long the Tool may take to reply once the call is written to it:
+    /// a number and a unit, ms, s, m or h (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "60s")]
+    pub timeout: Duration,
+}
+
+/// A span of time as `--timeout` takes it: `N`, `Nms`, `Ns`, `Nm` or `Nh`,
+/// N a whole number above 0.
+pub fn duration(v: &str) -> Result<Duration, String> {
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (digits, unit) = v.split_at(split);
+    let bad = || format!("takes a whole number and a unit (500ms, 30s, 2m, 1h), not {v:?}");
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let scale = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(bad()),
+    };
+    let ms = n.checked_mul(scale).ok_or_else(bad)?;
+    if ms == 0 {
+        return Err(format!("must be above 0, not {v:?}"));
+    }
+    Ok(Duration::from_millis(ms))
 }
 
 /// `flow toolkit`'s commands.

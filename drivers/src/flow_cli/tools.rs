@@ -6,6 +6,7 @@
 //!                  [--bind IDENTITY=CMD]… [--bind-mcp IDENTITY=CMD]…
 //! flow tools call  --listing L --tool IDENTITY --args JSON [--config …] [--bind …]
 //!                  [--run ID] [--call ID] [--type NAME=SCHEMA]… [--max-reply BYTES]
+//!                  [--timeout DURATION]
 //! ```
 //!
 //! `--config FILE` is a flow-tool.toml for every repository the listing
@@ -15,7 +16,10 @@
 //! `call` prints the outcome as JSON and exits 0 for Ok, 1 Failed, 2
 //! NotRun, 3 Unknown, 4 BadReply, 5 when the run is refused (a binding, a
 //! configuration error, args that do not decode). A command line that
-//! cannot be read exits 64.
+//! cannot be read exits 64. A call with no reply within `--timeout`
+//! (60 s unless given: the host machine's [`Limits::call_timeout`]) is
+//! cancelled and Unknown (NotRun when the Tool never read it), and stderr
+//! names the Tool, the method and the deadline.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,7 +29,7 @@ use std::time::Duration;
 use limen_core::flow::tool::binding::RepositoryConfig;
 use limen_core::flow::tool::toolkit::decode_args;
 use limen_core::flow::tool::{
-    CallKey, HostConn, Implementation, Limits, Listing, Outcome, Tool, ToolConfig,
+    CallKey, HostConn, Implementation, Limits, Listing, Outcome, Tool, ToolConfig, CALL_DEADLINE,
 };
 use limen_core::flow::{type_from_schema, Identity, Type};
 
@@ -224,10 +228,11 @@ pub fn call(a: &CallArgs) -> i32 {
         Ok(t) => t,
         Err(why) => return refused(why),
     };
-    let options = match common.options(&listing) {
+    let mut options = match common.options(&listing) {
         Ok(o) => o,
         Err(why) => return refused(why),
     };
+    options.limits.call_timeout = u64::try_from(a.timeout.as_nanos()).unwrap_or(u64::MAX);
     let binds: Vec<(String, Type)> = declared
         .declaration
         .generic
@@ -249,6 +254,11 @@ pub fn call(a: &CallArgs) -> i32 {
     };
     let outcome = host.call(key, &identity, values, type_args);
     crate::cli_support::print(&format!("{}\n", outcome.to_json()));
+    if let Outcome::NotRun(why) | Outcome::Unknown(why) = &outcome {
+        if why.contains(CALL_DEADLINE) {
+            eprintln!("flow tools call: {why}");
+        }
+    }
     if !matches!(outcome, Outcome::Ok(_)) {
         for (_, process) in host.processes() {
             relay(&process.stderr());

@@ -14,7 +14,7 @@ use limen_core::flow::tool::binding::RepositoryConfig;
 use limen_core::flow::tool::inprocess::{admit, call_fields, described};
 use limen_core::flow::tool::{
     plan, BindingReport, Call, CallKey, Described, HostConn, Implementation, InProcessCall, Limits,
-    McpConn, Outcome, Planned, Reply, SendError, Tool, ToolConn,
+    McpConn, Outcome, Planned, Reply, SendError, Tool, ToolConn, CALL_DEADLINE,
 };
 use limen_core::flow::{Identity, Type, Value};
 
@@ -304,7 +304,10 @@ impl Host {
     }
 
     /// Calls a Tool and waits for its outcome. A call the host cannot send
-    /// is NotRun.
+    /// is NotRun. A process's call closes at its deadline
+    /// ([`Limits::call_timeout`], kept by its machine); an in-process
+    /// function cannot be stopped, so its call is given up as Unknown at
+    /// the same deadline, its thread left to finish and its answer dropped.
     pub fn call(
         &self,
         key: CallKey,
@@ -312,11 +315,26 @@ impl Host {
         args: Vec<Value>,
         type_args: Vec<Type>,
     ) -> Outcome {
+        let in_process = self
+            .bound
+            .get(tool)
+            .is_some_and(|(_, i)| self.backends[*i].1.process().is_none());
+        let ended = || Outcome::Unknown("the host ended with the call out".into());
         match self.start_call(key, tool, args, type_args) {
             Err(why) => Outcome::NotRun(why),
-            Ok(rx) => rx
-                .recv()
-                .unwrap_or_else(|_| Outcome::Unknown("the host ended with the call out".into())),
+            Ok(rx) if in_process => {
+                let timeout = Duration::from_nanos(self.limits.call_timeout);
+                match rx.recv_timeout(timeout) {
+                    Ok(outcome) => outcome,
+                    Err(mpsc::RecvTimeoutError::Timeout) => Outcome::Unknown(format!(
+                        "{tool} did not return within {} ms {CALL_DEADLINE}: an in-process \
+                         function cannot be stopped, and whether the call happened is not known",
+                        timeout.as_millis()
+                    )),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => ended(),
+                }
+            }
+            Ok(rx) => rx.recv().unwrap_or_else(|_| ended()),
         }
     }
 

@@ -27,6 +27,16 @@ pub struct Limits {
     /// How long a started process may take to describe itself (the MCP
     /// adapter: to complete its handshake and list its tools).
     pub describe_timeout: Timestamp,
+    /// How long a call written to the process may go without its reply.
+    /// Past it the host sends the call's cancel (`notifications/cancelled`
+    /// over MCP) and closes it Unknown, since it reached the process and
+    /// may have happened; a reply that comes later is dropped. A call the
+    /// process has not even read by then (its text not all written: the
+    /// process stopped reading its input) closes NotRun, and the process
+    /// is stopped. Counted from when the call is written to the machine's
+    /// output, so a call waiting for a describe waits for that first
+    /// (bounded by [`describe_timeout`](Self::describe_timeout)).
+    pub call_timeout: Timestamp,
     /// The MCP adapter: the most `tools/list` pages read before the server
     /// is given up on.
     pub max_list_pages: usize,
@@ -35,13 +45,16 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 16 MiB lines (the decoder's own text limit), 10 s to describe, 1000
-    /// pages of MCP tools.
+    /// 16 MiB lines (the decoder's own text limit), 10 s to describe, 60 s
+    /// to reply to a call (the MCP TypeScript SDK's default request
+    /// timeout: long enough for a model's answer, short enough that a
+    /// held call is noticed), 1000 pages of MCP tools.
     fn default() -> Limits {
         let decode = DecodeLimits::default();
         Limits {
             max_line: decode.max_bytes,
             describe_timeout: 10 * SECOND,
+            call_timeout: 60 * SECOND,
             max_list_pages: 1000,
             decode,
         }
@@ -404,6 +417,101 @@ pub(crate) struct Open {
     pub type_args: Vec<Type>,
     /// The stream offset at which its message is complete.
     pub end: u64,
+    /// Its entry in [`Deadlines`]: tells this call from a later one that
+    /// reuses its key.
+    pub seq: u64,
+}
+
+/// The reply deadline of every call written, in the order they were
+/// written: each is the time it was written plus one
+/// [`Limits::call_timeout`], so with the driver's clock never going back
+/// the queue is sorted and the next deadline is its front.
+///
+/// A call that closes leaves its entry; entries of closed calls are taken
+/// off the front as they reach it ([`Deadlines::settle`]), and the whole
+/// queue is swept when they outnumber the open calls, so it never holds
+/// more than about twice the calls open.
+#[derive(Debug, Default)]
+pub(crate) struct Deadlines {
+    queue: VecDeque<(Timestamp, u64, CallKey)>,
+    next_seq: u64,
+}
+
+impl Deadlines {
+    /// Arms `deadline` for the call `key`; its `seq`, for [`Open::seq`].
+    pub(crate) fn arm(&mut self, deadline: Timestamp, key: &CallKey) -> u64 {
+        self.next_seq += 1;
+        self.queue.push_back((deadline, self.next_seq, key.clone()));
+        self.next_seq
+    }
+
+    /// The earliest deadline of an open call, once [`settle`](Self::settle)d.
+    pub(crate) fn first(&self) -> Option<Timestamp> {
+        self.queue.front().map(|&(at, _, _)| at)
+    }
+
+    /// Drops the entries of calls no longer open (`is_open(key, seq)` says
+    /// which are) from the front, and from everywhere when they outnumber
+    /// the `open` calls by far.
+    pub(crate) fn settle(&mut self, open: usize, is_open: impl Fn(&CallKey, u64) -> bool) {
+        if self.queue.len() > 2 * open + 32 {
+            self.queue.retain(|(_, seq, key)| is_open(key, *seq));
+        }
+        while let Some((_, seq, key)) = self.queue.front() {
+            if is_open(key, *seq) {
+                break;
+            }
+            self.queue.pop_front();
+        }
+    }
+
+    /// The front call if its deadline has come by `now` (taken off);
+    /// [`settle`](Self::settle) first, so the front is open.
+    pub(crate) fn due(&mut self, now: Timestamp) -> Option<CallKey> {
+        match self.queue.front() {
+            Some(&(at, _, _)) if now >= at => self.queue.pop_front().map(|(_, _, key)| key),
+            _ => None,
+        }
+    }
+
+    /// The process ended: no call is out.
+    pub(crate) fn clear(&mut self) {
+        self.queue.clear();
+    }
+
+    /// How many entries are held (open calls and closed ones not yet
+    /// swept).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// What the reason of a call closed at its deadline says of itself, so a
+/// host's user interface can tell it from a reason the implementation gave.
+pub const CALL_DEADLINE: &str = "(the call deadline)";
+
+/// The reason a call past its deadline closes with: the Tool, the method
+/// it was called by and the deadline in force.
+pub(crate) fn past_deadline(
+    tool: &Tool,
+    method: &str,
+    timeout: Timestamp,
+    reached: bool,
+) -> String {
+    let within = duration_text(timeout);
+    let identity = tool.identity();
+    if reached {
+        format!(
+            "{identity} did not reply to `{method}` within {within} {CALL_DEADLINE}: a cancel was \
+             sent, and whether the call happened is not known"
+        )
+    } else {
+        format!(
+            "{identity} did not read its `{method}` within {within} {CALL_DEADLINE}: the process \
+             does not read its input and is stopped"
+        )
+    }
 }
 
 /// Checks a call's arity against its declaration.

@@ -12,6 +12,9 @@
 //! the size limit is BadReply. When the process ends, each call out is
 //! Unknown if its message was written to the process in full and NotRun if
 //! not; the next call starts it again, and it describes itself again first.
+//! A call with no reply within [`Limits::call_timeout`] is cancelled and
+//! closed Unknown (NotRun, and the process stopped, when the process has
+//! not even read it).
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
@@ -19,8 +22,8 @@ use std::sync::Arc;
 
 use super::binding::{status_of, Status};
 use super::conn::{
-    check_call, decode_outcome, duration_text, Events, Limits, Line, LineReader, Open, Outbox,
-    RawOutcome, SendError,
+    check_call, decode_outcome, duration_text, past_deadline, Deadlines, Events, Limits, Line,
+    LineReader, Open, Outbox, RawOutcome, SendError,
 };
 use super::decoding::decode_at;
 use super::exact::{self, ExactOutcome, Scalar};
@@ -69,7 +72,8 @@ enum State {
 
 /// The host's side of one Tool protocol process. See the module
 /// documentation; the order of calls it expects is [`ToolConn`]'s (its
-/// one timer is the describe deadline, [`Limits::describe_timeout`]).
+/// timers are the describe deadline, [`Limits::describe_timeout`], and each
+/// call's reply deadline, [`Limits::call_timeout`]).
 #[derive(Debug)]
 pub struct HostConn {
     limits: Limits,
@@ -90,6 +94,11 @@ pub struct HostConn {
     events: Events,
     /// Whether a reply in exactly the writer's form is read in place.
     exact_reading: bool,
+    /// Each open call's reply deadline.
+    deadlines: Deadlines,
+    /// The latest `now` the driver gave: a call written from a describe's
+    /// answer is armed from it.
+    now: Timestamp,
 }
 
 impl HostConn {
@@ -108,6 +117,8 @@ impl HostConn {
             next_id: 1,
             events: Events::new(),
             exact_reading: true,
+            deadlines: Deadlines::default(),
+            now: 0,
         }
     }
 
@@ -117,6 +128,13 @@ impl HostConn {
     /// and the fuzz targets check by running both.
     pub fn set_exact_reading(&mut self, on: bool) {
         self.exact_reading = on;
+    }
+
+    /// How many call deadlines are held (open calls, and closed ones not
+    /// yet swept): the bound the deadline tests hold.
+    #[cfg(test)]
+    pub(crate) fn deadlines_held(&self) -> usize {
+        self.deadlines.len()
     }
 
     /// What the running process described, if it has.
@@ -137,6 +155,39 @@ impl HostConn {
 
     fn close(&mut self, key: CallKey, outcome: Outcome) {
         self.events.push_back(HostEvent::Closed { key, outcome });
+    }
+
+    /// Drops the deadlines of calls no longer open from the queue's front.
+    fn settle(&mut self) {
+        let open = &self.open;
+        self.deadlines.settle(open.len(), |key, seq| {
+            open.get(key).is_some_and(|o| o.seq == seq)
+        });
+    }
+
+    /// Closes every call whose reply deadline has come: one the process
+    /// read is cancelled and Unknown; one it has not read is NotRun, and
+    /// the process, which does not read its input, is stopped.
+    fn expire(&mut self, now: Timestamp) {
+        self.settle();
+        while let Some(key) = self.deadlines.due(now) {
+            if let Some(open) = self.open.remove(&key) {
+                let reached = self.outbox.reached(open.end);
+                let timeout = self.limits.call_timeout;
+                let why = past_deadline(&open.tool, protocol::CALL, timeout, reached);
+                if reached {
+                    self.outbox.push(|out| protocol::write_cancel(&key, out));
+                    self.close(key, Outcome::Unknown(why));
+                } else {
+                    self.close(key, Outcome::NotRun(why));
+                    if self.state == State::Ready {
+                        self.state = State::Stopping;
+                        self.events.push_back(HostEvent::Stop);
+                    }
+                }
+            }
+            self.settle();
+        }
     }
 
     /// Why the running process does not serve `tool` as declared, if it
@@ -208,10 +259,13 @@ impl HostConn {
             .try_push(|out| protocol::write_shaped_call(slot.key(), &parts, &sendable.shape, out));
         match written {
             Ok(end) => {
+                let deadline = self.now.saturating_add(self.limits.call_timeout);
+                let seq = self.deadlines.arm(deadline, slot.key());
                 slot.insert(Open {
                     tool,
                     type_args,
                     end,
+                    seq,
                 });
             }
             Err(e) => {
@@ -412,6 +466,7 @@ impl HostConn {
     fn ended(&mut self, why: &str) {
         // Closed in key order, whatever the map's order.
         let mut open: Vec<(CallKey, Open)> = std::mem::take(&mut self.open).into_iter().collect();
+        self.deadlines.clear();
         open.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (key, open) in open {
             let outcome = if self.outbox.reached(open.end) {
@@ -461,7 +516,8 @@ impl ToolConn for HostConn {
         }
     }
 
-    fn send_call(&mut self, _now: Timestamp, call: Call) -> Result<(), SendError> {
+    fn send_call(&mut self, now: Timestamp, call: Call) -> Result<(), SendError> {
+        self.now = now;
         check_call(&call)?;
         if self.state == State::Ready {
             // Nothing waits once the process is ready: the open calls are
@@ -495,6 +551,7 @@ impl ToolConn for HostConn {
     fn abandon(&mut self, _now: Timestamp, key: &CallKey) {
         self.open.remove(key);
         self.waiting.retain(|c| c.key != *key);
+        self.settle();
     }
 
     fn handle_started(&mut self, now: Timestamp) {
@@ -512,7 +569,8 @@ impl ToolConn for HostConn {
         };
     }
 
-    fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        self.now = now;
         if matches!(self.state, State::Down | State::Starting) {
             return;
         }
@@ -526,6 +584,7 @@ impl ToolConn for HostConn {
         ) {
             self.reader = reader;
         }
+        self.settle();
     }
 
     fn handle_eof(&mut self, _now: Timestamp) {
@@ -543,18 +602,24 @@ impl ToolConn for HostConn {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
         if let State::Describing { deadline, .. } = self.state {
             if now >= deadline {
                 let within = duration_text(self.limits.describe_timeout);
                 self.on_described(Err(format!("did not describe itself within {within}")));
             }
         }
+        self.expire(now);
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        match self.state {
+        let describe = match self.state {
             State::Describing { deadline, .. } => Some(deadline),
             _ => None,
+        };
+        match (describe, self.deadlines.first()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

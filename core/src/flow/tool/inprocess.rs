@@ -102,6 +102,7 @@ pub fn admit(tool: &Arc<Tool>, type_args: &[Type], reply: Reply, limits: &Decode
         tool: tool.clone(),
         type_args: type_args.to_vec(),
         end: 0,
+        seq: 0,
     };
     let mut text = Vec::new();
     let raw = match &reply {

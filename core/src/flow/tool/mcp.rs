@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::conn::{
-    check_call, decode_outcome, duration_text, Events, Limits, Line, LineReader, Open, Outbox,
-    RawOutcome, SendError,
+    check_call, decode_outcome, duration_text, past_deadline, Deadlines, Events, Limits, Line,
+    LineReader, Open, Outbox, RawOutcome, SendError,
 };
 use super::listing::{describe_result, Described, Tool};
 use super::oversize;
@@ -56,8 +56,10 @@ enum State {
 }
 
 /// The host's side of one MCP server. See the module documentation; the
-/// order of calls it expects is [`ToolConn`]'s (its one timer is the
-/// handshake deadline, [`Limits::describe_timeout`]).
+/// order of calls it expects is [`ToolConn`]'s (its timers are the
+/// handshake deadline, [`Limits::describe_timeout`], and each call's reply
+/// deadline, [`Limits::call_timeout`], past which the call is cancelled
+/// with `notifications/cancelled` and closed Unknown).
 #[derive(Debug)]
 pub struct McpConn {
     tools: Vec<Arc<Tool>>,
@@ -78,6 +80,11 @@ pub struct McpConn {
     restart: bool,
     next_id: u64,
     events: Events,
+    /// Each open call's reply deadline.
+    deadlines: Deadlines,
+    /// The latest `now` the driver gave: a call written from the
+    /// handshake's end is armed from it.
+    now: Timestamp,
 }
 
 impl McpConn {
@@ -99,6 +106,8 @@ impl McpConn {
             restart: false,
             next_id: 1,
             events: Events::new(),
+            deadlines: Deadlines::default(),
+            now: 0,
         }
     }
 
@@ -189,12 +198,63 @@ impl McpConn {
             out.extend_from_slice(b"}}}");
         });
         let id = call.key.call.clone();
+        let deadline = self.now.saturating_add(self.limits.call_timeout);
+        let seq = self.deadlines.arm(deadline, &call.key);
         let open = Open {
             tool: call.tool,
             type_args: call.type_args,
             end,
+            seq,
         };
         self.open.insert(id, (call.key, open));
+    }
+
+    /// Writes MCP's cancel of the call `key`.
+    fn write_cancelled(&mut self, key: &CallKey, reason: &str) {
+        let mut params = b"{\"requestId\":".to_vec();
+        write_string(&key.call, &mut params);
+        params.extend_from_slice(b",\"reason\":");
+        write_string(reason, &mut params);
+        params.push(b'}');
+        self.outbox.push(|out| {
+            jsonrpc::encode_notification("notifications/cancelled", Some(&params), out)
+        });
+    }
+
+    /// Drops the deadlines of calls no longer open from the queue's front.
+    fn settle(&mut self) {
+        let open = &self.open;
+        self.deadlines.settle(open.len(), |key, seq| {
+            open.get(&key.call)
+                .is_some_and(|(k, o)| k == key && o.seq == seq)
+        });
+    }
+
+    /// Closes every call whose reply deadline has come: one the server
+    /// read is cancelled and Unknown; one it has not read is NotRun, and
+    /// the server, which does not read its input, is stopped.
+    fn expire(&mut self, now: Timestamp) {
+        self.settle();
+        while let Some(key) = self.deadlines.due(now) {
+            if let Some((key, open)) = self.open.remove(&key.call) {
+                let reached = self.outbox.reached(open.end);
+                let timeout = self.limits.call_timeout;
+                let why = past_deadline(&open.tool, "tools/call", timeout, reached);
+                let id = key.call.clone();
+                if reached {
+                    self.write_cancelled(&key, "no reply within the host's call deadline");
+                    self.close(key, Outcome::Unknown(why));
+                    self.unblock(&id);
+                } else {
+                    self.close(key, Outcome::NotRun(why));
+                    if self.state == State::Ready {
+                        self.state = State::Stopping;
+                        self.events.push_back(HostEvent::Stop);
+                    }
+                }
+            }
+            self.settle();
+        }
     }
 
     /// Sends the first blocked call whose id is free again.
@@ -411,6 +471,7 @@ impl McpConn {
     }
 
     fn ended(&mut self, why: &str) {
+        self.deadlines.clear();
         for (_, (key, open)) in std::mem::take(&mut self.open) {
             let outcome = if self.outbox.reached(open.end) {
                 Outcome::Unknown("the MCP server's process ended with the call out".into())
@@ -541,7 +602,8 @@ impl ToolConn for McpConn {
         }
     }
 
-    fn send_call(&mut self, _now: Timestamp, call: Call) -> Result<(), SendError> {
+    fn send_call(&mut self, now: Timestamp, call: Call) -> Result<(), SendError> {
+        self.now = now;
         check_call(&call)?;
         let taken = self
             .open
@@ -577,12 +639,7 @@ impl ToolConn for McpConn {
             );
         }
         if self.open.get(&key.call).is_some_and(|(k, _)| k == key) {
-            let mut params = b"{\"requestId\":".to_vec();
-            write_string(&key.call, &mut params);
-            params.extend_from_slice(b",\"reason\":\"cancelled by the host\"}");
-            self.outbox.push(|out| {
-                jsonrpc::encode_notification("notifications/cancelled", Some(&params), out)
-            });
+            self.write_cancelled(key, "cancelled by the host");
         }
     }
 
@@ -594,6 +651,7 @@ impl ToolConn for McpConn {
         }
         self.waiting.retain(|c| c.key != *key);
         self.blocked.retain(|c| c.key != *key);
+        self.settle();
     }
 
     fn handle_started(&mut self, now: Timestamp) {
@@ -614,6 +672,7 @@ impl ToolConn for McpConn {
     }
 
     fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        self.now = now;
         if matches!(self.state, State::Down | State::Starting) {
             return;
         }
@@ -622,6 +681,7 @@ impl ToolConn for McpConn {
         if !matches!(self.state, State::Down | State::Starting) {
             self.reader = reader;
         }
+        self.settle();
     }
 
     fn handle_eof(&mut self, _now: Timestamp) {
@@ -637,6 +697,7 @@ impl ToolConn for McpConn {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
         if let State::Handshake { deadline, .. } = self.state {
             if now >= deadline {
                 let within = duration_text(self.limits.describe_timeout);
@@ -645,12 +706,17 @@ impl ToolConn for McpConn {
                 ));
             }
         }
+        self.expire(now);
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        match self.state {
+        let handshake = match self.state {
             State::Handshake { deadline, .. } => Some(deadline),
             _ => None,
+        };
+        match (handshake, self.deadlines.first()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 pub use binding::{plan, BindingReport, Implementation, Planned, Source, Status};
 pub use config::{split_command, ConfigError, Entry, ToolConfig};
-pub use conn::{HostEvent, Limits, SendError, ToolConn};
+pub use conn::{HostEvent, Limits, SendError, ToolConn, CALL_DEADLINE};
 pub use decoding::DecodeLimits;
 pub use fuzz::{fuzz_echo_tool, fuzz_host_replies};
 pub use host::HostConn;

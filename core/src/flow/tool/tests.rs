@@ -1112,3 +1112,5 @@ fn one_pass_args_decode_accepts_what_the_member_by_member_reading_does() {
         }
     }
 }
+
+mod deadline;

@@ -15,6 +15,18 @@ pub const REFUSAL_KINDS: [&str; 7] = [
     "unavailable",
 ];
 
+/// Each refusal kind's gRPC status, by the name § Outcomes' table gives it
+/// (the kinds in [`REFUSAL_KINDS`]' order).
+pub const GRPC_REFUSAL_STATUS: [(&str, &str); 7] = [
+    ("malformed", "INVALID_ARGUMENT"),
+    ("digest_mismatch", "FAILED_PRECONDITION"),
+    ("unauthenticated", "UNAUTHENTICATED"),
+    ("unauthorized", "PERMISSION_DENIED"),
+    ("full", "RESOURCE_EXHAUSTED"),
+    ("shutting_down", "UNAVAILABLE"),
+    ("unavailable", "UNAVAILABLE"),
+];
+
 /// The refusal kinds of a hub's subscription frames (§ Streams).
 pub const HUB_REFUSAL_KINDS: [&str; 4] = [
     "malformed",
@@ -113,23 +125,25 @@ impl Encoding {
                 "transport_failure": NO_RESPONSE
             }),
             // The v1 format has no gRPC form: this one is written in the
-            // HTTP form's shape, the status a gRPC code, `message` what
-            // the response message or grpc-message carries, `detail` the
-            // value of the one Any of grpc-status-details-bin
-            // (docs/decisions.md, The gRPC front).
+            // HTTP form's shape, in § Outcomes' words: each status the
+            // name the table's gRPC column gives it, and where the value
+            // travels, `message` the response message, `details` the value
+            // of the one Any of grpc-status-details-bin (docs/decisions.md,
+            // The gRPC description's outcome form).
             Encoding::Grpc => json!({
                 "transport": "grpc",
-                "result": { "status": 0, "message": "response" },
-                "handler_error": { "status": 9, "message": "handler_error", "detail": "error" },
+                "result": { "status": "OK", "message": "response" },
+                "handler_error": { "status": "FAILED_PRECONDITION", "details": "error" },
                 "refusal": {
-                    "message": "reason",
-                    "detail": "refusal",
-                    "status": {
-                        "malformed": 3, "digest_mismatch": 9, "unauthenticated": 16,
-                        "unauthorized": 7, "full": 8, "shutting_down": 14, "unavailable": 14
-                    }
+                    "details": "refusal",
+                    "status": Value::Object(
+                        GRPC_REFUSAL_STATUS
+                            .iter()
+                            .map(|&(kind, status)| (kind.to_owned(), Value::from(status)))
+                            .collect()
+                    )
                 },
-                "server_error": { "status": 13, "message": "server_error", "detail": "refusal" },
+                "server_error": { "status": "INTERNAL", "details": "refusal" },
                 "transport_failure": "the transport's own: the stream is reset or the connection ends without a status"
             }),
             Encoding::Ws => json!({

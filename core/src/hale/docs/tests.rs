@@ -305,14 +305,32 @@ fn a_grpc_exposure_is_described_with_the_grpc_outcome_encoding() {
     assert_eq!(d["listener"]["transport"], "grpc");
     let o = &d["outcomes"];
     assert_eq!(o["transport"], "grpc");
-    // § Outcomes' gRPC column, kind by kind.
-    assert_eq!(o["result"]["status"], 0);
-    assert_eq!(o["handler_error"]["status"], 9);
-    assert_eq!(o["server_error"]["status"], 13);
+    // § Outcomes' gRPC column, kind by kind, in its own words, and where
+    // each value travels: the response message, or the status's details.
+    assert_eq!(o["result"], json!({"status": "OK", "message": "response"}));
     assert_eq!(
-        o["refusal"]["status"],
-        json!({"malformed": 3, "digest_mismatch": 9, "unauthenticated": 16,
-               "unauthorized": 7, "full": 8, "shutting_down": 14, "unavailable": 14})
+        o["handler_error"],
+        json!({"status": "FAILED_PRECONDITION", "details": "error"})
+    );
+    assert_eq!(
+        o["server_error"],
+        json!({"status": "INTERNAL", "details": "refusal"})
+    );
+    assert_eq!(
+        o["refusal"],
+        json!({"details": "refusal", "status": {
+            "malformed": "INVALID_ARGUMENT", "digest_mismatch": "FAILED_PRECONDITION",
+            "unauthenticated": "UNAUTHENTICATED", "unauthorized": "PERMISSION_DENIED",
+            "full": "RESOURCE_EXHAUSTED", "shutting_down": "UNAVAILABLE",
+            "unavailable": "UNAVAILABLE"}})
+    );
+    // The HTTP form's shape: the same members, the same order.
+    let http = super::outcomes::Encoding::Http.document();
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(o), keys(&http));
+    assert_eq!(
+        keys(&o["refusal"]["status"]),
+        keys(&http["refusal"]["status"])
     );
     assert!(inventory(&program(&src)).is_ok());
 }

@@ -126,6 +126,11 @@ struct Inner {
     /// Threads waiting on `settled`: a notify is a system call even with
     /// no one waiting, so it is made only when someone is.
     settling: usize,
+    /// The time the writer thread sleeps until on `wake` (the machine's
+    /// timer then; `Timestamp::MAX` with none), or 0 when it is not
+    /// sleeping: a call sent whose reply deadline comes sooner wakes it,
+    /// where a send otherwise wakes no one.
+    writer_sleeps_until: Timestamp,
 }
 
 struct Shared {
@@ -187,6 +192,7 @@ impl Process {
                     outcomes: Vec::new(),
                     reader: None,
                     settling: 0,
+                    writer_sleeps_until: 0,
                 }),
                 wake: Condvar::new(),
                 settled: Condvar::new(),
@@ -209,6 +215,14 @@ impl Process {
         let deadline = Instant::now() + timeout;
         let mut inner = self.shared.lock();
         loop {
+            // The machine's timer runs here too: a call closed at its
+            // reply deadline is an outcome this wait must see, not one the
+            // writer thread leaves queued until the read below ends.
+            let now = self.shared.now();
+            if inner.conn.poll_timeout().is_some_and(|t| now >= t) {
+                inner.conn.handle_timeout(now);
+                pump(&self.shared, &mut inner);
+            }
             if !inner.outcomes.is_empty() {
                 let n = inner.outcomes.len();
                 out.append(&mut inner.outcomes);
@@ -217,7 +231,14 @@ impl Process {
             if inner.conn.open_calls() == 0 || Instant::now() >= deadline {
                 return 0;
             }
-            inner = read_or_wait(&self.shared, inner, deadline);
+            // Read until the wait's end or the machine's next deadline,
+            // whichever comes first.
+            let until = inner
+                .conn
+                .poll_timeout()
+                .and_then(|t| self.shared.base.checked_add(Duration::from_nanos(t)))
+                .map_or(deadline, |t| t.min(deadline));
+            inner = read_or_wait(&self.shared, inner, until);
         }
     }
 
@@ -298,6 +319,16 @@ impl Process {
             }
         });
         drain(&self.shared, &mut inner);
+        // A deadline sooner than the writer's sleep (the first call out,
+        // or the first since a describe's) is one only it acts on.
+        if inner
+            .conn
+            .poll_timeout()
+            .is_some_and(|t| t < inner.writer_sleeps_until)
+        {
+            inner.writer_sleeps_until = 0;
+            self.shared.wake.notify_all();
+        }
         // Written from the sending thread when no write is under way (so a
         // call costs no hand-off to the writer); else the writer that is
         // writing takes it along.

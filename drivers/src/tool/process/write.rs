@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use limen_core::Timestamp;
 use mio::unix::pipe::Sender;
 use mio::{Events, Poll};
 
@@ -48,17 +49,18 @@ pub(super) fn write_stdin(shared: Arc<Shared>, generation: u64, mut poll: Poll) 
                 if inner.stdin.is_some() && !inner.conn.pending_output().is_empty() {
                     break;
                 }
-                let wait = inner
-                    .conn
-                    .poll_timeout()
-                    .map_or(Duration::from_secs(1), |t| {
-                        Duration::from_nanos(t.saturating_sub(now)).max(Duration::from_millis(1))
-                    });
+                let timer = inner.conn.poll_timeout();
+                let wait = timer.map_or(Duration::from_secs(1), |t| {
+                    Duration::from_nanos(t.saturating_sub(now)).max(Duration::from_millis(1))
+                });
+                // A sender whose call's deadline comes sooner wakes it.
+                inner.writer_sleeps_until = timer.unwrap_or(Timestamp::MAX);
                 inner = shared
                     .wake
                     .wait_timeout(inner, wait)
                     .map(|(g, _)| g)
                     .unwrap_or_else(|e| e.into_inner().0);
+                inner.writer_sleeps_until = 0;
             }
             match inner.stdin.take() {
                 Some(stdin) => {

@@ -303,6 +303,8 @@ struct State {
     reset_after: HashSet<i32>,
     /// Those whose response went out, to reset once `mem_send2` returns.
     resets_due: Vec<i32>,
+    /// The peer's first SETTINGS arrived (a client's, after its preface).
+    settings_received: bool,
     /// Response bodies being sent, by stream.
     bodies: HashMap<i32, Body>,
     /// Streams whose body was read whole and whose trailers are to be
@@ -461,6 +463,9 @@ unsafe extern "C" fn on_frame_recv(
         } else {
             let now = state.now;
             state.calm.spend(now);
+        }
+        if kind == sys::NGHTTP2_SETTINGS && hd.flags & sys::NGHTTP2_FLAG_ACK as u8 == 0 {
+            state.settings_received = true;
         }
         match kind {
             sys::NGHTTP2_HEADERS => {
@@ -781,6 +786,12 @@ impl Session {
             code: sys::NGHTTP2_ERR_CALLBACK_FAILURE,
             text: "too many frames that make no progress (ENHANCE_YOUR_CALM)".into(),
         }
+    }
+
+    /// Whether the peer's connection preface is done: its first SETTINGS
+    /// frame has arrived (a server reads the client's magic before it).
+    pub fn preface_received(&self) -> bool {
+        self.state.settings_received
     }
 
     /// The decoded header bytes held for header blocks not yet whole, as

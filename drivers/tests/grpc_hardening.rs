@@ -50,7 +50,11 @@ fn an_hpack_bomb_is_refused_resource_exhausted_and_memory_stays_flat() {
     let d = grpc_demo("grpc-bomb", &[]);
     let before = peak_rss(&d);
     // 131 KB of HEADERS and CONTINUATION, 511 MB of header list decoded.
-    let got = attack(&python, &d, json!({"scenario": "bomb", "end_headers": true}));
+    let got = attack(
+        &python,
+        &d,
+        json!({"scenario": "bomb", "end_headers": true}),
+    );
     let grown = peak_rss(&d).saturating_sub(before);
     assert!(grown < 32 * MIB, "grew {grown} bytes: {got}");
     // RESOURCE_EXHAUSTED, then RST_STREAM(NO_ERROR): the request had not
@@ -67,7 +71,11 @@ fn an_hpack_bomb_left_without_end_headers_holds_no_memory() {
     let Some(python) = attack_peer() else { return };
     let d = grpc_demo("grpc-bomb-open", &[]);
     let before = peak_rss(&d);
-    let got = attack(&python, &d, json!({"scenario": "bomb", "end_headers": false}));
+    let got = attack(
+        &python,
+        &d,
+        json!({"scenario": "bomb", "end_headers": false}),
+    );
     let grown = peak_rss(&d).saturating_sub(before);
     assert!(grown < 32 * MIB, "grew {grown} bytes: {got}");
     assert_eq!(got["beside"], 0, "{got}");

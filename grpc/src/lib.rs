@@ -944,9 +944,10 @@ impl GrpcFront {
             }
             answer
         });
-        if !r.half_closed {
+        if !r.half_closed && !self.stopping {
             // The client may still be sending: stopped once the end is
-            // out (RFC 9113 § 8.1).
+            // out (RFC 9113 § 8.1). A stop's GOAWAY ends the connection
+            // instead.
             self.session.reset_after_response(stream);
         }
         if !r.started {

@@ -273,8 +273,11 @@ impl Calm {
         }
     }
 
-    fn spend(&mut self, now: Timestamp) {
-        self.tat = self.tat.max(now).saturating_add(self.interval);
+    fn spend(&mut self, now: Timestamp, frames: Timestamp) {
+        self.tat = self
+            .tat
+            .max(now)
+            .saturating_add(self.interval.saturating_mul(frames));
         if self.tat - now > self.burst {
             self.exceeded = true;
         }
@@ -284,6 +287,10 @@ impl Calm {
         self.tat = self.tat.saturating_sub(self.interval);
     }
 }
+
+/// What a header block past the header list's limit costs of the budget of
+/// frames that make no progress: ten of them spend the default burst.
+const OVERSIZED_BLOCK_COST: Timestamp = 100;
 
 /// What the callbacks write to: owned by the session, boxed so its address
 /// (nghttp2's user data) never moves.
@@ -450,19 +457,26 @@ unsafe extern "C" fn on_frame_recv(
         let end_stream = hd.flags & sys::NGHTTP2_FLAG_END_STREAM as u8 != 0;
         let stream = hd.stream_id;
         let kind = hd.type_ as u32;
+        let over =
+            kind == sys::NGHTTP2_HEADERS && state.headers.get(&stream).is_some_and(|b| b.over);
         let productive = match kind {
-            sys::NGHTTP2_HEADERS => cat == Some(sys::NGHTTP2_HCAT_REQUEST),
+            sys::NGHTTP2_HEADERS => cat == Some(sys::NGHTTP2_HCAT_REQUEST) && !over,
             sys::NGHTTP2_DATA => hd.length > 0 || end_stream,
             sys::NGHTTP2_GOAWAY => true,
             // WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, a
             // response's or trailers' HEADERS: no request moves on.
             _ => false,
         };
+        let now = state.now;
         if productive {
             state.calm.earn();
+        } else if over {
+            // A header block past the limit cost nghttp2 its whole
+            // decoding (an HPACK bomb: thousands of fields): it counts as
+            // many frames that move nothing.
+            state.calm.spend(now, OVERSIZED_BLOCK_COST);
         } else {
-            let now = state.now;
-            state.calm.spend(now);
+            state.calm.spend(now, 1);
         }
         if kind == sys::NGHTTP2_SETTINGS && hd.flags & sys::NGHTTP2_FLAG_ACK as u8 == 0 {
             state.settings_received = true;

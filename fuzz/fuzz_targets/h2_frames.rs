@@ -8,7 +8,10 @@
 //!
 //! Checks: those of `limen_fuzz::grpc::drive` (no panic or crash across the
 //! binding, each stream framed once and as the client id, the stream
-//! table's limit, whole frames out, nothing after `Closed`).
+//! table's limit, whole frames out, nothing after `Closed`), and the
+//! bounds of issue 26: a header block held as decoded to the header list's
+//! limit however the HPACK bomb (`Field::Bomb`) expands, partial messages
+//! to the connection's budget, whatever the deadlines end.
 #![no_main]
 
 use arbitrary::Unstructured;

@@ -6,7 +6,8 @@
 //! Checks: no panic and no crash across the binding; after an error the
 //! session takes nothing more and still serializes what it queued; every
 //! event names a client stream (odd, positive) but a GOAWAY; output is
-//! whole frames (nine-byte headers whose lengths add up).
+//! whole frames (nine-byte headers whose lengths add up); the header bytes
+//! held for blocks not yet whole stay within the header list's limit.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -29,6 +30,8 @@ fuzz_target!(|data: &[u8]| {
             break;
         }
         failed = session.handle_data(0, piece).is_err();
+        let limit = Limits::default().max_header_list_size as usize;
+        assert!(session.header_bytes_held() <= limit);
         while let Some(event) = session.poll_event() {
             match event {
                 H2Event::GoAway { .. } | H2Event::Trailers { .. } => {}
@@ -51,6 +54,11 @@ fuzz_target!(|data: &[u8]| {
                         b"body".to_vec(),
                         vec![(b"grpc-status".to_vec(), b"0".to_vec())],
                     );
+                }
+                H2Event::HeadersTooLarge { stream, .. } => {
+                    assert!(stream > 0 && stream % 2 == 1, "{stream}");
+                    let _ = session.respond_headers_only(stream, &[(b":status", b"431")]);
+                    session.reset_after_response(stream);
                 }
                 H2Event::Reset { stream, .. } | H2Event::Closed { stream, .. } => {
                     assert!(stream > 0 && stream % 2 == 1, "{stream}");

@@ -79,9 +79,10 @@ pub fn reflection_headers(alpha: bool) -> Vec<u8> {
 /// Feeds a front (at most three streams held) the preface, an empty
 /// SETTINGS and `data` in pieces of `chunk` bytes, and answers every
 /// request at once. `pick` steers it: its high half stops the front or
-/// lets a write stall time out midway; bit 3 opens a server reflection
-/// call on stream 1 before `data` (v1alpha when bit 2 is set), so DATA
-/// frames reach the reflection stream; each whole message there asks the
+/// lets a write stall, an idle stream or an idle connection time out
+/// midway; bit 3 opens a server reflection call on stream 1 before `data`
+/// (v1alpha when bit 2 is set), so DATA frames reach the reflection
+/// stream; each whole message there asks the
 /// caller again (a Describe, answered with a description, or with the
 /// cycled outcome when bit 1 is set); every other request is answered
 /// with `outcome(pick)`.
@@ -89,13 +90,17 @@ pub fn reflection_headers(alpha: bool) -> Vec<u8> {
 /// Checks: every request names the front's correlation and a client stream
 /// (odd, positive) as its client id, each stream framed at most once (a
 /// reflection stream asks once per message); the table never holds more
-/// than its limit; output is whole frames; `Closed` comes once, last, and
-/// nothing is written after it.
+/// than its limit, nor a header block past the header list's limit, nor
+/// partial messages past the connection's budget; output is whole frames;
+/// `Closed` comes once, last, and nothing is written after it.
 pub fn drive(data: &[u8], chunk: usize, pick: u8) {
     let limits = GrpcLimits {
         max_streams: 3,
+        // Small enough that a few DATA frames reach it.
+        max_buffered: 64 * 1024,
         ..GrpcLimits::default()
     };
+    let max_header_list = limits.h2().max_header_list_size as usize;
     let mut front = GrpcFront::new(0, limits, framing(), CORRELATION).expect("a front");
     let mut input = PREFACE.to_vec();
     input.extend_from_slice(EMPTY_SETTINGS);
@@ -113,6 +118,8 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
         match (pick >> 4, i) {
             (1, 3) => front.stop(now),
             (2, 5) => front.handle_timeout(now + limits.write_stall),
+            (3, 4) => front.handle_timeout(now + limits.stream_idle),
+            (4, 4) => front.handle_timeout(now + limits.idle),
             _ => {}
         }
         loop {
@@ -154,6 +161,10 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
                 }
             }
             assert!(front.streams_held() <= limits.max_streams);
+            // Issue 26: a header block is held as decoded to the list's
+            // limit (the HPACK bomb), partial messages to the budget.
+            assert!(front.header_bytes_held() <= max_header_list);
+            assert!(front.buffered() <= limits.max_buffered);
             let bytes = front.pending_output();
             if bytes.is_empty() {
                 break;

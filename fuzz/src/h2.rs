@@ -6,10 +6,12 @@
 //! are reached only by a generator that writes well-formed frames, now and
 //! then wrong on purpose.
 //!
-//! Header blocks are HPACK without the dynamic table's insertions and
-//! without Huffman: static-table indexed fields for the common pseudo-headers
-//! and literal fields "without indexing" for the rest, which every decoder
-//! must read (RFC 7541 § 6.1, § 6.2.2).
+//! Header blocks are HPACK without Huffman: static-table indexed fields for
+//! the common pseudo-headers and literal fields "without indexing" for the
+//! rest, which every decoder must read (RFC 7541 § 6.1, § 6.2.2); the one
+//! insertion into the dynamic table is [`Field::Bomb`]'s, the HPACK bomb
+//! (one large field indexed, then one-byte references to it) that the
+//! header list limit is held against.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 
@@ -168,6 +170,15 @@ pub enum Field {
     Indexed(u8),
     /// A dynamic table size update (only legal first in a block).
     TableSize(u16),
+    /// The HPACK bomb: a field `x` of `value_len % 4096` bytes with
+    /// incremental indexing, then `refs % 12288` one-byte references to the
+    /// newest dynamic entry (index 62), each decoding to the whole field.
+    Bomb {
+        /// The indexed value's length.
+        value_len: u16,
+        /// The references.
+        refs: u16,
+    },
 }
 
 /// The paths a gRPC front is asked.
@@ -435,6 +446,15 @@ fn header_block(out: &mut Vec<u8>, fields: &[Field], surface: &str, rpcs: (&str,
             Field::Other(name, value) => literal(out, name, value),
             Field::Indexed(index) => out.push(0x80 | (index & 0x7f)),
             Field::TableSize(size) => integer(out, 0x20, 5, usize::from(*size)),
+            Field::Bomb { value_len, refs } => {
+                out.push(0x40);
+                integer(out, 0, 7, 1);
+                out.push(b'x');
+                let len = usize::from(*value_len % 4096);
+                integer(out, 0, 7, len);
+                out.resize(out.len() + len, b'a');
+                out.resize(out.len() + usize::from(*refs % 12288), 0x80 | 62);
+            }
         }
     }
 }
@@ -489,5 +509,28 @@ mod tests {
         assert_eq!(bytes.len(), 9 + len);
         assert_whole_frames(&bytes);
         assert_eq!(&bytes[9..11], &[0x83, 0x86]);
+    }
+
+    #[test]
+    fn an_hpack_bomb_is_held_to_the_header_list_limit_in_any_split() {
+        // 12,000 references to a 4,000-byte field: 48 MB of header list
+        // from 16 KB, ended, and left open; `drive` holds the bound.
+        let bomb = || Field::Bomb {
+            value_len: 4000,
+            refs: 12_000,
+        };
+        for end_headers in [true, false] {
+            let frames = [Frame::Headers {
+                stream: StreamId(1),
+                end_stream: false,
+                end_headers,
+                priority: None,
+                fields: vec![Field::Method(None), Field::Scheme, bomb()],
+            }];
+            let bytes = encode(&frames, crate::grpc::SURFACE, crate::grpc::RPCS);
+            for chunk in [7, 4096, bytes.len() + 1] {
+                crate::grpc::drive(&bytes, chunk, 0);
+            }
+        }
     }
 }

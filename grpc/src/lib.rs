@@ -34,6 +34,20 @@
 //! the half-close, and `stop()` end it through one path that answers
 //! trailers-only when nothing was sent and with trailers otherwise.
 //!
+//! # What one peer can hold
+//!
+//! A header block is held to the header list's limit as decoded (an HPACK
+//! bomb is answered RESOURCE_EXHAUSTED, `limen-nghttp2` drops its fields as
+//! they come); the connection's partial messages to
+//! [`GrpcLimits::max_buffered`] across its streams; frames that make no
+//! progress to the session's budget (GOAWAY ENHANCE_YOUR_CALM past it).
+//! An answer to a request not yet ended is followed by RST_STREAM
+//! (NO_ERROR), so the rest of its body is not read. The preface, a
+//! connection without streams and a stream silent inside its message each
+//! have a deadline ([`GrpcLimits`]), through
+//! [`poll_timeout`](GrpcFront::poll_timeout). `docs/decisions.md` says why
+//! each is what it is.
+//!
 //! # The order of calls
 //!
 //! The same as the core's `Front` (`docs/architecture.md`, the machine
@@ -78,6 +92,22 @@ pub struct GrpcLimits {
     /// Output queued past which no more input is read until the peer
     /// reads (backpressure).
     pub max_queued: usize,
+    /// The bytes of messages not yet whole the connection holds across
+    /// all its streams (a call's partial message, a reflection call's
+    /// waiting ones). A stream whose DATA would pass it is answered
+    /// RESOURCE_EXHAUSTED and reset; the others go on. The server's bound
+    /// is this times the connections a listener takes.
+    pub max_buffered: usize,
+    /// How long a new connection may take to send its preface (the magic
+    /// and its first SETTINGS) before it is closed.
+    pub preface: Timestamp,
+    /// How long a connection with no open stream is kept before GOAWAY
+    /// (NO_ERROR) closes it.
+    pub idle: Timestamp,
+    /// How long a stream inside its message (its body begun or due, not
+    /// ended) may send nothing before it is answered INVALID_ARGUMENT
+    /// `cut_message` and reset.
+    pub stream_idle: Timestamp,
 }
 
 impl Default for GrpcLimits {
@@ -86,6 +116,13 @@ impl Default for GrpcLimits {
             max_streams: 4096,
             write_stall: 5 * SECOND,
             max_queued: 1 << 20,
+            // Four whole messages of 1 MiB in progress at once.
+            max_buffered: 4 << 20,
+            // The HTTP transport's silence before a request starts.
+            preface: 5 * SECOND,
+            idle: 30 * SECOND,
+            // The HTTP transport's whole request.
+            stream_idle: 10 * SECOND,
         }
     }
 }
@@ -112,10 +149,18 @@ const MAX_WAITING: usize = limen_core::wire::grpc::MAX_MESSAGE;
 
 /// One stream of the table.
 enum Stream {
-    /// Its message is being read.
-    Reading { head: Head, reader: MessageReader },
+    /// Its message is being read; `since` is when its last DATA came (or
+    /// its head).
+    Reading {
+        head: Head,
+        reader: MessageReader,
+        since: Timestamp,
+    },
     /// Its call is with the exposure.
-    Framed { reply: Reply },
+    /// `ended`: the request's side has ended; if not when the answer
+    /// goes, the stream is reset NO_ERROR after it (RFC 9113 § 8.1), so
+    /// the rest of the body is not read without end.
+    Framed { reply: Reply, ended: bool },
     /// A server reflection call: open until the client ends its side.
     Reflecting(Reflecting),
 }
@@ -139,6 +184,8 @@ struct Reflecting {
     started: bool,
     /// The client ended its side.
     half_closed: bool,
+    /// When its last DATA came (or its head).
+    since: Timestamp,
 }
 
 /// One HTTP/2 connection of a gRPC exposure. See the crate documentation.
@@ -158,6 +205,18 @@ pub struct GrpcFront {
     stalled_since: Option<Timestamp>,
     /// GOAWAY was sent.
     stopping: bool,
+    /// When the connection was accepted (the preface's deadline runs
+    /// from it).
+    opened: Timestamp,
+    /// Since when the table has been empty (the idle deadline).
+    idle_since: Option<Timestamp>,
+    /// No stream waiting on the client has had DATA since before this
+    /// (a lower bound of their `since`: the stream deadline fires no
+    /// later than it should, and a scan then finds the true oldest).
+    waiting_since: Option<Timestamp>,
+    /// The bytes of partial messages held across the streams
+    /// ([`GrpcLimits::max_buffered`]).
+    buffered: usize,
 }
 
 impl std::fmt::Debug for GrpcFront {
@@ -191,6 +250,10 @@ impl GrpcFront {
             closed: false,
             stalled_since: None,
             stopping: false,
+            opened: now,
+            idle_since: Some(now),
+            waiting_since: None,
+            buffered: 0,
         };
         front.flush(now);
         Some(front)
@@ -204,6 +267,18 @@ impl GrpcFront {
     /// The streams held: read, or with the exposure, and not yet answered.
     pub fn streams_held(&self) -> usize {
         self.streams.len()
+    }
+
+    /// The bytes of partial messages held across the streams, at most
+    /// [`GrpcLimits::max_buffered`].
+    pub fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    /// The decoded header bytes held for header blocks not yet whole (at
+    /// most the session's header list limit a stream).
+    pub fn header_bytes_held(&self) -> usize {
+        self.session.header_bytes_held()
     }
 
     /// Whether the front takes more input now: false while the peer does
@@ -226,7 +301,7 @@ impl GrpcFront {
         if self.session.handle_data(now, data).is_err() {
             self.failed = true;
         }
-        self.take_session_events();
+        self.take_session_events(now);
         self.flush(now);
     }
 
@@ -236,21 +311,125 @@ impl GrpcFront {
         self.finish();
     }
 
-    /// Time passes: output that waited `write_stall` on a peer that does
-    /// not read ends the connection. Before the deadline, nothing happens.
+    /// Time passes. Output that waited `write_stall` on a peer that does
+    /// not read ends the connection; so does a preface not done within
+    /// `preface`. A connection with no stream for `idle` is sent GOAWAY
+    /// and closes; a stream that sent nothing for `stream_idle` inside its
+    /// message is answered `cut_message` and reset. Before each deadline,
+    /// nothing happens.
     pub fn handle_timeout(&mut self, now: Timestamp) {
-        if self.poll_timeout().is_some_and(|t| t <= now) {
+        if self.closed {
+            return;
+        }
+        let due = |deadline: Option<Timestamp>| deadline.is_some_and(|t| t <= now);
+        if due(self.stall_deadline()) || due(self.preface_deadline()) {
             self.finish();
+            return;
+        }
+        if due(self.idle_deadline()) {
+            // Graceful: GOAWAY names the last stream taken (none open),
+            // and the connection closes once it is written.
+            let _ = self.session.go_away(code::NO_ERROR);
+            self.failed = true;
+            self.flush(now);
+            return;
+        }
+        if due(self.waiting_deadline()) {
+            self.end_idle_streams(now);
+            self.flush(now);
         }
     }
 
     /// The deadline [`handle_timeout`](GrpcFront::handle_timeout) next acts
-    /// on.
+    /// on: the earliest of the write stall, the preface, the idle
+    /// connection and the stream waiting longest.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         if self.closed {
             return None;
         }
+        [
+            self.stall_deadline(),
+            self.preface_deadline(),
+            self.idle_deadline(),
+            self.waiting_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn stall_deadline(&self) -> Option<Timestamp> {
         self.stalled_since.map(|t| t + self.limits.write_stall)
+    }
+
+    fn preface_deadline(&self) -> Option<Timestamp> {
+        (!self.session.preface_received()).then(|| self.opened + self.limits.preface)
+    }
+
+    fn idle_deadline(&self) -> Option<Timestamp> {
+        if self.failed || self.stopping {
+            return None;
+        }
+        self.idle_since.map(|t| t + self.limits.idle)
+    }
+
+    fn waiting_deadline(&self) -> Option<Timestamp> {
+        self.waiting_since.map(|t| t + self.limits.stream_idle)
+    }
+
+    /// Answers every stream that has waited `stream_idle` inside its
+    /// message, and finds the oldest of those left.
+    fn end_idle_streams(&mut self, now: Timestamp) {
+        let limit = self.limits.stream_idle;
+        let mut idle = Vec::new();
+        let mut oldest: Option<Timestamp> = None;
+        for (&id, stream) in &self.streams {
+            let since = match stream {
+                Stream::Reading { since, .. } => *since,
+                // A reflection call between messages is not inside one.
+                Stream::Reflecting(r) if !r.half_closed && r.messages.held() > 0 => r.since,
+                _ => continue,
+            };
+            if since + limit <= now {
+                idle.push(id);
+            } else {
+                oldest = Some(oldest.map_or(since, |o| o.min(since)));
+            }
+        }
+        self.waiting_since = oldest;
+        let reason = format!(
+            "cut_message: nothing sent for {} ms inside its message",
+            limit / (SECOND / 1000)
+        );
+        for stream in idle {
+            self.buffered -= self.streams.get(&stream).map_or(0, held);
+            self.refuse(stream, status::INVALID_ARGUMENT, &reason);
+        }
+    }
+
+    /// Ends `stream` now with `status` and `reason` (trailers-only, or
+    /// the trailers of a reflection call's open response), and resets it
+    /// NO_ERROR once that is out, so the rest of its body is not read
+    /// (RFC 9113 § 8.1). The caller has taken the stream's bytes off
+    /// `buffered`.
+    fn refuse(&mut self, stream: i32, code: u32, reason: &str) {
+        match self.streams.remove(&stream) {
+            Some(Stream::Reflecting(r)) => self.end_reflection(stream, &r, code, reason, None),
+            Some(Stream::Reading { head, .. }) => {
+                let answer = trailers_only(head.content_type, code, reason, None);
+                self.respond(stream, answer);
+            }
+            Some(framed @ Stream::Framed { .. }) => {
+                // With the exposure: its answer is the stream's.
+                self.streams.insert(stream, framed);
+                return;
+            }
+            None => {
+                let answer = trailers_only(GrpcCodec::Proto.content_type(), code, reason, None);
+                self.respond(stream, answer);
+            }
+        }
+        self.session.reset_after_response(stream);
     }
 
     /// The next event, if any: a framed request, the connection lost, the
@@ -274,13 +453,22 @@ impl GrpcFront {
         let Some(stream) = stream else {
             return 0;
         };
-        match self.streams.remove(&stream) {
-            Some(Stream::Framed { reply }) => {
+        let removed = self.streams.remove(&stream);
+        self.buffered -= removed.as_ref().map_or(0, held);
+        match removed {
+            Some(Stream::Framed { reply, ended }) => {
                 let answer = self.framing.answer(&reply, delivery.outcome);
                 self.respond(stream, answer);
+                if !ended {
+                    self.session.reset_after_response(stream);
+                }
             }
-            Some(Stream::Reflecting(r)) => self.reflect(stream, r, delivery.outcome),
+            Some(Stream::Reflecting(r)) => {
+                self.reflect(stream, r, delivery.outcome);
+                self.buffered += self.streams.get(&stream).map_or(0, held);
+            }
             Some(other) => {
+                self.buffered += held(&other);
                 self.streams.insert(stream, other);
                 return 0;
             }
@@ -329,6 +517,7 @@ impl GrpcFront {
             self.streams.remove(&stream);
             let _ = self.session.reset(stream, code::REFUSED_STREAM);
         }
+        self.buffered = self.streams.values().map(held).sum();
         let _ = self.session.go_away(code::NO_ERROR);
         self.flush(now);
     }
@@ -376,7 +565,13 @@ impl GrpcFront {
         }
         // A callback may have seen more while serializing (a stream
         // closed once its last frame left).
-        self.take_session_events();
+        self.take_session_events(now);
+        if self.streams.is_empty() {
+            self.idle_since.get_or_insert(now);
+            self.waiting_since = None;
+        } else {
+            self.idle_since = None;
+        }
         let queued = !self.session.queued().is_empty();
         if queued {
             self.stalled_since.get_or_insert(now);
@@ -403,77 +598,148 @@ impl GrpcFront {
             self.events.push_back(FrontEvent::Lost);
         }
         self.streams.clear();
+        self.buffered = 0;
         self.events.push_back(FrontEvent::Closed);
     }
 
-    fn take_session_events(&mut self) {
+    fn take_session_events(&mut self, now: Timestamp) {
         while let Some(event) = self.session.poll_event() {
-            match event {
-                H2Event::Headers {
-                    stream,
-                    fields,
-                    end_stream,
-                } => {
-                    if self.streams.len() >= self.limits.max_streams {
-                        // § gRPC: at most 4096 held; one more is refused.
-                        let _ = self.session.reset(stream, code::REFUSED_STREAM);
-                        continue;
-                    }
-                    let head = self.framing.head(&fields);
-                    if let Ok(Route::Reflection { .. }) = head.route {
-                        self.open_reflection(stream, head, end_stream);
-                        continue;
-                    }
-                    let reader = head.reader();
-                    self.streams
-                        .insert(stream, Stream::Reading { head, reader });
-                    if end_stream {
-                        self.frame(stream);
-                    }
-                }
-                H2Event::Data { stream, bytes } => {
-                    // Taken, whether the stream still wants it or not: the
-                    // connection's window opens either way.
-                    let _ = self.session.consume(stream, bytes.len());
-                    match self.streams.get_mut(&stream) {
-                        Some(Stream::Reading { reader, .. }) => {
-                            reader.push(&bytes);
-                            // Refused as soon as the prefix shows it: the
-                            // stream is answered, the rest of its body
-                            // dropped.
-                            if reader.refused().is_some() {
-                                self.frame(stream);
-                            }
-                        }
-                        Some(Stream::Reflecting(r)) => {
-                            r.messages.push(&bytes);
-                            self.reflection_messages(stream);
-                        }
-                        _ => {}
-                    }
-                }
-                H2Event::EndStream { stream } => match self.streams.get_mut(&stream) {
-                    Some(Stream::Reading { .. }) => self.frame(stream),
-                    Some(Stream::Reflecting(r)) => {
-                        r.half_closed = true;
-                        self.reflection_messages(stream);
-                    }
-                    _ => {}
-                },
-                // A reset or closed stream fails alone: its call (if any)
-                // runs, and its reply is dropped.
-                H2Event::Reset { stream, .. } | H2Event::Closed { stream, .. } => {
-                    self.streams.remove(&stream);
-                }
-                // A request's trailers say nothing a call reads.
-                H2Event::GoAway { .. } | H2Event::Trailers { .. } => {}
-            }
+            let stream = match &event {
+                H2Event::Headers { stream, .. }
+                | H2Event::Data { stream, .. }
+                | H2Event::EndStream { stream }
+                | H2Event::Reset { stream, .. }
+                | H2Event::Closed { stream, .. }
+                | H2Event::Trailers { stream, .. }
+                | H2Event::HeadersTooLarge { stream, .. } => *stream,
+                H2Event::GoAway { .. } => continue,
+            };
+            // The budget counts each stream's partial message: what this
+            // event changes of it, taken off before and put back after.
+            self.buffered -= self.streams.get(&stream).map_or(0, held);
+            self.session_event(now, event);
+            self.buffered += self.streams.get(&stream).map_or(0, held);
         }
     }
 
-    /// The stream's message is whole (or refused): frame it.
-    fn frame(&mut self, stream: i32) {
-        let Some(Stream::Reading { head, reader }) = self.streams.remove(&stream) else {
+    fn session_event(&mut self, now: Timestamp, event: H2Event) {
+        match event {
+            H2Event::Headers {
+                stream,
+                fields,
+                end_stream,
+            } => {
+                if self.streams.len() >= self.limits.max_streams {
+                    // § gRPC: at most 4096 held; one more is refused.
+                    let _ = self.session.reset(stream, code::REFUSED_STREAM);
+                    return;
+                }
+                let head = self.framing.head(&fields);
+                if let Ok(Route::Reflection { .. }) = head.route {
+                    self.open_reflection(now, stream, head, end_stream);
+                    return;
+                }
+                let reader = head.reader();
+                if !end_stream {
+                    self.waiting_since.get_or_insert(now);
+                }
+                self.streams.insert(
+                    stream,
+                    Stream::Reading {
+                        head,
+                        reader,
+                        since: now,
+                    },
+                );
+                if end_stream {
+                    self.frame(stream, true);
+                }
+            }
+            H2Event::HeadersTooLarge { stream, end_stream } => {
+                let reason = format!(
+                    "header_list_too_large: over {} bytes (RFC 9113 § 6.5.2's count)",
+                    self.limits.h2().max_header_list_size
+                );
+                if end_stream && !self.streams.contains_key(&stream) {
+                    // Nothing more comes: no reset needed after the answer.
+                    let answer = trailers_only(
+                        GrpcCodec::Proto.content_type(),
+                        status::RESOURCE_EXHAUSTED,
+                        &reason,
+                        None,
+                    );
+                    self.respond(stream, answer);
+                } else {
+                    self.refuse(stream, status::RESOURCE_EXHAUSTED, &reason);
+                }
+            }
+            H2Event::Data { stream, bytes } => {
+                // Taken, whether the stream still wants it or not: the
+                // connection's window opens either way.
+                let _ = self.session.consume(stream, bytes.len());
+                // `buffered` holds the other streams' bytes here (this
+                // one's were taken off by the caller).
+                let room = self.limits.max_buffered.saturating_sub(self.buffered);
+                let over = match self.streams.get(&stream) {
+                    Some(s @ (Stream::Reading { .. } | Stream::Reflecting(_))) => {
+                        held(s) + bytes.len() > room
+                    }
+                    _ => false,
+                };
+                if over {
+                    let reason = format!(
+                        "connection_buffer_full: over {} bytes of messages in progress on this connection",
+                        self.limits.max_buffered
+                    );
+                    self.refuse(stream, status::RESOURCE_EXHAUSTED, &reason);
+                    return;
+                }
+                match self.streams.get_mut(&stream) {
+                    Some(Stream::Reading { reader, since, .. }) => {
+                        *since = now;
+                        reader.push(&bytes);
+                        // Refused as soon as the prefix shows it: the
+                        // stream is answered, the rest of its body
+                        // dropped.
+                        if reader.refused().is_some() {
+                            self.frame(stream, false);
+                        }
+                    }
+                    Some(Stream::Reflecting(r)) => {
+                        r.since = now;
+                        r.messages.push(&bytes);
+                        if r.messages.held() > 0 {
+                            self.waiting_since.get_or_insert(now);
+                        }
+                        self.reflection_messages(stream);
+                    }
+                    _ => {}
+                }
+            }
+            H2Event::EndStream { stream } => match self.streams.get_mut(&stream) {
+                Some(Stream::Reading { .. }) => self.frame(stream, true),
+                Some(Stream::Framed { ended, .. }) => *ended = true,
+                Some(Stream::Reflecting(r)) => {
+                    r.half_closed = true;
+                    self.reflection_messages(stream);
+                }
+                _ => {}
+            },
+            // A reset or closed stream fails alone: its call (if any)
+            // runs, and its reply is dropped.
+            H2Event::Reset { stream, .. } | H2Event::Closed { stream, .. } => {
+                self.streams.remove(&stream);
+            }
+            // A request's trailers say nothing a call reads.
+            H2Event::GoAway { .. } | H2Event::Trailers { .. } => {}
+        }
+    }
+
+    /// The stream's message is whole (or refused): frame it. `ended`:
+    /// the request's side has ended; if not, an answer is followed by a
+    /// reset NO_ERROR, so the rest of the body is a closed stream's.
+    fn frame(&mut self, stream: i32, ended: bool) {
+        let Some(Stream::Reading { head, reader, .. }) = self.streams.remove(&stream) else {
             return;
         };
         let message = reader.finish();
@@ -482,10 +748,15 @@ impl GrpcFront {
             .frame(&head, message, self.correlation, stream.to_string())
         {
             Framed::Request { request, reply } => {
-                self.streams.insert(stream, Stream::Framed { reply });
+                self.streams.insert(stream, Stream::Framed { reply, ended });
                 self.request(request);
             }
-            Framed::Answer(answer) => self.respond(stream, answer),
+            Framed::Answer(answer) => {
+                self.respond(stream, answer);
+                if !ended {
+                    self.session.reset_after_response(stream);
+                }
+            }
         }
     }
 
@@ -516,7 +787,7 @@ impl GrpcFront {
     /// A reflection call's head arrived. Reflection speaks protobuf,
     /// uncompressed: another codec or encoding is refused malformed at
     /// once; otherwise the stream is held until the client ends its side.
-    fn open_reflection(&mut self, stream: i32, head: Head, end_stream: bool) {
+    fn open_reflection(&mut self, now: Timestamp, stream: i32, head: Head, end_stream: bool) {
         let refused = if head.codec != GrpcCodec::Proto {
             Some(format!(
                 "unsupported_content_type: {}, reflection speaks protobuf",
@@ -534,6 +805,9 @@ impl GrpcFront {
         if let Some(reason) = refused {
             let answer = trailers_only(head.content_type, status::INVALID_ARGUMENT, &reason, None);
             self.respond(stream, answer);
+            if !end_stream {
+                self.session.reset_after_response(stream);
+            }
             return;
         }
         self.streams.insert(
@@ -546,6 +820,7 @@ impl GrpcFront {
                 asking: false,
                 started: false,
                 half_closed: end_stream,
+                since: now,
             }),
         );
         self.reflection_messages(stream);
@@ -683,6 +958,12 @@ impl GrpcFront {
             }
             answer
         });
+        if !r.half_closed && !self.stopping {
+            // The client may still be sending: stopped once the end is
+            // out (RFC 9113 § 8.1). A stop's GOAWAY ends the connection
+            // instead.
+            self.session.reset_after_response(stream);
+        }
         if !r.started {
             self.respond(stream, answer);
             return;
@@ -695,6 +976,15 @@ impl GrpcFront {
             .filter(|(n, _)| n.starts_with(b"grpc-"))
             .collect();
         let _ = self.session.end_open(stream, trailers);
+    }
+}
+
+/// The bytes of partial messages `stream` holds (the connection's budget).
+fn held(stream: &Stream) -> usize {
+    match stream {
+        Stream::Reading { reader, .. } => reader.held(),
+        Stream::Reflecting(r) => r.waiting_bytes + r.messages.held(),
+        Stream::Framed { .. } => 0,
     }
 }
 

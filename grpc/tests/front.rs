@@ -564,7 +564,11 @@ fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
     let refusal = unauthenticated();
     f.deliver(0, delivery("1", refusal));
     let out = drain(&mut f);
-    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    let mut kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    // The client had not ended its side: once the trailers are out, the
+    // stream is reset NO_ERROR (RFC 9113 § 8.1), so it sends no more.
+    assert_eq!(kinds.pop(), Some((RST_STREAM, 0, 1)), "{kinds:?}");
+    assert_eq!(out.last().unwrap().3, [0, 0, 0, 0]);
     // No answer to it: the status ends the response already open, as its
     // trailers (an empty DATA frame may close the body before them).
     assert_eq!(
@@ -583,7 +587,11 @@ fn a_caller_no_longer_named_ends_the_open_reflection_call_in_its_trailers() {
     f.deliver(0, delivery("3", refusal));
     let out = drain(&mut f);
     let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
-    assert_eq!(kinds, [(HEADERS, END_HEADERS | END_STREAM, 3)]);
+    // And the reset after it: the client had not ended its side.
+    assert_eq!(
+        kinds,
+        [(HEADERS, END_HEADERS | END_STREAM, 3), (RST_STREAM, 0, 3)]
+    );
 }
 
 #[test]
@@ -694,4 +702,305 @@ fn a_reflection_client_that_sends_without_reading_is_ended_resource_exhausted() 
     );
     assert_eq!(f.streams_held(), 0);
     assert!(events(&mut f).is_empty(), "no second question");
+}
+
+// Issue 26: what one peer can do to the connection, bounded.
+
+const SECOND: u64 = 1_000_000_000;
+const WINDOW_UPDATE: u8 = 8;
+const CONTINUATION: u8 = 9;
+
+/// The HPACK bomb: a call's head, one field of 4000 bytes put in the
+/// dynamic table, then `refs` one-byte references to it (each decodes to
+/// 4033 bytes of header list).
+fn bomb(stream: u32, refs: usize) -> Vec<u8> {
+    let mut block = hpack(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/Desk/Book__place"),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+    ]);
+    block.extend_from_slice(&[
+        0x40,
+        1,
+        b'x',
+        0x7f,
+        (4000 - 127) as u8 | 0x80,
+        ((4000 - 127) >> 7) as u8,
+    ]);
+    block.extend(std::iter::repeat_n(b'a', 4000));
+    block.extend(std::iter::repeat_n(0xbe, refs));
+    // HEADERS then CONTINUATION, 16 KB each, without END_HEADERS: the
+    // caller adds the last.
+    let mut out = Vec::new();
+    for (i, piece) in block.chunks(16_000).enumerate() {
+        let kind = if i == 0 { HEADERS } else { CONTINUATION };
+        out.extend(frame(kind, 0, stream, piece));
+    }
+    out
+}
+
+/// A call's head and the first `n` bytes of a message that says it is
+/// `len` bytes long.
+fn partial_call(stream: u32, len: u32, n: usize) -> Vec<u8> {
+    let mut out = call_headers(stream, "/Desk/Book__place", "application/grpc+json", false);
+    let mut body = vec![0];
+    body.extend_from_slice(&len.to_be_bytes());
+    body.resize(n, b' ');
+    for piece in body.chunks(16_000) {
+        out.extend(frame(DATA, 0, stream, piece));
+    }
+    out
+}
+
+fn good_call(stream: u32) -> Vec<u8> {
+    let mut out = call_headers(stream, "/Desk/Book__place", "application/grpc+json", false);
+    out.extend(frame(
+        DATA,
+        END_STREAM,
+        stream,
+        &frame_message(b"{\"qty\":1}"),
+    ));
+    out
+}
+
+fn framed_streams(got: &[FrontEvent]) -> Vec<String> {
+    got.iter()
+        .filter_map(|e| match e {
+            FrontEvent::Request { request, .. } => request.client_id.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_hpack_bomb_is_answered_resource_exhausted_and_a_good_call_beside_it_goes_on() {
+    let mut f = front(GrpcLimits::default());
+    f.handle_data(0, &open());
+    drain(&mut f);
+    // 16,000 one-byte references: 20 KB on the wire, 64 MB decoded.
+    let mut bytes = bomb(1, 16_000);
+    bytes.extend(frame(CONTINUATION, END_HEADERS, 1, &[]));
+    f.handle_data(0, &bytes);
+    assert_eq!(f.header_bytes_held(), 0);
+    assert!(events(&mut f).is_empty());
+    let kinds: Vec<_> = drain(&mut f)
+        .into_iter()
+        .filter(|(_, _, s, _)| *s == 1)
+        .map(|(t, fl, s, p)| (t, fl, s, if t == RST_STREAM { p } else { vec![] }))
+        .collect();
+    // Trailers-only (RESOURCE_EXHAUSTED), then a reset NO_ERROR: the
+    // request had not ended.
+    assert_eq!(
+        kinds,
+        [
+            (HEADERS, END_HEADERS | END_STREAM, 1, vec![]),
+            (RST_STREAM, 0, 1, vec![0, 0, 0, 0])
+        ]
+    );
+    assert_eq!(f.streams_held(), 0);
+    f.handle_data(0, &good_call(3));
+    assert_eq!(framed_streams(&events(&mut f)), ["3"]);
+}
+
+#[test]
+fn an_hpack_bomb_without_end_headers_holds_no_more_than_the_header_list_limit() {
+    let mut f = front(GrpcLimits::default());
+    let limit = GrpcLimits::default().h2().max_header_list_size as usize;
+    let mut bytes = open();
+    // Seven frames of references, never ended: nghttp2 takes up to 8
+    // CONTINUATION frames before it ends the connection.
+    bytes.extend(bomb(1, 100_000));
+    let mut held = 0;
+    for piece in bytes.chunks(4096) {
+        f.handle_data(0, piece);
+        held = held.max(f.header_bytes_held());
+    }
+    assert!(held <= limit, "{held} bytes held, over {limit}");
+    assert!(held > 0, "the block was read");
+    assert!(framed_streams(&events(&mut f)).is_empty());
+}
+
+#[test]
+fn partial_messages_across_many_streams_stop_at_the_connections_budget() {
+    let limits = GrpcLimits {
+        max_buffered: 64 * 1024,
+        ..GrpcLimits::default()
+    };
+    let mut f = front(limits);
+    f.handle_data(0, &open());
+    drain(&mut f);
+    // Twenty streams, each 10,000 bytes into a message of 1 MiB: six fit
+    // the budget, the rest are refused as their DATA comes.
+    for i in 0..20u32 {
+        f.handle_data(0, &partial_call(2 * i + 1, 1 << 20, 10_000));
+        assert!(f.buffered() <= limits.max_buffered, "{}", f.buffered());
+        drain(&mut f);
+    }
+    assert_eq!(f.buffered(), 60_000);
+    assert_eq!(f.streams_held(), 6);
+    // A whole small call still goes through beside them.
+    f.handle_data(0, &good_call(41));
+    assert_eq!(framed_streams(&events(&mut f)), ["41"]);
+    // Refused streams: answered and reset, their later DATA not held.
+    f.handle_data(0, &frame(DATA, 0, 39, &[b' '; 1000]));
+    assert_eq!(f.buffered(), 60_000);
+}
+
+#[test]
+fn the_default_budget_holds_500_partial_streams_to_a_few_mib() {
+    let limits = GrpcLimits::default();
+    let mut f = front(limits);
+    f.handle_data(0, &open());
+    drain(&mut f);
+    for i in 0..500u32 {
+        f.handle_data(0, &partial_call(2 * i + 1, 1 << 20, 32_000));
+        drain(&mut f);
+    }
+    assert!(f.buffered() <= limits.max_buffered, "{}", f.buffered());
+    assert!(f.streams_held() <= limits.max_buffered / 32_000 + 1);
+}
+
+#[test]
+fn a_stream_that_stops_inside_its_message_is_answered_after_stream_idle() {
+    let limits = GrpcLimits::default();
+    let mut f = front(limits);
+    f.handle_data(0, &open());
+    f.handle_data(SECOND, &partial_call(1, 100, 50));
+    drain(&mut f);
+    assert_eq!(f.buffered(), 50);
+    // Its later DATA moves the deadline on.
+    f.handle_data(2 * SECOND, &frame(DATA, 0, 1, &[b' '; 10]));
+    let first = f.poll_timeout().expect("a deadline");
+    assert!(first <= 2 * SECOND + limits.stream_idle, "{first}");
+    f.handle_timeout(first - 1);
+    let mut at = first;
+    // A deadline found stale (DATA came since) is re-armed, not acted on.
+    while f.streams_held() == 1 {
+        f.handle_timeout(at);
+        assert!(at <= 2 * SECOND + limits.stream_idle, "not ended by {at}");
+        at = f.poll_timeout().unwrap();
+    }
+    let out = drain(&mut f);
+    let kinds: Vec<_> = out.iter().map(|(t, fl, s, _)| (*t, *fl, *s)).collect();
+    assert_eq!(
+        kinds,
+        [(HEADERS, END_HEADERS | END_STREAM, 1), (RST_STREAM, 0, 1)]
+    );
+    assert_eq!(f.buffered(), 0);
+    assert!(!f.is_closed());
+}
+
+#[test]
+fn a_connection_with_no_stream_is_sent_goaway_after_idle() {
+    let limits = GrpcLimits::default();
+    let mut f = front(limits);
+    f.handle_data(0, &open());
+    f.handle_data(SECOND, &good_call(1));
+    events(&mut f);
+    // A call with the exposure keeps the connection.
+    assert_ne!(f.poll_timeout(), Some(SECOND + limits.idle));
+    f.deliver(3 * SECOND, delivery("1", Outcome::Result(b"{}".to_vec())));
+    drain(&mut f);
+    assert_eq!(f.poll_timeout(), Some(3 * SECOND + limits.idle));
+    f.handle_timeout(3 * SECOND + limits.idle - 1);
+    assert!(!f.is_closed());
+    f.handle_timeout(3 * SECOND + limits.idle);
+    let out = drain(&mut f);
+    let goaway = out.iter().find(|(t, ..)| *t == GOAWAY).expect("GOAWAY");
+    assert_eq!(&goaway.3[4..8], &0u32.to_be_bytes(), "NO_ERROR");
+    assert!(f.is_closed());
+    assert_eq!(events(&mut f), [FrontEvent::Closed]);
+}
+
+#[test]
+fn a_connection_that_never_finishes_its_preface_is_closed() {
+    let limits = GrpcLimits::default();
+    let mut f = GrpcFront::new(SECOND, limits, framing(), 9).unwrap();
+    // Only the magic, never SETTINGS.
+    f.handle_data(SECOND, PREFACE);
+    assert_eq!(f.poll_timeout(), Some(SECOND + limits.preface));
+    f.handle_timeout(SECOND + limits.preface - 1);
+    assert!(!f.is_closed());
+    f.handle_timeout(SECOND + limits.preface);
+    assert!(f.is_closed());
+    // Once SETTINGS came, the preface's deadline is gone.
+    let mut f = GrpcFront::new(SECOND, limits, framing(), 9).unwrap();
+    f.handle_data(SECOND, &open());
+    assert_eq!(f.poll_timeout(), Some(SECOND + limits.write_stall));
+}
+
+#[test]
+fn the_servers_settings_are_pending_before_any_input() {
+    let f = front(GrpcLimits::default());
+    let out = frames(f.pending_output());
+    assert_eq!(
+        out.first().map(|(t, fl, s, _)| (*t, *fl, *s)),
+        Some((SETTINGS, 0, 0))
+    );
+}
+
+#[test]
+fn data_after_an_answer_to_an_unfinished_request_is_stopped_by_a_reset() {
+    let mut f = front(GrpcLimits::default());
+    f.handle_data(0, &open());
+    drain(&mut f);
+    // message_too_large from its prefix: the exposure answers at once.
+    let mut bytes = call_headers(1, "/Desk/Book__place", "application/grpc", false);
+    bytes.extend(frame(DATA, 0, 1, &[0, 0xff, 0xff, 0xff, 0xff]));
+    f.handle_data(0, &bytes);
+    assert_eq!(framed_streams(&events(&mut f)), ["1"]);
+    let refusal = Outcome::from(limen_core::hale::runtime::Refusal::new(
+        limen_core::hale::runtime::RefusalKind::Malformed,
+        "message_too_large",
+    ));
+    f.deliver(0, delivery("1", refusal));
+    let kinds: Vec<_> = drain(&mut f)
+        .into_iter()
+        .map(|(t, fl, s, p)| (t, fl, s, if t == RST_STREAM { p } else { vec![] }))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (HEADERS, END_HEADERS | END_STREAM, 1, vec![]),
+            (RST_STREAM, 0, 1, vec![0, 0, 0, 0])
+        ]
+    );
+    // What the client still sends is a closed stream's: the window for
+    // it is not opened again (no WINDOW_UPDATE on stream 1).
+    for _ in 0..8 {
+        f.handle_data(0, &frame(DATA, 0, 1, &[0; 16_000]));
+    }
+    let out = drain(&mut f);
+    assert!(
+        !out.iter()
+            .any(|(t, _, s, _)| *t == WINDOW_UPDATE && *s == 1),
+        "{out:?}"
+    );
+    // A request that ended is not reset after its answer.
+    f.handle_data(0, &good_call(3));
+    events(&mut f);
+    f.deliver(0, delivery("3", Outcome::Result(b"{}".to_vec())));
+    assert!(!drain(&mut f).iter().any(|(t, ..)| *t == RST_STREAM));
+}
+
+#[test]
+fn a_window_update_flood_is_goaway_enhance_your_calm() {
+    let mut f = front(GrpcLimits::default());
+    f.handle_data(0, &open());
+    drain(&mut f);
+    let one = frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes());
+    let mut sent = 0;
+    while !f.is_closed() && sent < 100_000 {
+        f.handle_data(SECOND, &one.repeat(100));
+        sent += 100;
+        let out = drain(&mut f);
+        if let Some(goaway) = out.iter().find(|(t, ..)| *t == GOAWAY) {
+            assert_eq!(&goaway.3[4..8], &0xbu32.to_be_bytes(), "ENHANCE_YOUR_CALM");
+            break;
+        }
+    }
+    assert!(sent <= 2000, "{sent} frames taken");
+    assert!(f.is_closed());
 }

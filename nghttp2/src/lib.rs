@@ -10,6 +10,12 @@
 //! session: trailers are submitted after `mem_send2` has returned the DATA
 //! that ends a response body, never from inside its read callback.
 //!
+//! The session bounds what a peer makes it hold or do: a header list is
+//! counted as decoded and dropped past [`Limits::max_header_list_size`]
+//! ([`H2Event::HeadersTooLarge`]), and frames that make no progress have a
+//! budget ([`Limits::unproductive_burst`]), past which the session ends
+//! with GOAWAY(ENHANCE_YOUR_CALM).
+//!
 //! This crate and `limen-ffi` are the project's only unsafe code; every
 //! `unsafe` block says why it holds.
 //!
@@ -39,7 +45,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -65,7 +71,18 @@ pub mod code {
     pub const REFUSED_STREAM: u32 = 0x7;
     /// CANCEL.
     pub const CANCEL: u32 = 0x8;
+    /// ENHANCE_YOUR_CALM: the peer sent more frames that make no progress
+    /// than the session's budget allows.
+    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 }
+
+/// One second of [`Timestamp`].
+const SECOND: Timestamp = 1_000_000_000;
+
+/// The bytes RFC 9113 § 6.5.2 counts for a field beside its name and
+/// value (SETTINGS_MAX_HEADER_LIST_SIZE's accounting, from HPACK's entry
+/// size).
+pub const FIELD_OVERHEAD: usize = 32;
 
 /// The session's limits, sent in its SETTINGS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +92,22 @@ pub struct Limits {
     /// SETTINGS_INITIAL_WINDOW_SIZE: the bytes a stream may send before
     /// the application takes them.
     pub initial_window_size: u32,
-    /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list accepted.
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header list accepted,
+    /// and enforced: a header block whose decoded fields pass it (name,
+    /// value and [`FIELD_OVERHEAD`] each, as RFC 9113 § 6.5.2 counts) is
+    /// not kept, and comes out as [`H2Event::HeadersTooLarge`] (an HPACK
+    /// bomb of one-byte references to a large indexed field decodes to
+    /// far more than its wire size).
     pub max_header_list_size: u32,
+    /// Frames that make no progress (WINDOW_UPDATE, PING, SETTINGS,
+    /// PRIORITY, RST_STREAM, empty DATA) the peer may send in a burst;
+    /// past it the session ends with GOAWAY(ENHANCE_YOUR_CALM).
+    pub unproductive_burst: u32,
+    /// How many of those frames a second refill the burst, and how many
+    /// each productive frame (a request's HEADERS, DATA that carries
+    /// bytes) gives back: a well-behaved peer's pings and window updates
+    /// follow its traffic, a flood does not.
+    pub unproductive_per_second: u32,
 }
 
 impl Default for Limits {
@@ -88,6 +119,10 @@ impl Default for Limits {
             // one window.
             initial_window_size: (1 << 20) + 5,
             max_header_list_size: 64 * 1024,
+            // nghttp2's own glitch limiter starts at 1000 with 33 a second
+            // for the frames it counts; these are the frames it does not.
+            unproductive_burst: 1000,
+            unproductive_per_second: 100,
         }
     }
 }
@@ -140,6 +175,16 @@ pub enum H2Event {
         stream: i32,
         /// The fields in order.
         fields: Vec<Field>,
+    },
+    /// A header block (a request's head or its trailers) whose decoded
+    /// fields passed [`Limits::max_header_list_size`]: its fields were
+    /// dropped as they came. The stream is still open; the application
+    /// answers it (431, RESOURCE_EXHAUSTED) or resets it.
+    HeadersTooLarge {
+        /// The stream.
+        stream: i32,
+        /// The block ended the request's side of the stream.
+        end_stream: bool,
     },
     /// The peer sent GOAWAY.
     GoAway {
@@ -197,13 +242,82 @@ struct Body {
     open: bool,
 }
 
+/// A header block being received: its fields, and their size as RFC 9113
+/// § 6.5.2 counts it.
+#[derive(Default)]
+struct Block {
+    fields: Vec<Field>,
+    size: usize,
+    /// The size passed the limit: the fields are dropped, and so is every
+    /// later one of the block.
+    over: bool,
+}
+
+/// The budget of frames that make no progress, as a GCRA (generic cell
+/// rate algorithm): `tat` is the time at which the budget would be whole
+/// again; each such frame moves it one interval later, each productive
+/// frame one interval earlier; a `tat` more than `burst` intervals ahead of
+/// `now` is over the budget. One number, no timer.
+#[derive(Default)]
+struct Calm {
+    tat: Timestamp,
+    interval: Timestamp,
+    burst: Timestamp,
+    /// The budget was passed: the session ends ENHANCE_YOUR_CALM once
+    /// nghttp2 returns.
+    exceeded: bool,
+}
+
+impl Calm {
+    fn new(limits: &Limits) -> Calm {
+        let interval = SECOND / Timestamp::from(limits.unproductive_per_second.max(1));
+        Calm {
+            tat: 0,
+            interval,
+            burst: interval.saturating_mul(Timestamp::from(limits.unproductive_burst)),
+            exceeded: false,
+        }
+    }
+
+    fn spend(&mut self, now: Timestamp, frames: Timestamp) {
+        self.tat = self
+            .tat
+            .max(now)
+            .saturating_add(self.interval.saturating_mul(frames));
+        if self.tat - now > self.burst {
+            self.exceeded = true;
+        }
+    }
+
+    fn earn(&mut self) {
+        self.tat = self.tat.saturating_sub(self.interval);
+    }
+}
+
+/// What a header block past the header list's limit costs of the budget of
+/// frames that make no progress: ten of them spend the default burst.
+const OVERSIZED_BLOCK_COST: Timestamp = 100;
+
 /// What the callbacks write to: owned by the session, boxed so its address
 /// (nghttp2's user data) never moves.
 #[derive(Default)]
 struct State {
     events: VecDeque<H2Event>,
     /// Header blocks being received, by stream.
-    headers: HashMap<i32, Vec<Field>>,
+    headers: HashMap<i32, Block>,
+    /// [`Limits::max_header_list_size`].
+    max_header_list: usize,
+    /// The input's `now`, for the callbacks.
+    now: Timestamp,
+    /// Frames that make no progress, counted.
+    calm: Calm,
+    /// Streams to reset NO_ERROR once their response has gone out whole
+    /// ([`Session::reset_after_response`]).
+    reset_after: HashSet<i32>,
+    /// Those whose response went out, to reset once `mem_send2` returns.
+    resets_due: Vec<i32>,
+    /// The peer's first SETTINGS arrived (a client's, after its preface).
+    settings_received: bool,
     /// Response bodies being sent, by stream.
     bodies: HashMap<i32, Body>,
     /// Streams whose body was read whole and whose trailers are to be
@@ -276,7 +390,7 @@ unsafe extern "C" fn on_begin_headers(
     // SAFETY: nghttp2 passes a valid frame; hd is the common prefix.
     let stream = unsafe { (*frame).hd.stream_id };
     guarded(user_data, |state| {
-        state.headers.insert(stream, Vec::new());
+        state.headers.insert(stream, Block::default());
         0
     })
 }
@@ -304,11 +418,25 @@ unsafe extern "C" fn on_header(
         )
     };
     guarded(user_data, |state| {
-        state
-            .headers
-            .entry(stream)
-            .or_default()
-            .push((name.to_vec(), value.to_vec()));
+        let limit = state.max_header_list;
+        let block = state.headers.entry(stream).or_default();
+        if block.over {
+            return 0;
+        }
+        // Counted as decoded, before anything is copied: a reference of
+        // one byte on the wire may stand for a field of thousands.
+        block.size = block
+            .size
+            .saturating_add(name.len() + value.len() + FIELD_OVERHEAD);
+        if block.size > limit {
+            // The rest of the block is still decoded by nghttp2 (HPACK's
+            // table must stay in step, RFC 9113 § 10.5.1) but nothing of
+            // it is kept.
+            block.over = true;
+            block.fields = Vec::new();
+            return 0;
+        }
+        block.fields.push((name.to_vec(), value.to_vec()));
         0
     })
 }
@@ -334,9 +462,45 @@ unsafe extern "C" fn on_frame_recv(
     guarded(user_data, |state| {
         let end_stream = hd.flags & sys::NGHTTP2_FLAG_END_STREAM as u8 != 0;
         let stream = hd.stream_id;
-        match hd.type_ as u32 {
+        let kind = hd.type_ as u32;
+        let over =
+            kind == sys::NGHTTP2_HEADERS && state.headers.get(&stream).is_some_and(|b| b.over);
+        let productive = match kind {
+            // A request's head at a server, a response's at a client.
             sys::NGHTTP2_HEADERS => {
-                let fields = state.headers.remove(&stream).unwrap_or_default();
+                (cat == Some(sys::NGHTTP2_HCAT_REQUEST) || cat == Some(sys::NGHTTP2_HCAT_RESPONSE))
+                    && !over
+            }
+            sys::NGHTTP2_DATA => hd.length > 0 || end_stream,
+            sys::NGHTTP2_GOAWAY => true,
+            // WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM,
+            // trailers: no exchange moves on.
+            _ => false,
+        };
+        let now = state.now;
+        if productive {
+            state.calm.earn();
+        } else if over {
+            // A header block past the limit cost nghttp2 its whole
+            // decoding (an HPACK bomb: thousands of fields): it counts as
+            // many frames that move nothing.
+            state.calm.spend(now, OVERSIZED_BLOCK_COST);
+        } else {
+            state.calm.spend(now, 1);
+        }
+        if kind == sys::NGHTTP2_SETTINGS && hd.flags & sys::NGHTTP2_FLAG_ACK as u8 == 0 {
+            state.settings_received = true;
+        }
+        match kind {
+            sys::NGHTTP2_HEADERS => {
+                let block = state.headers.remove(&stream).unwrap_or_default();
+                if block.over {
+                    state
+                        .events
+                        .push_back(H2Event::HeadersTooLarge { stream, end_stream });
+                    return 0;
+                }
+                let fields = block.fields;
                 // A request's head at a server, a response's at a client.
                 if cat == Some(sys::NGHTTP2_HCAT_REQUEST) || cat == Some(sys::NGHTTP2_HCAT_RESPONSE)
                 {
@@ -405,10 +569,34 @@ unsafe extern "C" fn on_stream_close(
     guarded(user_data, |state| {
         state.headers.remove(&stream);
         state.bodies.remove(&stream);
+        state.reset_after.remove(&stream);
         state.events.push_back(H2Event::Closed {
             stream,
             code: error_code,
         });
+        0
+    })
+}
+
+/// # Safety
+/// Called by nghttp2 with a valid frame and the session's user data.
+unsafe extern "C" fn on_frame_send(
+    _session: *mut sys::nghttp2_session,
+    frame: *const sys::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    // SAFETY: nghttp2 passes a valid frame; hd is the common prefix.
+    let hd = unsafe { (*frame).hd };
+    guarded(user_data, |state| {
+        let ends = hd.flags & sys::NGHTTP2_FLAG_END_STREAM as u8 != 0;
+        let kind = hd.type_ as u32;
+        if ends
+            && (kind == sys::NGHTTP2_HEADERS || kind == sys::NGHTTP2_DATA)
+            && state.reset_after.remove(&hd.stream_id)
+        {
+            // Submitted once mem_send2 returns, never from here.
+            state.resets_due.push(hd.stream_id);
+        }
         0
     })
 }
@@ -506,7 +694,11 @@ impl Session {
     }
 
     fn new(limits: Limits, client: bool) -> Result<Session, Error> {
-        let mut state = Box::<State>::default();
+        let mut state = Box::new(State {
+            max_header_list: limits.max_header_list_size as usize,
+            calm: Calm::new(&limits),
+            ..State::default()
+        });
         let mut callbacks: *mut sys::nghttp2_session_callbacks = ptr::null_mut();
         let mut option: *mut sys::nghttp2_option = ptr::null_mut();
         let mut raw: *mut sys::nghttp2_session = ptr::null_mut();
@@ -531,6 +723,10 @@ impl Session {
             sys::nghttp2_session_callbacks_set_on_stream_close_callback(
                 callbacks,
                 Some(on_stream_close),
+            );
+            sys::nghttp2_session_callbacks_set_on_frame_send_callback(
+                callbacks,
+                Some(on_frame_send),
             );
             let rv = sys::nghttp2_option_new(&mut option);
             if rv < 0 {
@@ -584,15 +780,62 @@ impl Session {
 
     /// Takes bytes the peer sent. An error ends the connection: write what
     /// [`pending_output`](Session::pending_output) holds, then close.
-    pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) -> Result<(), Error> {
+    ///
+    /// A peer that passed the budget of frames that make no progress
+    /// ([`Limits::unproductive_burst`]) gets GOAWAY(ENHANCE_YOUR_CALM),
+    /// queued, and this error.
+    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) -> Result<(), Error> {
+        if self.state.calm.exceeded {
+            return Err(Self::calm_error());
+        }
+        self.state.now = now;
         // SAFETY: `raw` is live; nghttp2 reads `data.len()` bytes from it
         // and calls back into `state` only during this call.
         let rv = unsafe { sys::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
         self.failed()?;
+        if self.state.calm.exceeded {
+            // SAFETY: `raw` is live; this only queues GOAWAY and marks the
+            // session to end once it is sent.
+            unsafe { sys::nghttp2_session_terminate_session(self.raw, code::ENHANCE_YOUR_CALM) };
+            return Err(Self::calm_error());
+        }
         if rv < 0 {
             return Err(error(rv as c_int));
         }
         Ok(())
+    }
+
+    fn calm_error() -> Error {
+        Error {
+            code: sys::NGHTTP2_ERR_CALLBACK_FAILURE,
+            text: "too many frames that make no progress (ENHANCE_YOUR_CALM)".into(),
+        }
+    }
+
+    /// Whether the peer's connection preface is done: its first SETTINGS
+    /// frame has arrived (a server reads the client's magic before it).
+    pub fn preface_received(&self) -> bool {
+        self.state.settings_received
+    }
+
+    /// The decoded header bytes held for header blocks not yet whole, as
+    /// RFC 9113 § 6.5.2 counts them: at most
+    /// [`Limits::max_header_list_size`] a stream (a block past it is
+    /// dropped as it comes), whatever the HPACK on the wire expands to.
+    pub fn header_bytes_held(&self) -> usize {
+        self.state
+            .headers
+            .values()
+            .map(|b| if b.over { 0 } else { b.size })
+            .sum()
+    }
+
+    /// Resets `stream` with NO_ERROR once its response has gone out whole
+    /// (its END_STREAM sent): RFC 9113 § 8.1's way for a server that
+    /// answered before the request ended to stop the rest of it, so DATA
+    /// the peer still sends is a closed stream's, not read or windowed.
+    pub fn reset_after_response(&mut self, stream: i32) {
+        self.state.reset_after.insert(stream);
     }
 
     fn failed(&mut self) -> Result<(), Error> {
@@ -864,7 +1107,20 @@ impl Session {
             // nghttp2 is out of its read callback; the next mem_send2
             // serializes them after the DATA already out.
             let due = std::mem::take(&mut self.state.trailers_due);
-            let submitted = !due.is_empty();
+            let resets = std::mem::take(&mut self.state.resets_due);
+            let submitted = !due.is_empty() || !resets.is_empty();
+            for stream in resets {
+                // SAFETY: `raw` is live. A stream closed meanwhile is
+                // not an error of the connection.
+                let _ = unsafe {
+                    sys::nghttp2_submit_rst_stream(
+                        self.raw,
+                        sys::NGHTTP2_FLAG_NONE as u8,
+                        stream,
+                        code::NO_ERROR,
+                    )
+                };
+            }
             for (stream, trailers) in due {
                 let fields: Vec<(&[u8], &[u8])> = trailers
                     .iter()

@@ -185,6 +185,12 @@ impl MessageReader {
         }
     }
 
+    /// The bytes held: the message read so far, with its prefix (what a
+    /// connection's budget across its streams counts).
+    pub fn held(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Whether the body is already refused (the stream can be answered
     /// before it ends).
     pub fn refused(&self) -> Option<&str> {

@@ -457,6 +457,11 @@ impl ConnLoop {
             }
             self.by_correlation.insert(correlation, key);
             self.rearm(key);
+            // A front that speaks first (HTTP/2's server SETTINGS) is
+            // written this turn, not after the client's first bytes.
+            if !self.conns[key].front.pending_output().is_empty() {
+                self.dirty.push(key);
+            }
             // A client sends its request as soon as it connects, so the
             // bytes are usually there already: read them now rather than a
             // turn later, when the readiness event says so.

@@ -214,6 +214,12 @@ impl MessageStream {
         self.bytes.extend_from_slice(data);
     }
 
+    /// The bytes held and not yet taken as messages (what a connection's
+    /// budget across its streams counts).
+    pub fn held(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
     /// The next whole message, `None` while the next is not whole, or why
     /// the stream cannot go on: a message over 1 MiB (RESOURCE_EXHAUSTED,
     /// as soon as its prefix says so) or a compressed one.

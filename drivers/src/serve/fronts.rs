@@ -81,6 +81,15 @@ impl AnyFront {
         }
     }
 
+    /// Whether closing the connection now should linger
+    /// ([`Front::lingers`]); a gRPC connection ends with GOAWAY, never so.
+    pub(crate) fn lingers(&self) -> bool {
+        match self {
+            AnyFront::Core(f) => f.lingers(),
+            AnyFront::Grpc(_) => false,
+        }
+    }
+
     pub(crate) fn wants_read(&self) -> bool {
         match self {
             AnyFront::Core(f) => f.wants_read(),

@@ -23,6 +23,10 @@ pub(crate) enum Framing {
 }
 
 /// One connection's front. See the module documentation.
+// The core's front is the common one (every HTTP, MCP and Unix
+// connection): boxing it would cost an allocation per connection, where
+// the slab of connections holds it in place.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum AnyFront {
     /// Unix lines, HTTP/1.1, MCP.
     Core(Front),

@@ -59,8 +59,10 @@ use owner::{OwnedExposure, Owner};
 pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{OnFailure, Report, Worker};
 
-/// Limits of the driver itself, beside each front's own.
-#[derive(Clone, Debug)]
+/// Limits of the driver itself, beside each front's own. The default:
+/// caps derived from the descriptor limit, the default lingering close,
+/// the fronts' own defaults, one loop per core but one.
+#[derive(Clone, Debug, Default)]
 pub struct ServerConfig {
     /// The most connections each TCP listener holds open at once, over
     /// every loop; each listener counts its own, so a port at its cap
@@ -83,19 +85,6 @@ pub struct ServerConfig {
     /// that calls [`Server::run`]). 0: one per core the process may use
     /// but one, which the receivers' workers need (at least one loop).
     pub loops: usize,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            max_connections: 0,
-            max_unix_connections: 0,
-            linger: LingerLimits::default(),
-            fronts: FrontLimits::default(),
-            grpc: GrpcLimits::default(),
-            loops: 0,
-        }
-    }
 }
 
 impl ServerConfig {

@@ -39,7 +39,13 @@ fn place(addr: &str, limit: Duration) -> Option<u16> {
 
 #[test]
 fn a_descriptor_flood_pauses_accepting_without_spinning_and_is_served_again_once_released() {
-    let mut d = demo_limited("fd-flood", &["--loops", "2"], Some(64));
+    // Public's cap set past the descriptor limit (the default would fit
+    // in it, leaving nothing to exhaust): the flood meets EMFILE.
+    let mut d = demo_limited(
+        "fd-flood",
+        &["--loops", "2", "--max-connections", "public=4096"],
+        Some(64),
+    );
     assert_eq!(place(&d.public, Duration::from_secs(5)), Some(200));
     // 120 connections held: the demo takes what its 64 descriptors allow,
     // and every accept after that fails with EMFILE.

@@ -10,7 +10,9 @@
 //! events in their only possible order; Hale's framing takes any request
 //! and percent-decodes its target as RFC 3986 does; a response is written
 //! whole, in any pieces, and then the connection closes; the read and write
-//! timers act at the deadline `poll_timeout` names, not before.
+//! timers act at the deadline `poll_timeout` names, not before; a close
+//! lingers (RFC 9112 § 9.6) only once a response is written whole, always
+//! after a refusal of a request not read whole, never after a timer.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -102,7 +104,9 @@ fn check(limits: Limits, data: &[u8]) {
     // The read timer: silence after the last byte, 10 s in all.
     let mut c = HttpConn::new(0, limits);
     c.handle_data(SECOND, data);
-    let waiting = std::iter::from_fn(|| c.poll_event()).count() > 0;
+    let taken: Vec<HttpEvent> = std::iter::from_fn(|| c.poll_event()).collect();
+    let waiting = !taken.is_empty();
+    let refused = matches!(taken[..], [HttpEvent::Malformed { .. }]);
     match c.poll_timeout() {
         Some(deadline) => {
             assert!(!waiting);
@@ -112,6 +116,7 @@ fn check(limits: Limits, data: &[u8]) {
             assert!(!c.is_closed(), "the read timer fired before its deadline");
             c.handle_timeout(deadline);
             assert!(c.is_closed(), "the read timer did not fire at its deadline");
+            assert!(!c.lingers(), "nothing was written: nothing to linger for");
         }
         None => {
             assert!(waiting);
@@ -124,6 +129,7 @@ fn check(limits: Limits, data: &[u8]) {
             let cuts = pieces(&out, limen_fuzz::fnv1a(data));
             for (i, piece) in cuts.iter().enumerate() {
                 assert!(!c.is_closed());
+                assert!(!c.lingers(), "the response is not written whole");
                 assert_eq!(c.poll_timeout(), Some(now + limits.stalled_write));
                 c.handle_timeout(now + limits.stalled_write - 1);
                 assert!(!c.is_closed(), "the write timer fired before its deadline");
@@ -134,12 +140,30 @@ fn check(limits: Limits, data: &[u8]) {
                 c.consume_output(now, piece.len());
             }
             assert!(c.is_closed());
+            if refused {
+                assert!(c.lingers(), "a refusal before the request was read");
+            }
+            if c.lingers() && !refused {
+                assert!(
+                    data.len() > taken_len(&taken),
+                    "lingers with nothing past the request"
+                );
+            }
             assert_eq!(
                 std::iter::from_fn(|| c.poll_event()).last(),
                 Some(HttpEvent::Close)
             );
             assert_eq!(c.poll_timeout(), None);
         }
+    }
+}
+
+/// The body's length of the one request taken: the input is longer than
+/// it when anything came past the request (its head adds more).
+fn taken_len(events: &[HttpEvent]) -> usize {
+    match events {
+        [HttpEvent::Request(r)] => r.body.len(),
+        _ => 0,
     }
 }
 

@@ -400,6 +400,16 @@ impl Front {
         }
     }
 
+    /// Whether closing the connection now should linger (RFC 9112 § 9.6):
+    /// an HTTP or MCP request refused before its end was read, its answer
+    /// written ([`HttpConn::lingers`]). Never for Unix lines.
+    pub fn lingers(&self) -> bool {
+        match &self.proto {
+            Proto::Unix { .. } => false,
+            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.lingers(),
+        }
+    }
+
     /// Whether the connection is done.
     pub fn is_closed(&self) -> bool {
         match &self.proto {

@@ -138,6 +138,9 @@ pub struct HttpConn {
     out_pos: usize,
     last_progress: Timestamp,
     events: VecDeque<HttpEvent>,
+    /// The request was refused before its end was read: input may still
+    /// be arriving when the answer has been written.
+    refused_early: bool,
 }
 
 impl HttpConn {
@@ -158,6 +161,7 @@ impl HttpConn {
             out_pos: 0,
             last_progress: now,
             events: VecDeque::new(),
+            refused_early: false,
         }
     }
 
@@ -316,6 +320,22 @@ impl HttpConn {
         self.state == State::Closed
     }
 
+    /// Whether a driver closing the connection now should close it in
+    /// stages (RFC 9112 § 9.6: shut down its writing side, then read and
+    /// discard for a bounded time before closing): the connection closed
+    /// with its response written whole, and the client may still be
+    /// sending — its request was refused before its end was read (a body
+    /// over the limit, a head that does not parse), or it sent more than
+    /// its request. A close with input unread makes the kernel reset the
+    /// connection, and a client still sending then never reads the
+    /// response. False for every other close, which costs nothing more.
+    pub fn lingers(&self) -> bool {
+        self.state == State::Closed
+            && !self.out.is_empty()
+            && self.out_pos == self.out.len()
+            && (self.refused_early || !self.rest.is_empty())
+    }
+
     fn read_deadline(&self) -> Timestamp {
         let silence = self.last_read.saturating_add(self.limits.silence);
         let total = self.started.saturating_add(self.limits.request);
@@ -332,6 +352,7 @@ impl HttpConn {
 
     fn malformed(&mut self, reason: impl Into<String>) {
         self.state = State::Waiting;
+        self.refused_early = true;
         self.buf = Vec::new();
         self.events.push_back(HttpEvent::Malformed {
             reason: reason.into(),
@@ -685,6 +706,44 @@ mod tests {
             matches!(&e[..], [HttpEvent::Request(_), HttpEvent::Lost]),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn only_a_written_refusal_of_a_request_not_read_whole_lingers() {
+        // A body over the limit: refused with the body unread.
+        let mut c = HttpConn::new(0, Limits::default());
+        c.handle_data(0, b"POST /x HTTP/1.1\r\nContent-Length: 1048577\r\n\r\nxx");
+        events(&mut c);
+        c.send_json(0, 400, b"{}");
+        assert!(!c.lingers(), "not before the answer is written");
+        let n = c.pending_output().len();
+        c.consume_output(0, n);
+        assert!(c.is_closed() && c.lingers());
+        // A request read whole closes at once.
+        let mut c = HttpConn::new(0, Limits::default());
+        c.handle_data(0, CALL);
+        events(&mut c);
+        c.send_json(0, 200, b"{}");
+        let n = c.pending_output().len();
+        c.consume_output(0, n);
+        assert!(c.is_closed() && !c.lingers());
+        // One that sent more than its request lingers.
+        let mut c = HttpConn::new(0, Limits::default());
+        let mut more = CALL.to_vec();
+        more.extend_from_slice(b"GET / HTTP/1.1\r\n");
+        c.handle_data(0, &more);
+        events(&mut c);
+        c.send_json(0, 200, b"{}");
+        let n = c.pending_output().len();
+        c.consume_output(0, n);
+        assert!(c.lingers());
+        // A refusal never written (the reader stalled) does not.
+        let mut c = HttpConn::new(0, Limits::default());
+        c.handle_data(0, b"NOT HTTP\r\n\r\n");
+        events(&mut c);
+        c.send_json(0, 400, b"{}");
+        c.handle_timeout(10 * SECOND);
+        assert!(c.is_closed() && !c.lingers());
     }
 
     #[test]

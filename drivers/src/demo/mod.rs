@@ -71,6 +71,10 @@ pub struct DemoOptions {
     pub record: Option<PathBuf>,
     /// How many connection loops serve (`--loops N`); 0, one per core.
     pub loops: usize,
+    /// The most connections a listener holds, by exposure name
+    /// (`--max-connections public=N`); the server's default for the others
+    /// ([`crate::serve::connection_caps`]).
+    pub max_connections: BTreeMap<String, usize>,
     /// Where to serve the program's WebSocket hub (`--hub ADDR`); `None`
     /// serves none.
     pub hub: Option<String>,
@@ -262,6 +266,11 @@ impl Demo {
                     }
                 }
             };
+            if let Some(&cap) = options.max_connections.get(&name) {
+                server
+                    .set_max_connections(id, cap)
+                    .map_err(|err| BootError(format!("hale demo: {name}: {err}")))?;
+            }
             let mut ids = Vec::new();
             for r in &spec.receivers {
                 ids.push(instance_worker(&mut server, &mut workers, &instances, r)?);
@@ -360,6 +369,15 @@ impl Demo {
             let endpoint = format!("udp://{}", h.bound);
             banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
             endpoints.push(("fills-udp".to_owned(), h.identity.clone(), h.bound.clone()));
+        }
+        if let Some(unknown) = options
+            .max_connections
+            .keys()
+            .find(|n| !endpoints.iter().any(|(name, _, _)| name == *n))
+        {
+            return Err(BootError(format!(
+                "hale demo: --max-connections {unknown}=…: no listener is named {unknown}"
+            )));
         }
         banner.push_str("try:\n");
         for (name, endpoint) in &tries {

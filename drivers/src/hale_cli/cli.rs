@@ -188,6 +188,12 @@ pub struct DemoArgs {
     /// unless given).
     #[arg(long, value_name = "N", value_parser = loops)]
     pub loops: Option<usize>,
+    /// The most connections one listener holds at once, as NAME=N (public,
+    /// partner, admin, mcp, grpc); repeatable. Each listener counts its
+    /// own; unless given, a TCP port holds 4096 and the admin socket 256,
+    /// less where the descriptor limit would not allow them all.
+    #[arg(long = "max-connections", value_name = "NAME=N", value_parser = named_cap)]
+    pub max_connections: Vec<(String, usize)>,
     /// A control socket for tests.
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
@@ -208,6 +214,13 @@ fn positive(v: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("is a positive integer, not `{v}`"))
+}
+
+fn named_cap(v: &str) -> Result<(String, usize), String> {
+    v.split_once('=')
+        .and_then(|(name, n)| Some((name.to_owned(), positive(n).ok()?)))
+        .filter(|(name, _)| !name.is_empty())
+        .ok_or_else(|| format!("is NAME=N (a listener and a positive count), not `{v}`"))
 }
 
 fn loops(v: &str) -> Result<usize, String> {

@@ -1,9 +1,10 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
-//! [--mcp ADDR] [--grpc ADDR] [--hub ADDR [--hub-desk]] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--control PATH] [--record DIR]`:
+//! [--mcp ADDR] [--grpc ADDR] [--hub ADDR [--hub-desk]] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--max-connections NAME=N]... [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
 //! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
-//! given) and over gRPC when `--grpc` is given; `--record DIR` writes every
-//! exchange as a conformance record.
+//! given) and over gRPC when `--grpc` is given; `--max-connections NAME=N`
+//! caps one listener's connections (each listener counts its own);
+//! `--record DIR` writes every exchange as a conformance record.
 
 use super::cli::DemoArgs;
 use crate::demo::{Demo, DemoOptions};
@@ -78,6 +79,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     options.operator = a.operator.clone();
     options.bound = a.bound;
     options.loops = a.loops.unwrap_or(0);
+    options.max_connections = a.max_connections.iter().cloned().collect();
     options.control = a.control.clone();
     options.record = a.record.clone();
     options

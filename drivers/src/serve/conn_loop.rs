@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
 use super::fronts::AnyFront;
+use super::linger::Lingering;
 use super::mailbox::Mailbox;
 use super::net::Stream;
 use super::owner::Owner;
@@ -31,8 +32,17 @@ use super::{unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHI
 
 /// Listeners' tokens start here; connections take the slab's keys below.
 const LISTENER_BASE: usize = 1 << 40;
+/// Lingering sockets' tokens start here (`linger.rs`).
+const LINGER_BASE: usize = 1 << 41;
 /// The size of one read from a connection.
 const READ_BUF: usize = 16 * 1024;
+/// The most bytes read from one connection per wake of the loop: one that
+/// never stops sending is read again next turn (from `again`: its
+/// readiness is edge-triggered and will not be announced anew), after
+/// every other connection ready now, so it cannot starve them. Four
+/// reads: a request or a burst of frames of usual size is read in one
+/// turn, and a body of 1 MiB in 16.
+const READ_BUDGET: usize = 4 * READ_BUF;
 /// How long accepting pauses when the process is out of descriptors: short
 /// enough that connections are taken again soon after the clients let go,
 /// long enough that a full table costs nothing while it stays full.
@@ -42,8 +52,31 @@ const MILLISECOND: Timestamp = 1_000_000;
 /// Whether the shortage of descriptors was reported (once a process).
 static SHORTAGE_LOGGED: AtomicBool = AtomicBool::new(false);
 
+/// A connection's place in its listener's count, given back when it is
+/// dropped (with its connection, or with its lingering socket after it).
+pub(super) struct Admitted(Arc<AtomicUsize>);
+
+impl Admitted {
+    /// A place in `count` when it is under `cap`.
+    fn take(count: &Arc<AtomicUsize>, cap: usize) -> Option<Admitted> {
+        if count.fetch_add(1, Ordering::SeqCst) >= cap {
+            count.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Admitted(count.clone()))
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 struct Conn {
     stream: Stream,
+    /// Its place in its listener's count.
+    admitted: Admitted,
     exposure: usize,
     front: AnyFront,
     peer: PeerCredentials,
@@ -78,6 +111,10 @@ pub(super) struct ConnLoop {
     dirty: Vec<usize>,
     /// Connections to read again once the turn's events are handled.
     resume: Vec<usize>,
+    /// Connections whose read budget ran out: read again next turn.
+    again: Vec<usize>,
+    /// Connections closing in stages after a refusal (`linger.rs`).
+    lingering: Lingering<Admitted>,
     read_buf: Box<[u8]>,
     /// The clock as the first delivery of this turn read it: a turn lasts
     /// microseconds, and reading the clock for each reply was a visible
@@ -95,6 +132,7 @@ impl ConnLoop {
         owner_box: Arc<Mailbox<Message>>,
         shared: Arc<Shared>,
     ) -> io::Result<ConnLoop> {
+        let linger = shared.config.linger;
         let mut listening = Vec::new();
         for (l, listener) in shared.listeners.iter().enumerate() {
             let fd = lock(listener).raw_fd();
@@ -127,6 +165,8 @@ impl ConnLoop {
             to_owner: Vec::new(),
             dirty: Vec::new(),
             resume: Vec::new(),
+            again: Vec::new(),
+            lingering: Lingering::new(LINGER_BASE, linger),
             read_buf: vec![0u8; READ_BUF].into_boxed_slice(),
             reply_time: None,
             finishing: false,
@@ -157,7 +197,8 @@ impl ConnLoop {
             // A message left before the mark is in the mailbox now.
             self.mailbox.take(&mut messages);
             let stop_due = owner.is_some() && self.shared.stop.load(Ordering::SeqCst);
-            let timeout = if !messages.is_empty() || stop_due && !self.finish_sent {
+            let busy = !self.again.is_empty() || self.lingering.has_ready();
+            let timeout = if busy || !messages.is_empty() || stop_due && !self.finish_sent {
                 Some(Duration::ZERO)
             } else {
                 deadline.map(|t| {
@@ -183,6 +224,10 @@ impl ConnLoop {
                 if token == WAKER {
                     continue;
                 }
+                if self.lingering.owns(token) {
+                    self.lingering.ready(token);
+                    continue;
+                }
                 if token.0 >= LISTENER_BASE {
                     self.accept(token.0 - LISTENER_BASE, now);
                     continue;
@@ -197,6 +242,12 @@ impl ConnLoop {
             while let Some(key) = self.resume.pop() {
                 self.read(key);
             }
+            // Last turn's heavy senders, after everyone this turn woke:
+            // what runs out of budget again waits for the next turn.
+            for key in std::mem::take(&mut self.again) {
+                self.read(key);
+            }
+            self.lingering.resume();
             self.mailbox.take(&mut messages);
             self.handle_messages(&mut messages, owner.as_deref_mut(), now);
             self.fire_timers(now);
@@ -333,10 +384,12 @@ impl ConnLoop {
 
     fn next_deadline(&mut self) -> Option<Timestamp> {
         let timer = self.timers.peek().map(|Reverse((t, _, _))| *t);
+        let timer = min_opt(timer, self.lingering.next_deadline());
         min_opt(timer, self.accept_paused_until)
     }
 
     fn fire_timers(&mut self, now: Timestamp) {
+        self.lingering.expire(now);
         while let Some(&Reverse((t, key, correlation))) = self.timers.peek() {
             if t > now {
                 break;
@@ -414,13 +467,14 @@ impl ConnLoop {
                     continue;
                 }
             };
-            let open = self.shared.open.fetch_add(1, Ordering::SeqCst);
-            if open >= self.shared.config.max_connections {
+            // Each listener counts its own: a public port at its cap
+            // leaves the operator's socket and the other ports their
+            // places (issue #26).
+            let Some(admitted) = Admitted::take(&self.shared.open[l], self.shared.caps[l]) else {
                 // Past the cap: closed at once, harming nobody held.
-                self.shared.open.fetch_sub(1, Ordering::SeqCst);
                 drop(stream);
                 continue;
-            }
+            };
             let correlation = ((self.id as u64) << CORRELATION_LOOP_SHIFT) | self.next_correlation;
             self.next_correlation += 1;
             let config = &self.shared.config;
@@ -433,12 +487,12 @@ impl ConnLoop {
                 peer,
                 correlation,
             ) else {
-                self.shared.open.fetch_sub(1, Ordering::SeqCst);
                 continue;
             };
             front.set_keep_raw(self.shared.recorder.is_some());
             let key = self.conns.insert(Conn {
                 stream,
+                admitted,
                 exposure,
                 front,
                 peer,
@@ -452,7 +506,6 @@ impl ConnLoop {
                 .is_err()
             {
                 self.conns.remove(key);
-                self.shared.open.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
             self.by_correlation.insert(correlation, key);
@@ -479,6 +532,7 @@ impl ConnLoop {
     }
 
     fn read_into(&mut self, key: usize, buf: &mut [u8]) {
+        let mut budget = READ_BUDGET;
         loop {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
@@ -511,6 +565,12 @@ impl ConnLoop {
                     // A short read emptied the socket: the next byte that
                     // arrives raises a new edge, so no read to EAGAIN.
                     if n < buf.len() {
+                        return;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        // More may wait, and no edge will say so.
+                        self.again.push(key);
                         return;
                     }
                 }
@@ -624,11 +684,26 @@ impl ConnLoop {
         // an EPOLL_CTL_DEL first would be one more syscall per connection.
         let correlation = conn.front.correlation();
         self.by_correlation.remove(&correlation);
-        self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        let Conn {
+            stream,
+            admitted,
+            exposure,
+            front,
+            ..
+        } = conn;
+        // A refusal whose request was not read whole closes in stages, so
+        // the client still sending reads it (RFC 9112 § 9.6); it keeps its
+        // place in the listener's count meanwhile. Any other close is the
+        // descriptor's drop, here.
+        if front.lingers() {
+            let now = self.shared.now();
+            self.lingering
+                .start(self.poll.registry(), stream, true, admitted, now);
+        }
         // The runtime may still hold requests of this connection: they run,
         // and their replies are dropped.
         self.to_owner.push(ToOwner::Lost {
-            exposure: conn.exposure,
+            exposure,
             correlation,
         });
     }

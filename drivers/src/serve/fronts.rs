@@ -23,6 +23,10 @@ pub(crate) enum Framing {
 }
 
 /// One connection's front. See the module documentation.
+// The core's front is the common one (every HTTP, MCP and Unix
+// connection): boxing it would cost an allocation per connection, where
+// the slab of connections holds it in place.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum AnyFront {
     /// Unix lines, HTTP/1.1, MCP.
     Core(Front),
@@ -78,6 +82,15 @@ impl AnyFront {
         match self {
             AnyFront::Core(f) => f.correlation(),
             AnyFront::Grpc(f) => f.correlation(),
+        }
+    }
+
+    /// Whether closing the connection now should linger
+    /// ([`Front::lingers`]); a gRPC connection ends with GOAWAY, never so.
+    pub(crate) fn lingers(&self) -> bool {
+        match self {
+            AnyFront::Core(f) => f.lingers(),
+            AnyFront::Grpc(_) => false,
         }
     }
 

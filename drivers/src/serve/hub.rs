@@ -36,11 +36,15 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::fanout::{FanOut, Planned, Wrote};
+use super::linger::{LingerLimits, Lingering};
 use super::mailbox::Mailbox;
 use super::net::{BoundAddress, Listener, Stream};
 use super::{unix_now, Message, ToOwner, CORRELATION_LOOP_SHIFT};
 
 const LISTENER: Token = Token(usize::MAX - 1);
+/// Lingering sockets' tokens start here (`linger.rs`), far above any
+/// connection's id.
+const LINGER_BASE: usize = 1 << 62;
 /// How long accepting pauses after a failure (out of descriptors): the
 /// request loops' pause.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
@@ -190,6 +194,9 @@ pub struct HubServer {
     started: Instant,
     /// Set when a surface is served over the hub.
     calls: Option<CallLink>,
+    /// Closed connections whose peer may still be sending (an HTTP
+    /// refusal, a description, a WebSocket close), closing in stages.
+    lingering: Lingering<()>,
 }
 
 impl std::fmt::Debug for HubServer {
@@ -233,6 +240,7 @@ impl HubServer {
             accept_again: None,
             started: Instant::now(),
             calls: None,
+            lingering: Lingering::new(LINGER_BASE, LingerLimits::default()),
         })
     }
 
@@ -301,6 +309,15 @@ impl HubServer {
                 // reached (the poll rounds down).
                 Duration::from_nanos(at.saturating_sub(now)) + Duration::from_millis(1)
             });
+            let timeout = match self.lingering.next_deadline() {
+                _ if self.lingering.has_ready() => Some(Duration::ZERO),
+                Some(at) => {
+                    let wait = Duration::from_nanos(at.saturating_sub(self.now()))
+                        + Duration::from_millis(1);
+                    Some(timeout.map_or(wait, |t| t.min(wait)))
+                }
+                None => timeout,
+            };
             let timeout = match self.accept_again {
                 Some(at) => {
                     let wait = at.saturating_duration_since(Instant::now());
@@ -330,6 +347,7 @@ impl HubServer {
                 match event.token() {
                     LISTENER => self.accept(),
                     WAKER => {}
+                    t if self.lingering.owns(t) => self.lingering.ready(t),
                     Token(t) => {
                         let id = t as ConnId;
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
@@ -341,6 +359,8 @@ impl HubServer {
                     }
                 }
             }
+            self.lingering.resume();
+            self.lingering.expire(self.now());
             // What the wake's reads answered is written in one round.
             self.drain();
             let mut more = Vec::new();
@@ -613,8 +633,18 @@ impl HubServer {
                         let stream = self.conns.remove(&id);
                         // The machine saw these bytes as written: one last
                         // try before the socket closes.
-                        if let (Some(stream), Some(held)) = (stream, self.held.remove(&id)) {
-                            let _ = (&*stream).write(&held);
+                        if let (Some(stream), Some(held)) = (&stream, self.held.remove(&id)) {
+                            let _ = (&**stream).write(&held);
+                        }
+                        // Closed in stages (RFC 9112 § 9.6), so a peer still
+                        // sending reads what was written rather than a
+                        // reset: an HTTP refusal with input unread behind
+                        // it, a description, a WebSocket close. A peer
+                        // already gone ends it at the first read.
+                        if let Some(stream) = stream.and_then(|s| Arc::try_unwrap(s).ok()) {
+                            let now = self.now();
+                            self.lingering
+                                .start(self.poll.registry(), stream, true, (), now);
                         }
                     }
                 }

@@ -29,6 +29,7 @@ mod conn_loop;
 mod fanout;
 mod fronts;
 pub mod hub;
+mod linger;
 mod mailbox;
 mod net;
 mod owner;
@@ -51,18 +52,31 @@ use mio::{Poll, Waker};
 
 use conn_loop::ConnLoop;
 use fronts::Framing;
+pub use linger::LingerLimits;
 use mailbox::Mailbox;
 pub use net::{BoundAddress, Listener};
 use owner::{OwnedExposure, Owner};
 pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{OnFailure, Report, Worker};
 
-/// Limits of the driver itself, beside each front's own.
-#[derive(Clone, Debug)]
+/// Limits of the driver itself, beside each front's own. The default:
+/// caps derived from the descriptor limit, the default lingering close,
+/// the fronts' own defaults, one loop per core but one.
+#[derive(Clone, Debug, Default)]
 pub struct ServerConfig {
-    /// The most connections held open at once, over every listener and
-    /// loop; a connection past it is closed at accept.
+    /// The most connections each TCP listener holds open at once, over
+    /// every loop; each listener counts its own, so a port at its cap
+    /// leaves the others theirs, and a connection past it is closed at
+    /// accept. 0 (the default): derived from the process's descriptor
+    /// limit ([`connection_caps`]). [`Server::set_max_connections`] sets
+    /// one listener's.
     pub max_connections: usize,
+    /// The same for each Unix listener (an operator's socket); 0 (the
+    /// default): derived from the descriptor limit ([`connection_caps`]).
+    pub max_unix_connections: usize,
+    /// How a connection refused before its request was read closes
+    /// (RFC 9112 § 9.6's lingering close; `linger.rs`).
+    pub linger: LingerLimits,
     /// The fronts' limits.
     pub fronts: FrontLimits,
     /// The gRPC front's limits.
@@ -71,17 +85,6 @@ pub struct ServerConfig {
     /// that calls [`Server::run`]). 0: one per core the process may use
     /// but one, which the receivers' workers need (at least one loop).
     pub loops: usize,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            max_connections: 4096,
-            fronts: FrontLimits::default(),
-            grpc: GrpcLimits::default(),
-            loops: 0,
-        }
-    }
 }
 
 impl ServerConfig {
@@ -216,8 +219,11 @@ pub(crate) struct Shared {
     pub(crate) served: Vec<Option<(usize, Framing)>>,
     /// Every exposure's spec, for recordings.
     pub(crate) specs: Vec<Arc<ExposureSpec>>,
-    /// Connections open over every loop.
-    pub(crate) open: AtomicUsize,
+    /// Connections open over every loop (lingering ones too), by
+    /// listener.
+    pub(crate) open: Vec<Arc<AtomicUsize>>,
+    /// The most connections each listener holds.
+    pub(crate) caps: Vec<usize>,
     /// Hears every exchange, when set.
     pub(crate) recorder: Option<Mutex<Box<dyn Recorder>>>,
     /// The monotonic clock's origin.
@@ -241,6 +247,8 @@ pub struct Server {
     owner: Owner,
     listeners: Vec<Listener>,
     served: Vec<Option<(usize, Framing)>>,
+    /// Each listener's cap, where set ([`Server::set_max_connections`]).
+    caps: Vec<Option<usize>>,
     stop: Arc<AtomicBool>,
     recorder: Option<Box<dyn Recorder>>,
     started: Instant,
@@ -273,6 +281,7 @@ impl Server {
             owner: Owner::new(),
             listeners: Vec::new(),
             served: Vec::new(),
+            caps: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             recorder: None,
             started: Instant::now(),
@@ -320,7 +329,31 @@ impl Server {
         let bound = listener.bound();
         self.listeners.push(listener);
         self.served.push(None);
+        self.caps.push(None);
         (self.listeners.len() - 1, bound)
+    }
+
+    /// Sets the most connections `listener` holds open at once (at least
+    /// one), in place of the default of its kind
+    /// ([`ServerConfig::max_connections`]); a connection past it is closed
+    /// at accept, and the other listeners count theirs apart.
+    pub fn set_max_connections(&mut self, listener: ListenerId, max: usize) -> io::Result<()> {
+        if max == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a listener holds at least one connection",
+            ));
+        }
+        match self.caps.get_mut(listener) {
+            Some(cap) => {
+                *cap = Some(max);
+                Ok(())
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("no listener {listener}"),
+            )),
+        }
     }
 
     /// Starts a worker for a receiver instance, announcing incarnation
@@ -486,6 +519,7 @@ impl Server {
             mut owner,
             listeners,
             served,
+            caps,
             stop,
             recorder,
             started,
@@ -500,6 +534,12 @@ impl Server {
             polls.push(poll);
         }
         owner.set_loops(boxes.clone());
+        let kinds: Vec<(bool, Option<usize>)> = listeners
+            .iter()
+            .zip(&caps)
+            .map(|(l, &cap)| (matches!(l, Listener::Unix { .. }), cap))
+            .collect();
+        let caps = connection_caps(&config, &kinds, net::descriptor_limit());
         let shared = Arc::new(Shared {
             config,
             specs: owner.specs(),
@@ -508,7 +548,8 @@ impl Server {
                 .map(|l| Arc::new(Mutex::new(l)))
                 .collect(),
             served,
-            open: AtomicUsize::new(0),
+            open: caps.iter().map(|_| Arc::new(AtomicUsize::new(0))).collect(),
+            caps,
             recorder: recorder.map(Mutex::new),
             started,
             stop,
@@ -560,6 +601,62 @@ impl Server {
     }
 }
 
+/// The most connections a TCP listener holds by default.
+pub const DEFAULT_TCP_CONNECTIONS: usize = 4096;
+/// The most connections a Unix listener (an operator's socket) holds by
+/// default.
+pub const DEFAULT_UNIX_CONNECTIONS: usize = 256;
+
+/// Each listener's cap, given each listener's kind (`true`: Unix) and the
+/// cap set on it, under `config` and a process allowed `nofile`
+/// descriptors (`None`: unlimited).
+///
+/// A cap set on a listener, or in `config`, is kept as given. Otherwise
+/// (docs/decisions.md, "Connection caps by listener"): a descriptor
+/// reserve of a sixteenth of the limit (16 to 1024) is left for the
+/// process's own files, pipes, polls and Tool processes; each Unix
+/// listener takes a sixteenth of the limit (4 to
+/// [`DEFAULT_UNIX_CONNECTIONS`]); and the TCP listeners share what is left
+/// evenly (1 to [`DEFAULT_TCP_CONNECTIONS`] each). So the caps' sum fits
+/// the limit, and a flood of every TCP port at once still leaves the
+/// operator's socket the descriptors of its cap: a full table of
+/// descriptors no longer starves it. A WebSocket hub's cap is its own
+/// ([`hub::MAX_CONNECTIONS`]), outside this sum.
+pub fn connection_caps(
+    config: &ServerConfig,
+    listeners: &[(bool, Option<usize>)],
+    nofile: Option<u64>,
+) -> Vec<usize> {
+    let limit = nofile.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let reserve = (limit / 16).clamp(16, 1024);
+    let unix_default = match config.max_unix_connections {
+        0 => (limit / 16).clamp(4, DEFAULT_UNIX_CONNECTIONS),
+        n => n,
+    };
+    let unix_cap = |set: Option<usize>| set.unwrap_or(unix_default);
+    // What the TCP listeners without a cap of their own share.
+    let mut left = limit.saturating_sub(reserve);
+    let mut sharing = 0usize;
+    for &(unix, set) in listeners {
+        match (unix, set) {
+            (true, set) => left = left.saturating_sub(unix_cap(set)),
+            (false, Some(n)) => left = left.saturating_sub(n),
+            (false, None) => sharing += 1,
+        }
+    }
+    let tcp_default = match config.max_connections {
+        0 => (left / sharing.max(1)).clamp(1, DEFAULT_TCP_CONNECTIONS),
+        n => n,
+    };
+    listeners
+        .iter()
+        .map(|&(unix, set)| match unix {
+            true => unix_cap(set),
+            false => set.unwrap_or(tcp_default),
+        })
+        .collect()
+}
+
 /// Nanoseconds since the Unix epoch: the clock a bearer source's expiry is
 /// stated on.
 pub fn unix_now() -> Timestamp {
@@ -574,5 +671,56 @@ pub fn socket_path(bound: &BoundAddress) -> Option<PathBuf> {
     match bound {
         BoundAddress::Unix(p) => Some(p.clone()),
         BoundAddress::Tcp(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_fit_the_descriptor_limit_and_leave_the_unix_socket_its_share() {
+        let config = ServerConfig::default();
+        // The demo's listeners: public, partner, admin (Unix), mcp, grpc.
+        let demo = [
+            (false, None),
+            (false, None),
+            (true, None),
+            (false, None),
+            (false, None),
+        ];
+        // A generous limit: the defaults.
+        assert_eq!(
+            connection_caps(&config, &demo, Some(1 << 20)),
+            [4096, 4096, 256, 4096, 4096]
+        );
+        assert_eq!(
+            connection_caps(&config, &demo, None),
+            [4096, 4096, 256, 4096, 4096]
+        );
+        // This machine's 20000: 1024 reserved, 256 for the socket, the
+        // rest shared by four.
+        let caps = connection_caps(&config, &demo, Some(20_000));
+        assert_eq!(caps, [4096, 4096, 256, 4096, 4096]);
+        // 1024: 64 reserved, 64 for the socket, 224 for each TCP port.
+        let caps = connection_caps(&config, &demo, Some(1024));
+        assert_eq!(caps, [224, 224, 64, 224, 224]);
+        assert!(caps.iter().sum::<usize>() + 64 <= 1024);
+        // Tiny: at least one each.
+        let caps = connection_caps(&config, &demo, Some(20));
+        assert_eq!(caps, [1, 1, 4, 1, 1]);
+        // A cap set is kept, and taken from the share of the others.
+        let set = [(false, Some(100)), (false, None), (true, Some(8))];
+        assert_eq!(connection_caps(&config, &set, Some(1024)), [100, 852, 8]);
+        // So is the configuration's.
+        let config = ServerConfig {
+            max_connections: 32,
+            max_unix_connections: 2,
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            connection_caps(&config, &demo, Some(64)),
+            [32, 32, 2, 32, 32]
+        );
     }
 }

@@ -179,6 +179,15 @@ impl Stream {
         }
     }
 
+    /// Shuts down one side or both (the lingering close shuts its
+    /// writing side once the answer is written).
+    pub(super) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.shutdown(how),
+            Stream::Unix(s) => s.shutdown(how),
+        }
+    }
+
     pub(super) fn reregister(
         &mut self,
         registry: &Registry,
@@ -325,6 +334,12 @@ pub fn raise_descriptor_limit() {
             let _ = setrlimit(Resource::Nofile, limit);
         }
     }
+}
+
+/// The process's soft limit on open descriptors; `None` when unlimited
+/// or unknown.
+pub fn descriptor_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
 }
 
 #[cfg(test)]

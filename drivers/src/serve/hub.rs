@@ -54,6 +54,11 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// naming nobody), closing at once a socket it has no room for.
 pub const MAX_CONNECTIONS: usize = 4096;
 const WAKER: Token = Token(usize::MAX);
+/// The most bytes read from one connection in one turn, as the request
+/// loops': a peer that sends without pause (frames the hub consumes and
+/// answers nothing, as unsolicited pongs) waits its next turn while the
+/// others are served.
+const READ_BUDGET: usize = 64 * 1024;
 /// How many bytes of the machine's output one write gathers. The machine
 /// hands out one frame at a time (an event stays in its subscription's
 /// queue, where its row's policy and a moved revision still apply, until
@@ -178,6 +183,10 @@ pub struct HubServer {
     next_id: ConnId,
     /// Connections not read while the hub holds them back.
     paused: std::collections::HashSet<ConnId>,
+    /// Connections that had [`READ_BUDGET`] read in their last turn and may
+    /// have more waiting: read again next turn, before the poll sleeps (an
+    /// edge-triggered socket raises no new event for what it holds).
+    unread: Vec<ConnId>,
     /// The read buffer.
     buf: Vec<u8>,
     /// Bytes gathered from the machine that a socket has not taken yet,
@@ -232,6 +241,7 @@ impl HubServer {
             conns: HashMap::new(),
             next_id: 0,
             paused: std::collections::HashSet::new(),
+            unread: Vec::new(),
             buf: vec![0u8; 64 * 1024],
             held: HashMap::new(),
             ready: Vec::new(),
@@ -327,7 +337,7 @@ impl HubServer {
             };
             self.inbox.sleep();
             self.inbox.take(&mut commands);
-            let timeout = if commands.is_empty() {
+            let timeout = if commands.is_empty() && self.unread.is_empty() {
                 timeout
             } else {
                 Some(Duration::ZERO)
@@ -338,6 +348,9 @@ impl HubServer {
                 Err(e) => return Err(e),
             }
             self.inbox.awake();
+            for id in std::mem::take(&mut self.unread) {
+                self.read(id);
+            }
             if self.accept_again.is_some_and(|at| Instant::now() >= at) {
                 self.accept_again = None;
                 self.accept();
@@ -505,7 +518,12 @@ impl HubServer {
     }
 
     fn read_into(&mut self, id: ConnId, buf: &mut [u8]) {
+        let mut taken = 0;
         loop {
+            if taken >= READ_BUDGET {
+                self.unread.push(id);
+                return;
+            }
             // A client that sends and does not read is held back: its
             // socket is read again once it has read its answers (`flush`).
             if !self.hub.wants_read(id) {
@@ -524,6 +542,7 @@ impl HubServer {
                     return;
                 }
                 Ok(n) => {
+                    taken += n;
                     let now = self.now();
                     self.hub.handle_data(now, unix_now(), id, &buf[..n]);
                 }
@@ -641,7 +660,15 @@ impl HubServer {
                         // reset: an HTTP refusal with input unread behind
                         // it, a description, a WebSocket close. A peer
                         // already gone ends it at the first read.
-                        if let Some(stream) = stream.and_then(|s| Arc::try_unwrap(s).ok()) {
+                        // Lingering sockets are bounded by the machine's
+                        // own cap: evictions made to let proven peers in
+                        // could otherwise fill the descriptor table two
+                        // seconds at a time. Past it a socket closes at once.
+                        let room = self.lingering.len() < self.hub.spec().limits.max_connections;
+                        if let Some(stream) = stream
+                            .filter(|_| room)
+                            .and_then(|s| Arc::try_unwrap(s).ok())
+                        {
                             let now = self.now();
                             self.lingering
                                 .start(self.poll.registry(), stream, true, (), now);

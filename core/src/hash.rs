@@ -18,11 +18,11 @@
 /// (a toolkit's open calls, named by its one host), colliding keys only
 /// slow that peer's own calls. SipHash cost more than the rest of a call's
 /// bookkeeping.
-pub(crate) type Fixed = std::hash::BuildHasherDefault<FxHasher>;
+pub type Fixed = std::hash::BuildHasherDefault<FxHasher>;
 
 /// The hasher [`Fixed`] builds; see there for why it may be unkeyed.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FxHasher {
+pub struct FxHasher {
     hash: u64,
 }
 

@@ -22,7 +22,7 @@
 
 pub mod flow;
 pub mod hale;
-pub(crate) mod hash;
+pub mod hash;
 pub mod json;
 #[cfg(test)]
 mod mutations;

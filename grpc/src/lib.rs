@@ -69,6 +69,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use limen_core::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
+use limen_core::hash::Fixed;
 use limen_core::wire::front::FrontEvent;
 use limen_core::wire::grpc::reflection::{MessageStream, StreamError};
 use limen_core::wire::grpc::{
@@ -194,7 +195,11 @@ pub struct GrpcFront {
     session: Session,
     framing: Arc<Framing>,
     limits: GrpcLimits,
-    streams: HashMap<i32, Stream>,
+    /// By stream id, with core's fixed hasher: the ids are the peer's,
+    /// but strictly rising and at most `max_streams` held, so colliding
+    /// ids could only slow the peer's own connection (core's `hash` says
+    /// when an unkeyed hash is safe); SipHash cost a few percent of a call.
+    streams: HashMap<i32, Stream, Fixed>,
     events: VecDeque<FrontEvent>,
     /// The session failed (a protocol error): what is queued (its GOAWAY)
     /// is written, then the connection closes.
@@ -244,7 +249,7 @@ impl GrpcFront {
             session,
             framing,
             limits,
-            streams: HashMap::new(),
+            streams: HashMap::default(),
             events: VecDeque::new(),
             failed: false,
             closed: false,

@@ -4,6 +4,7 @@ answered. Reads a plan {"scenario", "target", ...} on stdin, prints one JSON
 report. The server's answers are read with hpack's decoder (h2's own)."""
 
 import json
+import select
 import socket
 import sys
 import time
@@ -252,7 +253,10 @@ def partial(target, streams, size):
 
 def flood(target, frames, seconds=20.0):
     """WINDOW_UPDATE(+1) on the connection, `frames` of them at most, for
-    `seconds` at most, until the server sends GOAWAY or closes."""
+    `seconds` at most, until the server sends GOAWAY or closes. Once all
+    are sent it still reads, up to `seconds`: on a loaded machine the
+    whole flood fits the socket buffers before the server has read it,
+    and its GOAWAY comes after the last write."""
     c = Conn(target)
     c.until(lambda: 0 in c.streams)
     batch = frame(WINDOW_UPDATE, 0, 0, (1).to_bytes(4, "big")) * 1000
@@ -260,18 +264,22 @@ def flood(target, frames, seconds=20.0):
     out = b""
     c.sock.setblocking(False)
     start = time.monotonic()
-    while (sent < frames * 13 and c.goaway is None and not c.closed
+    while (c.goaway is None and not c.closed
            and time.monotonic() - start < seconds):
-        if not out:
-            out = batch
-        try:
-            n = c.sock.send(out)
-            out = out[n:]
-            sent += n
-        except BlockingIOError:
-            pass
-        except OSError:
-            c.closed = True
+        if sent < frames * 13:
+            if not out:
+                out = batch
+            try:
+                n = c.sock.send(out)
+                out = out[n:]
+                sent += n
+            except BlockingIOError:
+                pass
+            except OSError:
+                c.closed = True
+        else:
+            # All sent: wait for the answer rather than spin on recv.
+            select.select([c.sock], [], [], 0.05)
         try:
             chunk = c.sock.recv(65536)
             if not chunk:

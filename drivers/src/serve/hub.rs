@@ -48,11 +48,6 @@ const LINGER_BASE: usize = 1 << 62;
 /// How long accepting pauses after a failure (out of descriptors): the
 /// request loops' pause.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
-/// The most connections a hub holds by default, as the request loops'
-/// default: `HubLimits::max_connections`, which the machine holds to (and,
-/// within it, `max_unproven` for the connections not yet upgraded or
-/// naming nobody), closing at once a socket it has no room for.
-pub const MAX_CONNECTIONS: usize = 4096;
 const WAKER: Token = Token(usize::MAX);
 /// The most bytes read from one connection in one turn, as the request
 /// loops': a peer that sends without pause (frames the hub consumes and
@@ -730,12 +725,6 @@ mod tests {
             Incoming::Text(t) => serde_json::from_str(&t).unwrap(),
             Incoming::Closed(code) => panic!("closed {code} where a frame was awaited"),
         }
-    }
-
-    /// The figure the driver names is the one the machine holds to.
-    #[test]
-    fn the_named_connection_cap_is_the_machines_default() {
-        assert_eq!(MAX_CONNECTIONS, HubLimits::default().max_connections);
     }
 
     /// Rounds large enough to be spread over writer threads lose nothing

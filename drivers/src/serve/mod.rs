@@ -620,8 +620,9 @@ pub const DEFAULT_UNIX_CONNECTIONS: usize = 256;
 /// evenly (1 to [`DEFAULT_TCP_CONNECTIONS`] each). So the caps' sum fits
 /// the limit, and a flood of every TCP port at once still leaves the
 /// operator's socket the descriptors of its cap: a full table of
-/// descriptors no longer starves it. A WebSocket hub's cap is its own
-/// ([`hub::MAX_CONNECTIONS`]), outside this sum.
+/// descriptors no longer starves it. A WebSocket hub's cap is its
+/// machine's (`HubLimits::max_connections`, 4096 by default), outside
+/// this sum.
 pub fn connection_caps(
     config: &ServerConfig,
     listeners: &[(bool, Option<usize>)],

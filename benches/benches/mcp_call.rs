@@ -13,7 +13,7 @@ use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::runtime::*;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::front::{Front, FrontEvent};
+use limen_core::wire::front::{CoreFront, Front, FrontEvent, Machine};
 use limen_core::wire::{http1, mcp};
 use std::sync::Arc;
 
@@ -56,8 +56,8 @@ fn trip(
 ) -> usize {
     let limits = http1::Limits::default();
     let mut front = match framing {
-        Some(f) => Front::mcp(0, limits, f.clone(), correlation),
-        None => Front::http(0, limits, correlation),
+        Some(f) => CoreFront::mcp(0, limits, f.clone(), correlation),
+        None => CoreFront::http(0, limits, correlation),
     };
     front.handle_data(0, bytes);
     let Some(FrontEvent::Request { request, .. }) = front.poll_event() else {

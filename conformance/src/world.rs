@@ -35,11 +35,11 @@ use limen_core::hale::runtime::{
     Receiver, RoleTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::front::{FrontEvent, FrontLimits};
+use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
 use limen_core::{Timestamp, SECOND};
 use limen_drivers::demo::witness::{self, Instances};
 
-use crate::transport::{self, Form, FrontMaker, Machine, Transport};
+use crate::transport::{self, Form, FrontMaker, Transport};
 
 /// The wall clock when the monotonic clock reads 0: 2026-01-01T00:00:00Z,
 /// in nanoseconds since the Unix epoch (the clock a bearer source's expiry
@@ -69,7 +69,7 @@ pub type DescriberFactory = dyn Fn(&Program, &ModelExposure) -> Box<dyn Describe
 
 struct Conn {
     served: usize,
-    front: Machine,
+    front: Box<dyn Front>,
     output: Vec<u8>,
     closed: bool,
     /// When the server closed it, on the monotonic clock.

@@ -3,7 +3,7 @@
 //! `limen_core::wire::front::Front`; the order of calls is its module's.
 
 use limen_core::hale::runtime::{Delivery, PeerCredentials, Request};
-use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::wire::front::{CoreFront, Front, FrontEvent, FrontLimits, Machine};
 
 use crate::exposure::limen_exposure;
 use crate::{
@@ -14,12 +14,12 @@ use crate::{
 /// [`limen_front_new_http`] or [`limen_front_new_mcp`] when the connection
 /// is accepted, released by [`limen_front_free`] once it is closed.
 pub struct limen_front {
-    front: Front,
+    front: CoreFront,
     /// The request of the last REQUEST event, until the exposure takes it.
     request: Option<Request>,
 }
 
-fn made(front: Front, out: *mut *mut limen_front) -> Result<(), Failure> {
+fn made(front: CoreFront, out: *mut *mut limen_front) -> Result<(), Failure> {
     let h = Box::new(limen_front {
         front,
         request: None,
@@ -60,7 +60,7 @@ pub unsafe extern "C" fn limen_front_new_unix(
             groups: None,
         };
         made(
-            Front::unix(now, FrontLimits::default().line, peer, correlation),
+            CoreFront::unix(now, FrontLimits::default().line, peer, correlation),
             out,
         )
     })
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn limen_front_new_http(
 ) -> limen_result {
     guard(|| {
         made(
-            Front::http(now, FrontLimits::default().http, correlation),
+            CoreFront::http(now, FrontLimits::default().http, correlation),
             out,
         )
     })
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn limen_front_new_mcp(
         let e = unsafe { handle(exposure) }?;
         let framing = e.framing.clone();
         made(
-            Front::mcp(now, FrontLimits::default().http, framing, correlation),
+            CoreFront::mcp(now, FrontLimits::default().http, framing, correlation),
             out,
         )
     })

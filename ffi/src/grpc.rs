@@ -9,7 +9,7 @@
 //! finds its stream again.
 
 use limen_core::hale::runtime::Request;
-use limen_core::wire::front::FrontEvent;
+use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_grpc::{GrpcFront, GrpcLimits};
 
 use crate::exposure::limen_exposure;

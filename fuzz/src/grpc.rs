@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use limen_core::hale::model::parse_program;
 use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind, RequestKind};
-use limen_core::wire::front::FrontEvent;
+use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_core::wire::grpc::Framing;
 use limen_grpc::{GrpcFront, GrpcLimits};
 

@@ -70,7 +70,7 @@ use std::sync::Arc;
 
 use limen_core::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use limen_core::hash::Fixed;
-use limen_core::wire::front::FrontEvent;
+use limen_core::wire::front::{Front, FrontEvent, FrontKind, Machine};
 use limen_core::wire::grpc::reflection::{MessageStream, StreamError};
 use limen_core::wire::grpc::{
     frame_message, status, trailers_only, Answer, Framed, Framing, GrpcCodec, Head, MessageReader,
@@ -264,11 +264,6 @@ impl GrpcFront {
         Some(front)
     }
 
-    /// The correlation the exposure addresses this connection's replies to.
-    pub fn correlation(&self) -> Correlation {
-        self.correlation
-    }
-
     /// The streams held: read, or with the exposure, and not yet answered.
     pub fn streams_held(&self) -> usize {
         self.streams.len()
@@ -284,83 +279,6 @@ impl GrpcFront {
     /// most the session's header list limit a stream).
     pub fn header_bytes_held(&self) -> usize {
         self.session.header_bytes_held()
-    }
-
-    /// Whether the front takes more input now: false while the peer does
-    /// not read what is queued (backpressure) and once the connection is
-    /// over.
-    pub fn wants_read(&self) -> bool {
-        !self.closed
-            && !self.failed
-            && self.session.queued().len() < self.limits.max_queued
-            && self.session.wants_read()
-    }
-
-    /// Bytes read from the connection at `now`. A protocol error ends the
-    /// connection after its GOAWAY; an error of one stream ends that stream
-    /// alone (nghttp2 resets it).
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
-        if self.closed || self.failed {
-            return;
-        }
-        if self.session.handle_data(now, data).is_err() {
-            self.failed = true;
-        }
-        self.take_session_events(now);
-        self.flush(now);
-    }
-
-    /// The peer closed its end (or a read failed) at `now`: the calls it
-    /// has with the exposure are lost, and the connection is done.
-    pub fn handle_eof(&mut self, _now: Timestamp) {
-        self.finish();
-    }
-
-    /// Time passes. Output that waited `write_stall` on a peer that does
-    /// not read ends the connection; so does a preface not done within
-    /// `preface`. A connection with no stream for `idle` is sent GOAWAY
-    /// and closes; a stream that sent nothing for `stream_idle` inside its
-    /// message is answered `cut_message` and reset. Before each deadline,
-    /// nothing happens.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        if self.closed {
-            return;
-        }
-        let due = |deadline: Option<Timestamp>| deadline.is_some_and(|t| t <= now);
-        if due(self.stall_deadline()) || due(self.preface_deadline()) {
-            self.finish();
-            return;
-        }
-        if due(self.idle_deadline()) {
-            // Graceful: GOAWAY names the last stream taken (none open),
-            // and the connection closes once it is written.
-            let _ = self.session.go_away(code::NO_ERROR);
-            self.failed = true;
-            self.flush(now);
-            return;
-        }
-        if due(self.waiting_deadline()) {
-            self.end_idle_streams(now);
-            self.flush(now);
-        }
-    }
-
-    /// The deadline [`handle_timeout`](GrpcFront::handle_timeout) next acts
-    /// on: the earliest of the write stall, the preface, the idle
-    /// connection and the stream waiting longest.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        if self.closed {
-            return None;
-        }
-        [
-            self.stall_deadline(),
-            self.preface_deadline(),
-            self.idle_deadline(),
-            self.waiting_deadline(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
     }
 
     fn stall_deadline(&self) -> Option<Timestamp> {
@@ -435,128 +353,6 @@ impl GrpcFront {
             }
         }
         self.session.reset_after_response(stream);
-    }
-
-    /// The next event, if any: a framed request, the connection lost, the
-    /// connection done.
-    pub fn poll_event(&mut self) -> Option<FrontEvent> {
-        self.events.pop_front()
-    }
-
-    /// Answers the delivery's stream (its client id) by § gRPC's table,
-    /// queued at `now`. A stream the peer reset, or a connection already
-    /// over, drops it. Returns how many bytes were queued.
-    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
-        let before = self.session.queued().len();
-        if self.closed {
-            return 0;
-        }
-        let stream = delivery
-            .client_id
-            .as_deref()
-            .and_then(|id| id.parse::<i32>().ok());
-        let Some(stream) = stream else {
-            return 0;
-        };
-        let removed = self.streams.remove(&stream);
-        self.buffered -= removed.as_ref().map_or(0, held);
-        match removed {
-            Some(Stream::Framed { reply, ended }) => {
-                let answer = self.framing.answer(&reply, delivery.outcome);
-                self.respond(stream, answer);
-                if !ended {
-                    self.session.reset_after_response(stream);
-                }
-            }
-            Some(Stream::Reflecting(r)) => {
-                self.reflect(stream, r, delivery.outcome);
-                self.buffered += self.streams.get(&stream).map_or(0, held);
-            }
-            Some(other) => {
-                self.buffered += held(&other);
-                self.streams.insert(stream, other);
-                return 0;
-            }
-            None => return 0,
-        }
-        self.flush(now);
-        self.session.queued().len().saturating_sub(before)
-    }
-
-    /// Shutdown, once the exposure has answered what it will: GOAWAY
-    /// (NO_ERROR) after the replies already queued, naming the last stream
-    /// taken; the connection closes when its streams are done. A stream
-    /// whose message was still being read never reached the exposure: it
-    /// is reset REFUSED_STREAM (not processed, safe to retry elsewhere).
-    /// An open reflection call ends as the client's half-close ends it,
-    /// with `grpc-status: 0`, before the GOAWAY (§ gRPC).
-    pub fn stop(&mut self, now: Timestamp) {
-        if self.closed || self.failed || self.stopping {
-            return;
-        }
-        self.stopping = true;
-        let reflecting: Vec<i32> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| matches!(s, Stream::Reflecting(_)))
-            .map(|(&id, _)| id)
-            .collect();
-        for stream in reflecting {
-            if let Some(Stream::Reflecting(r)) = self.streams.remove(&stream) {
-                self.end_reflection(stream, &r, status::OK, "", None);
-            }
-        }
-        // Serialized now, so those trailers leave before the GOAWAY:
-        // nghttp2 sends a control frame ahead of a stream's last DATA and
-        // the trailers submitted after it.
-        if self.session.flush().is_err() {
-            self.failed = true;
-        }
-        let reading: Vec<i32> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| matches!(s, Stream::Reading { .. }))
-            .map(|(&id, _)| id)
-            .collect();
-        for stream in reading {
-            self.streams.remove(&stream);
-            let _ = self.session.reset(stream, code::REFUSED_STREAM);
-        }
-        self.buffered = self.streams.values().map(held).sum();
-        let _ = self.session.go_away(code::NO_ERROR);
-        self.flush(now);
-    }
-
-    /// Ends the connection now, whatever is queued: the exposure is
-    /// finished with it (a transport failure for its calls).
-    pub fn abort(&mut self) {
-        self.finish();
-    }
-
-    /// The bytes still to write, borrowed until the next call on the front.
-    pub fn pending_output(&self) -> &[u8] {
-        if self.closed {
-            return &[];
-        }
-        self.session.queued()
-    }
-
-    /// `n` bytes of [`pending_output`](GrpcFront::pending_output) were
-    /// written at `now`.
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
-        if self.closed {
-            return;
-        }
-        self.session.consume_output(now, n);
-        if n > 0 {
-            self.stalled_since = None;
-        }
-        self.flush(now);
-    }
-
-    /// Whether the connection is done.
-    pub fn is_closed(&self) -> bool {
-        self.closed
     }
 
     /// Serializes what the session queued, and closes the connection once
@@ -785,6 +581,218 @@ impl GrpcFront {
                 self.session.respond_headers_only(stream, &fields(&headers))
             }
         };
+    }
+}
+
+impl Machine for GrpcFront {
+    /// Whether the front takes more input now: false while the peer does
+    /// not read what is queued (backpressure) and once the connection is
+    /// over.
+    fn wants_read(&self) -> bool {
+        !self.closed
+            && !self.failed
+            && self.session.queued().len() < self.limits.max_queued
+            && self.session.wants_read()
+    }
+
+    /// Bytes read from the connection at `now`. A protocol error ends the
+    /// connection after its GOAWAY; an error of one stream ends that stream
+    /// alone (nghttp2 resets it).
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        if self.closed || self.failed {
+            return;
+        }
+        if self.session.handle_data(now, data).is_err() {
+            self.failed = true;
+        }
+        self.take_session_events(now);
+        self.flush(now);
+    }
+
+    /// The peer closed its end (or a read failed) at `now`: the calls it
+    /// has with the exposure are lost, and the connection is done.
+    fn handle_eof(&mut self, _now: Timestamp) {
+        self.finish();
+    }
+
+    /// Time passes. Output that waited `write_stall` on a peer that does
+    /// not read ends the connection; so does a preface not done within
+    /// `preface`. A connection with no stream for `idle` is sent GOAWAY
+    /// and closes; a stream that sent nothing for `stream_idle` inside its
+    /// message is answered `cut_message` and reset. Before each deadline,
+    /// nothing happens.
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.closed {
+            return;
+        }
+        let due = |deadline: Option<Timestamp>| deadline.is_some_and(|t| t <= now);
+        if due(self.stall_deadline()) || due(self.preface_deadline()) {
+            self.finish();
+            return;
+        }
+        if due(self.idle_deadline()) {
+            // Graceful: GOAWAY names the last stream taken (none open),
+            // and the connection closes once it is written.
+            let _ = self.session.go_away(code::NO_ERROR);
+            self.failed = true;
+            self.flush(now);
+            return;
+        }
+        if due(self.waiting_deadline()) {
+            self.end_idle_streams(now);
+            self.flush(now);
+        }
+    }
+
+    /// The deadline [`handle_timeout`](GrpcFront::handle_timeout) next acts
+    /// on: the earliest of the write stall, the preface, the idle
+    /// connection and the stream waiting longest.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.closed {
+            return None;
+        }
+        [
+            self.stall_deadline(),
+            self.preface_deadline(),
+            self.idle_deadline(),
+            self.waiting_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The bytes still to write, borrowed until the next call on the front.
+    fn pending_output(&self) -> &[u8] {
+        if self.closed {
+            return &[];
+        }
+        self.session.queued()
+    }
+
+    /// `n` bytes of [`pending_output`](GrpcFront::pending_output) were
+    /// written at `now`.
+    fn consume_output(&mut self, now: Timestamp, n: usize) {
+        if self.closed {
+            return;
+        }
+        self.session.consume_output(now, n);
+        if n > 0 {
+            self.stalled_since = None;
+        }
+        self.flush(now);
+    }
+
+    /// Whether the connection is done.
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+}
+
+impl Front for GrpcFront {
+    fn kind(&self) -> FrontKind {
+        FrontKind::Grpc
+    }
+
+    /// The correlation the exposure addresses this connection's replies to.
+    fn correlation(&self) -> Correlation {
+        self.correlation
+    }
+
+    /// The next event, if any: a framed request, the connection lost, the
+    /// connection done.
+    fn poll_event(&mut self) -> Option<FrontEvent> {
+        self.events.pop_front()
+    }
+
+    /// Answers the delivery's stream (its client id) by § gRPC's table,
+    /// queued at `now`. A stream the peer reset, or a connection already
+    /// over, drops it. Returns how many bytes were queued.
+    fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
+        let before = self.session.queued().len();
+        if self.closed {
+            return 0;
+        }
+        let stream = delivery
+            .client_id
+            .as_deref()
+            .and_then(|id| id.parse::<i32>().ok());
+        let Some(stream) = stream else {
+            return 0;
+        };
+        let removed = self.streams.remove(&stream);
+        self.buffered -= removed.as_ref().map_or(0, held);
+        match removed {
+            Some(Stream::Framed { reply, ended }) => {
+                let answer = self.framing.answer(&reply, delivery.outcome);
+                self.respond(stream, answer);
+                if !ended {
+                    self.session.reset_after_response(stream);
+                }
+            }
+            Some(Stream::Reflecting(r)) => {
+                self.reflect(stream, r, delivery.outcome);
+                self.buffered += self.streams.get(&stream).map_or(0, held);
+            }
+            Some(other) => {
+                self.buffered += held(&other);
+                self.streams.insert(stream, other);
+                return 0;
+            }
+            None => return 0,
+        }
+        self.flush(now);
+        self.session.queued().len().saturating_sub(before)
+    }
+
+    /// Shutdown, once the exposure has answered what it will: GOAWAY
+    /// (NO_ERROR) after the replies already queued, naming the last stream
+    /// taken; the connection closes when its streams are done. A stream
+    /// whose message was still being read never reached the exposure: it
+    /// is reset REFUSED_STREAM (not processed, safe to retry elsewhere).
+    /// An open reflection call ends as the client's half-close ends it,
+    /// with `grpc-status: 0`, before the GOAWAY (§ gRPC).
+    fn stop(&mut self, now: Timestamp) {
+        if self.closed || self.failed || self.stopping {
+            return;
+        }
+        self.stopping = true;
+        let reflecting: Vec<i32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s, Stream::Reflecting(_)))
+            .map(|(&id, _)| id)
+            .collect();
+        for stream in reflecting {
+            if let Some(Stream::Reflecting(r)) = self.streams.remove(&stream) {
+                self.end_reflection(stream, &r, status::OK, "", None);
+            }
+        }
+        // Serialized now, so those trailers leave before the GOAWAY:
+        // nghttp2 sends a control frame ahead of a stream's last DATA and
+        // the trailers submitted after it.
+        if self.session.flush().is_err() {
+            self.failed = true;
+        }
+        let reading: Vec<i32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| matches!(s, Stream::Reading { .. }))
+            .map(|(&id, _)| id)
+            .collect();
+        for stream in reading {
+            self.streams.remove(&stream);
+            let _ = self.session.reset(stream, code::REFUSED_STREAM);
+        }
+        self.buffered = self.streams.values().map(held).sum();
+        let _ = self.session.go_away(code::NO_ERROR);
+        self.flush(now);
+    }
+
+    /// Ends the connection now, whatever is queued: the exposure is
+    /// finished with it (a transport failure for its calls).
+    fn abort(&mut self) {
+        self.finish();
     }
 }
 

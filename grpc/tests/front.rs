@@ -8,7 +8,7 @@ use std::sync::Arc;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::protobuf::{self, WireValue};
 use limen_core::hale::runtime::{Delivery, Outcome, Principal, RequestKind};
-use limen_core::wire::front::FrontEvent;
+use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_core::wire::grpc::{frame_message, Framing};
 use limen_grpc::{GrpcFront, GrpcLimits};
 

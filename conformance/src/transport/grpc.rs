@@ -37,7 +37,7 @@ use limen_nghttp2::{Field, H2Event, Limits, Session};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-use super::{authority, refusal_outcome, Endpoint, Exchange, Form, FrontMaker, Machine};
+use super::{authority, refusal_outcome, Endpoint, Exchange, Form, FrontMaker};
 use crate::jsonpath::{error, object, string, RecordError};
 use crate::mask;
 
@@ -562,7 +562,7 @@ impl Form for Grpc {
         let framing = Arc::new(Framing::new(program, exposure).map_err(|e| e.to_string())?);
         Ok(Box::new(move |now, _limits, _peer, c| {
             match GrpcFront::new(now, GrpcLimits::default(), framing.clone(), c) {
-                Some(f) => Machine::Grpc(f),
+                Some(f) => Box::new(f),
                 // nghttp2 could not make a session: out of memory, which
                 // a replay cannot go on from.
                 None => panic!("nghttp2 cannot make a server session"),

@@ -11,10 +11,10 @@
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
-use limen_core::wire::front::Front;
+use limen_core::wire::front::CoreFront;
 use serde_json::{Map, Value};
 
-use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker, Machine};
+use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker};
 use crate::jsonpath::{error, object, string, RecordError};
 use crate::mask;
 
@@ -334,7 +334,7 @@ impl Form for Http {
         _spec: &ExposureSpec,
     ) -> Result<FrontMaker, String> {
         Ok(Box::new(|now, limits, _peer, c| {
-            Machine::Core(Front::http(now, limits.http, c))
+            Box::new(CoreFront::http(now, limits.http, c))
         }))
     }
 

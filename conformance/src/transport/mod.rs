@@ -21,10 +21,9 @@ pub mod unix;
 use std::path::{Path, PathBuf};
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
-use limen_core::hale::runtime::{Correlation, Delivery, Describer, ExposureSpec, PeerCredentials};
-use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::hale::runtime::{Correlation, Describer, ExposureSpec, PeerCredentials};
+use limen_core::wire::front::{Front, FrontLimits};
 use limen_core::Timestamp;
-use limen_grpc::GrpcFront;
 use serde_json::Value;
 
 use crate::jsonpath::RecordError;
@@ -149,95 +148,7 @@ pub trait Reference {
 /// (its kernel credentials, where the transport carries them), addressed
 /// as `correlation`.
 pub type FrontMaker =
-    Box<dyn Fn(Timestamp, &FrontLimits, PeerCredentials, Correlation) -> Machine + Send>;
-
-/// One connection's front in the replay world: the core's [`Front`] (Unix
-/// lines, HTTP/1.1, MCP) or `limen-grpc`'s [`GrpcFront`] (gRPC over
-/// HTTP/2), behind the one set of methods the world drives, as the
-/// server's connection loop holds them (`drivers/src/serve/fronts.rs`).
-#[derive(Debug)]
-pub enum Machine {
-    /// A core front.
-    Core(Front),
-    /// A gRPC front.
-    Grpc(GrpcFront),
-}
-
-impl Machine {
-    /// See [`Front::handle_data`].
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
-        match self {
-            Machine::Core(f) => f.handle_data(now, data),
-            Machine::Grpc(f) => f.handle_data(now, data),
-        }
-    }
-
-    /// See [`Front::handle_timeout`].
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        match self {
-            Machine::Core(f) => f.handle_timeout(now),
-            Machine::Grpc(f) => f.handle_timeout(now),
-        }
-    }
-
-    /// See [`Front::poll_timeout`].
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        match self {
-            Machine::Core(f) => f.poll_timeout(),
-            Machine::Grpc(f) => f.poll_timeout(),
-        }
-    }
-
-    /// See [`Front::poll_event`].
-    pub fn poll_event(&mut self) -> Option<FrontEvent> {
-        match self {
-            Machine::Core(f) => f.poll_event(),
-            Machine::Grpc(f) => f.poll_event(),
-        }
-    }
-
-    /// See [`Front::deliver`].
-    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
-        match self {
-            Machine::Core(f) => f.deliver(now, delivery),
-            Machine::Grpc(f) => f.deliver(now, delivery),
-        }
-    }
-
-    /// The exposure stopped: a gRPC connection sends GOAWAY after the
-    /// replies already queued and closes once its streams are done (§
-    /// gRPC's `stop()`), as the server's loop stops it; the core's fronts
-    /// end with their one request or their peer.
-    pub fn stop(&mut self, now: Timestamp) {
-        if let Machine::Grpc(f) = self {
-            f.stop(now);
-        }
-    }
-
-    /// See [`Front::abort`].
-    pub fn abort(&mut self) {
-        match self {
-            Machine::Core(f) => f.abort(),
-            Machine::Grpc(f) => f.abort(),
-        }
-    }
-
-    /// See [`Front::pending_output`].
-    pub fn pending_output(&self) -> &[u8] {
-        match self {
-            Machine::Core(f) => f.pending_output(),
-            Machine::Grpc(f) => f.pending_output(),
-        }
-    }
-
-    /// See [`Front::consume_output`].
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
-        match self {
-            Machine::Core(f) => f.consume_output(now, n),
-            Machine::Grpc(f) => f.consume_output(now, n),
-        }
-    }
-}
+    Box<dyn Fn(Timestamp, &FrontLimits, PeerCredentials, Correlation) -> Box<dyn Front> + Send>;
 
 /// An endpoint a live check reaches: `unix:<path>` or a TCP listener
 /// (`http://host:port`, `mcp://host:port`).

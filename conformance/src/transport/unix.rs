@@ -7,10 +7,10 @@
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
-use limen_core::wire::front::Front;
+use limen_core::wire::front::CoreFront;
 use serde_json::Value;
 
-use super::{refusal_outcome, Endpoint, Form, FrontMaker, Machine};
+use super::{refusal_outcome, Endpoint, Form, FrontMaker};
 use crate::jsonpath::RecordError;
 use crate::mask;
 
@@ -130,7 +130,7 @@ impl Form for Unix {
         _spec: &ExposureSpec,
     ) -> Result<FrontMaker, String> {
         Ok(Box::new(|now, limits, peer, c| {
-            Machine::Core(Front::unix(now, limits.line, peer, c))
+            Box::new(CoreFront::unix(now, limits.line, peer, c))
         }))
     }
 

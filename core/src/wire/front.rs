@@ -1,38 +1,42 @@
 //! Transport fronts: one connection of one transport, between its bytes and
 //! an exposure.
 //!
-//! A [`Front`] owns a connection's protocol machine ([`LineConn`] for Unix
-//! lines, [`HttpConn`] for HTTP/1.1 and MCP) and the framing and outcome
-//! encoding of its transport: bytes come in, framed [`Request`]s come out
-//! ([`FrontEvent::Request`]); an exposure's [`Delivery`] comes in
-//! ([`Front::deliver`]), bytes go out. It is what every driver of the
-//! project drives — the mio server, the replay runner, the benchmarks and
-//! (through the C ABI) a C program — so none of them holds any framing or
+//! A [`Front`] is a connection [`Machine`] that also frames requests for an
+//! exposure and encodes its deliveries: bytes come in, framed [`Request`]s
+//! come out ([`FrontEvent::Request`]); an exposure's [`Delivery`] comes in
+//! ([`Front::deliver`]), bytes go out. Every transport's front implements
+//! it — [`CoreFront`] here for Unix lines, HTTP/1.1 and MCP, `limen-grpc`'s
+//! `GrpcFront` for gRPC — and every driver of the project drives fronts
+//! through it alone: the mio server, the replay runner, the benchmarks and
+//! (through the C ABI) a C program. None of them holds any framing or
 //! encoding of its own.
 //!
 //! # The order of calls
 //!
-//! A front follows the machine convention of `docs/architecture.md`:
+//! A front follows the machine convention of [`Machine`]:
 //!
-//! 1. Create it when the connection is accepted ([`Front::unix`],
-//!    [`Front::http`], [`Front::mcp`]), with the correlation the exposure
-//!    will address its replies to.
-//! 2. Feed it input: [`handle_data`](Front::handle_data) with the bytes
-//!    read (only while [`wants_read`](Front::wants_read)),
-//!    [`handle_eof`](Front::handle_eof) once the peer's end is closed (or a
-//!    read failed), [`handle_timeout`](Front::handle_timeout) when the
-//!    deadline [`poll_timeout`](Front::poll_timeout) named has passed.
+//! 1. Create it when the connection is accepted (its transport's
+//!    constructor: [`CoreFront::unix`], [`CoreFront::http`],
+//!    [`CoreFront::mcp`], `GrpcFront::new`), with the correlation the
+//!    exposure will address its replies to.
+//! 2. Feed it input: [`handle_data`](Machine::handle_data) with the bytes
+//!    read (only while [`wants_read`](Machine::wants_read)),
+//!    [`handle_eof`](Machine::handle_eof) once the peer's end is closed (or
+//!    a read failed), [`handle_timeout`](Machine::handle_timeout) when the
+//!    deadline [`poll_timeout`](Machine::poll_timeout) named has passed.
 //! 3. After any input, take [`poll_event`](Front::poll_event) until `None`:
 //!    hand each request to the exposure, tell it of a [`FrontEvent::Lost`]
 //!    connection, and close the socket on [`FrontEvent::Closed`].
 //! 4. Hand it every [`Delivery`] the exposure addresses to its correlation
-//!    ([`deliver`](Front::deliver)) and [`abort`](Front::abort) it when the
-//!    exposure says it is finished with the connection.
-//! 5. Write [`pending_output`](Front::pending_output) to the socket and
-//!    report what was written with [`consume_output`](Front::consume_output);
-//!    then poll events again (a written response may close the connection).
-//! 6. Re-arm the timer from [`poll_timeout`](Front::poll_timeout) after each
-//!    of the above.
+//!    ([`deliver`](Front::deliver)), [`abort`](Front::abort) it when the
+//!    exposure says it is finished with the connection, and
+//!    [`stop`](Front::stop) it when the exposure stops.
+//! 5. Write [`pending_output`](Machine::pending_output) to the socket and
+//!    report what was written with
+//!    [`consume_output`](Machine::consume_output); then poll events again
+//!    (a written response may close the connection).
+//! 6. Re-arm the timer from [`poll_timeout`](Machine::poll_timeout) after
+//!    each of the above.
 //!
 //! Every input takes `now`, the driver's monotonic clock in nanoseconds.
 
@@ -46,6 +50,53 @@ use crate::wire::http1::{self, HttpConn, HttpEvent, HttpRequest};
 use crate::wire::line::{self, LineConn, LineEvent, LineRequest};
 use crate::wire::{hale_http, mcp};
 use crate::Timestamp;
+
+pub use super::machine::Machine;
+
+/// One connection of one transport between its bytes and an exposure: a
+/// [`Machine`] that frames requests and encodes deliveries. See the module
+/// documentation for the order of calls.
+pub trait Front: Machine {
+    /// The transport.
+    fn kind(&self) -> FrontKind;
+
+    /// The correlation the exposure addresses this connection's replies to.
+    fn correlation(&self) -> Correlation;
+
+    /// Whether each [`FrontEvent::Request`] carries its wire form (off by
+    /// default: only a recording needs it). A front whose transport nothing
+    /// records keeps none.
+    fn set_keep_raw(&mut self, keep: bool) {
+        let _ = keep;
+    }
+
+    /// The next event, if any. Framing happens here: a request is framed
+    /// as it is taken.
+    fn poll_event(&mut self) -> Option<FrontEvent>;
+
+    /// Encodes the exposure's `delivery` in the transport's terms (§
+    /// Outcomes' column of the transport) and queues it at `now`. Returns
+    /// how many bytes were queued.
+    fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize;
+
+    /// Ends the connection now, whatever is queued: the exposure is
+    /// finished with it (a transport failure for the peer).
+    fn abort(&mut self);
+
+    /// The exposure stopped: a front whose connection carries many calls
+    /// at once ends it gracefully (gRPC's GOAWAY after the replies already
+    /// queued). By default nothing: the other fronts end with their one
+    /// request or their peer.
+    fn stop(&mut self, now: Timestamp) {
+        let _ = now;
+    }
+
+    /// Whether closing the connection now should linger (RFC 9112 §
+    /// 9.6). By default never.
+    fn lingers(&self) -> bool {
+        false
+    }
+}
 
 /// The limits of every front, each its machine's own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,6 +116,8 @@ pub enum FrontKind {
     Http,
     /// MCP over HTTP/1.1 (§ The MCP transport).
     Mcp,
+    /// gRPC over HTTP/2 (§ The gRPC transport).
+    Grpc,
 }
 
 /// A request as its wire machine framed it, before Hale's framing: what a
@@ -118,8 +171,9 @@ enum Proto {
     },
 }
 
-/// One connection of one transport. See the module documentation.
-pub struct Front {
+/// The front of the transports whose machines are core's own: Unix lines,
+/// HTTP/1.1 and MCP. See the module documentation.
+pub struct CoreFront {
     correlation: Correlation,
     proto: Proto,
     keep_raw: bool,
@@ -128,16 +182,16 @@ pub struct Front {
     now: Timestamp,
 }
 
-impl std::fmt::Debug for Front {
+impl std::fmt::Debug for CoreFront {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Front")
+        f.debug_struct("CoreFront")
             .field("kind", &self.kind())
             .field("correlation", &self.correlation)
             .finish_non_exhaustive()
     }
 }
 
-impl Front {
+impl CoreFront {
     /// A Unix-lines connection from `peer` (its kernel credentials are
     /// every request's credential), accepted at `now`.
     pub fn unix(
@@ -145,8 +199,8 @@ impl Front {
         limits: line::Limits,
         peer: PeerCredentials,
         correlation: Correlation,
-    ) -> Front {
-        Front::with(
+    ) -> CoreFront {
+        CoreFront::with(
             now,
             correlation,
             Proto::Unix {
@@ -158,8 +212,8 @@ impl Front {
     }
 
     /// An HTTP/1.1 connection, accepted at `now`.
-    pub fn http(now: Timestamp, limits: http1::Limits, correlation: Correlation) -> Front {
-        Front::with(
+    pub fn http(now: Timestamp, limits: http1::Limits, correlation: Correlation) -> CoreFront {
+        CoreFront::with(
             now,
             correlation,
             Proto::Http {
@@ -175,8 +229,8 @@ impl Front {
         limits: http1::Limits,
         framing: Arc<mcp::Framing>,
         correlation: Correlation,
-    ) -> Front {
-        Front::with(
+    ) -> CoreFront {
+        CoreFront::with(
             now,
             correlation,
             Proto::Mcp {
@@ -187,39 +241,21 @@ impl Front {
         )
     }
 
-    fn with(now: Timestamp, correlation: Correlation, proto: Proto) -> Front {
-        Front {
+    fn with(now: Timestamp, correlation: Correlation, proto: Proto) -> CoreFront {
+        CoreFront {
             correlation,
             proto,
             keep_raw: false,
             now,
         }
     }
+}
 
-    /// Whether each [`FrontEvent::Request`] carries its wire form (off by
-    /// default: only a recording needs it).
-    pub fn set_keep_raw(&mut self, keep: bool) {
-        self.keep_raw = keep;
-    }
-
-    /// The transport.
-    pub fn kind(&self) -> FrontKind {
-        match self.proto {
-            Proto::Unix { .. } => FrontKind::Unix,
-            Proto::Http { .. } => FrontKind::Http,
-            Proto::Mcp { .. } => FrontKind::Mcp,
-        }
-    }
-
-    /// The correlation the exposure addresses this connection's replies to.
-    pub fn correlation(&self) -> Correlation {
-        self.correlation
-    }
-
+impl Machine for CoreFront {
     /// Whether the front takes more input now: false while the peer does
     /// not read its replies (backpressure), and once the request (HTTP) or
     /// the connection (Unix) has been read.
-    pub fn wants_read(&self) -> bool {
+    fn wants_read(&self) -> bool {
         match &self.proto {
             Proto::Unix { conn, .. } => conn.wants_read(),
             Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.wants_read(),
@@ -227,7 +263,7 @@ impl Front {
     }
 
     /// Bytes read from the connection at `now`.
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
         self.now = now;
         match &mut self.proto {
             Proto::Unix { conn, .. } => conn.handle_data(now, data),
@@ -236,7 +272,7 @@ impl Front {
     }
 
     /// The peer closed its end (or a read failed) at `now`.
-    pub fn handle_eof(&mut self, now: Timestamp) {
+    fn handle_eof(&mut self, now: Timestamp) {
         self.now = now;
         match &mut self.proto {
             Proto::Unix { conn, .. } => conn.handle_eof(now),
@@ -246,7 +282,7 @@ impl Front {
 
     /// Time passes: a read or write timer whose deadline is `now` or earlier
     /// ends the connection. Before the deadline, nothing happens.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
+    fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
         match &mut self.proto {
             Proto::Unix { conn, .. } => conn.handle_timeout(now),
@@ -254,19 +290,66 @@ impl Front {
         }
     }
 
-    /// The deadline [`handle_timeout`](Front::handle_timeout) next acts on.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
+    /// The deadline [`handle_timeout`](Machine::handle_timeout) next acts on.
+    fn poll_timeout(&self) -> Option<Timestamp> {
         match &self.proto {
             Proto::Unix { conn, .. } => conn.poll_timeout(),
             Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.poll_timeout(),
         }
     }
 
+    /// The bytes still to write, borrowed until the next call on the front.
+    fn pending_output(&self) -> &[u8] {
+        match &self.proto {
+            Proto::Unix { conn, .. } => conn.pending_output(),
+            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.pending_output(),
+        }
+    }
+
+    /// `n` bytes of [`pending_output`](Machine::pending_output) were written
+    /// at `now`.
+    fn consume_output(&mut self, now: Timestamp, n: usize) {
+        match &mut self.proto {
+            Proto::Unix { conn, .. } => conn.consume_output(now, n),
+            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.consume_output(now, n),
+        }
+    }
+
+    /// Whether the connection is done.
+    fn is_closed(&self) -> bool {
+        match &self.proto {
+            Proto::Unix { conn, .. } => conn.is_closed(),
+            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.is_closed(),
+        }
+    }
+}
+
+impl Front for CoreFront {
+    /// Whether each [`FrontEvent::Request`] carries its wire form (off by
+    /// default: only a recording needs it).
+    fn set_keep_raw(&mut self, keep: bool) {
+        self.keep_raw = keep;
+    }
+
+    /// The transport.
+    fn kind(&self) -> FrontKind {
+        match self.proto {
+            Proto::Unix { .. } => FrontKind::Unix,
+            Proto::Http { .. } => FrontKind::Http,
+            Proto::Mcp { .. } => FrontKind::Mcp,
+        }
+    }
+
+    /// The correlation the exposure addresses this connection's replies to.
+    fn correlation(&self) -> Correlation {
+        self.correlation
+    }
+
     /// The next event, if any. Framing happens here: a request is framed as
     /// it is taken, and a line that is not a request is answered here (the
     /// malformed refusal with request_id 0 that § The Unix transport
     /// writes).
-    pub fn poll_event(&mut self) -> Option<FrontEvent> {
+    fn poll_event(&mut self) -> Option<FrontEvent> {
         let correlation = self.correlation;
         let keep_raw = self.keep_raw;
         let now = self.now;
@@ -333,9 +416,9 @@ impl Front {
     /// Encodes the exposure's `delivery` in the transport's terms (§
     /// Outcomes' column of the transport) and queues it at `now`. Replies
     /// leave in the order they are delivered. Returns how many bytes were
-    /// queued: they are the last of [`pending_output`](Front::pending_output)
+    /// queued: they are the last of [`pending_output`](Machine::pending_output)
     /// (over Unix, the line and its newline).
-    pub fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
+    fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
         self.now = now;
         let Delivery {
             request_id,
@@ -376,45 +459,20 @@ impl Front {
 
     /// Ends the connection now, whatever is queued: the exposure is finished
     /// with it (a transport failure for the peer).
-    pub fn abort(&mut self) {
+    fn abort(&mut self) {
         match &mut self.proto {
             Proto::Unix { conn, .. } => conn.abort(),
             Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.abort(),
         }
     }
 
-    /// The bytes still to write, borrowed until the next call on the front.
-    pub fn pending_output(&self) -> &[u8] {
-        match &self.proto {
-            Proto::Unix { conn, .. } => conn.pending_output(),
-            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.pending_output(),
-        }
-    }
-
-    /// `n` bytes of [`pending_output`](Front::pending_output) were written
-    /// at `now`.
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
-        match &mut self.proto {
-            Proto::Unix { conn, .. } => conn.consume_output(now, n),
-            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.consume_output(now, n),
-        }
-    }
-
     /// Whether closing the connection now should linger (RFC 9112 § 9.6):
     /// an HTTP or MCP request refused before its end was read, its answer
     /// written ([`HttpConn::lingers`]). Never for Unix lines.
-    pub fn lingers(&self) -> bool {
+    fn lingers(&self) -> bool {
         match &self.proto {
             Proto::Unix { .. } => false,
             Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.lingers(),
-        }
-    }
-
-    /// Whether the connection is done.
-    pub fn is_closed(&self) -> bool {
-        match &self.proto {
-            Proto::Unix { conn, .. } => conn.is_closed(),
-            Proto::Http { conn } | Proto::Mcp { conn, .. } => conn.is_closed(),
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod grpc;
 pub mod hale_http;
 pub mod http1;
 pub mod line;
+pub mod machine;
 pub mod mcp;
 pub mod udp;
 pub mod ws;

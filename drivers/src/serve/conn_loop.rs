@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use limen_core::hale::runtime::{Correlation, Delivery, PeerCredentials};
-use limen_core::wire::front::{FrontEvent, FrontKind, RawRequest};
+use limen_core::wire::front::{Front, FrontEvent, FrontKind, RawRequest};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use slab::Slab;
 
-use super::fronts::AnyFront;
+use super::fronts;
 use super::linger::Lingering;
 use super::mailbox::Mailbox;
 use super::net::Stream;
@@ -78,7 +78,7 @@ struct Conn {
     /// Its place in its listener's count.
     admitted: Admitted,
     exposure: usize,
-    front: AnyFront,
+    front: Box<dyn Front + Send>,
     peer: PeerCredentials,
     writable: bool,
     /// A read stopped for backpressure, leaving input the edge-triggered
@@ -478,7 +478,7 @@ impl ConnLoop {
             let correlation = ((self.id as u64) << CORRELATION_LOOP_SHIFT) | self.next_correlation;
             self.next_correlation += 1;
             let config = &self.shared.config;
-            let Some(mut front) = AnyFront::accept(
+            let Some(mut front) = fronts::accept(
                 now,
                 &config.fronts,
                 config.grpc,
@@ -725,7 +725,7 @@ impl ConnLoop {
                 let n = conn.front.deliver(now, delivery);
                 let out = conn.front.pending_output();
                 let mut reply = &out[out.len() - n..];
-                if conn.front.kind() == Some(FrontKind::Unix) {
+                if conn.front.kind() == FrontKind::Unix {
                     reply = reply.strip_suffix(b"\n").unwrap_or(reply);
                 }
                 lock(recorder).exchange(&Exchange {

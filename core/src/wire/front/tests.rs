@@ -8,11 +8,11 @@ const PEER: PeerCredentials = PeerCredentials {
     groups: None,
 };
 
-fn events(f: &mut Front) -> Vec<FrontEvent> {
+fn events(f: &mut dyn Front) -> Vec<FrontEvent> {
     std::iter::from_fn(|| f.poll_event()).collect()
 }
 
-fn write_all(f: &mut Front, now: Timestamp) -> Vec<u8> {
+fn write_all(f: &mut dyn Front, now: Timestamp) -> Vec<u8> {
     let out = f.pending_output().to_vec();
     f.consume_output(now, out.len());
     out
@@ -20,7 +20,7 @@ fn write_all(f: &mut Front, now: Timestamp) -> Vec<u8> {
 
 #[test]
 fn a_unix_line_that_is_not_an_object_is_answered_with_request_id_0_and_closed() {
-    let mut f = Front::unix(0, line::Limits::default(), PEER, 9);
+    let mut f = CoreFront::unix(0, line::Limits::default(), PEER, 9);
     f.handle_data(SECOND, b"garbage\n{\"describe\":true}\n");
     assert_eq!(events(&mut f), [FrontEvent::Lost]);
     let out = String::from_utf8(f.pending_output().to_vec()).unwrap();
@@ -41,7 +41,7 @@ fn a_unix_line_that_is_not_an_object_is_answered_with_request_id_0_and_closed() 
 
 #[test]
 fn a_unix_request_is_framed_with_the_peer_as_its_credential() {
-    let mut f = Front::unix(0, line::Limits::default(), PEER, 9);
+    let mut f = CoreFront::unix(0, line::Limits::default(), PEER, 9);
     f.set_keep_raw(true);
     f.handle_data(
         0,
@@ -85,7 +85,7 @@ fn a_unix_reply_is_the_outcomes_line_whichever_caller_it_is_for() {
         Outcome::from(Refusal::new(RefusalKind::Full, "full")),
         Outcome::ServerError,
     ];
-    let mut f = Front::unix(0, line::Limits::default(), PEER, 1);
+    let mut f = CoreFront::unix(0, line::Limits::default(), PEER, 1);
     let mut expected = Vec::new();
     let callers = [&peer, &peer, &other, &same_value, &bearer, &peer];
     for (i, caller) in callers.into_iter().enumerate() {
@@ -111,7 +111,7 @@ fn a_unix_reply_is_the_outcomes_line_whichever_caller_it_is_for() {
 
 #[test]
 fn an_http_call_is_framed_and_its_outcome_written_by_the_http_column() {
-    let mut f = Front::http(0, http1::Limits::default(), 3);
+    let mut f = CoreFront::http(0, http1::Limits::default(), 3);
     f.handle_data(
         0,
         b"POST /call/Orders%3A%3Aplace HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 2\r\n\r\n{}",
@@ -153,10 +153,12 @@ fn a_front_yields_the_same_events_whole_or_byte_by_byte() {
     let unix =
         b"{\"describe\":true}\n{\"call\":\"A::b\",\"payload\":1,\"id\":[1]}\r\n\n{\"x\":1}\nnope\n";
     let http = b"GET /.description HTTP/1.1\r\nAuthorization: Bearer t\r\n\r\n";
-    type NewFront = fn() -> Front;
+    type NewFront = fn() -> CoreFront;
     let make: [(&[u8], NewFront); 2] = [
-        (unix, || Front::unix(0, line::Limits::default(), PEER, 1)),
-        (http, || Front::http(0, http1::Limits::default(), 1)),
+        (unix, || {
+            CoreFront::unix(0, line::Limits::default(), PEER, 1)
+        }),
+        (http, || CoreFront::http(0, http1::Limits::default(), 1)),
     ];
     for (input, new) in make {
         let mut whole = new();

@@ -11,7 +11,9 @@ use std::thread;
 use std::time::Duration;
 
 use limen_core::hale::runtime::*;
-use limen_drivers::serve::{BoundAddress, Server, ServerConfig, StopHandle, DISPATCH_AHEAD};
+use limen_drivers::serve::{
+    BoundAddress, Command, Server, ServerConfig, StopHandle, DISPATCH_AHEAD,
+};
 
 struct AnyCodec;
 impl PayloadCodec for AnyCodec {
@@ -105,6 +107,12 @@ fn start(config: ServerConfig) -> Running {
 /// [`start`] with the receiver's owner answering a violation (or a panic)
 /// with `supervision`.
 fn start_supervised(config: ServerConfig, supervision: Supervision) -> Running {
+    start_with(config, supervision, false)
+}
+
+/// [`start_supervised`], its receiver run inline on the owner's loop
+/// (declared non-blocking) when `inline`, on a worker thread otherwise.
+fn start_with(config: ServerConfig, supervision: Supervision, inline: bool) -> Running {
     let dir = std::env::temp_dir().join(format!(
         "limen-serve-{}-{:?}",
         std::process::id(),
@@ -120,14 +128,23 @@ fn start_supervised(config: ServerConfig, supervision: Supervision) -> Running {
             panic!("a TCP listener")
         };
         let (u, _) = server.bind_unix(&unix_path).unwrap().unwrap();
-        let w = server
-            .add_worker(
+        let w = if inline {
+            server.add_inline_receiver(
                 "self.echo",
                 1,
                 Box::new(Echo),
                 Arc::new(move |_| supervision),
             )
-            .unwrap();
+        } else {
+            server
+                .add_worker(
+                    "self.echo",
+                    1,
+                    Box::new(Echo),
+                    Arc::new(move |_| supervision),
+                )
+                .unwrap()
+        };
         let tokens = TokenTable::new(Some("no such token")).with("t-a", "a");
         let http = Exposure::new(
             spec("h", "http"),
@@ -468,4 +485,61 @@ fn a_unix_peer_s_supplementary_groups_reach_the_role_source() {
     assert_eq!(reply["refusal"]["kind"], "unauthorized", "{reply}");
     let reply = call_as_member_of(4242, Some(&[]), "none");
     assert_eq!(reply["refusal"]["kind"], "unauthorized", "{reply}");
+}
+
+// ---------------------------------------------------------------------------
+// A receiver declared non-blocking, run inline on the owner's loop: the
+// worker's guarantees hold without the worker's thread.
+
+#[test]
+fn an_inline_handler_that_panics_answers_the_server_error_and_its_receiver_serves_on() {
+    let r = start_with(ServerConfig::default(), Supervision::Absorb, true);
+    let (status, body) = post(&r.http, "Echo::boom", "1", "t-a");
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(post(&r.http, "Echo::say", "2", "t-a"), (200, "2".into()));
+    // Calls of one turn behind a panic still run, one at a time, in order.
+    let replies = unix_calls(&r.unix, &[("Echo::boom", 1), ("Echo::say", 2)], || {});
+    assert_eq!(replies[&1]["refusal"]["kind"], "server", "{}", replies[&1]);
+    assert_eq!(replies[&2]["value"], 2, "{}", replies[&2]);
+}
+
+#[test]
+fn after_a_drained_panic_on_an_inline_receiver_no_call_handed_ahead_runs_until_resumed() {
+    let r = start_with(ServerConfig::default(), Supervision::Drain, true);
+    let mut calls = vec![("Echo::say", 1), ("Echo::boom", 2)];
+    calls.extend((3..=20).map(|id| ("Echo::say", id)));
+    let replies = unix_calls(&r.unix, &calls, || {});
+    assert_eq!(replies[&1]["ok"], true, "{}", replies[&1]);
+    assert_eq!(replies[&2]["refusal"]["kind"], "server", "{}", replies[&2]);
+    for id in 3..=20 {
+        assert_eq!(
+            replies[&id]["refusal"]["kind"], "unavailable",
+            "{}",
+            replies[&id]
+        );
+    }
+    // Paused until the operator resumes it; then it serves again (the
+    // first call after the resume may still find it known absent).
+    r.stop.command(Command::Resume(0));
+    assert!(
+        (0..20).any(|_| post(&r.http, "Echo::say", "5", "t-a") == (200, "5".into())),
+        "a resumed inline receiver serves again"
+    );
+}
+
+#[test]
+fn an_inline_receiver_drained_by_command_refuses_unavailable_until_resumed() {
+    let r = start_with(ServerConfig::default(), Supervision::Absorb, true);
+    assert_eq!(post(&r.http, "Echo::say", "1", "t-a"), (200, "1".into()));
+    r.stop.command(Command::Drain(0));
+    let (status, body) = post(&r.http, "Echo::say", "2", "t-a");
+    assert!(
+        status == 503 && body.contains("unavailable"),
+        "{status} {body}"
+    );
+    r.stop.command(Command::Resume(0));
+    assert!(
+        (0..20).any(|_| post(&r.http, "Echo::say", "3", "t-a") == (200, "3".into())),
+        "a resumed inline receiver serves again"
+    );
 }

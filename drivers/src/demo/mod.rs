@@ -273,7 +273,13 @@ impl Demo {
             }
             let mut ids = Vec::new();
             for r in &spec.receivers {
-                ids.push(instance_worker(&mut server, &mut workers, &instances, r)?);
+                ids.push(instance_worker(
+                    &mut server,
+                    options.control.is_some(),
+                    &mut workers,
+                    &instances,
+                    r,
+                )?);
             }
             let shared = hub
                 .as_ref()
@@ -353,6 +359,7 @@ impl Demo {
             };
             let identity = serve_desk(
                 &mut server,
+                options.control.is_some(),
                 &mut workers,
                 &instances,
                 served,
@@ -566,6 +573,7 @@ pub fn with_hub_desk(text: &str) -> Option<String> {
 /// its identity.
 fn serve_desk(
     server: &mut Server,
+    gated: bool,
     workers: &mut BTreeMap<String, Instance>,
     instances: &witness::Instances,
     served: &mut hub::ServedHubs,
@@ -585,7 +593,7 @@ fn serve_desk(
     spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
     let mut ids = Vec::new();
     for r in &spec.receivers {
-        ids.push(instance_worker(server, workers, instances, r)?);
+        ids.push(instance_worker(server, gated, workers, instances, r)?);
     }
     let codec = ShapeCodec::new(&program, &e).map_err(|err| fail(err.to_string()))?;
     let Some(ws) = served.ws.as_mut() else {
@@ -608,9 +616,12 @@ fn serve_desk(
 
 /// The worker of receiver instance `r` (`self.orders`), started the first
 /// time an exposure names it: every exposure bound to an instance shares
-/// its one worker, which runs one call at a time.
+/// its one worker, which runs one call at a time. Only `gated` (a control
+/// socket can hold it shut) is it a worker thread; otherwise it runs
+/// inline on the loop that owns its exposures.
 fn instance_worker(
     server: &mut Server,
+    gated: bool,
     workers: &mut BTreeMap<String, Instance>,
     instances: &witness::Instances,
     r: &str,
@@ -623,22 +634,30 @@ fn instance_worker(
         .receiver(r)
         .ok_or_else(|| BootError(format!("hale demo: no implementation of {r}")))?;
     let failed = r.to_owned();
-    let worker = server
-        .add_worker(
-            r,
-            1,
-            Box::new(Gated {
-                inner,
-                gate: gate.clone(),
-            }),
-            Arc::new(move |_| {
-                // The Desk's on_failure counts the failure and lets
-                // execution return.
-                eprintln!("hale demo: {failed} violated a closure; on_failure ran");
-                Supervision::Absorb
-            }),
-        )
-        .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?;
+    let on_failure: crate::serve::worker::OnFailure = Arc::new(move |_| {
+        // The Desk's on_failure counts the failure and lets
+        // execution return.
+        eprintln!("hale demo: {failed} violated a closure; on_failure ran");
+        Supervision::Absorb
+    });
+    let worker = if gated {
+        // A control socket can hold the gate shut: the receiver may block,
+        // so it gets a worker thread of its own.
+        server
+            .add_worker(
+                r,
+                1,
+                Box::new(Gated {
+                    inner,
+                    gate: gate.clone(),
+                }),
+                on_failure,
+            )
+            .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?
+    } else {
+        // The witness's handlers compute and return: run inline.
+        server.add_inline_receiver(r, 1, inner, on_failure)
+    };
     workers.insert(r.to_owned(), Instance { worker, gate });
     Ok(worker)
 }

@@ -13,7 +13,9 @@
 //!   as inputs, hands dispatches to workers, and sends each delivery to the
 //!   loop that owns its connection (a correlation names its loop).
 //! - A worker ([`worker`]) runs one call at a time of its receiver, behind
-//!   a panic boundary, and reports how it ended to the owner.
+//!   a panic boundary, and reports how it ended to the owner. A receiver
+//!   declared non-blocking (`inline.rs`, [`Server::add_inline_receiver`])
+//!   runs on the owner's thread instead, behind the same boundary.
 //! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
 //!   holds every connection of the hub, and its sends are spread over the
 //!   loop's thread and a few writer threads (`fanout.rs`); a datagram hub
@@ -29,6 +31,7 @@ mod conn_loop;
 mod fanout;
 mod fronts;
 pub mod hub;
+mod inline;
 mod linger;
 mod mailbox;
 mod net;
@@ -55,7 +58,7 @@ use fronts::Framing;
 pub use linger::LingerLimits;
 use mailbox::Mailbox;
 pub use net::{BoundAddress, Listener};
-use owner::{OwnedExposure, Owner};
+use owner::{Actor, OwnedExposure, Owner};
 pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{OnFailure, Report, Worker};
 
@@ -375,10 +378,32 @@ impl Server {
             on_failure,
             self.owner_box.clone(),
         )?;
-        self.owner.workers.push(worker);
+        self.owner.workers.push(Actor::Thread(worker));
         self.owner.draining.push(false);
         self.owner.handed.push(Default::default());
         Ok(id)
+    }
+
+    /// Adds a receiver instance declared non-blocking: its calls run on
+    /// the owner's thread (loop 0), one at a time, behind the same panic
+    /// boundary and with the same reports, drain and resume as a worker's
+    /// ([`add_worker`](Server::add_worker)), without the two thread hops a
+    /// call to a worker takes. A handler that may block (on a lock, a
+    /// file, another process) belongs on a worker: here it would stall
+    /// every connection of loop 0 while it waits.
+    pub fn add_inline_receiver(
+        &mut self,
+        name: &str,
+        stamp: u64,
+        receiver: Box<dyn limen_core::hale::runtime::Receiver + Send>,
+        on_failure: OnFailure,
+    ) -> WorkerId {
+        let id = self.owner.workers.len();
+        let inline = inline::Inline::new(id, name, stamp, receiver, on_failure);
+        self.owner.workers.push(Actor::Inline(inline));
+        self.owner.draining.push(false);
+        self.owner.handed.push(Default::default());
+        id
     }
 
     /// Serves `exposure` on `listener`, its receivers answered by `workers`

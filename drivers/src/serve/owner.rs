@@ -24,6 +24,7 @@ use limen_core::wire::front::RawRequest;
 use limen_core::Timestamp;
 
 use super::hub::HubCommand;
+use super::inline::Inline;
 use super::mailbox::Mailbox;
 use super::worker::{take, Claim, Job, Report, Worker};
 use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId, HUB_ROUTE_BASE};
@@ -39,10 +40,33 @@ pub(super) struct OwnedExposure {
     pub(super) names: Arc<[String]>,
 }
 
+/// Who runs a receiver instance's calls: a worker thread of its own (a
+/// handler that may block) or the owner itself, inline (one declared
+/// non-blocking). Both take the same jobs and make the same reports.
+pub(super) enum Actor {
+    /// A serial worker thread ([`super::worker`]).
+    Thread(Worker),
+    /// Run on the owner's thread ([`super::inline`]).
+    Inline(Inline),
+}
+
+impl Actor {
+    /// The incarnation stamp its receiver announced at birth.
+    pub(super) fn stamp(&self) -> u64 {
+        match self {
+            Actor::Thread(w) => w.stamp(),
+            Actor::Inline(i) => i.stamp(),
+        }
+    }
+}
+
 /// See the module documentation.
 pub(super) struct Owner {
     pub(super) exposures: Vec<OwnedExposure>,
-    pub(super) workers: Vec<Worker>,
+    pub(super) workers: Vec<Actor>,
+    /// Inline receivers handed a call since they last ran, to be run once
+    /// the input that handed it has been acted on.
+    inline_ready: Vec<usize>,
     /// Whether each worker's receiver drains: asked, it is absent.
     pub(super) draining: Vec<bool>,
     /// The calls handed to each worker and not reported yet, in the order
@@ -70,6 +94,7 @@ impl Owner {
         Owner {
             exposures: Vec::new(),
             workers: Vec::new(),
+            inline_ready: Vec::new(),
             draining: Vec::new(),
             handed: Vec::new(),
             loops: Vec::new(),
@@ -131,10 +156,32 @@ impl Owner {
                 }
             }
         }
+        self.run_inline(now);
     }
 
     /// A worker's report.
     pub(super) fn take_report(&mut self, now: Timestamp, report: Report) {
+        self.report(now, report);
+        self.run_inline(now);
+    }
+
+    /// Runs the calls handed to inline receivers, and what their reports
+    /// hand next, until none is left that may start. Called once an input
+    /// has been acted on whole, so a call never runs inside the pump that
+    /// handed it.
+    fn run_inline(&mut self, now: Timestamp) {
+        while let Some(w) = self.inline_ready.pop() {
+            while let Some(report) = match &mut self.workers[w] {
+                Actor::Inline(inline) => inline.run_next(),
+                Actor::Thread(_) => None,
+            } {
+                self.report(now, report);
+            }
+        }
+    }
+
+    /// A report, from a worker or an inline receiver.
+    fn report(&mut self, now: Timestamp, report: Report) {
         match report {
             Report::NotTaken {
                 exposure,
@@ -192,9 +239,18 @@ impl Owner {
             Command::Drain(w) => self.drain_worker(now, w),
             Command::Resume(w) => {
                 self.draining[w] = false;
-                self.workers[w].resume();
+                match &mut self.workers[w] {
+                    Actor::Thread(worker) => worker.resume(),
+                    Actor::Inline(inline) => {
+                        inline.resume();
+                        if inline.ready() {
+                            self.inline_ready.push(w);
+                        }
+                    }
+                }
             }
         }
+        self.run_inline(now);
     }
 
     /// Every exposure bound to `worker` learns that its receiver drains:
@@ -224,6 +280,7 @@ impl Owner {
             self.exposures[i].exposure.handle_input(now, Input::Stop);
             self.pump(now, i);
         }
+        self.run_inline(now);
     }
 
     /// Whether every exposure has shut down.
@@ -251,6 +308,7 @@ impl Owner {
                 self.pump(now, i);
             }
         }
+        self.run_inline(now);
     }
 
     /// Acts on everything exposure `index` emitted, until it is quiet.
@@ -287,11 +345,21 @@ impl Owner {
                         dispatch,
                         claim,
                     };
-                    if self.workers[worker].hand(job).is_err() {
-                        self.handed[worker].pop_back();
-                        self.exposures[index]
-                            .exposure
-                            .handle_input(now, Input::DispatchNotTaken(request_id));
+                    match &mut self.workers[worker] {
+                        Actor::Thread(w) => {
+                            if w.hand(job).is_err() {
+                                self.handed[worker].pop_back();
+                                self.exposures[index]
+                                    .exposure
+                                    .handle_input(now, Input::DispatchNotTaken(request_id));
+                            }
+                        }
+                        Actor::Inline(inline) => {
+                            inline.hand(job);
+                            if self.inline_ready.last() != Some(&worker) {
+                                self.inline_ready.push(worker);
+                            }
+                        }
                     }
                 }
                 Event::Recall {

@@ -331,8 +331,9 @@ impl Worker {
     }
 }
 
-/// Runs one call, behind a panic boundary, and says how it ended.
-fn run(
+/// Runs one call, behind a panic boundary, and says how it ended (a
+/// worker's and an inline receiver's one boundary).
+pub(super) fn run(
     id: usize,
     stamp: u64,
     owner: &str,

@@ -10,7 +10,7 @@
 //! the connection. An EOF before the request is whole ends it with nothing
 //! written; an EOF after it is the client gone ([`HttpEvent::Lost`]).
 //!
-//! The machine knows HTTP, not Hale: [`crate::wire::hale_http`] frames its
+//! The machine knows HTTP, not Hale: [`crate::wire::http`] frames its
 //! requests for an exposure and encodes outcomes back, and the MCP transport
 //! frames `POST /mcp` on the same machine.
 

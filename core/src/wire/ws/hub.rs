@@ -76,10 +76,11 @@ use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::sources;
 use crate::hale::runtime::{
     BearerSource, Credential, Delivery, Describer, Outcome, Principal, Refusal, RefusalKind,
-    Request, RequestKind, RoleSource,
+    Request, RoleSource,
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
 use crate::wire::line::{parse_line, LineRequest};
+use crate::wire::unix;
 use crate::Timestamp;
 
 /// The driver's id of one accepted connection.
@@ -465,11 +466,19 @@ impl Hub {
             conn.calls_out = conn.calls_out.saturating_sub(1);
             let mut caller_json = Vec::with_capacity(64);
             caller.write_json(&mut caller_json);
-            let mut line = Vec::with_capacity(96);
-            outcome.write_unix_line_as(request_id, client_id.as_deref(), &caller_json, &mut line);
-            // `{"request_id": …}` becomes `{"type":"reply","request_id": …}`.
-            let mut frame = String::from("{\"type\":\"reply\",");
-            frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
+            // The Unix reply's members under `"type":"reply"`.
+            let mut frame = Vec::with_capacity(160);
+            frame.extend_from_slice(b"{\"type\":\"reply\",");
+            unix::write_reply_members(
+                &outcome,
+                request_id,
+                client_id.as_deref(),
+                &caller_json,
+                &mut frame,
+            );
+            frame.push(b'}');
+            let frame = String::from_utf8(frame)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             conn.push_answer(frame);
             hub.rules.pump(now, conn);
         });

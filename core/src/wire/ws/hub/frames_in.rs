@@ -102,27 +102,12 @@ impl Hub {
     /// A `call` frame: the Unix line's call with `"type": "call"` (its other
     /// keys passed over as the line's are), framed for the exposure.
     pub(super) fn take_call(&mut self, conn: &mut Conn, text: &str) {
-        let (kind, digest, client_id) = match parse_line(text.as_bytes()) {
-            Ok(LineRequest::Call {
-                member,
-                payload,
-                id,
-                digest,
-            }) => (RequestKind::Call { member, payload }, digest, id),
-            Ok(LineRequest::Malformed { reason, id }) => {
-                (RequestKind::Malformed { reason }, None, id)
-            }
-            Ok(LineRequest::Describe { id }) => (RequestKind::Describe, None, id),
-            Err(reason) => (RequestKind::Malformed { reason }, None, None),
-        };
+        let line = parse_line(text.as_bytes())
+            .unwrap_or_else(|reason| LineRequest::Malformed { reason, id: None });
         conn.called = true;
         conn.calls_out += 1;
-        self.calls.push_back(HubCall::Request(Request {
-            correlation: conn.id,
-            kind,
-            digest,
-            credential: Credential::Bearer(conn.token.clone()),
-            client_id,
-        }));
+        let credential = Credential::Bearer(conn.token.clone());
+        let request = unix::frame(line, conn.id, credential);
+        self.calls.push_back(HubCall::Request(request));
     }
 }

@@ -68,8 +68,7 @@ pub use self::limits::{Address, Limits};
 use self::rate::Buckets;
 use crate::hale::runtime::{BearerSource, Describer, Principal, Refusal, RefusalKind, RoleSource};
 use crate::wire::ws::admission::Sources;
-use crate::wire::ws::hub::Published;
-use crate::wire::ws::hub_spec::{HubSpec, Invalidated, Offered, OnFull};
+use crate::wire::ws::hub_spec::{HubSpec, Invalidated, Offered, OnFull, Published};
 use crate::Timestamp;
 
 /// A subscriber's key: its address and its id's JSON text.

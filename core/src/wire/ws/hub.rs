@@ -71,6 +71,10 @@ mod upgrade;
 
 use super::admission::Sources;
 use super::hub_spec::{frames, HubSpec, Invalidated, Offered, OnFull};
+// Defined beside the rows, which admission (`super::admission`) reads as
+// well: the hub and admission both import them from below, not from each
+// other.
+pub use super::hub_spec::{Published, EXPIRED_REASON, STOPPING_REASON};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::sources;
@@ -85,13 +89,6 @@ use crate::Timestamp;
 
 /// The driver's id of one accepted connection.
 pub type ConnId = u64;
-
-/// The reason a spent credential's subscribe is refused (§ Streams: "a
-/// spent credential admits nothing new").
-pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
-
-/// The reason of a refusal after `stop()`.
-pub const STOPPING_REASON: &str = "the hub is stopping";
 
 /// The close reason of a connection whose upgrade named nobody, at the end
 /// of its [`anonymous_wait`](super::HubLimits::anonymous_wait) (sent with
@@ -112,20 +109,6 @@ pub enum HubEvent {
     /// The connection is done (its last bytes written, or dropped): close
     /// the socket. The id is free again.
     Close(ConnId),
-}
-
-/// What became of one [`publish`](Hub::publish).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Published {
-    /// Offered to this many subscriptions (each took a seq).
-    Offered(usize),
-    /// The payload does not fit the bus frame: it reaches no remote
-    /// subscriber and takes no seq.
-    TooLarge,
-    /// The hub binds no stream for the topic.
-    UnknownTopic,
-    /// The hub has stopped: nothing is offered.
-    Stopped,
 }
 
 /// What a hub that carries a surface (§ Rpcs on a hub) hands its

@@ -13,15 +13,18 @@
 //! once its output is written a draining connection closes; the
 //! stalled-write timer fires at the deadline `poll_timeout` names, not a
 //! nanosecond before; and every line reads the same through `parse_line`
-//! (whose fast path takes plain calls) as through the tokenizer alone.
+//! (whose fast path takes plain calls) as through the tokenizer alone, and
+//! as through `parse_line_keeping` (the WebSocket hub's frame reader).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::{Credential, PeerCredentials, RequestKind};
 use limen_core::json::Tokenizer;
 use limen_core::wire::front::{Front, FrontEvent, Machine};
+use limen_core::wire::line::{
+    parse_line, parse_line_keeping, parse_line_tokenized, Limits, LineConn,
+};
 use limen_core::wire::unix::UnixFront;
-use limen_core::wire::line::{parse_line, parse_line_tokenized, Limits, LineConn};
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex};
 
@@ -68,6 +71,14 @@ fn check(limits: Limits, data: &[u8]) {
             parse_line(line),
             parse_line_tokenized(line),
             "the fast path differs on {}",
+            hex(line)
+        );
+        // A hub's frame reader (the same pass, keeping `type` and `topic`)
+        // reads the same request.
+        assert_eq!(
+            parse_line_keeping(line, ["type", "topic"]).map(|(r, _)| r),
+            parse_line_tokenized(line),
+            "keeping keys differs on {}",
             hex(line)
         );
     }

@@ -370,6 +370,21 @@ fn fast_call(line: &[u8]) -> Option<LineRequest> {
 /// here alike (the differential tests and the `line_conn` fuzz target hold
 /// the two equal).
 pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
+    parse_line_keeping(line, []).map(|(request, [])| request)
+}
+
+/// [`parse_line_tokenized`], keeping in the same pass the values of the
+/// keys `keep` names, which a request passes over: a WebSocket hub's frame
+/// is one JSON object that names its `type` (a `call` frame is the line's
+/// call with `"type": "call"`, § Rpcs on a hub) and a `subscribe` its
+/// `topic`, so the hub reads a frame once. Each kept value is the key's
+/// string, `None` when the key is absent or not a string; a repeated key
+/// keeps its last value (as a JSON object read into a map does).
+pub fn parse_line_keeping<const N: usize>(
+    line: &[u8],
+    keep: [&str; N],
+) -> Result<(LineRequest, [Option<String>; N]), String> {
+    let mut kept: [Option<String>; N] = std::array::from_fn(|_| None);
     let mut t = Tokenizer::new(line);
     let not_object = |e: &dyn std::fmt::Display| format!("not a JSON object: {e}");
     match t.next_event() {
@@ -418,46 +433,78 @@ pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
             }
             "describe" => describe = Some(first == Event::Bool(true)),
             // Other keys are passed over: a newer client may send more.
-            _ => {}
+            other => {
+                if let Some(i) = keep.iter().position(|k| *k == other) {
+                    kept[i] = match first {
+                        Event::String(s) => Some(s.into_owned()),
+                        _ => None,
+                    };
+                }
+            }
         }
     }
     t.finish().map_err(|e| not_object(&e))?;
-    let text = |(s, e): (usize, usize)| String::from_utf8_lossy(&line[s..e]).into_owned();
-    let id = id.map(text);
-    let malformed = |reason: &str| LineRequest::Malformed {
-        reason: reason.to_owned(),
-        id: id.clone(),
-    };
-    if let Some(key) = duplicate {
-        return Ok(malformed(&format!("the key `{key}` is given twice")));
-    }
-    match (call, describe) {
-        (Some(_), Some(_)) => Ok(malformed("a request is a call or a describe, not both")),
-        (None, Some(true)) => Ok(LineRequest::Describe { id }),
-        (None, _) => Ok(malformed("the object is neither a call nor a describe")),
-        (Some(Err(())), None) => Ok(malformed("`call` names a member as a string")),
-        (Some(Ok(member)), None) => {
-            let Some(payload) = payload else {
-                return Ok(malformed("a call carries a payload"));
-            };
-            let digest = match digest {
-                None => None,
-                Some(Ok(d)) => Some(d),
-                Some(Err(())) => return Ok(malformed("`digest` is a string")),
-            };
-            Ok(LineRequest::Call {
-                member,
-                payload: line[payload.0..payload.1].to_vec(),
-                id,
-                digest,
-            })
+    // The request the object is, judged once it is read whole.
+    let request = (|| {
+        let text = |(s, e): (usize, usize)| String::from_utf8_lossy(&line[s..e]).into_owned();
+        let id = id.map(text);
+        let malformed = |reason: &str| LineRequest::Malformed {
+            reason: reason.to_owned(),
+            id: id.clone(),
+        };
+        if let Some(key) = duplicate {
+            return malformed(&format!("the key `{key}` is given twice"));
         }
-    }
+        match (call, describe) {
+            (Some(_), Some(_)) => malformed("a request is a call or a describe, not both"),
+            (None, Some(true)) => LineRequest::Describe { id },
+            (None, _) => malformed("the object is neither a call nor a describe"),
+            (Some(Err(())), None) => malformed("`call` names a member as a string"),
+            (Some(Ok(member)), None) => {
+                let Some(payload) = payload else {
+                    return malformed("a call carries a payload");
+                };
+                let digest = match digest {
+                    None => None,
+                    Some(Ok(d)) => Some(d),
+                    Some(Err(())) => return malformed("`digest` is a string"),
+                };
+                LineRequest::Call {
+                    member,
+                    payload: line[payload.0..payload.1].to_vec(),
+                    id,
+                    digest,
+                }
+            }
+        }
+    })();
+    Ok((request, kept))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_key_is_read_in_the_same_pass_and_changes_nothing_of_the_request() {
+        let frame = br#"{"type":"call","call":"A::b","payload":{"type":1},"id":7,"topic":2}"#;
+        let (request, [kind, topic]) = parse_line_keeping(frame, ["type", "topic"]).unwrap();
+        assert_eq!(request, parse_line_tokenized(frame).unwrap());
+        assert_eq!(kind.as_deref(), Some("call"));
+        // Not a string: as absent. The payload's own `type` is not the frame's.
+        assert_eq!(topic, None);
+        let (_, [topic]) = parse_line_keeping(
+            br#"{"topic":"a","type":"subscribe","topic":"b"}"#,
+            ["topic"],
+        )
+        .unwrap();
+        assert_eq!(
+            topic.as_deref(),
+            Some("b"),
+            "the last value of a repeated key"
+        );
+        assert!(parse_line_keeping(b"[1]", ["type"]).is_err());
+    }
 
     fn events(c: &mut LineConn) -> Vec<LineEvent> {
         std::iter::from_fn(|| c.poll_event()).collect()

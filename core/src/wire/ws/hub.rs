@@ -83,7 +83,7 @@ use crate::hale::runtime::{
     Request, RoleSource,
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
-use crate::wire::line::{parse_line, LineRequest};
+use crate::wire::line::{parse_line_keeping, LineRequest};
 use crate::wire::unix;
 use crate::Timestamp;
 

@@ -19,6 +19,7 @@ use libfuzzer_sys::fuzz_target;
 use limen_core::hale::runtime::RequestKind;
 use limen_core::wire::http::{frame, frame_malformed, percent_decode};
 use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
+use limen_core::wire::machine::Machine;
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex, pieces};
 

@@ -156,45 +156,45 @@ pub enum FrontEvent {
 }
 
 /// Implements [`Machine`] for a front by handing every call to the
-/// connection machine in its field `$conn`; with a third argument, every
+/// connection [`Machine`] in its field `$conn`; with a third argument, every
 /// input's `now` is also noted in that field (a front that writes answers
 /// of its own queues them then).
 macro_rules! machine_through {
     ($front:ty, $conn:ident $(, $now:ident)?) => {
         impl $crate::wire::machine::Machine for $front {
             fn wants_read(&self) -> bool {
-                self.$conn.wants_read()
+                $crate::wire::machine::Machine::wants_read(&self.$conn)
             }
 
             fn handle_data(&mut self, now: $crate::Timestamp, data: &[u8]) {
                 $(self.$now = now;)?
-                self.$conn.handle_data(now, data)
+                $crate::wire::machine::Machine::handle_data(&mut self.$conn, now, data)
             }
 
             fn handle_eof(&mut self, now: $crate::Timestamp) {
                 $(self.$now = now;)?
-                self.$conn.handle_eof(now)
+                $crate::wire::machine::Machine::handle_eof(&mut self.$conn, now)
             }
 
             fn handle_timeout(&mut self, now: $crate::Timestamp) {
                 $(self.$now = now;)?
-                self.$conn.handle_timeout(now)
+                $crate::wire::machine::Machine::handle_timeout(&mut self.$conn, now)
             }
 
             fn poll_timeout(&self) -> Option<$crate::Timestamp> {
-                self.$conn.poll_timeout()
+                $crate::wire::machine::Machine::poll_timeout(&self.$conn)
             }
 
             fn pending_output(&self) -> &[u8] {
-                self.$conn.pending_output()
+                $crate::wire::machine::Machine::pending_output(&self.$conn)
             }
 
             fn consume_output(&mut self, now: $crate::Timestamp, n: usize) {
-                self.$conn.consume_output(now, n)
+                $crate::wire::machine::Machine::consume_output(&mut self.$conn, now, n)
             }
 
             fn is_closed(&self) -> bool {
-                self.$conn.is_closed()
+                $crate::wire::machine::Machine::is_closed(&self.$conn)
             }
         }
     };

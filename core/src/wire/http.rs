@@ -15,6 +15,7 @@
 use crate::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
 use crate::wire::http1::{self, HttpConn, HttpEvent, HttpRequest};
+use crate::wire::machine::Machine;
 use crate::Timestamp;
 
 /// Frames a whole HTTP request for the exposure.

@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 
 use crate::json::plain::{Plain, PLAIN_DEPTH};
 use crate::json::{DuplicateKeys, Event, Tokenizer};
+use crate::wire::machine::Machine;
 use crate::{Timestamp, SECOND};
 
 /// The limits of one connection.
@@ -134,14 +135,80 @@ impl LineConn {
         }
     }
 
+    /// Queues one reply line (without its newline).
+    pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
+        self.send_line_with(now, |out| out.extend_from_slice(line));
+    }
+
+    /// Queues one reply line that `write` appends (without its newline)
+    /// straight to the output, so a reply costs no buffer of its own.
+    pub fn send_line_with(&mut self, now: Timestamp, write: impl FnOnce(&mut Vec<u8>)) {
+        if self.state == State::Closed {
+            return;
+        }
+        if self.pending_output().is_empty() {
+            self.last_progress = now;
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        write(&mut self.out);
+        self.out.push(b'\n');
+    }
+
+    /// Ends the connection now, whatever is queued.
+    pub fn abort(&mut self) {
+        if self.state == State::Open {
+            self.events.push_back(LineEvent::Lost);
+        }
+        self.close();
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<LineEvent> {
+        if self.events.is_empty() {
+            // An unreadable line's answer was queued (or the transport
+            // chose none) while its events were taken: with nothing left to
+            // write, the connection is done.
+            self.maybe_close();
+        }
+        self.events.pop_front()
+    }
+
+    /// A line that is not a request: the transport answers it, then the
+    /// connection ends (see [`LineEvent::Unreadable`]).
+    fn refuse_line(&mut self, _now: Timestamp, reason: &str) {
+        self.buf = Vec::new();
+        self.events.push_back(LineEvent::Unreadable {
+            reason: reason.to_owned(),
+        });
+        self.events.push_back(LineEvent::Lost);
+        self.state = State::Draining;
+    }
+
+    fn maybe_close(&mut self) {
+        if self.state == State::Draining && self.pending_output().is_empty() {
+            self.close();
+        }
+    }
+
+    fn close(&mut self) {
+        if self.state != State::Closed {
+            self.state = State::Closed;
+            self.buf = Vec::new();
+            self.events.push_back(LineEvent::Close);
+        }
+    }
+}
+
+impl Machine for LineConn {
     /// Whether the machine takes more input now (false while the peer does
     /// not read its replies, or once the connection is ending).
-    pub fn wants_read(&self) -> bool {
+    fn wants_read(&self) -> bool {
         self.state == State::Open && self.pending_output().len() < self.limits.max_output
     }
 
     /// Bytes read from the socket at `now`.
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
         if self.state != State::Open {
             return;
         }
@@ -195,7 +262,7 @@ impl LineConn {
     }
 
     /// The peer closed its end (or the read failed) at `now`.
-    pub fn handle_eof(&mut self, _now: Timestamp) {
+    fn handle_eof(&mut self, _now: Timestamp) {
         if self.state != State::Open {
             return;
         }
@@ -205,33 +272,27 @@ impl LineConn {
         self.maybe_close();
     }
 
-    /// Queues one reply line (without its newline).
-    pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
-        self.send_line_with(now, |out| out.extend_from_slice(line));
+    /// Time passes: a reader that took nothing of its replies for the
+    /// stalled-write limit ends its connection.
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.poll_timeout().is_some_and(|t| now >= t) {
+            self.abort();
+        }
     }
 
-    /// Queues one reply line that `write` appends (without its newline)
-    /// straight to the output, so a reply costs no buffer of its own.
-    pub fn send_line_with(&mut self, now: Timestamp, write: impl FnOnce(&mut Vec<u8>)) {
-        if self.state == State::Closed {
-            return;
-        }
-        if self.pending_output().is_empty() {
-            self.last_progress = now;
-            self.out.clear();
-            self.out_pos = 0;
-        }
-        write(&mut self.out);
-        self.out.push(b'\n');
+    /// When [`handle_timeout`](LineConn::handle_timeout) next has work.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (self.state != State::Closed && !self.pending_output().is_empty())
+            .then(|| self.last_progress.saturating_add(self.limits.stalled_write))
     }
 
     /// The bytes still to write.
-    pub fn pending_output(&self) -> &[u8] {
+    fn pending_output(&self) -> &[u8] {
         &self.out[self.out_pos..]
     }
 
     /// `n` bytes of output were written at `now`.
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
+    fn consume_output(&mut self, now: Timestamp, n: usize) {
         let n = n.min(self.out.len() - self.out_pos);
         if n > 0 {
             self.out_pos += n;
@@ -244,67 +305,9 @@ impl LineConn {
         self.maybe_close();
     }
 
-    /// Ends the connection now, whatever is queued.
-    pub fn abort(&mut self) {
-        if self.state == State::Open {
-            self.events.push_back(LineEvent::Lost);
-        }
-        self.close();
-    }
-
-    /// When [`handle_timeout`](LineConn::handle_timeout) next has work.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        (self.state != State::Closed && !self.pending_output().is_empty())
-            .then(|| self.last_progress.saturating_add(self.limits.stalled_write))
-    }
-
-    /// Time passes: a reader that took nothing of its replies for the
-    /// stalled-write limit ends its connection.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        if self.poll_timeout().is_some_and(|t| now >= t) {
-            self.abort();
-        }
-    }
-
-    /// The next event, if any.
-    pub fn poll_event(&mut self) -> Option<LineEvent> {
-        if self.events.is_empty() {
-            // An unreadable line's answer was queued (or the transport
-            // chose none) while its events were taken: with nothing left to
-            // write, the connection is done.
-            self.maybe_close();
-        }
-        self.events.pop_front()
-    }
-
     /// Whether the connection is done.
-    pub fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.state == State::Closed
-    }
-
-    /// A line that is not a request: the transport answers it, then the
-    /// connection ends (see [`LineEvent::Unreadable`]).
-    fn refuse_line(&mut self, _now: Timestamp, reason: &str) {
-        self.buf = Vec::new();
-        self.events.push_back(LineEvent::Unreadable {
-            reason: reason.to_owned(),
-        });
-        self.events.push_back(LineEvent::Lost);
-        self.state = State::Draining;
-    }
-
-    fn maybe_close(&mut self) {
-        if self.state == State::Draining && self.pending_output().is_empty() {
-            self.close();
-        }
-    }
-
-    fn close(&mut self) {
-        if self.state != State::Closed {
-            self.state = State::Closed;
-            self.buf = Vec::new();
-            self.events.push_back(LineEvent::Close);
-        }
     }
 }
 

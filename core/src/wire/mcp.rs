@@ -55,6 +55,7 @@ use crate::hale::runtime::{
 use crate::json::jsonrpc;
 use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
 use crate::wire::http1::{self, HttpConn, HttpEvent, HttpRequest};
+use crate::wire::machine::Machine;
 use crate::Timestamp;
 
 /// The endpoint's path.

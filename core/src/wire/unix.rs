@@ -22,6 +22,7 @@ use crate::hale::runtime::{
 };
 use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
 use crate::wire::line::{self, LineConn, LineEvent, LineRequest};
+use crate::wire::machine::Machine;
 use crate::Timestamp;
 
 pub use crate::hale::runtime::unix_reply::{reply_line, write_reply, write_reply_members};

@@ -84,6 +84,7 @@ use crate::hale::runtime::{
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
 use crate::wire::line::{parse_line_keeping, LineRequest};
+use crate::wire::machine::Machine;
 use crate::wire::unix;
 use crate::Timestamp;
 

@@ -809,8 +809,9 @@ impl Udp {
                         String::from_utf8_lossy(d)
                     )
                 })?;
+                let len = d.len();
                 self.received.push_back(v);
-                self.hub.consume_transmit();
+                self.hub.consume_transmit(now, len);
             }
             if !moved {
                 return Ok(());

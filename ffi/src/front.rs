@@ -3,7 +3,10 @@
 //! `limen_core::wire::front::Front`; the order of calls is its module's.
 
 use limen_core::hale::runtime::{Delivery, PeerCredentials, Request};
-use limen_core::wire::front::{CoreFront, Front, FrontEvent, FrontLimits, Machine};
+use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::wire::http::HttpFront;
+use limen_core::wire::mcp::McpFront;
+use limen_core::wire::unix::UnixFront;
 
 use crate::exposure::limen_exposure;
 use crate::{
@@ -14,12 +17,12 @@ use crate::{
 /// [`limen_front_new_http`] or [`limen_front_new_mcp`] when the connection
 /// is accepted, released by [`limen_front_free`] once it is closed.
 pub struct limen_front {
-    front: CoreFront,
+    front: Box<dyn Front + Send>,
     /// The request of the last REQUEST event, until the exposure takes it.
     request: Option<Request>,
 }
 
-fn made(front: CoreFront, out: *mut *mut limen_front) -> Result<(), Failure> {
+fn made(front: Box<dyn Front + Send>, out: *mut *mut limen_front) -> Result<(), Failure> {
     let h = Box::new(limen_front {
         front,
         request: None,
@@ -60,7 +63,12 @@ pub unsafe extern "C" fn limen_front_new_unix(
             groups: None,
         };
         made(
-            CoreFront::unix(now, FrontLimits::default().line, peer, correlation),
+            Box::new(UnixFront::new(
+                now,
+                FrontLimits::default().line,
+                peer,
+                correlation,
+            )),
             out,
         )
     })
@@ -79,7 +87,11 @@ pub unsafe extern "C" fn limen_front_new_http(
 ) -> limen_result {
     guard(|| {
         made(
-            CoreFront::http(now, FrontLimits::default().http, correlation),
+            Box::new(HttpFront::new(
+                now,
+                FrontLimits::default().http,
+                correlation,
+            )),
             out,
         )
     })
@@ -103,7 +115,12 @@ pub unsafe extern "C" fn limen_front_new_mcp(
         let e = unsafe { handle(exposure) }?;
         let framing = e.framing.clone();
         made(
-            CoreFront::mcp(now, FrontLimits::default().http, framing, correlation),
+            Box::new(McpFront::new(
+                now,
+                FrontLimits::default().http,
+                framing,
+                correlation,
+            )),
             out,
         )
     })

@@ -11,7 +11,7 @@
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
-use limen_core::wire::front::CoreFront;
+use limen_core::wire::http::HttpFront;
 use serde_json::{Map, Value};
 
 use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker};
@@ -251,7 +251,7 @@ pub fn restrict_headers(mut got: Value, expected: &Value) -> Value {
 pub fn member_of(request: &Value) -> Option<String> {
     let path = request.get("path")?.as_str()?;
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    limen_core::wire::hale_http::percent_decode(path.strip_prefix("/call/")?)
+    limen_core::wire::http::percent_decode(path.strip_prefix("/call/")?)
 }
 
 /// A `GET <path>` in the HTTP form, under `bearer`.
@@ -334,7 +334,7 @@ impl Form for Http {
         _spec: &ExposureSpec,
     ) -> Result<FrontMaker, String> {
         Ok(Box::new(|now, limits, _peer, c| {
-            Box::new(CoreFront::http(now, limits.http, c))
+            Box::new(HttpFront::new(now, limits.http, c))
         }))
     }
 

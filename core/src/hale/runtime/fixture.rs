@@ -301,9 +301,12 @@ impl FixtureRpc {
         while let Some(event) = self.exposure.poll_event() {
             match event {
                 Event::Deliver(d) => {
-                    let line = d
-                        .outcome
-                        .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
+                    let line = super::unix_reply::reply_line(
+                        &d.outcome,
+                        d.request_id,
+                        d.client_id.as_deref(),
+                        &d.caller,
+                    );
                     self.lines.entry(d.correlation).or_default().push_back(line);
                 }
                 Event::Dispatch(d) => {

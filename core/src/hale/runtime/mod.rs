@@ -9,6 +9,8 @@
 //!   traits and static tables.
 //! - [`outcome`]: the five outcomes, the refusal kinds and their fixed
 //!   encodings.
+//! - [`unix_reply`]: the Unix reply line (§ Outcomes' Unix column), which
+//!   the fixture and `wire::unix` both write.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 
 pub mod exposure;
@@ -17,6 +19,7 @@ pub mod outcome;
 #[cfg(any(test, feature = "arbitrary"))]
 pub mod sim;
 pub mod sources;
+pub mod unix_reply;
 
 pub use exposure::{
     Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureLimits,

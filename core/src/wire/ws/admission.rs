@@ -9,8 +9,7 @@ use crate::hale::runtime::{
 };
 use crate::Timestamp;
 
-use super::hub::{EXPIRED_REASON, STOPPING_REASON};
-use super::hub_spec::HubSpec;
+use super::hub_spec::{HubSpec, EXPIRED_REASON, STOPPING_REASON};
 
 /// A hub's bearer source, role source and describer.
 pub(crate) struct Sources {

@@ -501,7 +501,14 @@ fn unix_request(request: LineRequest, correlation: Correlation, peer: PeerCreden
             payload,
             id,
             digest,
-        } => (RequestKind::Call { member, payload }, digest, id),
+        } => (
+            RequestKind::Call {
+                member,
+                payload: crate::hale::runtime::Payload::Json(payload),
+            },
+            digest,
+            id,
+        ),
         LineRequest::Describe { id } => (RequestKind::Describe, None, id),
         LineRequest::Malformed { reason, id } => (RequestKind::Malformed { reason }, None, id),
     };

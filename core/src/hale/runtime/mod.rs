@@ -20,8 +20,8 @@ pub mod sources;
 
 pub use exposure::{
     Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureLimits,
-    ExposureSpec, Input, MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind,
-    ServedContext,
+    ExposureSpec, Input, MemberSpec, Payload, PayloadCodec, ReceiverId, Request, RequestId,
+    RequestKind, ServedContext,
 };
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};

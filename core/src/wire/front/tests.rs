@@ -57,7 +57,7 @@ fn a_unix_request_is_framed_with_the_peer_as_its_credential() {
             correlation: 9,
             kind: RequestKind::Call {
                 member: "A::b".into(),
-                payload: br#"{"x":1}"#.to_vec(),
+                payload: crate::hale::runtime::Payload::Json(br#"{"x":1}"#.to_vec()),
             },
             digest: Some("d".into()),
             credential: Credential::Peer(PEER),
@@ -125,7 +125,7 @@ fn an_http_call_is_framed_and_its_outcome_written_by_the_http_column() {
         request.kind,
         RequestKind::Call {
             member: "Orders::place".into(),
-            payload: b"{}".to_vec()
+            payload: crate::hale::runtime::Payload::Json(b"{}".to_vec())
         }
     );
     assert_eq!(request.credential, Credential::Bearer(Some("t".into())));

@@ -108,7 +108,14 @@ impl Hub {
                 payload,
                 id,
                 digest,
-            }) => (RequestKind::Call { member, payload }, digest, id),
+            }) => (
+                RequestKind::Call {
+                    member,
+                    payload: crate::hale::runtime::Payload::Json(payload),
+                },
+                digest,
+                id,
+            ),
             Ok(LineRequest::Malformed { reason, id }) => {
                 (RequestKind::Malformed { reason }, None, id)
             }

@@ -10,7 +10,7 @@ use limen_core::hale::protobuf::{self, WireValue};
 use limen_core::hale::runtime::{Delivery, Outcome, Payload, Principal, RequestKind};
 use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_core::wire::grpc::{frame_message, Framing};
-use limen_grpc::{GrpcFront, GrpcLimits};
+use limen_grpc::{GrpcFront, GrpcLimits, H2Settings};
 
 const SRC: &str = "type Place { qty: Int; } type Receipt { order: Int; }\n\
     api Desk { rpc Book::place; }\n\

@@ -3,10 +3,10 @@
 //! into an exposure [`Request`], and how each [`Outcome`] is answered on
 //! the stream, in the codec the call asked for.
 //!
-//! The HTTP/2 stream table that drives it lives outside `core` (the
-//! `limen-grpc` crate, over `limen-nghttp2`); everything that reads a
-//! header, a path, a message or an outcome is here, pure, so the replay
-//! runner and the C ABI can share it.
+//! The HTTP/2 stream table that drives it is [`super::streams`], over the
+//! events of [`super::h2`] (`limen-grpc` adapts nghttp2 to them);
+//! everything that reads a header, a path, a message or an outcome is
+//! here, pure, so the replay runner and the C ABI can share it.
 //!
 //! - Under `application/grpc+json` the message is the row's JSON: the
 //!   payload as sent, the response and `E` as the handler's JSON codec

@@ -16,7 +16,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::runtime::RequestKind;
+use limen_core::hale::runtime::{Payload, RequestKind};
 use limen_core::wire::http::{frame, frame_malformed, percent_decode};
 use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
 use limen_core::wire::machine::Machine;
@@ -89,7 +89,7 @@ fn check(limits: Limits, data: &[u8]) {
             assert_eq!(framed.correlation, 7);
             if let RequestKind::Call { member, payload } = &framed.kind {
                 assert!(!member.is_empty());
-                assert_eq!(payload, &r.body);
+                assert_eq!(payload, &Payload::Json(r.body.clone()));
             }
             assert_eq!(percent_decode(&r.target), percent_decoded(&r.target));
         }

@@ -18,7 +18,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::runtime::{Credential, PeerCredentials, RequestKind};
+use limen_core::hale::runtime::{Credential, Payload, PeerCredentials, RequestKind};
 use limen_core::json::Tokenizer;
 use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_core::wire::line::{
@@ -100,7 +100,11 @@ fn check(limits: Limits, data: &[u8]) {
         assert!(raw.is_none());
         assert_eq!(request.correlation, 1);
         assert_eq!(request.credential, Credential::Peer(PEER));
-        if let RequestKind::Call { payload, .. } = &request.kind {
+        if let RequestKind::Call {
+            payload: Payload::Json(payload),
+            ..
+        } = &request.kind
+        {
             assert!(one_json_value(payload), "payload {}", hex(payload));
         }
         if let Some(id) = &request.client_id {

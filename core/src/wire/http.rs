@@ -31,7 +31,7 @@ pub fn frame(request: &HttpRequest, correlation: Correlation) -> Request {
                 } else {
                     RequestKind::Call {
                         member,
-                        payload: request.body.clone(),
+                        payload: crate::hale::runtime::Payload::Json(request.body.clone()),
                     }
                 }
             }
@@ -217,7 +217,7 @@ mod tests {
                 r.kind,
                 RequestKind::Call {
                     member: "Orders::place".into(),
-                    payload: b"{}".to_vec()
+                    payload: crate::hale::runtime::Payload::Json(b"{}".to_vec())
                 }
             );
             assert_eq!(r.digest.as_deref(), Some("fnv1a64:a8930d6e7998e986"));
@@ -266,7 +266,7 @@ mod tests {
             request.kind,
             RequestKind::Call {
                 member: "Orders::place".into(),
-                payload: b"{}".to_vec()
+                payload: crate::hale::runtime::Payload::Json(b"{}".to_vec())
             }
         );
         assert_eq!(request.credential, Credential::Bearer(Some("t".into())));

@@ -233,7 +233,7 @@ impl Framing {
                     correlation,
                     kind: RequestKind::Call {
                         member: self.member_of(&name),
-                        payload: arguments.to_vec(),
+                        payload: crate::hale::runtime::Payload::Json(arguments.to_vec()),
                     },
                     // The header when the client sends one, else _meta.
                     digest: header_digest.or_else(|| digest.map(Cow::into_owned)),

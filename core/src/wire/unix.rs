@@ -37,7 +37,14 @@ pub fn frame(request: LineRequest, correlation: Correlation, credential: Credent
             payload,
             id,
             digest,
-        } => (RequestKind::Call { member, payload }, digest, id),
+        } => (
+            RequestKind::Call {
+                member,
+                payload: crate::hale::runtime::Payload::Json(payload),
+            },
+            digest,
+            id,
+        ),
         LineRequest::Describe { id } => (RequestKind::Describe, None, id),
         LineRequest::Malformed { reason, id } => (RequestKind::Malformed { reason }, None, id),
     };

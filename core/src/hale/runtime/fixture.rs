@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::exposure::{
-    Completion, Correlation, Dispatch, Event, Exposure, ReceiverId, Request, RequestKind,
+    Completion, Correlation, Dispatch, Event, Exposure, Payload, ReceiverId, Request, RequestKind,
     ServedContext,
 };
 use super::sources::Credential;
@@ -135,7 +135,7 @@ impl FixtureRpc {
             correlation,
             kind: RequestKind::Call {
                 member: member.to_owned(),
-                payload: payload.as_bytes().to_vec(),
+                payload: Payload::Json(payload.as_bytes().to_vec()),
             },
             digest: digest.map(str::to_owned),
             credential,

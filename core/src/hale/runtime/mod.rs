@@ -23,8 +23,8 @@ pub mod unix_reply;
 
 pub use exposure::{
     Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureLimits,
-    ExposureSpec, Input, MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind,
-    ServedContext,
+    ExposureSpec, Input, MemberSpec, Payload, PayloadCodec, ReceiverId, Request, RequestId,
+    RequestKind, ServedContext,
 };
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};

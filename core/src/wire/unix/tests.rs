@@ -61,7 +61,7 @@ fn a_unix_request_is_framed_with_the_peer_as_its_credential() {
             correlation: 9,
             kind: RequestKind::Call {
                 member: "A::b".into(),
-                payload: br#"{"x":1}"#.to_vec(),
+                payload: crate::hale::runtime::Payload::Json(br#"{"x":1}"#.to_vec()),
             },
             digest: Some("d".into()),
             credential: Credential::Peer(PEER),

@@ -11,6 +11,7 @@
 //!   encodings.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 
+pub mod bearer;
 pub mod exposure;
 pub mod fixture;
 pub mod outcome;

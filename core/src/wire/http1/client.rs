@@ -320,13 +320,24 @@ impl ResponseReader {
 
     /// The position of the last line end among the bytes not yet scanned,
     /// from `from`; marks them scanned.
-    fn last_line_end(&mut self, from: usize) -> Option<usize> {
-        let scan = self.scanned.max(from);
-        self.scanned = self.buf.len();
-        self.buf[scan..]
+    /// The position of the last line end among the bytes not yet scanned
+    /// of `buf[from..]`, within its first `room` bytes: what lies past the
+    /// limit is never read as part of a head, so a head is refused for its
+    /// size however the reads split it.
+    fn last_line_end(&mut self, from: usize, room: usize) -> Option<usize> {
+        let end = self.buf.len().min(from + room);
+        let scan = self.scanned.max(from).min(end);
+        self.scanned = end;
+        self.buf[scan..end]
             .iter()
             .rposition(|&b| b == b'\n')
             .map(|i| scan + i)
+    }
+
+    /// Whether more than `room` bytes are held from `from`: a head (or a
+    /// line) not complete within them is over its limit.
+    fn over(&self, from: usize, room: usize) -> bool {
+        self.buf.len() - from >= room
     }
 
     fn head_over(&self) -> ResponseError {
@@ -344,25 +355,31 @@ impl ResponseReader {
         // parsed again; a CR that may begin one waits.
         let mut skipped = 0;
         loop {
-            match &self.buf[self.start..] {
-                [b'\n', ..] => skipped += 1,
-                [b'\r', b'\n', ..] => skipped += 2,
+            let n = match &self.buf[self.start..] {
+                [b'\n', ..] => 1,
+                [b'\r', b'\n', ..] => 2,
                 _ => break,
+            };
+            skipped += n;
+            self.start += n;
+            self.head_used += n;
+            // Refused at the line that passes the limit, wherever the
+            // reads split.
+            if self.head_used > self.limits.max_head {
+                return Err(self.head_over());
             }
-            self.start += if self.buf[self.start] == b'\n' { 1 } else { 2 };
-        }
-        self.head_used += skipped;
-        if self.head_used > self.limits.max_head {
-            return Err(self.head_over());
         }
         if self.buf[self.start..] == b"\r"[..] || self.start == self.buf.len() {
-            return Ok(false);
+            return Ok(skipped > 0);
         }
+        // The head may take this many bytes more, and one to tell it is
+        // over.
+        let room = self.limits.max_head - self.head_used + 1;
         // Parse through the last complete line, and only when new bytes
         // brought a line end: parsing the whole head on every read would be
         // quadratic in a head trickled a byte at a time.
-        let Some(last) = self.last_line_end(self.start) else {
-            if self.head_used + (self.buf.len() - self.start) > self.limits.max_head {
+        let Some(last) = self.last_line_end(self.start, room) else {
+            if self.over(self.start, room) {
                 return Err(self.head_over());
             }
             return Ok(skipped > 0);
@@ -377,7 +394,7 @@ impl ResponseReader {
         let n = match parsed.parse(lines) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
-                if self.head_used + (self.buf.len() - self.start) > self.limits.max_head {
+                if self.over(self.start, room) {
                     return Err(self.head_over());
                 }
                 return Ok(skipped > 0);
@@ -537,8 +554,9 @@ impl ResponseReader {
                 Ok(false)
             }
             Body::ChunkSize => {
-                let Some(end) = self.line_end() else {
-                    if avail > self.limits.max_head {
+                let room = self.limits.max_head + 1;
+                let Some(end) = self.line_end(room) else {
+                    if self.over(self.start, room) {
                         return Err(self.error(
                             ErrorKind::Chunk,
                             self.start,
@@ -627,8 +645,9 @@ impl ResponseReader {
             }
             _ => {}
         }
-        let Some(last) = self.last_line_end(self.start) else {
-            return self.trailers_within();
+        let room = self.limits.max_head + 1;
+        let Some(last) = self.last_line_end(self.start, room) else {
+            return self.trailers_within(room);
         };
         let mut headers = vec![httparse::EMPTY_HEADER; self.limits.max_headers];
         match httparse::parse_headers(&self.buf[self.start..=last], &mut headers) {
@@ -647,7 +666,7 @@ impl ResponseReader {
                 self.finish();
                 Ok(true)
             }
-            Ok(httparse::Status::Partial) => self.trailers_within(),
+            Ok(httparse::Status::Partial) => self.trailers_within(room),
             Err(httparse::Error::TooManyHeaders) => Err(self.error(
                 ErrorKind::TooManyHeaders,
                 self.start,
@@ -664,8 +683,8 @@ impl ResponseReader {
         }
     }
 
-    fn trailers_within(&self) -> Result<bool, ResponseError> {
-        if self.buf.len() - self.start > self.limits.max_head {
+    fn trailers_within(&self, room: usize) -> Result<bool, ResponseError> {
+        if self.over(self.start, room) {
             return Err(self.trailers_over());
         }
         Ok(false)
@@ -679,14 +698,15 @@ impl ResponseReader {
         )
     }
 
-    /// The first line end among the bytes not consumed, scanning each byte
-    /// once.
-    fn line_end(&mut self) -> Option<usize> {
-        let scan = self.scanned.max(self.start);
-        match self.buf[scan..].iter().position(|&b| b == b'\n') {
+    /// The first line end among the bytes not consumed, within `room` of
+    /// them, scanning each byte once.
+    fn line_end(&mut self, room: usize) -> Option<usize> {
+        let end = self.buf.len().min(self.start + room);
+        let scan = self.scanned.max(self.start).min(end);
+        match self.buf[scan..end].iter().position(|&b| b == b'\n') {
             Some(i) => Some(scan + i),
             None => {
-                self.scanned = self.buf.len();
+                self.scanned = end;
                 None
             }
         }
@@ -1001,6 +1021,22 @@ mod tests {
         );
         let long = [&b"HTTP/1.1 200 OK\r\nX: "[..], &[b'a'; 60], b"\r\n\r\n"].concat();
         assert_eq!(over(&long), ErrorKind::HeadTooLarge);
+        // A long line before too many headers: over the head's size, read
+        // whole or split (what lies past the limit is never parsed).
+        let both = [
+            &b"HTTP/1.1 200 OK\r\nA: 1\r\nX: "[..],
+            &[b'a'; 120],
+            b"\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n",
+        ]
+        .concat();
+        assert_eq!(over(&both), ErrorKind::HeadTooLarge);
+        let chunk_line = [
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;"[..],
+            &[b'x'; 80],
+            b"\r\na\r\n0\r\n\r\n",
+        ]
+        .concat();
+        assert_eq!(over(&chunk_line), ErrorKind::Chunk);
         // A head that never ends is refused once past the limit, not held.
         let mut r = ResponseReader::new("GET", small);
         let e = r.handle_data(&[b'a'; 65]).unwrap_err();

@@ -432,6 +432,16 @@ impl ResponseReader {
             body: Vec::new(),
             trailers: Vec::new(),
         };
+        // RFC 9110 § 15: a status code is 100 to 599 (`httparse` takes any
+        // three digits; found by fuzz/fuzz_targets/http1_client.rs, where
+        // `010` read as an interim response).
+        if !(100..600).contains(&response.status) {
+            return Err(self.error(
+                ErrorKind::Head,
+                self.start,
+                format!("the status code {:03} is not 100 to 599", response.status),
+            ));
+        }
         let head_at = self.start;
         self.start += n;
         self.scanned = self.start;
@@ -572,7 +582,9 @@ impl ResponseReader {
                 if size == 0 {
                     self.state = State::Body(Body::Trailers);
                 } else {
-                    if self.body_len() as u64 + size > self.limits.max_body as u64 {
+                    // Saturating: a size near 2^64 is over any limit, not
+                    // an overflow (found by fuzz/fuzz_targets/http1_client.rs).
+                    if (self.body_len() as u64).saturating_add(size) > self.limits.max_body as u64 {
                         return Err(self.body_over(line_at));
                     }
                     self.state = State::Body(Body::ChunkData { remaining: size });
@@ -928,7 +940,7 @@ mod tests {
 
     #[test]
     fn framing_errors_name_what_and_where() {
-        let cases: [(&[u8], ErrorKind, &str, u64); 8] = [
+        let cases: [(&[u8], ErrorKind, &str, u64); 9] = [
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
                 ErrorKind::Framing,
@@ -945,6 +957,12 @@ mod tests {
                 b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
                 ErrorKind::Framing,
                 "both",
+                0,
+            ),
+            (
+                b"HTTP/1.1 010 Early\r\n\r\n",
+                ErrorKind::Head,
+                "010 is not 100 to 599",
                 0,
             ),
             (
@@ -1037,6 +1055,9 @@ mod tests {
         ]
         .concat();
         assert_eq!(over(&chunk_line), ErrorKind::Chunk);
+        let huge =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\nffffffffffffffff\r\n";
+        assert_eq!(over(huge), ErrorKind::BodyTooLarge);
         // A head that never ends is refused once past the limit, not held.
         let mut r = ResponseReader::new("GET", small);
         let e = r.handle_data(&[b'a'; 65]).unwrap_err();

@@ -40,6 +40,7 @@ use limen_core::hale::runtime::{
     BearerSource, Event, Exposure, Principal, Receiver, RoleSource, ServedContext,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::http1::client::{read_response, write_request, Limits};
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use limen_core::wire::ws::{Hub, HubCall, HubSpec};
 use limen_core::Timestamp;
@@ -230,22 +231,38 @@ pub(crate) fn request_bearer(request: &Value) -> Option<&str> {
 
 /// The HTTP/1.1 head of a record's request on the hub's listener
 /// (`GET /.description` when the record names none) to `host`, with
-/// `bearer` as `Authorization: Bearer` when given. One builder for the
-/// replay and the live check, so both send a record's request alike.
-pub(crate) fn describe_head(request: &Value, host: &str, bearer: Option<&str>) -> String {
-    let mut head = format!(
-        "{} {} HTTP/1.1\r\nHost: {host}\r\n",
-        request["method"].as_str().unwrap_or("GET"),
-        request["path"].as_str().unwrap_or("/.description")
-    );
+/// `bearer` as `Authorization: Bearer` when given, written by
+/// [`write_request`]. One builder for the replay and the live check, so
+/// both send a record's request alike.
+pub(crate) fn describe_head(
+    request: &Value,
+    host: &str,
+    bearer: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    let authorization = bearer.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Host", host)];
     for (k, v) in request["headers"].as_object().into_iter().flatten() {
-        head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
+        headers.push((k.as_str(), v.as_str().unwrap_or_default()));
     }
-    if let Some(t) = bearer {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    if let Some(a) = &authorization {
+        headers.push(("Authorization", a.as_str()));
     }
-    head.push_str("Connection: close\r\n\r\n");
-    head
+    write_request(
+        describe_method(request),
+        describe_path(request),
+        &headers,
+        None,
+    )
+}
+
+/// The method of a record's request on the hub's listener (`GET` when it
+/// names none).
+pub(crate) fn describe_method(request: &Value) -> &str {
+    request["method"].as_str().unwrap_or("GET")
+}
+
+fn describe_path(request: &Value) -> &str {
+    request["path"].as_str().unwrap_or("/.description")
 }
 
 /// A frame masked for comparison: a reply's positive `request_id` (the
@@ -612,30 +629,22 @@ impl Ws {
     /// hub's listener, its response held to the record's reply: the status
     /// and the body as a value, the listener's address masked.
     fn describe(&mut self, side: &mut Side, request: &Value, reply: &Value) -> Result<(), String> {
-        let head = describe_head(request, "127.0.0.1:9000", None);
+        let head = describe_head(request, "127.0.0.1:9000", None)?;
         self.raw = Some(Vec::new());
         let now = self.tick();
         self.hub.handle_accept(now, CONN);
-        self.send(side, head.as_bytes())?;
+        self.send(side, &head)?;
         let raw = self.raw.take().unwrap_or_default();
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut response = httparse::Response::new(&mut headers);
-        let at = match response.parse(&raw) {
-            Ok(httparse::Status::Complete(n)) => n,
-            _ => {
-                return Err(format!(
-                    "the hub answered no whole HTTP response: {}",
-                    String::from_utf8_lossy(&raw)
-                ))
-            }
-        };
-        let body: Value = serde_json::from_slice(&raw[at..]).map_err(|_| {
+        let response = read_response(describe_method(request), &raw, true, Limits::default())
+            .map_err(|e| format!("the hub answered no whole HTTP response: {e}"))?
+            .ok_or("the hub answered no whole HTTP response")?;
+        let body: Value = serde_json::from_slice(&response.body).map_err(|_| {
             format!(
                 "the body is not JSON: {}",
-                String::from_utf8_lossy(&raw[at..])
+                String::from_utf8_lossy(&response.body)
             )
         })?;
-        let got = serde_json::json!({"status": response.code, "body": body});
+        let got = serde_json::json!({"status": response.status, "body": body});
         let want = serde_json::json!({"status": reply["status"], "body": reply["body"]});
         let masked = |v: &Value| {
             let mut v = v.clone();

@@ -30,10 +30,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::hash::Fixed;
 
+use super::bearer::{authenticate, BearerRefusal};
 use super::outcome::{reasons, Outcome, Refusal, RefusalKind};
 use super::sources::{
-    is_expired, BearerSource, Credential, HeldRoles, PeerCredentials, Principal, RoleHierarchy,
-    RoleSource,
+    BearerSource, Credential, HeldRoles, PeerCredentials, Principal, RoleHierarchy, RoleSource,
 };
 use crate::{Timestamp, SECOND};
 
@@ -1144,25 +1144,15 @@ impl Exposure {
                 }
             }
             Credential::Bearer(token) => {
-                let nobody = || (Principal::bearer(""), reasons::NOBODY.to_owned());
-                let (Some(source), Some(token)) = (&self.bearer, token) else {
-                    return Err(nobody());
-                };
-                match source.principal(token) {
-                    Some(p) if !p.name.is_empty() => {
-                        if is_expired(source.expiry(token), wall) {
-                            Err((p, reasons::EXPIRED.to_owned()))
-                        } else {
-                            Ok(p)
+                authenticate(self.bearer.as_deref(), token.as_deref(), wall)
+                    .map(|(p, _)| p)
+                    .map_err(|refusal| {
+                        let reason = refusal.reason();
+                        match refusal {
+                            BearerRefusal::Expired(p) => (p, reason),
+                            _ => (Principal::bearer(""), reason),
                         }
-                    }
-                    _ => Err((
-                        Principal::bearer(""),
-                        source
-                            .refused()
-                            .unwrap_or_else(|| reasons::NOBODY.to_owned()),
-                    )),
-                }
+                    })
             }
         }
     }

@@ -13,6 +13,7 @@
 //!   the fixture and `wire::unix` both write.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 
+pub mod bearer;
 pub mod exposure;
 pub mod fixture;
 pub mod outcome;

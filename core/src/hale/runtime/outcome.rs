@@ -213,8 +213,12 @@ pub mod reasons {
     pub const NOBODY: &str = "the sources name nobody";
     /// A Unix peer the kernel would not name.
     pub const UNNAMED_PEER: &str = "the kernel did not name the peer";
-    /// A credential past its expiry.
+    /// A credential past its expiry, refused a call (§ The HTTP
+    /// transport, § Identity sources).
     pub const EXPIRED: &str = "expired";
+    /// A credential past its expiry, refused a hub's subscribe: § Streams'
+    /// words for it ("a spent credential admits nothing new").
+    pub const SPENT: &str = "the bearer token is refused: expired";
     /// A request while the exposure stops.
     pub const SHUTTING_DOWN: &str = "the exposure is stopping";
     /// A request past the bound.

@@ -13,7 +13,7 @@ use crate::{Timestamp, SECOND};
 
 /// The reason a spent credential's subscribe is refused (§ Streams: "a
 /// spent credential admits nothing new").
-pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
+pub const EXPIRED_REASON: &str = crate::hale::runtime::outcome::reasons::SPENT;
 
 /// The reason of a refusal after `stop()`.
 pub const STOPPING_REASON: &str = "the hub is stopping";

@@ -13,6 +13,12 @@
 //! The machine knows HTTP, not Hale: [`crate::wire::http`] frames its
 //! requests for an exposure and encodes outcomes back, and the MCP transport
 //! frames `POST /mcp` on the same machine.
+//!
+//! [`client`] is the other role, as h11 has both: the reader of a response
+//! and the writer of a request, for limen's own clients (the CLI, the
+//! recorder, the conformance checker).
+
+pub mod client;
 
 use std::collections::VecDeque;
 

@@ -43,8 +43,9 @@ use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use limen_core::wire::ws::{Hub, HubCall, HubSpec};
 use limen_core::Timestamp;
-use limen_drivers::demo::hub::{SharedRoles, SharedTokens};
-use limen_drivers::demo::witness::{self, FillSink, Instances};
+use limen_witness::exposures::with_hub_desk;
+use limen_witness::sources::{SharedRoles, SharedTokens};
+use limen_witness::{self as witness, FillSink, Instances};
 use serde_json::Value;
 
 use crate::jsonpath::{error, RecordError};
@@ -367,7 +368,7 @@ fn resolve(
     let with = if program.exposure(name).is_some() {
         program.clone()
     } else if name == "desk" {
-        let text = limen_drivers::demo::with_hub_desk(program_text)
+        let text = with_hub_desk(program_text)
             .ok_or("the program has no main locus run() to serve desk from")?;
         parse_program("program.hl", &text).map_err(|e| e.to_string())?
     } else {

@@ -18,7 +18,8 @@
 //!   machines with a virtual clock.
 //! - [`hub`]: the hubs' records (`wire/ws`, `wire/udp`), a sequence of
 //!   frames rather than a request and a reply, and their replay through
-//!   the hub machines; [`hub_check`]: those records against a live hub.
+//!   the hub machines; `hub_check`: those records against a live hub
+//!   (with the `live` feature, the one part that reaches limen-drivers).
 //! - [`replay`], [`check`], [`compare`]: the three commands of the
 //!   `limen-conformance` binary ([`cli`]).
 #![warn(missing_docs)]
@@ -28,6 +29,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod hub;
+#[cfg(feature = "live")]
 pub mod hub_check;
 pub mod jsonpath;
 pub mod mask;

@@ -25,7 +25,7 @@ use limen_cli_support as cli_support;
 
 use crate::check::{self, Endpoint};
 use crate::record::Corpus;
-use crate::scenario::Overlay;
+use crate::steps::Overlay;
 use crate::transport;
 use crate::world::Feed;
 use crate::{compare, project_corpus, reference_corpus, replay};

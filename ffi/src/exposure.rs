@@ -325,7 +325,7 @@ pub enum limen_transport {
     LIMEN_TRANSPORT_MCP = 2,
     /// Any other (the in-process test transport).
     LIMEN_TRANSPORT_OTHER = 3,
-    /// `grpc::Rpc`: gRPC over HTTP/2 ([`crate::grpc::limen_grpc_front_new`]).
+    /// `grpc::Rpc`: gRPC over HTTP/2 ([`crate::front::limen_front_new_grpc`]).
     LIMEN_TRANSPORT_GRPC = 4,
 }
 

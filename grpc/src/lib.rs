@@ -155,11 +155,6 @@ impl GrpcFront {
         Some(front)
     }
 
-    /// The streams held: read, or with the exposure, and not yet answered.
-    pub fn streams_held(&self) -> usize {
-        self.streams.streams_held()
-    }
-
     /// The bytes of partial messages held across the streams, at most
     /// [`GrpcLimits::max_buffered`].
     pub fn buffered(&self) -> usize {
@@ -359,6 +354,10 @@ impl Machine for GrpcFront {
 }
 
 impl Front for GrpcFront {
+    fn streams_held(&self) -> usize {
+        self.streams.streams_held()
+    }
+
     fn kind(&self) -> FrontKind {
         FrontKind::Grpc
     }

@@ -96,6 +96,13 @@ pub trait Front: Machine {
         let _ = now;
     }
 
+    /// The streams the connection holds (read, or with the exposure, and
+    /// not yet answered) where its transport multiplexes calls on streams
+    /// (gRPC's HTTP/2); 0 for the others.
+    fn streams_held(&self) -> usize {
+        0
+    }
+
     /// Whether closing the connection now should linger (RFC 9112 §
     /// 9.6). By default never.
     fn lingers(&self) -> bool {

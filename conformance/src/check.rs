@@ -119,8 +119,7 @@ impl Write for Stream {
     }
 }
 
-/// The most a reply may be: past it the server is not answering a record.
-pub const MAX_REPLY: usize = 16 << 20;
+pub use crate::transport::MAX_REPLY;
 
 /// A request sent, its reply being read.
 struct Waiting {

@@ -87,13 +87,13 @@ pub fn parse_response(raw: &[u8], eof: bool) -> Result<Option<Response>, String>
 }
 
 /// The reader's bounds: the checker's own on a whole reply
-/// ([`crate::check::MAX_REPLY`]), which it holds before it reads, for the
+/// ([`super::MAX_REPLY`]), which it holds before it reads, for the
 /// head as for the body, so a head that never ends is what that bound
 /// reports.
 const LIMITS: Limits = Limits {
-    max_head: crate::check::MAX_REPLY,
+    max_head: super::MAX_REPLY,
     max_headers: 100,
-    max_body: crate::check::MAX_REPLY,
+    max_body: super::MAX_REPLY,
 };
 
 /// Framing headers a reply's record leaves out.

@@ -165,6 +165,11 @@ def made(shared, target):
         return [read(p) for p in files(os.path.join(shared, "hale-witness"), ".hl")]
     if target == "conformance_reply":
         return conformance_seeds(shared)
+    if target == "http1_client":
+        # The replies of the records as a server writes them, read as the
+        # answer to a GET (mode 0) and under the small limits (mode 4).
+        replies = [s[1:] for s in conformance_seeds(shared) if s[:1] == b"\x00"]
+        return [m + r for r in replies if r.startswith(b"HTTP/") for m in (b"\x00", b"\x04")]
     return []
 
 
@@ -180,6 +185,15 @@ def generated(target):
             b"\n" * 65536 + b"GET /.description HTTP/1.1\r\n\r\n",
             b"GET / HTTP/1.1\r\nX: " + b"a" * 65000 + b"\r\n\r\n",
             b"POST /call/A::b HTTP/1.1\r\n" + b"X: y\r\n" * 63 + b"Content-Length: 2\r\n\r\n{}",
+        ]
+    if target == "http1_client":
+        # A head trickled a byte at a time, empty lines before it, and a
+        # body of many chunks: each read in linear time.
+        return [
+            b"\x00HTTP/1.1 200 OK\r\nX: " + b"a" * 65000 + b"\r\nContent-Length: 2\r\n\r\n{}",
+            b"\x00" + b"\r\n" * 30000 + b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"\x00HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"1\r\na\r\n" * 8000 + b"0\r\n\r\n",
         ]
     if target == "tool_conn":
         reply = '{{"jsonrpc":"2.0","method":"reply","params":{{"runId":"r","callId":"{}","outcome":{}}}}}\n'

@@ -53,7 +53,7 @@ fn request(correlation: u64) -> Request {
         correlation,
         kind: RequestKind::Call {
             member: "Orders::place".into(),
-            payload: PAYLOAD.to_vec(),
+            payload: Payload::Json(PAYLOAD.to_vec()),
         },
         digest: Some("fnv1a64:a8930d6e7998e986".into()),
         credential: Credential::Bearer(Some("t-alice".into())),

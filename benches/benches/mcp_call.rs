@@ -13,7 +13,8 @@ use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::parse_program;
 use limen_core::hale::runtime::*;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::front::{CoreFront, Front, FrontEvent, Machine};
+use limen_core::wire::front::{Front, FrontEvent};
+use limen_core::wire::http::HttpFront;
 use limen_core::wire::{http1, mcp};
 use std::sync::Arc;
 
@@ -55,9 +56,9 @@ fn trip(
     correlation: u64,
 ) -> usize {
     let limits = http1::Limits::default();
-    let mut front = match framing {
-        Some(f) => CoreFront::mcp(0, limits, f.clone(), correlation),
-        None => CoreFront::http(0, limits, correlation),
+    let mut front: Box<dyn Front> = match framing {
+        Some(f) => Box::new(mcp::McpFront::new(0, limits, f.clone(), correlation)),
+        None => Box::new(HttpFront::new(0, limits, correlation)),
     };
     front.handle_data(0, bytes);
     let Some(FrontEvent::Request { request, .. }) = front.poll_event() else {

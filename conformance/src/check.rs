@@ -52,7 +52,8 @@ use serde_json::Value;
 use crate::record::{exposure_name, Corpus, Record};
 use crate::replay::expect;
 use crate::report::{Report, Verdict};
-use crate::scenario::{self, Overlay, Step};
+use crate::scenario::Step;
+use crate::steps::{self, Overlay};
 pub use crate::transport::Endpoint;
 use crate::transport::{self, Form};
 
@@ -118,8 +119,7 @@ impl Write for Stream {
     }
 }
 
-/// The most a reply may be: past it the server is not answering a record.
-pub const MAX_REPLY: usize = 16 << 20;
+pub use crate::transport::MAX_REPLY;
 
 /// A request sent, its reply being read.
 struct Waiting {
@@ -512,7 +512,7 @@ pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
             .and_then(|e| {
                 exposure_spec(&program, &e, transport.as_str()).map_err(|e| e.to_string())
             })
-            .map(|spec| scenario::steps(r, &spec, &options.overlay).0);
+            .map(|spec| steps::steps(r, &spec, &options.overlay).0);
         planned.push((r, steps));
     }
     planned.sort_by_key(|(r, steps)| (steps.as_ref().map_or(0, |s| rank(s)), r.name.clone()));

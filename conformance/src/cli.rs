@@ -1,5 +1,5 @@
 //! The `limen-conformance` command line, read by `clap` as `hale`'s and
-//! `flow`'s are (`limen_drivers::cli_support`): every command answers
+//! `flow`'s are (`limen_cli_support`): every command answers
 //! `--help` and `limen-conformance --version` prints the version, both on
 //! stdout with exit 0.
 //!
@@ -21,11 +21,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use limen_drivers::cli_support;
+use limen_cli_support as cli_support;
 
 use crate::check::{self, Endpoint};
 use crate::record::Corpus;
-use crate::scenario::Overlay;
+use crate::steps::Overlay;
 use crate::transport;
 use crate::world::Feed;
 use crate::{compare, project_corpus, reference_corpus, replay};
@@ -238,6 +238,49 @@ fn replay_main(a: ReplayArgs) -> Result<i32, i32> {
     Ok(report.status())
 }
 
+/// `check --transport ws`: the hub's records against a live hub, through
+/// limen-drivers' client.
+#[cfg(feature = "live")]
+fn check_hub(
+    a: CheckArgs,
+    with: &std::collections::BTreeMap<String, Endpoint>,
+    settle: Option<Duration>,
+    timeout: Option<Duration>,
+) -> Result<i32, i32> {
+    let endpoint = a.endpoint;
+    let authority = crate::hub_check::authority(&endpoint).ok_or_else(|| {
+        usage(
+            "check",
+            &format!("--transport ws takes ws://host:port, not `{endpoint}`"),
+        )
+    })?;
+    let corpus = open(&a.corpus.unwrap_or_else(project_corpus))?;
+    let options = crate::hub_check::Options {
+        authority,
+        bearer: a.bearer,
+        control: a.control,
+        public: with.get("public").and_then(|e| e.host()).map(str::to_owned),
+        timeout: timeout.unwrap_or(Duration::from_secs(10)),
+        settle: settle.unwrap_or(Duration::from_millis(300)),
+    };
+    finish(crate::hub_check::run(&corpus, &options))
+}
+
+/// `check --transport ws` in a build without the `live` feature: a usage
+/// error that says so.
+#[cfg(not(feature = "live"))]
+fn check_hub(
+    _: CheckArgs,
+    _: &std::collections::BTreeMap<String, Endpoint>,
+    _: Option<Duration>,
+    _: Option<Duration>,
+) -> Result<i32, i32> {
+    Err(usage(
+        "check",
+        "--transport ws needs the `live` feature, which this build leaves out",
+    ))
+}
+
 fn check_main(a: CheckArgs) -> Result<i32, i32> {
     let mut with = std::collections::BTreeMap::new();
     for (name, url) in &a.with {
@@ -247,26 +290,11 @@ fn check_main(a: CheckArgs) -> Result<i32, i32> {
     let settle = a.settle.map(Duration::from_millis);
     let timeout = a.timeout.map(Duration::from_secs);
     let max_wait = a.max_wait.map(Duration::from_secs);
-    let endpoint = a.endpoint;
     if a.transport == "ws" {
         // A hub's records are sequences, checked by their own runner.
-        let authority = crate::hub_check::authority(&endpoint).ok_or_else(|| {
-            usage(
-                "check",
-                &format!("--transport ws takes ws://host:port, not `{endpoint}`"),
-            )
-        })?;
-        let corpus = open(&a.corpus.unwrap_or_else(project_corpus))?;
-        let options = crate::hub_check::Options {
-            authority,
-            bearer: a.bearer,
-            control: a.control,
-            public: with.get("public").and_then(|e| e.host()).map(str::to_owned),
-            timeout: timeout.unwrap_or(Duration::from_secs(10)),
-            settle: settle.unwrap_or(Duration::from_millis(300)),
-        };
-        return finish(crate::hub_check::run(&corpus, &options));
+        return check_hub(a, &with, settle, timeout);
     }
+    let endpoint = a.endpoint;
     let endpoint = Endpoint::parse(&endpoint).map_err(|e| usage("check", &e))?;
     let names = format!("{}|ws", transport::names());
     let form = transport::by_name(&a.transport).ok_or_else(|| {

@@ -40,14 +40,15 @@ use limen_core::hale::runtime::{
     BearerSource, Event, Exposure, Principal, Receiver, RoleSource, ServedContext,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::wire::http1::client::{read_response, write_request, Limits};
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use limen_core::wire::ws::{Hub, HubCall, HubSpec};
 use limen_core::Timestamp;
-use limen_drivers::demo::hub::{SharedRoles, SharedTokens};
-use limen_drivers::demo::witness::{self, FillSink, Instances};
+use limen_witness::exposures::with_hub_desk;
+use limen_witness::sources::{SharedRoles, SharedTokens};
+use limen_witness::{self as witness, FillSink, Instances};
 use serde_json::Value;
 
-use crate::jsonpath::{error, RecordError};
 use crate::world::{Feed, EPOCH, TICK};
 
 /// A millisecond of the virtual clock.
@@ -55,164 +56,6 @@ const MILLISECOND: Timestamp = 1_000_000;
 
 /// The connection (ws) or the subscriber's address (udp) of a replay.
 const CONN: u64 = 1;
-
-/// Whether records of `transport` are hub records.
-pub fn is_hub(transport: &str) -> bool {
-    matches!(transport, "ws" | "udp")
-}
-
-/// The member the sequence of a hub record sits under: `frames` over
-/// WebSocket, `datagrams` over udp.
-fn sequence_key(transport: &str) -> &'static str {
-    if transport == "udp" {
-        "datagrams"
-    } else {
-        "frames"
-    }
-}
-
-/// Checks a hub record's request and sequence, and that its outcome is
-/// what its frames say; returns the sequence.
-pub fn check(
-    transport: &str,
-    record: &serde_json::Map<String, Value>,
-    outcome: &str,
-    kind: Option<&str>,
-) -> Result<Value, RecordError> {
-    let request = record
-        .get("request")
-        .ok_or_else(|| error("$.request", "missing"))?;
-    if transport == "ws" && request.get("method").is_some() {
-        return check_describe(record, outcome, kind);
-    }
-    if transport == "ws" {
-        let path_ok = request.get("path").is_some_and(Value::is_string);
-        if !path_ok {
-            return Err(error("$.request.path", "the upgrade's path, a string"));
-        }
-        if request.get("headers").is_some_and(|h| !h.is_object()) {
-            return Err(error("$.request.headers", "an object of the headers sent"));
-        }
-    } else if !request.is_object() {
-        return Err(error(
-            "$.request",
-            "the subscriber's first datagram, an object",
-        ));
-    }
-    let key = sequence_key(transport);
-    let at = format!("$.{key}");
-    let seq = record
-        .get(key)
-        .and_then(Value::as_array)
-        .ok_or_else(|| error(&at, "the sequence of the exchange, an array"))?;
-    let body = if transport == "udp" {
-        "datagram"
-    } else {
-        "frame"
-    };
-    let mut said: Option<(String, Option<String>)> = None;
-    for (i, e) in seq.iter().enumerate() {
-        let here = format!("{at}[{i}]");
-        let from = e.get("from").and_then(Value::as_str);
-        let ok = match from {
-            Some("client") => {
-                e.get(body).is_some()
-                    || e.get("stall").is_some_and(Value::is_boolean) && transport == "ws"
-            }
-            Some("server") => match (e.get(body), e.get("close")) {
-                (Some(f), None) => {
-                    if let Some(o) = frame_outcome(f) {
-                        said = Some(o);
-                    }
-                    true
-                }
-                (None, Some(c)) => transport == "ws" && c.is_u64(),
-                _ => false,
-            },
-            Some("program") => ["place", "revoke", "expire", "stop"]
-                .iter()
-                .any(|k| e.get(*k).is_some()),
-            Some("clock") => e.get("wait_ms").is_some_and(Value::is_u64),
-            _ => false,
-        };
-        if !ok {
-            return Err(error(
-                &here,
-                format!("an element is client or server `{body}`, program place|revoke|expire|stop, or clock wait_ms"),
-            ));
-        }
-    }
-    let said = said.unwrap_or(("result".into(), None));
-    if said.0 != outcome || said.1.as_deref() != kind {
-        return Err(error(
-            &at,
-            format!(
-                "its frames say {}{}, the record says {outcome}{}",
-                said.0,
-                said.1.map(|k| format!(" ({k})")).unwrap_or_default(),
-                kind.map(|k| format!(" ({k})")).unwrap_or_default()
-            ),
-        ));
-    }
-    Ok(Value::Array(seq.clone()))
-}
-
-/// A describe on the hub's listener (`GET /.description`, before any
-/// upgrade): the HTTP form, `request` `{"method", "path", "headers"}` and
-/// `reply` `{"status", "body"}`; 200 is a result, else the body's refusal.
-fn check_describe(
-    record: &serde_json::Map<String, Value>,
-    outcome: &str,
-    kind: Option<&str>,
-) -> Result<Value, RecordError> {
-    let reply = record
-        .get("reply")
-        .filter(|r| r.is_object())
-        .ok_or_else(|| error("$.reply", "a describe's reply, {\"status\", \"body\"}"))?;
-    let status = reply["status"]
-        .as_u64()
-        .ok_or_else(|| error("$.reply.status", "an HTTP status"))?;
-    let said = if status == 200 {
-        ("result".to_owned(), None)
-    } else {
-        let k = reply["body"]["refusal"]["kind"].as_str().map(str::to_owned);
-        ("refusal".to_owned(), k)
-    };
-    if said.0 != outcome || said.1.as_deref() != kind {
-        return Err(error(
-            "$.reply",
-            format!("the reply encodes {}, the record says {outcome}", said.0),
-        ));
-    }
-    Ok(reply.clone())
-}
-
-/// The description a hub record's reply carries (a describe's body).
-pub fn document(reply: &Value) -> Option<&Value> {
-    reply.get("body").filter(|b| b.get("description").is_some())
-}
-
-/// The outcome a frame the hub wrote encodes, when it encodes one.
-fn frame_outcome(f: &Value) -> Option<(String, Option<String>)> {
-    let refusal = |kind: &Value| match kind.as_str() {
-        Some("server") => ("server_error".to_owned(), None),
-        k => ("refusal".to_owned(), k.map(str::to_owned)),
-    };
-    match f.get("type")?.as_str()? {
-        "refusal" => Some(refusal(&f["refusal"]["kind"])),
-        "unauthorized" => Some(("refusal".into(), Some("unauthorized".into()))),
-        "reply" => Some(match (&f["ok"], f.get("refusal"), f.get("error")) {
-            (Value::Bool(true), _, _) => ("result".into(), None),
-            (_, Some(r), _) => refusal(&r["kind"]),
-            (_, None, Some(_)) => ("handler_error".into(), None),
-            _ => return None,
-        }),
-        // `closed` ends the connection, as a close frame does: it says
-        // nothing of the exchange before it.
-        "subscribed" | "event" | "description" => Some(("result".into(), None)),
-        _ => None,
-    }
-}
 
 /// The bearer token a record's request presents in its `Authorization`
 /// header (any case), if any: the credential its upgrade carries, in the
@@ -230,22 +73,38 @@ pub(crate) fn request_bearer(request: &Value) -> Option<&str> {
 
 /// The HTTP/1.1 head of a record's request on the hub's listener
 /// (`GET /.description` when the record names none) to `host`, with
-/// `bearer` as `Authorization: Bearer` when given. One builder for the
-/// replay and the live check, so both send a record's request alike.
-pub(crate) fn describe_head(request: &Value, host: &str, bearer: Option<&str>) -> String {
-    let mut head = format!(
-        "{} {} HTTP/1.1\r\nHost: {host}\r\n",
-        request["method"].as_str().unwrap_or("GET"),
-        request["path"].as_str().unwrap_or("/.description")
-    );
+/// `bearer` as `Authorization: Bearer` when given, written by
+/// [`write_request`]. One builder for the replay and the live check, so
+/// both send a record's request alike.
+pub(crate) fn describe_head(
+    request: &Value,
+    host: &str,
+    bearer: Option<&str>,
+) -> Result<Vec<u8>, String> {
+    let authorization = bearer.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Host", host)];
     for (k, v) in request["headers"].as_object().into_iter().flatten() {
-        head.push_str(&format!("{k}: {}\r\n", v.as_str().unwrap_or_default()));
+        headers.push((k.as_str(), v.as_str().unwrap_or_default()));
     }
-    if let Some(t) = bearer {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    if let Some(a) = &authorization {
+        headers.push(("Authorization", a.as_str()));
     }
-    head.push_str("Connection: close\r\n\r\n");
-    head
+    write_request(
+        describe_method(request),
+        describe_path(request),
+        &headers,
+        None,
+    )
+}
+
+/// The method of a record's request on the hub's listener (`GET` when it
+/// names none).
+pub(crate) fn describe_method(request: &Value) -> &str {
+    request["method"].as_str().unwrap_or("GET")
+}
+
+fn describe_path(request: &Value) -> &str {
+    request["path"].as_str().unwrap_or("/.description")
 }
 
 /// A frame masked for comparison: a reply's positive `request_id` (the
@@ -367,7 +226,7 @@ fn resolve(
     let with = if program.exposure(name).is_some() {
         program.clone()
     } else if name == "desk" {
-        let text = limen_drivers::demo::with_hub_desk(program_text)
+        let text = with_hub_desk(program_text)
             .ok_or("the program has no main locus run() to serve desk from")?;
         parse_program("program.hl", &text).map_err(|e| e.to_string())?
     } else {
@@ -612,30 +471,22 @@ impl Ws {
     /// hub's listener, its response held to the record's reply: the status
     /// and the body as a value, the listener's address masked.
     fn describe(&mut self, side: &mut Side, request: &Value, reply: &Value) -> Result<(), String> {
-        let head = describe_head(request, "127.0.0.1:9000", None);
+        let head = describe_head(request, "127.0.0.1:9000", None)?;
         self.raw = Some(Vec::new());
         let now = self.tick();
         self.hub.handle_accept(now, CONN);
-        self.send(side, head.as_bytes())?;
+        self.send(side, &head)?;
         let raw = self.raw.take().unwrap_or_default();
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut response = httparse::Response::new(&mut headers);
-        let at = match response.parse(&raw) {
-            Ok(httparse::Status::Complete(n)) => n,
-            _ => {
-                return Err(format!(
-                    "the hub answered no whole HTTP response: {}",
-                    String::from_utf8_lossy(&raw)
-                ))
-            }
-        };
-        let body: Value = serde_json::from_slice(&raw[at..]).map_err(|_| {
+        let response = read_response(describe_method(request), &raw, true, Limits::default())
+            .map_err(|e| format!("the hub answered no whole HTTP response: {e}"))?
+            .ok_or("the hub answered no whole HTTP response")?;
+        let body: Value = serde_json::from_slice(&response.body).map_err(|_| {
             format!(
                 "the body is not JSON: {}",
-                String::from_utf8_lossy(&raw[at..])
+                String::from_utf8_lossy(&response.body)
             )
         })?;
-        let got = serde_json::json!({"status": response.code, "body": body});
+        let got = serde_json::json!({"status": response.status, "body": body});
         let want = serde_json::json!({"status": reply["status"], "body": reply["body"]});
         let masked = |v: &Value| {
             let mut v = v.clone();
@@ -809,8 +660,9 @@ impl Udp {
                         String::from_utf8_lossy(d)
                     )
                 })?;
+                let len = d.len();
                 self.received.push_back(v);
-                self.hub.consume_transmit();
+                self.hub.consume_transmit(now, len);
             }
             if !moved {
                 return Ok(());

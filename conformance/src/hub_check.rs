@@ -25,9 +25,10 @@ use std::time::Duration;
 
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use limen_drivers::client::hub_conn;
+use limen_drivers::client::wire::exchange;
 use serde_json::Value;
 
-use crate::hub::{describe_head, request_bearer};
+use crate::hub::{describe_head, describe_method, request_bearer};
 use crate::record::{exposure_name, Corpus, Record};
 use crate::report::{Report, Verdict};
 
@@ -59,22 +60,18 @@ pub fn authority(endpoint: &str) -> Option<String> {
     (valid && !a.contains('/')).then(|| a.to_owned())
 }
 
-/// One HTTP exchange on the hub's listener: the status and the body's JSON.
-fn http(authority: &str, head: &str, timeout: Duration) -> Result<(u16, Value), String> {
-    let mut s = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut response = httparse::Response::new(&mut headers);
-    let at = match response.parse(&raw) {
-        Ok(httparse::Status::Complete(n)) => n,
-        _ => return Err("no whole HTTP response".into()),
-    };
-    let body = serde_json::from_slice(&raw[at..]).map_err(|_| "a body that is not JSON")?;
-    Ok((response.code.unwrap_or(0), body))
+/// One HTTP exchange on the hub's listener (`head` a `method` request's
+/// bytes): the status and the body's JSON.
+fn http(
+    authority: &str,
+    method: &str,
+    head: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Value), String> {
+    let response =
+        exchange(authority, method, head, timeout).map_err(|e| format!("{authority}: {e}"))?;
+    let body = serde_json::from_slice(&response.body).map_err(|_| "a body that is not JSON")?;
+    Ok((response.status, body))
 }
 
 /// A client connection to the hub.
@@ -213,8 +210,8 @@ fn unprovokable(r: &Record, o: &Options, stopped: bool, carries: Option<&str>) -
 /// Runs the `wire/ws` records of `corpus` against the hub `o.authority`.
 pub fn run(corpus: &Corpus, o: &Options) -> Result<Report, String> {
     let mut report = Report::default();
-    let describe = describe_head(&Value::Null, "hub", o.bearer.as_deref());
-    let (status, doc) = http(&o.authority, &describe, o.timeout)?;
+    let describe = describe_head(&Value::Null, "hub", o.bearer.as_deref())?;
+    let (status, doc) = http(&o.authority, "GET", &describe, o.timeout)?;
     let hub = doc["exposure"]
         .as_str()
         .filter(|_| status == 200)
@@ -292,7 +289,8 @@ fn check_record(r: &Record, o: &Options) -> Result<(), String> {
     if r.request.get("method").is_some() {
         let (status, body) = http(
             &o.authority,
-            &describe_head(&r.request, "hub", None),
+            describe_method(&r.request),
+            &describe_head(&r.request, "hub", None)?,
             o.timeout,
         )?;
         let got = serde_json::json!({"status": status, "document": body});

@@ -13,12 +13,14 @@
 //!   reaches it.
 //! - [`record`]: the record format (`docs/conformance.md`) and corpora;
 //!   [`scenario`]: what a record's exchange assumes of the server, stated
-//!   or derived.
+//!   or derived ([`steps`]: the steps a runner takes for it).
 //! - [`world`]: a served program in memory, driven through the real
 //!   machines with a virtual clock.
 //! - [`hub`]: the hubs' records (`wire/ws`, `wire/udp`), a sequence of
 //!   frames rather than a request and a reply, and their replay through
-//!   the hub machines; [`hub_check`]: those records against a live hub.
+//!   the hub machines ([`hub_record`]: a hub record's form, below
+//!   [`record`]); `hub_check`: those records against a live hub
+//!   (with the `live` feature, the one part that reaches limen-drivers).
 //! - [`replay`], [`check`], [`compare`]: the three commands of the
 //!   `limen-conformance` binary ([`cli`]).
 #![warn(missing_docs)]
@@ -28,13 +30,16 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod hub;
+#[cfg(feature = "live")]
 pub mod hub_check;
+pub mod hub_record;
 pub mod jsonpath;
 pub mod mask;
 pub mod record;
 pub mod replay;
 pub mod report;
 pub mod scenario;
+pub mod steps;
 pub mod transport;
 pub mod world;
 

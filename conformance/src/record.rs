@@ -124,9 +124,10 @@ impl Record {
         } else {
             Record::hale_envelope(o)?
         };
-        if crate::hub::is_hub(transport.as_str()) {
+        if crate::hub_record::is_hub(transport.as_str()) {
             // A sequence of frames, not a request and a reply.
-            let frames = crate::hub::check(transport.as_str(), o, &outcome, kind.as_deref())?;
+            let frames =
+                crate::hub_record::check(transport.as_str(), o, &outcome, kind.as_deref())?;
             // The note, and nothing else: the sequence is the scenario.
             let scenario = match o.get("scenario") {
                 None => None,
@@ -276,8 +277,8 @@ impl Record {
     /// The description document a describe record's reply carries: a Unix
     /// reply's `value`, an HTTP reply's `body`.
     pub fn document(&self) -> Option<&Value> {
-        if crate::hub::is_hub(self.transport.as_str()) {
-            return crate::hub::document(&self.reply);
+        if crate::hub_record::is_hub(self.transport.as_str()) {
+            return crate::hub_record::document(&self.reply);
         }
         let doc = self.transport.form()?.document(&self.reply)?;
         doc.get("description").is_some().then_some(doc)

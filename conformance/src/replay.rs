@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::record::{exposure_name, Corpus, Record};
 use crate::report::{Report, Verdict};
-use crate::scenario::{self, Overlay, Step};
+use crate::scenario::Step;
+use crate::steps::{self, Overlay};
 use crate::transport::{self, Form};
 use crate::world::{DescriberFactory, Feed, World};
 
@@ -61,7 +62,7 @@ pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
         let verdict = match (&program, record) {
             (Err(e), _) => Verdict::Fail(format!("the corpus's program: {e}")),
             (_, Err(e)) => Verdict::Fail(e.to_owned()),
-            (Ok(program), Ok(record)) if crate::hub::is_hub(record.transport.as_str()) => {
+            (Ok(program), Ok(record)) if crate::hub_record::is_hub(record.transport.as_str()) => {
                 let text = source.as_deref().unwrap_or_default();
                 match crate::hub::replay(text, program, record, options.feed) {
                     Ok(()) => Verdict::Pass,
@@ -114,7 +115,7 @@ fn replay(program: &Program, record: &Record, options: &Options<'_>) -> Result<(
         ));
     }
     let spec = served.spec().clone();
-    let (steps, _) = scenario::steps(record, &spec, &options.overlay);
+    let (steps, _) = steps::steps(record, &spec, &options.overlay);
     let bytes = form.request_bytes(&record.request, None)?;
     let peer = peer_for(form, record.peer);
     let mut exchange = None;

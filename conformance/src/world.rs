@@ -2,7 +2,7 @@
 //! program serves over a transport limen has machines for — HTTP, MCP, a
 //! Unix socket — and Public over MCP and over gRPC as the demo adds them,
 //! bound to one set of receiver instances) driven through the real
-//! machines — each connection a [`Machine`] of its transport (the core's
+//! machines — each connection a [`Machine`](limen_core::wire::machine::Machine) of its transport (the core's
 //! front, or the gRPC front over nghttp2; [`Form::front_maker`]), the
 //! [`Exposure`] behind it — with no socket, no thread and no clock.
 //!
@@ -13,7 +13,7 @@
 //! plus the monotonic reading. Every input moves the clock one millisecond
 //! ([`TICK`]); a silence ([`World::wait`]) moves it as far as it says. The
 //! world knows every deadline its machines name — each open connection's
-//! front ([`Machine::poll_timeout`]: HTTP's read and stalled-write timers,
+//! front ([`Machine::poll_timeout`](limen_core::wire::machine::Machine::poll_timeout): HTTP's read and stalled-write timers,
 //! a Unix line's stalled write, an HTTP/2 connection's stalled write) and each exposure's (the end of `stop()`'s
 //! wait) — and however the clock moves it stops at each deadline on the way
 //! in turn, firing `handle_timeout` on what is due and acting on what that
@@ -37,7 +37,8 @@ use limen_core::hale::runtime::{
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
 use limen_core::{Timestamp, SECOND};
-use limen_drivers::demo::witness::{self, Instances};
+use limen_witness::exposures::{grpc_exposure, mcp_exposure};
+use limen_witness::{self as witness, Instances};
 
 use crate::transport::{self, Form, FrontMaker, Transport};
 
@@ -588,9 +589,9 @@ impl World {
 
 /// The exposures a program is served with, as `hale demo` serves them:
 /// its own, and when it declares no MCP serve site, Public's over MCP as
-/// the exposure `mcp` (the demo's `--mcp`, [`limen_drivers::demo::mcp_exposure`]);
+/// the exposure `mcp` (the demo's `--mcp`, [`mcp_exposure`]);
 /// when it declares no gRPC serve site, Public's over gRPC as the exposure
-/// `grpc` (the demo's `--grpc`, [`limen_drivers::demo::grpc_exposure`]).
+/// `grpc` (the demo's `--grpc`, [`grpc_exposure`]).
 pub fn served_exposures(program: &Program) -> Vec<ModelExposure> {
     let declares_mcp = program
         .exposures
@@ -602,10 +603,10 @@ pub fn served_exposures(program: &Program) -> Vec<ModelExposure> {
         .any(|e| e.listener.as_ref().map(|l| &l.transport) == Some(&TransportKind::Grpc));
     let mut all = program.exposures.clone();
     if !declares_mcp && program.exposure("mcp").is_none() {
-        all.extend(limen_drivers::demo::mcp_exposure(program, DEMO_MCP));
+        all.extend(mcp_exposure(program, DEMO_MCP));
     }
     if !declares_grpc && program.exposure("grpc").is_none() {
-        all.extend(limen_drivers::demo::grpc_exposure(program, DEMO_GRPC));
+        all.extend(grpc_exposure(program, DEMO_GRPC));
     }
     all
 }

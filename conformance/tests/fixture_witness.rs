@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use limen_core::hale::model::{Program, Source};
 use limen_core::hale::runtime::*;
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_drivers::demo::witness::{self, Instances};
+use limen_witness::{self as witness, Instances};
 
 fn shared() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(

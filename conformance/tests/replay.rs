@@ -7,7 +7,8 @@ mod common;
 
 use common::*;
 use limen_conformance::record::Corpus;
-use limen_conformance::scenario::{self, Step};
+use limen_conformance::scenario::Step;
+use limen_conformance::steps;
 use limen_core::hale::serving::exposure_spec;
 
 fn pass_lines(out: &str) -> usize {
@@ -85,7 +86,7 @@ fn derived_scenarios_provoke_what_the_outcome_needs() {
             .exposure(limen_conformance::record::exposure_name(&r.exposure))
             .unwrap();
         let spec = exposure_spec(&program, e, r.transport.as_str()).unwrap();
-        scenario::derive(r, &spec)
+        steps::derive(r, &spec)
     };
     let gate = |r: &str| Step::Gate(r.into());
     assert_eq!(
@@ -123,7 +124,7 @@ fn derived_scenarios_provoke_what_the_outcome_needs() {
     let e = program.exposure("public").unwrap();
     let spec = exposure_spec(&program, e, "mcp").unwrap();
     assert_eq!(
-        scenario::derive(&mcp, &spec),
+        steps::derive(&mcp, &spec),
         [Step::Drain("self.orders".into()), Step::Exchange]
     );
     assert_eq!(derived("http/result"), [Step::Exchange]);

@@ -46,8 +46,9 @@ fn hub(n: usize, limits: Limits) -> Hub<u32> {
 
 fn drain(h: &mut Hub<u32>, now: u64) -> usize {
     let mut n = 0;
-    while h.pending_transmit(now).is_some() {
-        h.consume_transmit();
+    while let Some((_, d)) = h.pending_transmit(now) {
+        let len = d.len();
+        h.consume_transmit(now, len);
         n += 1;
     }
     n

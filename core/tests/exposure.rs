@@ -608,7 +608,7 @@ fn a_call_accepted_under_one_generation_never_executes_under_the_next() {
         correlation: c,
         kind: RequestKind::Call {
             member: "R::go".into(),
-            payload: br#"{"n":1}"#.to_vec(),
+            payload: Payload::Json(br#"{"n":1}"#.to_vec()),
         },
         digest: None,
         credential: bearer("t"),
@@ -677,7 +677,7 @@ fn a_receiver_not_yet_known_is_asked_and_its_calls_wait() {
         correlation: 1,
         kind: RequestKind::Call {
             member: "R::go".into(),
-            payload: br#"{"n":1}"#.to_vec(),
+            payload: Payload::Json(br#"{"n":1}"#.to_vec()),
         },
         digest: None,
         credential: bearer("t"),
@@ -783,7 +783,7 @@ mod ahead {
                 correlation: conn,
                 kind: RequestKind::Call {
                     member: "A::open".into(),
-                    payload: br#"{"n":1}"#.to_vec(),
+                    payload: Payload::Json(br#"{"n":1}"#.to_vec()),
                 },
                 digest: None,
                 credential: bearer("t-ann"),

@@ -87,7 +87,8 @@ impl H {
         let mut sent = Vec::new();
         while let Some((to, d)) = self.hub.pending_transmit(self.now) {
             sent.push((*to, serde_json::from_slice(d).unwrap()));
-            self.hub.consume_transmit();
+            let n = d.len();
+            self.hub.consume_transmit(self.now, n);
         }
         sent
     }
@@ -401,7 +402,8 @@ impl H {
         while let Some((_, d)) = self.hub.pending_transmit(self.now) {
             n += 1;
             bytes += d.len();
-            self.hub.consume_transmit();
+            let n = d.len();
+            self.hub.consume_transmit(self.now, n);
         }
         (n, bytes)
     }

@@ -4,6 +4,7 @@
 //! codec writes tungstenite reads back as the same messages; and the
 //! accept key is tungstenite's.
 
+use limen_core::wire::machine::Machine;
 use limen_core::wire::ws::{accept_key, Limits, WsConn, WsEvent};
 use tungstenite::protocol::frame::coding::{Control, Data, OpCode};
 use tungstenite::protocol::frame::{Frame, FrameHeader};

@@ -8,7 +8,9 @@
 // binding (serve::net, SO_PEERGROUPS).
 #![deny(unsafe_code)]
 
-pub mod cli_support;
+/// What `hale` and `flow` share on top of `clap` (its own crate, so
+/// `limen-conformance` can share it without linking this one).
+pub use limen_cli_support as cli_support;
 pub mod client;
 pub mod demo;
 pub mod flow_cli;

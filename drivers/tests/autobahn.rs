@@ -14,6 +14,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
 use limen_core::wire::http1::{self, HttpConn, HttpEvent};
+use limen_core::wire::machine::Machine;
 use limen_core::wire::ws::{self, Limits, WsConn, WsEvent};
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! holds stays bounded however many orders it takes.
 
 use limen_core::hale::runtime::{Completion, Principal, Receiver, ServedContext};
-use limen_drivers::demo::witness::{program, Orders, FILLS_KEPT};
+use limen_witness::{program, Orders, FILLS_KEPT};
 
 fn ctx() -> ServedContext {
     ServedContext {

@@ -24,8 +24,8 @@
  * With --grpc it also serves `public` over gRPC (HTTP/2, prior knowledge)
  * at ADDR, as `hale demo --grpc` does: the exposure `public` of the program
  * with its serve site's transport replaced (limen_exposure_new_over), its
- * connections limen_grpc_fronts, sharing public's identity sources and
- * the one Orders. --proto writes Public's proto3 service there
+ * connections limen_fronts made by limen_front_new_grpc, sharing public's
+ * identity sources and the one Orders. --proto writes Public's proto3 service there
  * (limen_hale_project), the file a client's stubs are generated from.
  *
  * With --hub it also serves the program's hub `fills` over WebSocket at
@@ -213,63 +213,16 @@ typedef struct {
   enum via via;
 } served;
 
-/* A connection: `front` for HTTP and Unix, `grpc` for gRPC; the helpers
- * below call whichever it has, the two fronts taking the same calls. */
+/* A connection: one limen_front whatever its transport (Unix, HTTP or
+ * gRPC), made by that transport's constructor and driven by the same
+ * calls. */
 typedef struct {
   int fd;
   limen_front *front;
-  limen_grpc_front *grpc;
   served *by;
   uint64_t correlation;
   int closed, dirty;
 } conn;
-
-static limen_result c_poll_event(conn *c, limen_front_event *k) {
-  return c->grpc ? limen_grpc_front_poll_event(c->grpc, k) : limen_front_poll_event(c->front, k);
-}
-static limen_result c_submit(conn *c, uint64_t now) {
-  return c->grpc ? limen_grpc_front_submit(c->grpc, c->by->exposure, now, wall_ns(), NULL)
-                 : limen_front_submit(c->front, c->by->exposure, now, wall_ns(), NULL);
-}
-static limen_result c_deliver(conn *c, uint64_t now) {
-  return c->grpc ? limen_grpc_front_deliver(c->grpc, c->by->exposure, now)
-                 : limen_front_deliver(c->front, c->by->exposure, now);
-}
-static limen_result c_abort(conn *c) {
-  return c->grpc ? limen_grpc_front_abort(c->grpc) : limen_front_abort(c->front);
-}
-static limen_result c_pending(conn *c, limen_str *out) {
-  return c->grpc ? limen_grpc_front_pending_output(c->grpc, out)
-                 : limen_front_pending_output(c->front, out);
-}
-static limen_result c_consume(conn *c, uint64_t now, size_t n) {
-  return c->grpc ? limen_grpc_front_consume_output(c->grpc, now, n)
-                 : limen_front_consume_output(c->front, now, n);
-}
-static limen_result c_data(conn *c, uint64_t now, const uint8_t *buf, size_t n) {
-  return c->grpc ? limen_grpc_front_handle_data(c->grpc, now, buf, n)
-                 : limen_front_handle_data(c->front, now, buf, n);
-}
-static limen_result c_eof(conn *c, uint64_t now) {
-  return c->grpc ? limen_grpc_front_handle_eof(c->grpc, now) : limen_front_handle_eof(c->front, now);
-}
-static limen_result c_timeout(conn *c, uint64_t now) {
-  return c->grpc ? limen_grpc_front_handle_timeout(c->grpc, now)
-                 : limen_front_handle_timeout(c->front, now);
-}
-static bool c_poll_timeout(conn *c, uint64_t *d) {
-  return c->grpc ? limen_grpc_front_poll_timeout(c->grpc, d) : limen_front_poll_timeout(c->front, d);
-}
-static bool c_wants_read(conn *c) {
-  return c->grpc ? limen_grpc_front_wants_read(c->grpc) : limen_front_wants_read(c->front);
-}
-static bool c_is_closed(conn *c) {
-  return c->grpc ? limen_grpc_front_is_closed(c->grpc) : limen_front_is_closed(c->front);
-}
-static void c_free(conn *c) {
-  limen_grpc_front_free(c->grpc);
-  limen_front_free(c->front);
-}
 
 #define MAX_EXPOSURES 3
 static served exposures[MAX_EXPOSURES];
@@ -294,7 +247,7 @@ static void pump(served *s, uint64_t now) {
       case LIMEN_EXPOSURE_EVENT_DELIVER: {
         conn *c = find(ev.correlation);
         if (c != NULL) {
-          check(c_deliver(c, now), "deliver");
+          check(limen_front_deliver(c->front, c->by->exposure, now), "deliver");
           c->dirty = 1;
         }
         break;
@@ -314,7 +267,7 @@ static void pump(served *s, uint64_t now) {
       case LIMEN_EXPOSURE_EVENT_CLOSE_CONNECTION: {
         conn *c = find(ev.correlation);
         if (c != NULL) {
-          check(c_abort(c), "abort");
+          check(limen_front_abort(c->front), "abort");
           c->dirty = 1;
         }
         break;
@@ -331,10 +284,10 @@ static void service(conn *c) {
     uint64_t now = mono_ns();
     for (;;) {
       limen_front_event k;
-      check(c_poll_event(c, &k), "poll a front");
+      check(limen_front_poll_event(c->front, &k), "poll a front");
       if (k == LIMEN_FRONT_EVENT_NONE) break;
       if (k == LIMEN_FRONT_EVENT_REQUEST) {
-        check(c_submit(c, now), "submit");
+        check(limen_front_submit(c->front, c->by->exposure, now, wall_ns(), NULL), "submit");
         pump(c->by, now);
       } else if (k == LIMEN_FRONT_EVENT_LOST) {
         check(limen_exposure_connection_lost(c->by->exposure, c->correlation), "lose");
@@ -345,17 +298,17 @@ static void service(conn *c) {
       }
     }
     limen_str out;
-    check(c_pending(c, &out), "pending output");
+    check(limen_front_pending_output(c->front, &out), "pending output");
     if (out.len == 0) return;
     ssize_t n = send(c->fd, out.ptr, out.len, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (n < 0) {
       /* The peer is gone: the connection ends with what it had queued. */
-      check(c_eof(c, now), "a failed write");
-      check(c_abort(c), "abort");
+      check(limen_front_handle_eof(c->front, now), "a failed write");
+      check(limen_front_abort(c->front), "abort");
       continue;
     }
-    check(c_consume(c, mono_ns(), (size_t)n), "consume");
+    check(limen_front_consume_output(c->front, mono_ns(), (size_t)n), "consume");
   }
 }
 
@@ -388,7 +341,7 @@ static void accept_on(served *s) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
       if (s->via == VIA_GRPC)
-        check(limen_grpc_front_new(now, s->exposure, c->correlation, &c->grpc), "a gRPC front");
+        check(limen_front_new_grpc(now, s->exposure, c->correlation, &c->front), "a gRPC front");
       else
         check(limen_front_new_http(now, c->correlation, &c->front), "an HTTP front");
     }
@@ -424,9 +377,9 @@ static void service_all(void) {
 static void reap(void) {
   size_t kept = 0;
   for (size_t i = 0; i < nconns; i++) {
-    if (conns[i].closed || c_is_closed(&conns[i])) {
+    if (conns[i].closed || limen_front_is_closed(conns[i].front)) {
       close_gently(conns[i].fd);
-      c_free(&conns[i]);
+      limen_front_free(conns[i].front);
     } else {
       conns[kept++] = conns[i];
     }
@@ -441,23 +394,23 @@ static void reap(void) {
 static void stop_grpc(void) {
   uint64_t until = mono_ns() + 1000000000u;
   for (size_t i = 0; i < nconns; i++)
-    if (conns[i].grpc != NULL) {
-      check(limen_grpc_front_stop(conns[i].grpc, mono_ns()), "stop a gRPC front");
+    if (conns[i].by->via == VIA_GRPC) {
+      check(limen_front_stop(conns[i].front, mono_ns()), "stop a gRPC front");
       conns[i].dirty = 1;
     }
   for (;;) {
     service_all();
     reap();
     int waiting = 0;
-    for (size_t i = 0; i < nconns; i++) waiting += conns[i].grpc != NULL;
+    for (size_t i = 0; i < nconns; i++) waiting += conns[i].by->via == VIA_GRPC;
     uint64_t now = mono_ns();
     if (waiting == 0 || now >= until) return;
     struct pollfd p[64];
     nfds_t n = 0;
     for (size_t i = 0; i < nconns && n < 64; i++)
-      if (conns[i].grpc != NULL) {
+      if (conns[i].by->via == VIA_GRPC) {
         limen_str out;
-        check(c_pending(&conns[i], &out), "pending output");
+        check(limen_front_pending_output(conns[i].front, &out), "pending output");
         p[n].fd = conns[i].fd;
         p[n].events = (short)(POLLIN | (out.len > 0 ? POLLOUT : 0));
         n++;
@@ -465,13 +418,14 @@ static void stop_grpc(void) {
     if (poll(p, n, (int)((until - now) / 1000000 + 1)) <= 0) return;
     nfds_t k = 0;
     for (size_t i = 0; i < nconns && k < n; i++)
-      if (conns[i].grpc != NULL) {
+      if (conns[i].by->via == VIA_GRPC) {
         if (p[k].revents & (POLLIN | POLLHUP | POLLERR)) {
           uint8_t buf[16384];
           ssize_t got = recv(conns[i].fd, buf, sizeof buf, 0);
-          if (got > 0) check(c_data(&conns[i], mono_ns(), buf, (size_t)got), "data");
+          if (got > 0)
+            check(limen_front_handle_data(conns[i].front, mono_ns(), buf, (size_t)got), "data");
           else if (got == 0 || (errno != EAGAIN && errno != EINTR))
-            check(c_eof(&conns[i], mono_ns()), "eof");
+            check(limen_front_handle_eof(conns[i].front, mono_ns()), "eof");
         }
         conns[i].dirty = 1;
         k++;
@@ -820,11 +774,11 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < nconns; i++) {
       limen_str out;
-      check(c_pending(&conns[i], &out), "pending output");
+      check(limen_front_pending_output(conns[i].front, &out), "pending output");
       fds[base + i].fd = conns[i].fd;
       fds[base + i].events =
-          (short)((c_wants_read(&conns[i]) ? POLLIN : 0) | (out.len > 0 ? POLLOUT : 0));
-      if (c_poll_timeout(&conns[i], &d) && d < deadline) deadline = d;
+          (short)((limen_front_wants_read(conns[i].front) ? POLLIN : 0) | (out.len > 0 ? POLLOUT : 0));
+      if (limen_front_poll_timeout(conns[i].front, &d) && d < deadline) deadline = d;
     }
     size_t nh = nhconns;
     if (hub != NULL) {
@@ -844,9 +798,9 @@ int main(int argc, char **argv) {
       if (re & (POLLIN | POLLHUP | POLLERR)) {
         uint8_t buf[65536];
         ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-        if (n > 0) check(c_data(c, now, buf, (size_t)n), "data");
+        if (n > 0) check(limen_front_handle_data(c->front, now, buf, (size_t)n), "data");
         else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-          check(c_eof(c, now), "eof");
+          check(limen_front_handle_eof(c->front, now), "eof");
         c->dirty = 1;
       }
       if (re & POLLOUT) c->dirty = 1;
@@ -854,8 +808,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nexposures; i++)
       if (ready > 0 && (fds[i].revents & POLLIN)) accept_on(&exposures[i]);
     for (size_t i = 0; i < nconns; i++)
-      if (c_poll_timeout(&conns[i], &d) && d <= now) {
-        check(c_timeout(&conns[i], now), "a front's timeout");
+      if (limen_front_poll_timeout(conns[i].front, &d) && d <= now) {
+        check(limen_front_handle_timeout(conns[i].front, now), "a front's timeout");
         conns[i].dirty = 1;
       }
     for (int i = 0; i < nexposures; i++)
@@ -874,7 +828,7 @@ int main(int argc, char **argv) {
   stop_grpc();
   for (size_t i = 0; i < nconns; i++) {
     close(conns[i].fd);
-    c_free(&conns[i]);
+    limen_front_free(conns[i].front);
   }
   free(conns);
   free(fds);

@@ -169,7 +169,7 @@ typedef enum limen_transport {
   LIMEN_TRANSPORT_MCP = 2,
   // Any other (the in-process test transport).
   LIMEN_TRANSPORT_OTHER = 3,
-  // `grpc::Rpc`: gRPC over HTTP/2 ([`crate::grpc::limen_grpc_front_new`]).
+  // `grpc::Rpc`: gRPC over HTTP/2 ([`crate::front::limen_front_new_grpc`]).
   LIMEN_TRANSPORT_GRPC = 4,
 } limen_transport;
 
@@ -197,15 +197,11 @@ typedef struct limen_exposure limen_exposure;
 // [`limen_flow_schema_new`], released by [`limen_flow_schema_free`].
 typedef struct limen_flow_schema limen_flow_schema;
 
-// One connection's front. Made by [`limen_front_new_unix`],
-// [`limen_front_new_http`] or [`limen_front_new_mcp`] when the connection
+// One connection's front, of any transport. Made by
+// [`limen_front_new_unix`], [`limen_front_new_http`],
+// [`limen_front_new_mcp`] or [`limen_front_new_grpc`] when the connection
 // is accepted, released by [`limen_front_free`] once it is closed.
 typedef struct limen_front limen_front;
-
-// One HTTP/2 connection of a gRPC exposure. Made by
-// [`limen_grpc_front_new`] when the connection is accepted, released by
-// [`limen_grpc_front_free`] once it is closed.
-typedef struct limen_grpc_front limen_grpc_front;
 
 // A program's text, checked: its model (when it parsed) and its
 // diagnostics. Made by [`limen_hale_check`], released by
@@ -813,6 +809,24 @@ enum limen_result limen_front_new_mcp(uint64_t now,
                                       uint64_t correlation,
                                       struct limen_front **out);
 
+// An HTTP/2 connection (prior knowledge, no TLS) of `exposure`, which
+// must be served over gRPC ([`crate::exposure::limen_exposure_transport`]
+// is `LIMEN_TRANSPORT_GRPC`), accepted at `now`, its replies addressed to
+// `correlation`. The server's SETTINGS are queued as output at once.
+// Writes a new handle to `*out`; the front shares the exposure's framing
+// and keeps nothing else of it.
+//
+// `LIMEN_RESULT_INVALID_ARGUMENT` when the exposure is not served over
+// gRPC; `LIMEN_RESULT_REFUSED` when nghttp2 cannot make a session (out of
+// memory).
+//
+// # Safety
+// `exposure` must be a live handle; `out` valid for a write.
+enum limen_result limen_front_new_grpc(uint64_t now,
+                                       struct limen_exposure *exposure,
+                                       uint64_t correlation,
+                                       struct limen_front **out);
+
 // Releases a front; `NULL` is ignored.
 //
 // # Safety
@@ -825,6 +839,14 @@ void limen_front_free(struct limen_front *front);
 // # Safety
 // `front` must be `NULL` or a live handle.
 uint64_t limen_front_correlation(const struct limen_front *front);
+
+// The calls the front holds (read, or with the exposure, and not yet
+// answered) on a gRPC front, one per stream; 0 for a front of another
+// transport and for a `NULL` handle.
+//
+// # Safety
+// `front` must be `NULL` or a live handle.
+size_t limen_front_streams_held(const struct limen_front *front);
 
 // Whether the front reads more input now (read the socket only while it
 // does); `false` for a `NULL` handle.
@@ -840,7 +862,10 @@ bool limen_front_wants_read(const struct limen_front *front);
 // `front` must be `NULL` or a live handle.
 bool limen_front_is_closed(const struct limen_front *front);
 
-// `data` (`data_len` bytes, copied) was read from the socket at `now`.
+// `data` (`data_len` bytes, copied) was read from the socket at `now`. On
+// gRPC, a protocol error ends the connection after its GOAWAY (a CLOSED
+// event once that is written); an error of one stream resets that stream
+// alone.
 //
 // # Safety
 // `front` must be a live handle; `data` valid for `data_len` bytes.
@@ -849,13 +874,16 @@ enum limen_result limen_front_handle_data(struct limen_front *front,
                                           const uint8_t *data,
                                           size_t data_len);
 
-// The peer's end closed (or a read failed) at `now`.
+// The peer's end closed (or a read failed) at `now`: its calls with the
+// exposure are lost (a LOST event).
 //
 // # Safety
 // `front` must be a live handle.
 enum limen_result limen_front_handle_eof(struct limen_front *front, uint64_t now);
 
-// `now` is at or past [`limen_front_poll_timeout`]'s deadline.
+// `now` is at or past [`limen_front_poll_timeout`]'s deadline (on gRPC,
+// output that waited that long on a peer that does not read ends the
+// connection). Before the deadline nothing happens.
 //
 // # Safety
 // `front` must be a live handle.
@@ -893,7 +921,10 @@ enum limen_result limen_front_submit(struct limen_front *front,
                                      uint64_t *request_id);
 
 // Encodes the delivery of `exposure`'s last DELIVER event onto this front
-// at `now` (the exposure no longer holds it). `LIMEN_RESULT_INVALID_STATE`
+// at `now` (the exposure no longer holds it); on gRPC it answers on its
+// stream, as § gRPC's table says (a result as HEADERS, DATA and trailers,
+// every other outcome trailers-only), and a stream the peer reset
+// meanwhile drops it. `LIMEN_RESULT_INVALID_STATE`
 // when the exposure holds no delivery, `LIMEN_RESULT_INVALID_ARGUMENT`
 // (the delivery still held) when it is addressed to another connection.
 //
@@ -902,6 +933,18 @@ enum limen_result limen_front_submit(struct limen_front *front,
 enum limen_result limen_front_deliver(struct limen_front *front,
                                       struct limen_exposure *exposure,
                                       uint64_t now);
+
+// Graceful shutdown at `now`, once the exposure has answered what it will
+// (`Front::stop`). On gRPC: GOAWAY (NO_ERROR) after the replies already
+// queued, naming the last stream taken; a stream whose message was still
+// being read never reached the exposure and is reset REFUSED_STREAM; the
+// connection closes (a CLOSED event) when its streams are done and
+// everything is written. The other transports end with their one request
+// or their peer: nothing happens.
+//
+// # Safety
+// `front` must be a live handle.
+enum limen_result limen_front_stop(struct limen_front *front, uint64_t now);
 
 // Ends the connection now, whatever is queued (the exposure is finished
 // with it).
@@ -938,181 +981,6 @@ enum limen_result limen_front_copy_output(struct limen_front *front,
 // # Safety
 // `front` must be a live handle.
 enum limen_result limen_front_consume_output(struct limen_front *front, uint64_t now, size_t n);
-
-// An HTTP/2 connection (prior knowledge, no TLS) of `exposure`, which
-// must be served over gRPC ([`crate::exposure::limen_exposure_transport`]
-// is `LIMEN_TRANSPORT_GRPC`), accepted at `now`, its replies addressed to
-// `correlation`. The server's SETTINGS are queued as output at once.
-// Writes a new handle to `*out`; the front shares the exposure's framing
-// and keeps nothing else of it.
-//
-// `LIMEN_RESULT_INVALID_ARGUMENT` when the exposure is not served over
-// gRPC; `LIMEN_RESULT_REFUSED` when nghttp2 cannot make a session (out of
-// memory).
-//
-// # Safety
-// `exposure` must be a live handle; `out` valid for a write.
-enum limen_result limen_grpc_front_new(uint64_t now,
-                                       struct limen_exposure *exposure,
-                                       uint64_t correlation,
-                                       struct limen_grpc_front **out);
-
-// Releases a gRPC front; `NULL` is ignored.
-//
-// # Safety
-// `front` must be `NULL` or a handle from [`limen_grpc_front_new`] not
-// freed before.
-void limen_grpc_front_free(struct limen_grpc_front *front);
-
-// The correlation the front was made with; 0 for a `NULL` handle.
-//
-// # Safety
-// `front` must be `NULL` or a live handle.
-uint64_t limen_grpc_front_correlation(const struct limen_grpc_front *front);
-
-// The streams the front holds (read, or with the exposure, and not yet
-// answered); 0 for a `NULL` handle.
-//
-// # Safety
-// `front` must be `NULL` or a live handle.
-size_t limen_grpc_front_streams_held(const struct limen_grpc_front *front);
-
-// Whether the front reads more input now (read the socket only while it
-// does: false while the peer does not read what is queued, and once the
-// connection is over); `false` for a `NULL` handle.
-//
-// # Safety
-// `front` must be `NULL` or a live handle.
-bool limen_grpc_front_wants_read(const struct limen_grpc_front *front);
-
-// Whether the connection is done (close the socket); `true` for a `NULL`
-// handle.
-//
-// # Safety
-// `front` must be `NULL` or a live handle.
-bool limen_grpc_front_is_closed(const struct limen_grpc_front *front);
-
-// `data` (`data_len` bytes, copied) was read from the socket at `now`. A
-// protocol error ends the connection after its GOAWAY (a CLOSED event once
-// that is written); an error of one stream resets that stream alone.
-//
-// # Safety
-// `front` must be a live handle; `data` valid for `data_len` bytes.
-enum limen_result limen_grpc_front_handle_data(struct limen_grpc_front *front,
-                                               uint64_t now,
-                                               const uint8_t *data,
-                                               size_t data_len);
-
-// The peer's end closed (or a read failed) at `now`: its calls with the
-// exposure are lost (a LOST event) and the connection is done.
-//
-// # Safety
-// `front` must be a live handle.
-enum limen_result limen_grpc_front_handle_eof(struct limen_grpc_front *front, uint64_t now);
-
-// `now` is at or past [`limen_grpc_front_poll_timeout`]'s deadline:
-// output that waited that long on a peer that does not read ends the
-// connection. Before the deadline nothing happens.
-//
-// # Safety
-// `front` must be a live handle.
-enum limen_result limen_grpc_front_handle_timeout(struct limen_grpc_front *front, uint64_t now);
-
-// Whether the front has a deadline; if so it is written to `*deadline`
-// (the monotonic clock, nanoseconds). `false` for a `NULL` handle.
-//
-// # Safety
-// `front` must be `NULL` or a live handle; `deadline` valid for a write.
-bool limen_grpc_front_poll_timeout(const struct limen_grpc_front *front, uint64_t *deadline);
-
-// Takes the next event's kind into `*out`, as
-// [`crate::front::limen_front_poll_event`] does: REQUEST (one call, framed
-// from its stream: submit it with [`limen_grpc_front_submit`] before the
-// next call on the front), LOST, CLOSED, or NONE when none waits.
-//
-// # Safety
-// `front` must be a live handle; `out` valid for a write.
-enum limen_result limen_grpc_front_poll_event(struct limen_grpc_front *front,
-                                              enum limen_front_event *out);
-
-// Hands the request of the front's last REQUEST event to `exposure`, as
-// [`crate::front::limen_front_submit`] does (`now` monotonic,
-// `wall_unix_ns` the wall clock for a credential's expiry), and writes its
-// request id to `*request_id` (`NULL` to ignore it).
-// `LIMEN_RESULT_INVALID_STATE` when the front holds no request.
-//
-// # Safety
-// `front` and `exposure` must be live handles; `request_id` `NULL` or valid
-// for a write.
-enum limen_result limen_grpc_front_submit(struct limen_grpc_front *front,
-                                          struct limen_exposure *exposure,
-                                          uint64_t now,
-                                          uint64_t wall_unix_ns,
-                                          uint64_t *request_id);
-
-// Answers on its stream, at `now`, the delivery of `exposure`'s last
-// DELIVER event (the exposure no longer holds it), as § gRPC's table says:
-// a result as HEADERS, DATA and trailers, every other outcome
-// trailers-only. A stream the peer reset meanwhile drops it.
-// `LIMEN_RESULT_INVALID_STATE` when the exposure holds no delivery,
-// `LIMEN_RESULT_INVALID_ARGUMENT` (the delivery still held) when it is
-// addressed to another connection.
-//
-// # Safety
-// `front` and `exposure` must be live handles.
-enum limen_result limen_grpc_front_deliver(struct limen_grpc_front *front,
-                                           struct limen_exposure *exposure,
-                                           uint64_t now);
-
-// Graceful shutdown at `now`, once the exposure has answered what it will:
-// GOAWAY (NO_ERROR) after the replies already queued, naming the last
-// stream taken; a stream whose message was still being read never reached
-// the exposure and is reset REFUSED_STREAM. The connection closes (a
-// CLOSED event) when its streams are done and everything is written.
-//
-// # Safety
-// `front` must be a live handle.
-enum limen_result limen_grpc_front_stop(struct limen_grpc_front *front, uint64_t now);
-
-// Ends the connection now, whatever is queued (the exposure is finished
-// with it).
-//
-// # Safety
-// `front` must be a live handle.
-enum limen_result limen_grpc_front_abort(struct limen_grpc_front *front);
-
-// Lends the bytes still to write into `*out`; they stay valid until the
-// next call on the front. Write what the socket takes, then report it with
-// [`limen_grpc_front_consume_output`].
-//
-// # Safety
-// `front` must be a live handle; `out` valid for a write.
-enum limen_result limen_grpc_front_pending_output(struct limen_grpc_front *front,
-                                                  struct limen_str *out);
-
-// Copies every byte still to write into `buf` (`buf_cap` bytes) and writes
-// the count to `*written`, consuming nothing: report what the socket took
-// with [`limen_grpc_front_consume_output`].
-// `LIMEN_RESULT_BUFFER_TOO_SMALL` writes the length needed and copies
-// nothing.
-//
-// # Safety
-// `front` must be a live handle; `buf` valid for `buf_cap` bytes;
-// `written` for a write.
-enum limen_result limen_grpc_front_copy_output(struct limen_grpc_front *front,
-                                               uint8_t *buf,
-                                               size_t buf_cap,
-                                               size_t *written);
-
-// `n` bytes of the pending output were written at `now`.
-// `LIMEN_RESULT_INVALID_ARGUMENT` (nothing consumed) when `n` is more than
-// is pending.
-//
-// # Safety
-// `front` must be a live handle.
-enum limen_result limen_grpc_front_consume_output(struct limen_grpc_front *front,
-                                                  uint64_t now,
-                                                  size_t n);
 
 // Checks the program text `src` (`src_len` bytes of UTF-8) of the file
 // named `file` (NUL-terminated, used in the diagnostics) as `hale check`

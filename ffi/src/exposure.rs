@@ -13,7 +13,7 @@ use limen_core::hale::check_program;
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Listener, Source, TransportKind};
 use limen_core::hale::runtime::{
-    BearerSource, Completion, Delivery, Describer, Event, Exposure, Principal, RoleSource,
+    BearerSource, Completion, Delivery, Describer, Event, Exposure, Input, Principal, RoleSource,
     RoleTable, TokenTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
@@ -325,7 +325,7 @@ pub enum limen_transport {
     LIMEN_TRANSPORT_MCP = 2,
     /// Any other (the in-process test transport).
     LIMEN_TRANSPORT_OTHER = 3,
-    /// `grpc::Rpc`: gRPC over HTTP/2 ([`crate::grpc::limen_grpc_front_new`]).
+    /// `grpc::Rpc`: gRPC over HTTP/2 ([`crate::front::limen_front_new_grpc`]).
     LIMEN_TRANSPORT_GRPC = 4,
 }
 
@@ -763,7 +763,13 @@ pub unsafe extern "C" fn limen_exposure_poll_event(
 
 /// One input to the exposure behind `exposure`: the handle checked, the
 /// delivery it lent dropped (its pointers last until the next call), the
-/// machine stepped.
+/// machine stepped. An input that comes with a `now` (stop, teardown,
+/// timeout) steps it through `Exposure::handle_input`, the server's one
+/// verb; the exports whose C signature carries no time (a lost
+/// connection, a receiver's news, a dispatch not taken, a completion)
+/// call the per-input method rather than make a `now` up, and a request
+/// keeps `handle_request`, which returns the id `limen_front_submit`
+/// writes out.
 ///
 /// # Safety
 /// `exposure` must be `NULL` or a live handle.
@@ -959,7 +965,7 @@ pub unsafe extern "C" fn limen_exposure_stop(
     now: u64,
 ) -> limen_result {
     // SAFETY: the caller's promise, passed through.
-    unsafe { input(exposure, |e| e.stop(now)) }
+    unsafe { input(exposure, |e| e.handle_input(now, Input::Stop)) }
 }
 
 /// The serving locus's teardown at `now`.
@@ -972,7 +978,7 @@ pub unsafe extern "C" fn limen_exposure_teardown(
     now: u64,
 ) -> limen_result {
     // SAFETY: the caller's promise, passed through.
-    unsafe { input(exposure, |e| e.teardown(now)) }
+    unsafe { input(exposure, |e| e.handle_input(now, Input::Teardown)) }
 }
 
 /// Time passed: `now` is at or past [`limen_exposure_poll_timeout`]'s
@@ -986,7 +992,7 @@ pub unsafe extern "C" fn limen_exposure_handle_timeout(
     now: u64,
 ) -> limen_result {
     // SAFETY: the caller's promise, passed through.
-    unsafe { input(exposure, |e| e.handle_timeout(now)) }
+    unsafe { input(exposure, |e| e.handle_input(now, Input::Timeout)) }
 }
 
 /// Whether the exposure has a deadline; if so it is written to

@@ -1,27 +1,41 @@
 //! The transport fronts: one connection of one transport (Unix lines,
-//! HTTP/1.1, MCP) between its bytes and an exposure. A thin wrapper of
-//! `limen_core::wire::front::Front`; the order of calls is its module's.
+//! HTTP/1.1, MCP, gRPC over HTTP/2) between its bytes and an exposure. One
+//! handle for every transport, as rustls-ffi has one connection type for
+//! client and server: a constructor per transport, then the same calls,
+//! which drive `limen_core::wire::front::Front` (the order of calls is its
+//! module's).
+//!
+//! A gRPC connection carries many calls at once (one per stream): each
+//! REQUEST event is one call, every DELIVER event for the connection's
+//! correlation is handed back with [`limen_front_deliver`], which finds its
+//! stream again, and [`limen_front_stop`] ends it gracefully.
 
 use limen_core::hale::runtime::{Delivery, PeerCredentials, Request};
-use limen_core::wire::front::{CoreFront, Front, FrontEvent, FrontLimits, Machine};
+use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
+use limen_core::wire::http::HttpFront;
+use limen_core::wire::mcp::McpFront;
+use limen_core::wire::unix::UnixFront;
+use limen_grpc::{GrpcFront, GrpcLimits};
 
 use crate::exposure::limen_exposure;
 use crate::{
     bytes, copy_out, free, guard, guard_value, handle, limen_result, limen_str, put, Failure,
 };
 
-/// One connection's front. Made by [`limen_front_new_unix`],
-/// [`limen_front_new_http`] or [`limen_front_new_mcp`] when the connection
+/// One connection's front, of any transport. Made by
+/// [`limen_front_new_unix`], [`limen_front_new_http`],
+/// [`limen_front_new_mcp`] or [`limen_front_new_grpc`] when the connection
 /// is accepted, released by [`limen_front_free`] once it is closed.
 pub struct limen_front {
-    front: CoreFront,
+    front: Box<dyn Front + Send>,
     /// The request of the last REQUEST event, until the exposure takes it.
     request: Option<Request>,
 }
 
-fn made(front: CoreFront, out: *mut *mut limen_front) -> Result<(), Failure> {
+/// Boxes `front` into a new handle written to `*out`.
+fn made(front: impl Front + Send + 'static, out: *mut *mut limen_front) -> Result<(), Failure> {
     let h = Box::new(limen_front {
-        front,
+        front: Box::new(front),
         request: None,
     });
     let raw = Box::into_raw(h);
@@ -59,10 +73,8 @@ pub unsafe extern "C" fn limen_front_new_unix(
             pid,
             groups: None,
         };
-        made(
-            CoreFront::unix(now, FrontLimits::default().line, peer, correlation),
-            out,
-        )
+        let front = UnixFront::new(now, FrontLimits::default().line, peer, correlation);
+        made(front, out)
     })
 }
 
@@ -78,10 +90,8 @@ pub unsafe extern "C" fn limen_front_new_http(
     out: *mut *mut limen_front,
 ) -> limen_result {
     guard(|| {
-        made(
-            CoreFront::http(now, FrontLimits::default().http, correlation),
-            out,
-        )
+        let front = HttpFront::new(now, FrontLimits::default().http, correlation);
+        made(front, out)
     })
 }
 
@@ -102,10 +112,48 @@ pub unsafe extern "C" fn limen_front_new_mcp(
         // SAFETY: the caller's promise, passed through.
         let e = unsafe { handle(exposure) }?;
         let framing = e.framing.clone();
-        made(
-            CoreFront::mcp(now, FrontLimits::default().http, framing, correlation),
-            out,
-        )
+        let front = McpFront::new(now, FrontLimits::default().http, framing, correlation);
+        made(front, out)
+    })
+}
+
+/// An HTTP/2 connection (prior knowledge, no TLS) of `exposure`, which
+/// must be served over gRPC ([`crate::exposure::limen_exposure_transport`]
+/// is `LIMEN_TRANSPORT_GRPC`), accepted at `now`, its replies addressed to
+/// `correlation`. The server's SETTINGS are queued as output at once.
+/// Writes a new handle to `*out`; the front shares the exposure's framing
+/// and keeps nothing else of it.
+///
+/// `LIMEN_RESULT_INVALID_ARGUMENT` when the exposure is not served over
+/// gRPC; `LIMEN_RESULT_REFUSED` when nghttp2 cannot make a session (out of
+/// memory).
+///
+/// # Safety
+/// `exposure` must be a live handle; `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn limen_front_new_grpc(
+    now: u64,
+    exposure: *mut limen_exposure,
+    correlation: u64,
+    out: *mut *mut limen_front,
+) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let e = unsafe { handle(exposure) }?;
+        let framing = e.grpc.clone().ok_or_else(|| {
+            Failure::new(
+                limen_result::LIMEN_RESULT_INVALID_ARGUMENT,
+                "the exposure is not served over gRPC",
+            )
+        })?;
+        let front =
+            GrpcFront::new(now, GrpcLimits::default(), framing, correlation).ok_or_else(|| {
+                Failure::new(
+                    limen_result::LIMEN_RESULT_REFUSED,
+                    "nghttp2 could not make a session",
+                )
+            })?;
+        made(front, out)
     })
 }
 
@@ -129,6 +177,20 @@ pub unsafe extern "C" fn limen_front_correlation(front: *const limen_front) -> u
     // SAFETY: the caller's promise, passed through.
     guard_value(0, || {
         unsafe { front.as_ref() }.map_or(0, |h| h.front.correlation())
+    })
+}
+
+/// The calls the front holds (read, or with the exposure, and not yet
+/// answered) on a gRPC front, one per stream; 0 for a front of another
+/// transport and for a `NULL` handle.
+///
+/// # Safety
+/// `front` must be `NULL` or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_front_streams_held(front: *const limen_front) -> usize {
+    // SAFETY: the caller's promise, passed through.
+    guard_value(0, || {
+        unsafe { front.as_ref() }.map_or(0, |h| h.front.streams_held())
     })
 }
 
@@ -158,7 +220,10 @@ pub unsafe extern "C" fn limen_front_is_closed(front: *const limen_front) -> boo
     })
 }
 
-/// `data` (`data_len` bytes, copied) was read from the socket at `now`.
+/// `data` (`data_len` bytes, copied) was read from the socket at `now`. On
+/// gRPC, a protocol error ends the connection after its GOAWAY (a CLOSED
+/// event once that is written); an error of one stream resets that stream
+/// alone.
 ///
 /// # Safety
 /// `front` must be a live handle; `data` valid for `data_len` bytes.
@@ -180,7 +245,8 @@ pub unsafe extern "C" fn limen_front_handle_data(
     })
 }
 
-/// The peer's end closed (or a read failed) at `now`.
+/// The peer's end closed (or a read failed) at `now`: its calls with the
+/// exposure are lost (a LOST event).
 ///
 /// # Safety
 /// `front` must be a live handle.
@@ -195,7 +261,9 @@ pub unsafe extern "C" fn limen_front_handle_eof(front: *mut limen_front, now: u6
     })
 }
 
-/// `now` is at or past [`limen_front_poll_timeout`]'s deadline.
+/// `now` is at or past [`limen_front_poll_timeout`]'s deadline (on gRPC,
+/// output that waited that long on a peer that does not read ends the
+/// connection). Before the deadline nothing happens.
 ///
 /// # Safety
 /// `front` must be a live handle.
@@ -314,7 +382,7 @@ pub unsafe extern "C" fn limen_front_submit(
 ///
 /// # Safety
 /// `request_id` must be `NULL` or valid for a write.
-pub(crate) unsafe fn submit_held(
+unsafe fn submit_held(
     held: &mut Option<Request>,
     e: &mut limen_exposure,
     now: u64,
@@ -338,7 +406,7 @@ pub(crate) unsafe fn submit_held(
 
 /// Takes the delivery `e` holds for the connection `correlation` (a
 /// front's `deliver`); a delivery for another connection stays held.
-pub(crate) fn take_delivery(e: &mut limen_exposure, correlation: u64) -> Result<Delivery, Failure> {
+fn take_delivery(e: &mut limen_exposure, correlation: u64) -> Result<Delivery, Failure> {
     let Some(d) = e.delivery.take() else {
         return Err(Failure::new(
             limen_result::LIMEN_RESULT_INVALID_STATE,
@@ -360,7 +428,10 @@ pub(crate) fn take_delivery(e: &mut limen_exposure, correlation: u64) -> Result<
 }
 
 /// Encodes the delivery of `exposure`'s last DELIVER event onto this front
-/// at `now` (the exposure no longer holds it). `LIMEN_RESULT_INVALID_STATE`
+/// at `now` (the exposure no longer holds it); on gRPC it answers on its
+/// stream, as § gRPC's table says (a result as HEADERS, DATA and trailers,
+/// every other outcome trailers-only), and a stream the peer reset
+/// meanwhile drops it. `LIMEN_RESULT_INVALID_STATE`
 /// when the exposure holds no delivery, `LIMEN_RESULT_INVALID_ARGUMENT`
 /// (the delivery still held) when it is addressed to another connection.
 ///
@@ -380,6 +451,27 @@ pub unsafe extern "C" fn limen_front_deliver(
         h.request = None;
         let d = take_delivery(e, h.front.correlation())?;
         h.front.deliver(now, d);
+        Ok(())
+    })
+}
+
+/// Graceful shutdown at `now`, once the exposure has answered what it will
+/// (`Front::stop`). On gRPC: GOAWAY (NO_ERROR) after the replies already
+/// queued, naming the last stream taken; a stream whose message was still
+/// being read never reached the exposure and is reset REFUSED_STREAM; the
+/// connection closes (a CLOSED event) when its streams are done and
+/// everything is written. The other transports end with their one request
+/// or their peer: nothing happens.
+///
+/// # Safety
+/// `front` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn limen_front_stop(front: *mut limen_front, now: u64) -> limen_result {
+    guard(|| {
+        // SAFETY: the caller's promise, passed through.
+        let h = unsafe { handle(front) }?;
+        h.request = None;
+        h.front.stop(now);
         Ok(())
     })
 }

@@ -24,7 +24,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub mod exposure;
 pub mod flow;
 pub mod front;
-pub mod grpc;
 pub mod hale;
 pub mod hub;
 pub mod tool;

@@ -5,6 +5,7 @@
 //! thin wrapper of `limen_core::wire::ws::WsConn`; the order of calls is
 //! its module's.
 
+use limen_core::wire::machine::Machine;
 use limen_core::wire::ws::{accept_key, Limits, WsConn, WsEvent};
 
 use crate::{

@@ -10,7 +10,6 @@ use std::ptr;
 use limen_ffi::exposure::*;
 use limen_ffi::flow::*;
 use limen_ffi::front::*;
-use limen_ffi::grpc::*;
 use limen_ffi::hale::*;
 use limen_ffi::{limen_last_error, limen_result, limen_str, limen_version};
 
@@ -514,12 +513,12 @@ fn null_handles_are_an_error_not_a_crash() {
             LIMEN_RESULT_INVALID_ARGUMENT
         );
         assert_eq!(
-            limen_grpc_front_stop(ptr::null_mut(), 0),
+            limen_front_stop(ptr::null_mut(), 0),
             LIMEN_RESULT_INVALID_ARGUMENT
         );
-        assert!(limen_grpc_front_is_closed(ptr::null()));
-        assert!(!limen_grpc_front_poll_timeout(ptr::null(), &mut 0));
-        limen_grpc_front_free(ptr::null_mut());
+        assert!(limen_front_is_closed(ptr::null()));
+        assert!(!limen_front_poll_timeout(ptr::null(), &mut 0));
+        limen_front_free(ptr::null_mut());
         assert_eq!(
             limen_ffi::hub::limen_hub_stop(ptr::null_mut(), 0),
             LIMEN_RESULT_INVALID_ARGUMENT
@@ -999,25 +998,25 @@ fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
     assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
     let mut front = ptr::null_mut();
     // SAFETY: live handle, valid output.
-    let r = unsafe { limen_grpc_front_new(0, http, 7, &mut front) };
+    let r = unsafe { limen_front_new_grpc(0, http, 7, &mut front) };
     assert_eq!((r, front), (LIMEN_RESULT_INVALID_ARGUMENT, ptr::null_mut()));
 
     // SAFETY: live handle, valid output.
-    let r = unsafe { limen_grpc_front_new(0, grpc, 7, &mut front) };
+    let r = unsafe { limen_front_new_grpc(0, grpc, 7, &mut front) };
     assert_eq!(r, LIMEN_RESULT_OK, "{}", last_error());
     // SAFETY: live handle.
     unsafe {
-        assert_eq!(limen_grpc_front_correlation(front), 7);
-        assert!(limen_grpc_front_wants_read(front));
-        assert!(!limen_grpc_front_is_closed(front));
-        assert_eq!(limen_grpc_front_streams_held(front), 0);
+        assert_eq!(limen_front_correlation(front), 7);
+        assert!(limen_front_wants_read(front));
+        assert!(!limen_front_is_closed(front));
+        assert_eq!(limen_front_streams_held(front), 0);
     }
     // RFC 9113 § 3.4: the server's connection preface is a SETTINGS frame,
     // on stream 0, first of what it writes.
     let mut out = limen_str::EMPTY;
     // SAFETY: live handle, valid output.
     assert_eq!(
-        unsafe { limen_grpc_front_pending_output(front, &mut out) },
+        unsafe { limen_front_pending_output(front, &mut out) },
         LIMEN_RESULT_OK
     );
     let preface = lent(out);
@@ -1028,41 +1027,35 @@ fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
     let mut small = [0u8; 4];
     let mut written = 0;
     // SAFETY: live handle, valid buffer and output.
-    let r = unsafe { limen_grpc_front_copy_output(front, small.as_mut_ptr(), 4, &mut written) };
+    let r = unsafe { limen_front_copy_output(front, small.as_mut_ptr(), 4, &mut written) };
     assert_eq!(
         (r, written, small),
         (LIMEN_RESULT_BUFFER_TOO_SMALL, preface.len(), [0; 4])
     );
     // SAFETY: live handle; more than is pending consumes nothing.
-    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len() + 1) };
+    let r = unsafe { limen_front_consume_output(front, 1, preface.len() + 1) };
     assert_eq!(r, LIMEN_RESULT_INVALID_ARGUMENT);
     // SAFETY: live handle.
-    let r = unsafe { limen_grpc_front_consume_output(front, 1, preface.len()) };
+    let r = unsafe { limen_front_consume_output(front, 1, preface.len()) };
     assert_eq!(r, LIMEN_RESULT_OK);
 
     // Not the client's preface (an HTTP/1.1 request): a connection error
     // (RFC 9113 § 3.4), and the connection ends once its output is written.
     let junk = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n";
     // SAFETY: live handle, valid bytes.
-    let r = unsafe { limen_grpc_front_handle_data(front, 2, junk.as_ptr(), junk.len()) };
+    let r = unsafe { limen_front_handle_data(front, 2, junk.as_ptr(), junk.len()) };
     assert_eq!(r, LIMEN_RESULT_OK);
     // SAFETY: live handle.
-    assert!(!unsafe { limen_grpc_front_wants_read(front) });
+    assert!(!unsafe { limen_front_wants_read(front) });
     let mut events = Vec::new();
     for _ in 0..8 {
         // SAFETY: live handle, valid output.
         unsafe {
-            assert_eq!(
-                limen_grpc_front_pending_output(front, &mut out),
-                LIMEN_RESULT_OK
-            );
+            assert_eq!(limen_front_pending_output(front, &mut out), LIMEN_RESULT_OK);
             let n = out.len;
-            assert_eq!(
-                limen_grpc_front_consume_output(front, 3, n),
-                LIMEN_RESULT_OK
-            );
+            assert_eq!(limen_front_consume_output(front, 3, n), LIMEN_RESULT_OK);
             let mut k = limen_front_event::LIMEN_FRONT_EVENT_NONE;
-            assert_eq!(limen_grpc_front_poll_event(front, &mut k), LIMEN_RESULT_OK);
+            assert_eq!(limen_front_poll_event(front, &mut k), LIMEN_RESULT_OK);
             if k != limen_front_event::LIMEN_FRONT_EVENT_NONE {
                 events.push(k);
             }
@@ -1070,14 +1063,14 @@ fn public_over_grpc_makes_grpc_fronts_which_open_with_settings() {
     }
     assert_eq!(events, [limen_front_event::LIMEN_FRONT_EVENT_CLOSED]);
     // SAFETY: live handle.
-    assert!(unsafe { limen_grpc_front_is_closed(front) });
+    assert!(unsafe { limen_front_is_closed(front) });
     // Submitting with no REQUEST event held is out of turn.
     // SAFETY: live handles.
-    let r = unsafe { limen_grpc_front_submit(front, grpc, 4, 0, ptr::null_mut()) };
+    let r = unsafe { limen_front_submit(front, grpc, 4, 0, ptr::null_mut()) };
     assert_eq!(r, LIMEN_RESULT_INVALID_STATE);
     // SAFETY: each freed once.
     unsafe {
-        limen_grpc_front_free(front);
+        limen_front_free(front);
         limen_exposure_free(http);
         limen_exposure_free(grpc);
     }

@@ -24,7 +24,6 @@ use libfuzzer_sys::fuzz_target;
 use limen_ffi::exposure::*;
 use limen_ffi::flow::*;
 use limen_ffi::front::*;
-use limen_ffi::grpc::*;
 use limen_ffi::hub::*;
 use limen_ffi::ws::*;
 use limen_ffi::{limen_result, limen_str};
@@ -364,7 +363,7 @@ fuzz_target!(|input: Input| {
         };
         ok(limen_ws_conn_new(limits, &mut ws));
         limen_identity_free(ids);
-        ok(limen_grpc_front_new(0, grpc_exposure, 3, &mut grpc));
+        ok(limen_front_new_grpc(0, grpc_exposure, 3, &mut grpc));
         assert!(!grpc.is_null());
         let mut fronts = [ptr::null_mut(), ptr::null_mut()];
         ok(limen_front_new_http(0, 1, &mut fronts[0]));
@@ -501,10 +500,10 @@ fuzz_target!(|input: Input| {
             let _ = limen_front_poll_timeout(fronts[0], &mut d);
             let _ = limen_front_wants_read(fronts[1]);
             let _ = limen_front_is_closed(fronts[0]);
-            let _ = limen_grpc_front_poll_timeout(grpc, &mut d);
-            let _ = limen_grpc_front_wants_read(grpc);
-            let _ = limen_grpc_front_is_closed(grpc);
-            let _ = limen_grpc_front_streams_held(grpc);
+            let _ = limen_front_poll_timeout(grpc, &mut d);
+            let _ = limen_front_wants_read(grpc);
+            let _ = limen_front_is_closed(grpc);
+            let _ = limen_front_streams_held(grpc);
             let _ = limen_hub_poll_timeout(hub, &mut d);
             let _ = limen_hub_is_finished(hub);
             let _ = limen_hub_subscribers(hub);
@@ -514,7 +513,7 @@ fuzz_target!(|input: Input| {
         limen_front_free(fronts[0]);
         limen_front_free(fronts[1]);
         limen_exposure_free(exposure);
-        limen_grpc_front_free(grpc);
+        limen_front_free(grpc);
         limen_exposure_free(grpc_exposure);
         limen_hub_free(hub);
         limen_ws_conn_free(ws);
@@ -726,17 +725,12 @@ unsafe fn ws_op(op: &WsOp, ws: *mut limen_ws_conn, now: u64) {
 ///
 /// # Safety
 /// `grpc` and `exposure` are live handles.
-unsafe fn grpc_op(
-    op: &GrpcOp,
-    grpc: *mut limen_grpc_front,
-    exposure: *mut limen_exposure,
-    now: u64,
-) {
+unsafe fn grpc_op(op: &GrpcOp, grpc: *mut limen_front, exposure: *mut limen_exposure, now: u64) {
     // SAFETY: the caller's promise; every other pointer is a valid slice or
     // an output valid for its write.
     unsafe {
         match op {
-            GrpcOp::Data(bytes) => ok(limen_grpc_front_handle_data(
+            GrpcOp::Data(bytes) => ok(limen_front_handle_data(
                 grpc,
                 now,
                 bytes.as_ptr(),
@@ -745,18 +739,18 @@ unsafe fn grpc_op(
             GrpcOp::Preface => {
                 let mut b = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
                 b.extend(frame(0x4, 0, 0, &[]));
-                ok(limen_grpc_front_handle_data(grpc, now, b.as_ptr(), b.len()))
+                ok(limen_front_handle_data(grpc, now, b.as_ptr(), b.len()))
             }
             GrpcOp::Call(n, call, cut) => {
                 let b = grpc_call(2 * u32::from(*n) + 1, usize::from(*call), *cut);
-                ok(limen_grpc_front_handle_data(grpc, now, b.as_ptr(), b.len()))
+                ok(limen_front_handle_data(grpc, now, b.as_ptr(), b.len()))
             }
-            GrpcOp::Eof => ok(limen_grpc_front_handle_eof(grpc, now)),
-            GrpcOp::Timeout => ok(limen_grpc_front_handle_timeout(grpc, now)),
+            GrpcOp::Eof => ok(limen_front_handle_eof(grpc, now)),
+            GrpcOp::Timeout => ok(limen_front_handle_timeout(grpc, now)),
             GrpcOp::Poll => {
                 let mut k = limen_front_event::LIMEN_FRONT_EVENT_NONE;
-                ok(limen_grpc_front_poll_event(grpc, &mut k));
-                let r = limen_grpc_front_submit(grpc, exposure, now, now, ptr::null_mut());
+                ok(limen_front_poll_event(grpc, &mut k));
+                let r = limen_front_submit(grpc, exposure, now, now, ptr::null_mut());
                 if k == limen_front_event::LIMEN_FRONT_EVENT_REQUEST {
                     assert_eq!(r, limen_result::LIMEN_RESULT_OK);
                 } else {
@@ -787,35 +781,35 @@ unsafe fn grpc_op(
                     }
                     limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_DELIVER if reply.deliver => {
                         assert_eq!(ev.correlation, 3);
-                        ok(limen_grpc_front_deliver(grpc, exposure, now));
+                        ok(limen_front_deliver(grpc, exposure, now));
                     }
                     _ => {}
                 }
             }
             GrpcOp::CopyOutput(cap) => buffered(usize::from(*cap), |buf, cap, w| {
-                limen_grpc_front_copy_output(grpc, buf, cap, w)
+                limen_front_copy_output(grpc, buf, cap, w)
             }),
             GrpcOp::Consume(n) => {
                 let mut out = limen_str::EMPTY;
-                ok(limen_grpc_front_pending_output(grpc, &mut out));
+                ok(limen_front_pending_output(grpc, &mut out));
                 let before = out.len;
-                let r = limen_grpc_front_consume_output(grpc, now, usize::from(*n));
+                let r = limen_front_consume_output(grpc, now, usize::from(*n));
                 ok(r);
                 if usize::from(*n) > before {
                     assert_eq!(r, limen_result::LIMEN_RESULT_INVALID_ARGUMENT);
-                    ok(limen_grpc_front_pending_output(grpc, &mut out));
+                    ok(limen_front_pending_output(grpc, &mut out));
                     assert_eq!(out.len, before, "a refused consume consumed");
                 }
             }
             GrpcOp::Flush => {
                 let mut out = limen_str::EMPTY;
-                ok(limen_grpc_front_pending_output(grpc, &mut out));
+                ok(limen_front_pending_output(grpc, &mut out));
                 let n = lent(out).len();
-                ok(limen_grpc_front_consume_output(grpc, now, n));
+                ok(limen_front_consume_output(grpc, now, n));
             }
-            GrpcOp::Deliver => ok(limen_grpc_front_deliver(grpc, exposure, now)),
-            GrpcOp::Stop => ok(limen_grpc_front_stop(grpc, now)),
-            GrpcOp::Abort => ok(limen_grpc_front_abort(grpc)),
+            GrpcOp::Deliver => ok(limen_front_deliver(grpc, exposure, now)),
+            GrpcOp::Stop => ok(limen_front_stop(grpc, now)),
+            GrpcOp::Abort => ok(limen_front_abort(grpc)),
             GrpcOp::Lost => ok(limen_exposure_connection_lost(exposure, 3)),
         }
     }

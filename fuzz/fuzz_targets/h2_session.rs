@@ -65,7 +65,8 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        while let Ok(bytes) = session.pending_output() {
+        while session.flush().is_ok() {
+            let bytes = session.pending_output();
             if bytes.is_empty() {
                 break;
             }

@@ -1,5 +1,5 @@
 //! The HTTP/1.1 machine (`core/src/wire/http1.rs`) and Hale's framing of
-//! its requests (`core/src/wire/hale_http.rs`), fed the input as a peer's
+//! its requests (`core/src/wire/http.rs`), fed the input as a peer's
 //! bytes, then its EOF.
 //!
 //! Checks, under the default limits and under small ones (a 256-byte head,
@@ -16,9 +16,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::runtime::RequestKind;
-use limen_core::wire::hale_http::{frame, frame_malformed, percent_decode};
+use limen_core::hale::runtime::{Payload, RequestKind};
+use limen_core::wire::http::{frame, frame_malformed, percent_decode};
 use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
+use limen_core::wire::machine::Machine;
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex, pieces};
 
@@ -88,7 +89,7 @@ fn check(limits: Limits, data: &[u8]) {
             assert_eq!(framed.correlation, 7);
             if let RequestKind::Call { member, payload } = &framed.kind {
                 assert!(!member.is_empty());
-                assert_eq!(payload, &r.body);
+                assert_eq!(payload, &Payload::Json(r.body.clone()));
             }
             assert_eq!(percent_decode(&r.target), percent_decoded(&r.target));
         }

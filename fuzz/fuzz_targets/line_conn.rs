@@ -13,14 +13,18 @@
 //! once its output is written a draining connection closes; the
 //! stalled-write timer fires at the deadline `poll_timeout` names, not a
 //! nanosecond before; and every line reads the same through `parse_line`
-//! (whose fast path takes plain calls) as through the tokenizer alone.
+//! (whose fast path takes plain calls) as through the tokenizer alone, and
+//! as through `parse_line_keeping` (the WebSocket hub's frame reader).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::runtime::{Credential, PeerCredentials, RequestKind};
+use limen_core::hale::runtime::{Credential, Payload, PeerCredentials, RequestKind};
 use limen_core::json::Tokenizer;
-use limen_core::wire::front::{CoreFront, Front, FrontEvent, Machine};
-use limen_core::wire::line::{parse_line, parse_line_tokenized, Limits, LineConn};
+use limen_core::wire::front::{Front, FrontEvent, Machine};
+use limen_core::wire::line::{
+    parse_line, parse_line_keeping, parse_line_tokenized, Limits, LineConn,
+};
+use limen_core::wire::unix::UnixFront;
 use limen_core::SECOND;
 use limen_fuzz::{feeds, hex};
 
@@ -45,7 +49,7 @@ struct Run {
 }
 
 fn run(limits: Limits, feed: &[&[u8]]) -> Run {
-    let mut c = CoreFront::unix(0, limits, PEER, 1);
+    let mut c = UnixFront::new(0, limits, PEER, 1);
     let mut events = Vec::new();
     for piece in feed {
         c.handle_data(0, piece);
@@ -69,6 +73,14 @@ fn check(limits: Limits, data: &[u8]) {
             "the fast path differs on {}",
             hex(line)
         );
+        // A hub's frame reader (the same pass, keeping `type` and `topic`)
+        // reads the same request.
+        assert_eq!(
+            parse_line_keeping(line, ["type", "topic"]).map(|(r, _)| r),
+            parse_line_tokenized(line),
+            "keeping keys differs on {}",
+            hex(line)
+        );
     }
     let all = feeds(data);
     let first = run(limits, &all[0]);
@@ -88,7 +100,11 @@ fn check(limits: Limits, data: &[u8]) {
         assert!(raw.is_none());
         assert_eq!(request.correlation, 1);
         assert_eq!(request.credential, Credential::Peer(PEER));
-        if let RequestKind::Call { payload, .. } = &request.kind {
+        if let RequestKind::Call {
+            payload: Payload::Json(payload),
+            ..
+        } = &request.kind
+        {
             assert!(one_json_value(payload), "payload {}", hex(payload));
         }
         if let Some(id) = &request.client_id {
@@ -120,7 +136,7 @@ fn check(limits: Limits, data: &[u8]) {
 
     // The stalled-write timer: no-op before its deadline, fires at it; and
     // a draining connection closes once its output is written.
-    let mut c = CoreFront::unix(0, limits, PEER, 1);
+    let mut c = UnixFront::new(0, limits, PEER, 1);
     c.handle_data(0, data);
     while c.poll_event().is_some() {}
     let queued = !c.pending_output().is_empty();
@@ -144,7 +160,7 @@ fn check(limits: Limits, data: &[u8]) {
     assert!(c.is_closed(), "the timer did not fire at its deadline");
     assert_eq!(c.poll_timeout(), None);
 
-    let mut c = CoreFront::unix(0, limits, PEER, 1);
+    let mut c = UnixFront::new(0, limits, PEER, 1);
     c.handle_data(0, data);
     c.handle_eof(0);
     while c.poll_event().is_some() {}

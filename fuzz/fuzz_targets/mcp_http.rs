@@ -14,6 +14,7 @@ use limen_core::hale::runtime::sim;
 use limen_core::hale::runtime::{Outcome, Refusal, RefusalKind};
 use limen_core::json::Tokenizer;
 use limen_core::wire::http1::{HttpConn, HttpEvent, Limits};
+use limen_core::wire::machine::Machine;
 use limen_core::wire::mcp::{classify, Framing};
 
 fn outcomes() -> Vec<Outcome> {

@@ -230,7 +230,7 @@ fuzz_target!(|steps: Vec<Step>| {
                         break;
                     };
                     let (to, d) = (*to, d.to_vec());
-                    hub.consume_transmit();
+                    hub.consume_transmit(now, d.len());
                     take(to, &d, hub.answers_dropped() > 0, &mut seen);
                 }
             }

@@ -12,6 +12,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use limen_core::wire::machine::Machine;
 use limen_core::wire::ws::{Limits, WsConn, WsEvent};
 use tungstenite::protocol::frame::coding::{Control, Data, OpCode};
 use tungstenite::protocol::frame::FrameHeader;

@@ -510,27 +510,4 @@ mod tests {
         assert_whole_frames(&bytes);
         assert_eq!(&bytes[9..11], &[0x83, 0x86]);
     }
-
-    #[test]
-    fn an_hpack_bomb_is_held_to_the_header_list_limit_in_any_split() {
-        // 12,000 references to a 4,000-byte field: 48 MB of header list
-        // from 16 KB, ended, and left open; `drive` holds the bound.
-        let bomb = || Field::Bomb {
-            value_len: 4000,
-            refs: 12_000,
-        };
-        for end_headers in [true, false] {
-            let frames = [Frame::Headers {
-                stream: StreamId(1),
-                end_stream: false,
-                end_headers,
-                priority: None,
-                fields: vec![Field::Method(None), Field::Scheme, bomb()],
-            }];
-            let bytes = encode(&frames, crate::grpc::SURFACE, crate::grpc::RPCS);
-            for chunk in [7, 4096, bytes.len() + 1] {
-                crate::grpc::drive(&bytes, chunk, 0);
-            }
-        }
-    }
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use limen_core::hale::model::parse_program;
 use limen_core::hale::protobuf::{self, WireValue};
-use limen_core::hale::runtime::{Delivery, Outcome, Principal, RequestKind};
+use limen_core::hale::runtime::{Delivery, Outcome, Payload, Principal, RequestKind};
 use limen_core::wire::front::{Front, FrontEvent, Machine};
 use limen_core::wire::grpc::{frame_message, Framing};
-use limen_grpc::{GrpcFront, GrpcLimits};
+use limen_grpc::{GrpcFront, GrpcLimits, H2Settings};
 
 const SRC: &str = "type Place { qty: Int; } type Receipt { order: Int; }\n\
     api Desk { rpc Book::place; }\n\
@@ -167,7 +167,7 @@ fn a_call_is_framed_with_its_stream_bearer_and_digest_in_any_split() {
             request.kind,
             RequestKind::Call {
                 member: "Book::place".into(),
-                payload: br#"{"qty":1}"#.to_vec()
+                payload: Payload::Json(br#"{"qty":1}"#.to_vec())
             }
         );
         assert_eq!(f.streams_held(), 1);

@@ -38,7 +38,8 @@
 //!    between and resumed by those calls, never from a callback);
 //!    [`reset`](Session::reset) or [`go_away`](Session::go_away) as
 //!    needed.
-//! 5. Write [`pending_output`](Session::pending_output), report it with
+//! 5. [`flush`](Session::flush) (which serializes what is queued), then
+//!    write [`pending_output`](Session::pending_output), report it with
 //!    [`consume_output`](Session::consume_output). The connection is done
 //!    when [`is_done`](Session::is_done).
 
@@ -1053,20 +1054,10 @@ impl Session {
         })
     }
 
-    /// The bytes still to write, serialized from every frame queued so
-    /// far; borrowed until the next call.
-    pub fn pending_output(&mut self) -> Result<&[u8], Error> {
-        if self.out_at == self.out.len() {
-            self.out.clear();
-            self.out_at = 0;
-            self.serialize()?;
-        }
-        Ok(&self.out[self.out_at..])
-    }
-
     /// Serializes every frame queued so far (as far as flow control lets
-    /// DATA go) behind the bytes not yet written, for a caller that reads
-    /// them through [`queued`](Session::queued) from a shared borrow.
+    /// DATA go) behind the bytes not yet written, which
+    /// [`pending_output`](Session::pending_output) then holds. Call it
+    /// after every input, before reading the output.
     pub fn flush(&mut self) -> Result<(), Error> {
         if self.out_at == self.out.len() {
             self.out.clear();
@@ -1075,10 +1066,19 @@ impl Session {
         self.serialize()
     }
 
-    /// The bytes serialized and not yet written, without serializing more
-    /// (see [`flush`](Session::flush)).
-    pub fn queued(&self) -> &[u8] {
+    /// The bytes serialized and not yet written, borrowed until the next
+    /// call: what [`flush`](Session::flush) serialized, the verb and shape
+    /// of every machine's `pending_output` (a shared borrow, no error:
+    /// serializing, which can fail, is `flush`'s, an input step).
+    pub fn pending_output(&self) -> &[u8] {
         &self.out[self.out_at..]
+    }
+
+    /// [`pending_output`](Session::pending_output) under its former name,
+    /// which `limen-grpc` still calls (issue #27 moves that crate on another
+    /// branch; the name goes once it calls `pending_output`).
+    pub fn queued(&self) -> &[u8] {
+        self.pending_output()
     }
 
     /// `n` bytes of [`pending_output`](Session::pending_output) were

@@ -8,10 +8,18 @@ use limen_nghttp2::{H2Event, Limits, Session};
 /// Moves everything each side queued to the other until neither has more.
 fn pump(client: &mut Session, server: &mut Session) {
     loop {
-        let to_server = client.pending_output().unwrap().to_vec();
+        let to_server = {
+            client.flush().unwrap();
+            client.pending_output()
+        }
+        .to_vec();
         client.consume_output(0, to_server.len());
         server.handle_data(0, &to_server).unwrap();
-        let to_client = server.pending_output().unwrap().to_vec();
+        let to_client = {
+            server.flush().unwrap();
+            server.pending_output()
+        }
+        .to_vec();
         server.consume_output(0, to_client.len());
         client.handle_data(0, &to_client).unwrap();
         if to_server.is_empty() && to_client.is_empty() {

@@ -94,7 +94,11 @@ fn server() -> Session {
 fn written(s: &mut Session) -> Vec<u8> {
     let mut all = Vec::new();
     loop {
-        let out = s.pending_output().unwrap().to_vec();
+        let out = {
+            s.flush().unwrap();
+            s.pending_output()
+        }
+        .to_vec();
         if out.is_empty() {
             return all;
         }

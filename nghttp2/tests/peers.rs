@@ -34,7 +34,10 @@ fn serve(mut socket: TcpStream) -> Vec<String> {
     loop {
         // Write everything queued first.
         loop {
-            let out = session.pending_output().unwrap();
+            let out = {
+                session.flush().unwrap();
+                session.pending_output()
+            };
             if out.is_empty() {
                 break;
             }
@@ -240,7 +243,11 @@ fn a_frame_the_protocol_forbids_is_a_goaway_with_its_error() {
     session.handle_data(0, EMPTY_SETTINGS).unwrap();
     // DATA on stream 0 is a connection error of type PROTOCOL_ERROR.
     let _ = session.handle_data(0, &[0, 0, 1, 0, 0, 0, 0, 0, 0, b'x']);
-    let out = session.pending_output().unwrap().to_vec();
+    let out = {
+        session.flush().unwrap();
+        session.pending_output()
+    }
+    .to_vec();
     assert_eq!(goaways(&out), [code::PROTOCOL_ERROR], "{out:02x?}");
     session.consume_output(0, out.len());
     assert!(session.is_done());
@@ -283,7 +290,11 @@ fn go_away_lets_the_open_streams_finish() {
     session
         .respond(1, &[(b":status", b"200")], b"ok".to_vec(), Vec::new())
         .unwrap();
-    let out = session.pending_output().unwrap().to_vec();
+    let out = {
+        session.flush().unwrap();
+        session.pending_output()
+    }
+    .to_vec();
     assert_eq!(goaways(&out), [code::NO_ERROR]);
     // The response follows the GOAWAY: HEADERS and DATA on stream 1.
     assert!(out.windows(2).any(|w| w == b"ok"), "{out:02x?}");

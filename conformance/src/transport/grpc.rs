@@ -117,7 +117,8 @@ pub fn request(request: &Value, host: Option<&str>) -> Result<Vec<u8>, String> {
         .map(|(n, v)| (n.as_slice(), v.as_slice()))
         .collect();
     client.request(&borrowed, body).map_err(|e| e.to_string())?;
-    let out = client.pending_output().map_err(|e| e.to_string())?.to_vec();
+    client.flush().map_err(|e| e.to_string())?;
+    let out = client.pending_output().to_vec();
     Ok(out)
 }
 
@@ -706,7 +707,8 @@ mod tests {
         while server.poll_event().is_some() {}
         let head: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"grpc-status", b"3")];
         server.respond_headers_only(1, &head).unwrap();
-        let mut out = server.pending_output().unwrap().to_vec();
+        server.flush().unwrap();
+        let mut out = server.pending_output().to_vec();
         out.extend_from_slice(after);
         out
     }

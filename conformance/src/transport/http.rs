@@ -11,7 +11,8 @@
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
-use limen_core::wire::front::CoreFront;
+use limen_core::wire::http::HttpFront;
+use limen_core::wire::http1::client::{read_response, write_request, Limits, Response};
 use serde_json::{Map, Value};
 
 use super::{authority, refusal_outcome, Endpoint, Form, FrontMaker};
@@ -38,7 +39,8 @@ pub fn body_bytes(object: &Map<String, Value>) -> Vec<u8> {
 /// The HTTP/1.1 request of a record's request: its request line, `Host`
 /// (`host` when the record names none and one is given), its headers in
 /// the order written, `Content-Length` when it has a body, and
-/// `Connection: close` (one request to a connection).
+/// `Connection: close` (one request to a connection), written by
+/// [`write_request`].
 pub fn request(request: &Value, host: Option<&str>) -> Result<Vec<u8>, String> {
     let o = request.as_object().ok_or("an HTTP request is an object")?;
     let method = o
@@ -54,99 +56,52 @@ pub fn request(request: &Value, host: Option<&str>) -> Result<Vec<u8>, String> {
         .get("headers")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let mut out = format!("{method} {path} HTTP/1.1\r\n");
+    let mut list = Vec::new();
     let names_host = headers.keys().any(|k| k.eq_ignore_ascii_case("host"));
     if let (Some(host), false) = (host, names_host) {
-        out.push_str(&format!("Host: {host}\r\n"));
+        list.push(("Host", host));
     }
     for (name, value) in headers {
         if FRAMING.iter().any(|f| name.eq_ignore_ascii_case(f)) {
             continue;
         }
-        let value = value.as_str().unwrap_or_default();
-        if name.contains(['\r', '\n', ':']) || value.contains(['\r', '\n']) {
-            return Err(format!(
-                "$.headers.{name}: not a header a request can carry"
-            ));
-        }
-        out.push_str(&format!("{name}: {value}\r\n"));
+        list.push((name.as_str(), value.as_str().unwrap_or_default()));
     }
     let body = body_bytes(o);
-    if !body.is_empty() || method == "POST" {
-        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&body);
-    Ok(bytes)
+    let sent = (!body.is_empty() || method == "POST").then_some(body.as_slice());
+    write_request(method, path, &list, sent).map_err(|e| format!("$: {e}"))
 }
 
-/// A whole HTTP response.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpResponse {
-    /// The status.
-    pub status: u16,
-    /// The headers, in order.
-    pub headers: Vec<(String, String)>,
-    /// The body.
-    pub body: Vec<u8>,
+/// The method a reply is read as the answer to: [`Form::read_reply`]
+/// reads a server's bytes without their request, and limen's records send
+/// `GET` and `POST`, which frame a response alike (only `HEAD` and
+/// `CONNECT` differ, RFC 9112 § 6.3).
+const METHOD: &str = "POST";
+
+/// Reads an HTTP response from `raw` with the core's reader
+/// ([`read_response`]): `Ok(None)` while it is not whole (its head, or
+/// the body its framing names), unless `eof` says no more will come, when
+/// a body without a length is what there is.
+pub fn parse_response(raw: &[u8], eof: bool) -> Result<Option<Response>, String> {
+    read_response(METHOD, raw, eof, LIMITS).map_err(|e| e.to_string())
 }
 
-/// Reads an HTTP response from `raw`: `Ok(None)` while it is not whole
-/// (its head, or the `Content-Length` bytes of its body), unless `eof`
-/// says no more will come, when the body is what there is.
-pub fn parse_response(raw: &[u8], eof: bool) -> Result<Option<HttpResponse>, String> {
-    let mut list = [httparse::EMPTY_HEADER; 32];
-    let mut response = httparse::Response::new(&mut list);
-    let n = match response.parse(raw) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if eof => {
-            return Err("the connection ended inside the response's head".into())
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("not an HTTP response: {e}")),
-    };
-    let status = response.code.ok_or("no status")?;
-    let headers: Vec<(String, String)> = response
-        .headers
-        .iter()
-        .map(|h| {
-            (
-                h.name.to_owned(),
-                String::from_utf8_lossy(h.value).into_owned(),
-            )
-        })
-        .collect();
-    let length = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .map(|(_, v)| {
-            v.trim()
-                .parse::<usize>()
-                .map_err(|_| "the Content-Length is not a number".to_owned())
-        })
-        .transpose()?;
-    let rest = &raw[n..];
-    let body = match length {
-        Some(len) if rest.len() >= len => rest[..len].to_vec(),
-        Some(_) if eof => return Err("the connection ended inside the body".into()),
-        Some(_) => return Ok(None),
-        None if eof => rest.to_vec(),
-        None => return Ok(None),
-    };
-    Ok(Some(HttpResponse {
-        status,
-        headers,
-        body,
-    }))
-}
+/// The reader's bounds: the checker's own on a whole reply
+/// ([`super::MAX_REPLY`]), which it holds before it reads, for the
+/// head as for the body, so a head that never ends is what that bound
+/// reports.
+const LIMITS: Limits = Limits {
+    max_head: super::MAX_REPLY,
+    max_headers: 100,
+    max_body: super::MAX_REPLY,
+};
 
 /// Framing headers a reply's record leaves out.
 const REPLY_FRAMING: [&str; 2] = ["content-length", "connection"];
 
 /// An HTTP response as a record's reply: `status`, the headers but the
 /// framing ones, and `body` (or `body_text` when the body is not JSON).
-pub fn reply_value(response: &HttpResponse) -> Value {
+pub fn reply_value(response: &Response) -> Value {
     let mut reply = Map::new();
     reply.insert("status".into(), response.status.into());
     let mut headers = Map::new();
@@ -154,7 +109,7 @@ pub fn reply_value(response: &HttpResponse) -> Value {
         if REPLY_FRAMING.iter().any(|f| k.eq_ignore_ascii_case(f)) {
             continue;
         }
-        headers.insert(k.clone(), v.clone().into());
+        headers.insert(k.clone(), String::from_utf8_lossy(v).into_owned().into());
     }
     reply.insert("headers".into(), Value::Object(headers));
     if !response.body.is_empty() {
@@ -251,7 +206,7 @@ pub fn restrict_headers(mut got: Value, expected: &Value) -> Value {
 pub fn member_of(request: &Value) -> Option<String> {
     let path = request.get("path")?.as_str()?;
     let path = path.split_once('?').map_or(path, |(p, _)| p);
-    limen_core::wire::hale_http::percent_decode(path.strip_prefix("/call/")?)
+    limen_core::wire::http::percent_decode(path.strip_prefix("/call/")?)
 }
 
 /// A `GET <path>` in the HTTP form, under `bearer`.
@@ -334,7 +289,7 @@ impl Form for Http {
         _spec: &ExposureSpec,
     ) -> Result<FrontMaker, String> {
         Ok(Box::new(|now, limits, _peer, c| {
-            Box::new(CoreFront::http(now, limits.http, c))
+            Box::new(HttpFront::new(now, limits.http, c))
         }))
     }
 

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{Describer, ExposureSpec, PeerCredentials, RefusalKind};
-use limen_core::wire::front::CoreFront;
 use limen_core::wire::mcp;
+use limen_core::wire::mcp::McpFront;
 use serde_json::{json, Map, Value};
 
 use super::{authority, http, Endpoint, Exchange, Form, FrontMaker, Reference};
@@ -356,7 +356,7 @@ impl Form for Mcp {
     ) -> Result<FrontMaker, String> {
         let framing = Arc::new(mcp::Framing::new(spec));
         Ok(Box::new(move |now, limits, _peer, c| {
-            Box::new(CoreFront::mcp(now, limits.http, framing.clone(), c))
+            Box::new(McpFront::new(now, limits.http, framing.clone(), c))
         }))
     }
 

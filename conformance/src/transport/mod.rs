@@ -29,6 +29,10 @@ use serde_json::Value;
 use crate::jsonpath::RecordError;
 use crate::mask;
 
+/// The most a reply may be: past it the server is not answering a record
+/// (the live check's bound, and the reader's limits in [`http`]).
+pub const MAX_REPLY: usize = 16 << 20;
+
 /// The outcome of an exchange whose connection ended with nothing of a
 /// reply: § Outcomes' fifth row, "the connection or the protocol broke" —
 /// HTTP's and MCP's "the connection ends without a response", the Unix

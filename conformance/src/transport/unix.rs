@@ -7,7 +7,7 @@
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, TransportKind};
 use limen_core::hale::runtime::{ExposureSpec, PeerCredentials};
-use limen_core::wire::front::CoreFront;
+use limen_core::wire::unix::UnixFront;
 use serde_json::Value;
 
 use super::{refusal_outcome, Endpoint, Form, FrontMaker};
@@ -130,7 +130,7 @@ impl Form for Unix {
         _spec: &ExposureSpec,
     ) -> Result<FrontMaker, String> {
         Ok(Box::new(|now, limits, peer, c| {
-            Box::new(CoreFront::unix(now, limits.line, peer, c))
+            Box::new(UnixFront::new(now, limits.line, peer, c))
         }))
     }
 

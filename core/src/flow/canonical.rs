@@ -13,6 +13,41 @@ use super::number::Decimal;
 use super::time::{Duration, Instant};
 use super::value::{EnumPayload, JsonValue, Value};
 
+// The constructors of the two values held in canonical order live here, with
+// the text that order is by, so that `value` (the data) does not reach up to
+// its own writer.
+impl Value {
+    /// A set of `items`, put in canonical order with duplicates removed.
+    pub fn set(items: Vec<Value>) -> Value {
+        let mut keyed: Vec<(Vec<u8>, Value)> = items
+            .into_iter()
+            .map(|v| (to_canonical_vec(&v), v))
+            .collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        Value::Set(keyed.into_iter().map(|(_, v)| v).collect())
+    }
+
+    /// A dict of `entries`, put in canonical key order. A key given twice
+    /// keeps its last value, as a dict built by insertion does.
+    pub fn dict(entries: Vec<(Value, Value)>) -> Value {
+        let mut keyed: Vec<(Vec<u8>, (Value, Value))> = entries
+            .into_iter()
+            .map(|e| (to_canonical_vec(&e.0), e))
+            .collect();
+        // Stable sort keeps insertion order among equal keys; keep the last.
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(Vec<u8>, (Value, Value))> = Vec::with_capacity(keyed.len());
+        for item in keyed {
+            match out.last_mut() {
+                Some(last) if last.0 == item.0 => *last = item,
+                _ => out.push(item),
+            }
+        }
+        Value::Dict(out.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
 /// The canonical text of `value`, as bytes.
 pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();

@@ -8,7 +8,8 @@
 //! Sets and dicts hold their elements in canonical order (ascending by the
 //! elements' or keys' canonical text as bytes) without duplicates; build them
 //! with [`Value::set`] and [`Value::dict`], which establish that order, so
-//! that derived equality is value equality.
+//! that derived equality is value equality (they are written in
+//! [`canonical`](super::canonical), with the text the order is by).
 
 use super::number::{Decimal, Int};
 use super::time::{Duration, Instant};
@@ -181,36 +182,6 @@ impl Value {
             constructor: constructor.to_owned(),
             payload: EnumPayload::Value(Box::new(payload)),
         }
-    }
-
-    /// A set of `items`, put in canonical order with duplicates removed.
-    pub fn set(items: Vec<Value>) -> Value {
-        let mut keyed: Vec<(Vec<u8>, Value)> = items
-            .into_iter()
-            .map(|v| (super::canonical::to_canonical_vec(&v), v))
-            .collect();
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        keyed.dedup_by(|a, b| a.0 == b.0);
-        Value::Set(keyed.into_iter().map(|(_, v)| v).collect())
-    }
-
-    /// A dict of `entries`, put in canonical key order. A key given twice
-    /// keeps its last value, as a dict built by insertion does.
-    pub fn dict(entries: Vec<(Value, Value)>) -> Value {
-        let mut keyed: Vec<(Vec<u8>, (Value, Value))> = entries
-            .into_iter()
-            .map(|e| (super::canonical::to_canonical_vec(&e.0), e))
-            .collect();
-        // Stable sort keeps insertion order among equal keys; keep the last.
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<(Vec<u8>, (Value, Value))> = Vec::with_capacity(keyed.len());
-        for item in keyed {
-            match out.last_mut() {
-                Some(last) if last.0 == item.0 => *last = item,
-                _ => out.push(item),
-            }
-        }
-        Value::Dict(out.into_iter().map(|(_, e)| e).collect())
     }
 
     /// A `Dict<Text, V>` of `entries`, sorted by key in code-point order. A

@@ -22,10 +22,11 @@
 //! writes every field whether or not it equals its default, so a zero is a
 //! value.
 //!
-//! The exposure holds a protobuf call as text ([`pb_text`]): `pb:`, the
-//! message's name, `:`, the base64 of the message.
+//! The exposure holds a protobuf call as
+//! [`Payload::Proto`](crate::hale::runtime::Payload::Proto), the message's
+//! bytes as sent; a gRPC exposure's codec decodes it here by the member's
+//! request shape.
 
-use base64::Engine as _;
 use serde_json::Value;
 
 use super::codec::{wrong, FieldShape, Path, Shape, MAX_DEPTH};
@@ -69,29 +70,6 @@ pub fn encode(shape: &Shape, value: &Value) -> Result<Vec<u8>, String> {
         scalar => write_field(&mut out, 1, scalar, value, &Path::Payload)?,
     }
     Ok(out)
-}
-
-/// The exposure's text for a protobuf call: `pb:<message>:<base64>`.
-pub fn pb_text(message_name: &str, message: &[u8]) -> Vec<u8> {
-    let mut text = format!("pb:{message_name}:").into_bytes();
-    text.extend_from_slice(
-        base64::engine::general_purpose::STANDARD
-            .encode(message)
-            .as_bytes(),
-    );
-    text
-}
-
-/// Reads the exposure's text for a protobuf call back: the message's name
-/// and bytes, or `None` for a payload that is not such a text.
-pub fn parse_pb_text(payload: &[u8]) -> Option<(&str, Vec<u8>)> {
-    let rest = payload.strip_prefix(b"pb:")?;
-    let colon = rest.iter().position(|&b| b == b':')?;
-    let name = std::str::from_utf8(&rest[..colon]).ok()?;
-    let message = base64::engine::general_purpose::STANDARD
-        .decode(&rest[colon + 1..])
-        .ok()?;
-    Some((name, message))
 }
 
 /// A cursor over a message's bytes.
@@ -514,19 +492,6 @@ mod tests {
         // An empty message is a valid one: its absent fields are reported.
         assert_eq!(decode(&shape, &[]).unwrap_err(), "missing_field: symbol");
         assert_eq!(decode(&Shape::Struct(vec![]), &[]).unwrap(), json!({}));
-    }
-
-    #[test]
-    fn the_exposures_text_form_round_trips() {
-        let text = pb_text("PlaceOrder", &[0x0a, 1, b'A']);
-        assert_eq!(text, b"pb:PlaceOrder:CgFB");
-        let (name, bytes) = parse_pb_text(&text).unwrap();
-        assert_eq!(
-            (name, bytes.as_slice()),
-            ("PlaceOrder", &[0x0a, 1, b'A'][..])
-        );
-        assert!(parse_pb_text(b"{\"a\":1}").is_none());
-        assert!(parse_pb_text(b"pb:X:not base64!").is_none());
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub fn hierarchy(program: &Program) -> RoleHierarchy {
 #[derive(Clone, Debug)]
 pub struct ShapeCodec {
     shapes: Vec<Option<Shape>>,
-    /// Whether a `pb:` payload is a protobuf call (a gRPC exposure's).
+    /// Whether a protobuf payload is decoded (a gRPC exposure's codec).
     protobuf: bool,
 }
 
@@ -125,12 +125,11 @@ impl ShapeCodec {
         })
     }
 
-    /// The codec of a gRPC exposure (§ The protobuf codec): a payload
-    /// `pb:<message>:<base64>` (the text the gRPC front holds a protobuf
-    /// call as) is decoded by the same shape with the protobuf codec, in
-    /// the JSON codec's words. Another exposure's codec leaves it to the
-    /// JSON codec, which refuses it: the protobuf codec joins a program
-    /// only with a gRPC exposure.
+    /// The codec of a gRPC exposure (§ The protobuf codec): a
+    /// [`Payload::Proto`](crate::hale::runtime::Payload::Proto) is decoded
+    /// by the same shape with the protobuf codec, in the JSON codec's
+    /// words. Another exposure's codec refuses it (`wrong_type: payload`):
+    /// the protobuf codec joins a program only with a gRPC exposure.
     pub fn with_protobuf(mut self) -> ShapeCodec {
         self.protobuf = true;
         self
@@ -138,18 +137,20 @@ impl ShapeCodec {
 }
 
 impl PayloadCodec for ShapeCodec {
-    fn decode(&self, member: usize, payload: &[u8]) -> Result<serde_json::Value, String> {
-        if self.protobuf {
-            if let Some((_, message)) = super::protobuf::parse_pb_text(payload) {
-                return match self.shapes.get(member) {
-                    Some(Some(shape)) => super::protobuf::decode(shape, &message),
-                    // A row without a request takes `HaleEmpty`, whose
-                    // unknown fields are skipped.
-                    Some(None) => super::protobuf::decode(&Shape::Struct(Vec::new()), &message),
-                    None => Err("wrong_type: payload".into()),
-                };
-            }
+    fn decode_protobuf(&self, member: usize, message: &[u8]) -> Result<serde_json::Value, String> {
+        if !self.protobuf {
+            return Err("wrong_type: payload".into());
         }
+        match self.shapes.get(member) {
+            Some(Some(shape)) => super::protobuf::decode(shape, message),
+            // A row without a request takes `HaleEmpty`, whose unknown
+            // fields are skipped.
+            Some(None) => super::protobuf::decode(&Shape::Struct(Vec::new()), message),
+            None => Err("wrong_type: payload".into()),
+        }
+    }
+
+    fn decode(&self, member: usize, payload: &[u8]) -> Result<serde_json::Value, String> {
         match self.shapes.get(member) {
             Some(Some(shape)) => codec::decode(shape, payload),
             // A row without a request takes `null` or `{}` as its payload.
@@ -337,27 +338,37 @@ main locus Main {
     }
 
     #[test]
-    fn only_a_grpc_exposure_s_codec_reads_the_pb_text() {
+    fn only_a_grpc_exposure_s_codec_reads_protobuf() {
         let p = parse_program("shop.hl", SRC).unwrap();
         let e = p.exposure("shop").unwrap();
         // Line { sku = "a", pct = 7 }: fields 1 and 3, qty's default filled.
-        let text = crate::hale::protobuf::pb_text("Line", b"\x0a\x01a\x18\x07");
+        let message = b"\x0a\x01a\x18\x07";
         let plain = ShapeCodec::new(&p, e).unwrap();
-        assert_eq!(plain.decode(0, &text).unwrap_err(), "wrong_type: payload");
+        assert_eq!(
+            plain.decode_protobuf(0, message).unwrap_err(),
+            "wrong_type: payload"
+        );
         let grpc = plain.with_protobuf();
         assert_eq!(
-            grpc.decode(0, &text).unwrap(),
+            grpc.decode_protobuf(0, message).unwrap(),
             serde_json::json!({"SKU": "a", "qty": 1, "pct": 7})
         );
         // The protobuf codec's refusals, in the JSON codec's words.
-        let cut = crate::hale::protobuf::pb_text("Line", b"\x0a\x05a");
-        assert_eq!(grpc.decode(0, &cut).unwrap_err(), "wrong_type: payload");
+        assert_eq!(
+            grpc.decode_protobuf(0, b"\x0a\x05a").unwrap_err(),
+            "wrong_type: payload"
+        );
         // A row with no request takes HaleEmpty; JSON still reads as JSON.
-        let empty = crate::hale::protobuf::pb_text("HaleEmpty", b"");
-        assert_eq!(grpc.decode(1, &empty).unwrap(), serde_json::json!({}));
+        assert_eq!(grpc.decode_protobuf(1, b"").unwrap(), serde_json::json!({}));
         assert_eq!(
             grpc.decode(0, br#"{"SKU": "a", "pct": 1}"#).unwrap()["pct"],
             1
+        );
+        // JSON text that once looked like the old `pb:` smuggling is JSON's
+        // to refuse, in its words, whatever the codec.
+        assert_eq!(
+            grpc.decode(0, b"pb:Line:CgFh").unwrap_err(),
+            "wrong_type: payload"
         );
     }
 }

@@ -59,6 +59,7 @@ pub mod jsonrpc;
 mod number;
 pub(crate) mod plain;
 mod string;
+mod swar;
 mod tokenizer;
 
 use std::borrow::Cow;

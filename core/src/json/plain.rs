@@ -13,6 +13,8 @@
 //!
 //! [`Tokenizer`]: super::Tokenizer
 
+use super::swar::{stops, HIGH};
+
 /// The bytes a plain string holds as themselves: ASCII from the space up,
 /// but `"` and `\\`.
 static PLAIN: [bool; 256] = {
@@ -29,13 +31,7 @@ static PLAIN: [bool; 256] = {
 /// eight-at-a-time test of its string scan, plus the bytes past ASCII).
 #[inline]
 fn plain_word(word: u64) -> bool {
-    const LANES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |v: u64| v.wrapping_sub(LANES) & !v & HIGH;
-    let quote = has_zero(word ^ (LANES * u64::from(b'"')));
-    let backslash = has_zero(word ^ (LANES * u64::from(b'\\')));
-    let control = word.wrapping_sub(LANES * 0x20) & !word & HIGH;
-    (quote | backslash | control | (word & HIGH)) == 0
+    (stops(word) | (word & HIGH)) == 0
 }
 
 /// A cursor over a text, reading its plain JSON.

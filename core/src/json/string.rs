@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use super::error::{Error, ErrorKind};
+use super::swar::stops;
 use super::tokenizer::Tokenizer;
 
 /// Bytes a string scan must stop at: `"`, `\` and the control characters.
@@ -20,20 +21,6 @@ static STOP: [bool; 256] = {
     t
 };
 
-pub(super) const LANES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// Whether any of eight bytes is `"`, `\` or below 0x20 (non-ASCII bytes
-/// never match, so UTF-8 passes through to validation).
-#[inline]
-fn any_stop(word: u64) -> bool {
-    let has_zero = |v: u64| v.wrapping_sub(LANES) & !v & HIGH;
-    let quote = has_zero(word ^ (LANES * u64::from(b'"')));
-    let backslash = has_zero(word ^ (LANES * u64::from(b'\\')));
-    let control = word.wrapping_sub(LANES * 0x20) & !word & HIGH;
-    (quote | backslash | control) != 0
-}
-
 /// The offset of the first byte at or after `i` that a JSON string cannot
 /// hold as itself (`"`, `\`, U+0000..U+001F), or `bytes.len()`. Reads eight
 /// bytes at a time; shared by the tokenizer and the canonical writer.
@@ -43,7 +30,7 @@ pub(crate) fn scan_plain(bytes: &[u8], mut i: usize) -> usize {
         let word = u64::from_le_bytes([
             chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
         ]);
-        if any_stop(word) {
+        if stops(word) != 0 {
             break;
         }
         i += 8;

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use super::error::{Error, ErrorKind};
 use super::number::Number;
-use super::string::LANES;
+use super::swar::LANES;
 
 /// One step of a JSON text.
 #[derive(Clone, Debug, PartialEq, Eq)]

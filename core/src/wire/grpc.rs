@@ -4,11 +4,15 @@
 //! percent-encoded message and `grpc-status-details-bin`.
 //!
 //! The HTTP/2 session itself is `limen-nghttp2`'s; [`Framing`] is one
-//! exposure's framing and outcome encoding on these, and the stream table
-//! that joins it to an HTTP/2 session is `limen-grpc`'s.
+//! exposure's framing and outcome encoding on these, [`streams::Streams`]
+//! the stream table and server reflection that join it to an HTTP/2
+//! session, driven by the events of [`h2`]; `limen-grpc` adapts nghttp2's
+//! callbacks to those events.
 
 mod framing;
+pub mod h2;
 pub mod reflection;
+pub mod streams;
 
 pub use framing::{
     trailers_only, Answer, Field, Framed, Framing, Head, Reply, DIGEST_HEADER, JSON_HANDLER_ERROR,

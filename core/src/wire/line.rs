@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 
 use crate::json::plain::{Plain, PLAIN_DEPTH};
 use crate::json::{DuplicateKeys, Event, Tokenizer};
+use crate::wire::machine::Machine;
 use crate::{Timestamp, SECOND};
 
 /// The limits of one connection.
@@ -134,14 +135,80 @@ impl LineConn {
         }
     }
 
+    /// Queues one reply line (without its newline).
+    pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
+        self.send_line_with(now, |out| out.extend_from_slice(line));
+    }
+
+    /// Queues one reply line that `write` appends (without its newline)
+    /// straight to the output, so a reply costs no buffer of its own.
+    pub fn send_line_with(&mut self, now: Timestamp, write: impl FnOnce(&mut Vec<u8>)) {
+        if self.state == State::Closed {
+            return;
+        }
+        if self.pending_output().is_empty() {
+            self.last_progress = now;
+            self.out.clear();
+            self.out_pos = 0;
+        }
+        write(&mut self.out);
+        self.out.push(b'\n');
+    }
+
+    /// Ends the connection now, whatever is queued.
+    pub fn abort(&mut self) {
+        if self.state == State::Open {
+            self.events.push_back(LineEvent::Lost);
+        }
+        self.close();
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<LineEvent> {
+        if self.events.is_empty() {
+            // An unreadable line's answer was queued (or the transport
+            // chose none) while its events were taken: with nothing left to
+            // write, the connection is done.
+            self.maybe_close();
+        }
+        self.events.pop_front()
+    }
+
+    /// A line that is not a request: the transport answers it, then the
+    /// connection ends (see [`LineEvent::Unreadable`]).
+    fn refuse_line(&mut self, _now: Timestamp, reason: &str) {
+        self.buf = Vec::new();
+        self.events.push_back(LineEvent::Unreadable {
+            reason: reason.to_owned(),
+        });
+        self.events.push_back(LineEvent::Lost);
+        self.state = State::Draining;
+    }
+
+    fn maybe_close(&mut self) {
+        if self.state == State::Draining && self.pending_output().is_empty() {
+            self.close();
+        }
+    }
+
+    fn close(&mut self) {
+        if self.state != State::Closed {
+            self.state = State::Closed;
+            self.buf = Vec::new();
+            self.events.push_back(LineEvent::Close);
+        }
+    }
+}
+
+impl Machine for LineConn {
     /// Whether the machine takes more input now (false while the peer does
     /// not read its replies, or once the connection is ending).
-    pub fn wants_read(&self) -> bool {
+    fn wants_read(&self) -> bool {
         self.state == State::Open && self.pending_output().len() < self.limits.max_output
     }
 
     /// Bytes read from the socket at `now`.
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
         if self.state != State::Open {
             return;
         }
@@ -195,7 +262,7 @@ impl LineConn {
     }
 
     /// The peer closed its end (or the read failed) at `now`.
-    pub fn handle_eof(&mut self, _now: Timestamp) {
+    fn handle_eof(&mut self, _now: Timestamp) {
         if self.state != State::Open {
             return;
         }
@@ -205,33 +272,27 @@ impl LineConn {
         self.maybe_close();
     }
 
-    /// Queues one reply line (without its newline).
-    pub fn send_line(&mut self, now: Timestamp, line: &[u8]) {
-        self.send_line_with(now, |out| out.extend_from_slice(line));
+    /// Time passes: a reader that took nothing of its replies for the
+    /// stalled-write limit ends its connection.
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.poll_timeout().is_some_and(|t| now >= t) {
+            self.abort();
+        }
     }
 
-    /// Queues one reply line that `write` appends (without its newline)
-    /// straight to the output, so a reply costs no buffer of its own.
-    pub fn send_line_with(&mut self, now: Timestamp, write: impl FnOnce(&mut Vec<u8>)) {
-        if self.state == State::Closed {
-            return;
-        }
-        if self.pending_output().is_empty() {
-            self.last_progress = now;
-            self.out.clear();
-            self.out_pos = 0;
-        }
-        write(&mut self.out);
-        self.out.push(b'\n');
+    /// When [`handle_timeout`](LineConn::handle_timeout) next has work.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (self.state != State::Closed && !self.pending_output().is_empty())
+            .then(|| self.last_progress.saturating_add(self.limits.stalled_write))
     }
 
     /// The bytes still to write.
-    pub fn pending_output(&self) -> &[u8] {
+    fn pending_output(&self) -> &[u8] {
         &self.out[self.out_pos..]
     }
 
     /// `n` bytes of output were written at `now`.
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
+    fn consume_output(&mut self, now: Timestamp, n: usize) {
         let n = n.min(self.out.len() - self.out_pos);
         if n > 0 {
             self.out_pos += n;
@@ -244,67 +305,9 @@ impl LineConn {
         self.maybe_close();
     }
 
-    /// Ends the connection now, whatever is queued.
-    pub fn abort(&mut self) {
-        if self.state == State::Open {
-            self.events.push_back(LineEvent::Lost);
-        }
-        self.close();
-    }
-
-    /// When [`handle_timeout`](LineConn::handle_timeout) next has work.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        (self.state != State::Closed && !self.pending_output().is_empty())
-            .then(|| self.last_progress.saturating_add(self.limits.stalled_write))
-    }
-
-    /// Time passes: a reader that took nothing of its replies for the
-    /// stalled-write limit ends its connection.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        if self.poll_timeout().is_some_and(|t| now >= t) {
-            self.abort();
-        }
-    }
-
-    /// The next event, if any.
-    pub fn poll_event(&mut self) -> Option<LineEvent> {
-        if self.events.is_empty() {
-            // An unreadable line's answer was queued (or the transport
-            // chose none) while its events were taken: with nothing left to
-            // write, the connection is done.
-            self.maybe_close();
-        }
-        self.events.pop_front()
-    }
-
     /// Whether the connection is done.
-    pub fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.state == State::Closed
-    }
-
-    /// A line that is not a request: the transport answers it, then the
-    /// connection ends (see [`LineEvent::Unreadable`]).
-    fn refuse_line(&mut self, _now: Timestamp, reason: &str) {
-        self.buf = Vec::new();
-        self.events.push_back(LineEvent::Unreadable {
-            reason: reason.to_owned(),
-        });
-        self.events.push_back(LineEvent::Lost);
-        self.state = State::Draining;
-    }
-
-    fn maybe_close(&mut self) {
-        if self.state == State::Draining && self.pending_output().is_empty() {
-            self.close();
-        }
-    }
-
-    fn close(&mut self) {
-        if self.state != State::Closed {
-            self.state = State::Closed;
-            self.buf = Vec::new();
-            self.events.push_back(LineEvent::Close);
-        }
     }
 }
 
@@ -370,6 +373,21 @@ fn fast_call(line: &[u8]) -> Option<LineRequest> {
 /// here alike (the differential tests and the `line_conn` fuzz target hold
 /// the two equal).
 pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
+    parse_line_keeping(line, []).map(|(request, [])| request)
+}
+
+/// [`parse_line_tokenized`], keeping in the same pass the values of the
+/// keys `keep` names, which a request passes over: a WebSocket hub's frame
+/// is one JSON object that names its `type` (a `call` frame is the line's
+/// call with `"type": "call"`, § Rpcs on a hub) and a `subscribe` its
+/// `topic`, so the hub reads a frame once. Each kept value is the key's
+/// string, `None` when the key is absent or not a string; a repeated key
+/// keeps its last value (as a JSON object read into a map does).
+pub fn parse_line_keeping<const N: usize>(
+    line: &[u8],
+    keep: [&str; N],
+) -> Result<(LineRequest, [Option<String>; N]), String> {
+    let mut kept: [Option<String>; N] = std::array::from_fn(|_| None);
     let mut t = Tokenizer::new(line);
     let not_object = |e: &dyn std::fmt::Display| format!("not a JSON object: {e}");
     match t.next_event() {
@@ -418,46 +436,78 @@ pub fn parse_line_tokenized(line: &[u8]) -> Result<LineRequest, String> {
             }
             "describe" => describe = Some(first == Event::Bool(true)),
             // Other keys are passed over: a newer client may send more.
-            _ => {}
+            other => {
+                if let Some(i) = keep.iter().position(|k| *k == other) {
+                    kept[i] = match first {
+                        Event::String(s) => Some(s.into_owned()),
+                        _ => None,
+                    };
+                }
+            }
         }
     }
     t.finish().map_err(|e| not_object(&e))?;
-    let text = |(s, e): (usize, usize)| String::from_utf8_lossy(&line[s..e]).into_owned();
-    let id = id.map(text);
-    let malformed = |reason: &str| LineRequest::Malformed {
-        reason: reason.to_owned(),
-        id: id.clone(),
-    };
-    if let Some(key) = duplicate {
-        return Ok(malformed(&format!("the key `{key}` is given twice")));
-    }
-    match (call, describe) {
-        (Some(_), Some(_)) => Ok(malformed("a request is a call or a describe, not both")),
-        (None, Some(true)) => Ok(LineRequest::Describe { id }),
-        (None, _) => Ok(malformed("the object is neither a call nor a describe")),
-        (Some(Err(())), None) => Ok(malformed("`call` names a member as a string")),
-        (Some(Ok(member)), None) => {
-            let Some(payload) = payload else {
-                return Ok(malformed("a call carries a payload"));
-            };
-            let digest = match digest {
-                None => None,
-                Some(Ok(d)) => Some(d),
-                Some(Err(())) => return Ok(malformed("`digest` is a string")),
-            };
-            Ok(LineRequest::Call {
-                member,
-                payload: line[payload.0..payload.1].to_vec(),
-                id,
-                digest,
-            })
+    // The request the object is, judged once it is read whole.
+    let request = (|| {
+        let text = |(s, e): (usize, usize)| String::from_utf8_lossy(&line[s..e]).into_owned();
+        let id = id.map(text);
+        let malformed = |reason: &str| LineRequest::Malformed {
+            reason: reason.to_owned(),
+            id: id.clone(),
+        };
+        if let Some(key) = duplicate {
+            return malformed(&format!("the key `{key}` is given twice"));
         }
-    }
+        match (call, describe) {
+            (Some(_), Some(_)) => malformed("a request is a call or a describe, not both"),
+            (None, Some(true)) => LineRequest::Describe { id },
+            (None, _) => malformed("the object is neither a call nor a describe"),
+            (Some(Err(())), None) => malformed("`call` names a member as a string"),
+            (Some(Ok(member)), None) => {
+                let Some(payload) = payload else {
+                    return malformed("a call carries a payload");
+                };
+                let digest = match digest {
+                    None => None,
+                    Some(Ok(d)) => Some(d),
+                    Some(Err(())) => return malformed("`digest` is a string"),
+                };
+                LineRequest::Call {
+                    member,
+                    payload: line[payload.0..payload.1].to_vec(),
+                    id,
+                    digest,
+                }
+            }
+        }
+    })();
+    Ok((request, kept))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_key_is_read_in_the_same_pass_and_changes_nothing_of_the_request() {
+        let frame = br#"{"type":"call","call":"A::b","payload":{"type":1},"id":7,"topic":2}"#;
+        let (request, [kind, topic]) = parse_line_keeping(frame, ["type", "topic"]).unwrap();
+        assert_eq!(request, parse_line_tokenized(frame).unwrap());
+        assert_eq!(kind.as_deref(), Some("call"));
+        // Not a string: as absent. The payload's own `type` is not the frame's.
+        assert_eq!(topic, None);
+        let (_, [topic]) = parse_line_keeping(
+            br#"{"topic":"a","type":"subscribe","topic":"b"}"#,
+            ["topic"],
+        )
+        .unwrap();
+        assert_eq!(
+            topic.as_deref(),
+            Some("b"),
+            "the last value of a repeated key"
+        );
+        assert!(parse_line_keeping(b"[1]", ["type"]).is_err());
+    }
 
     fn events(c: &mut LineConn) -> Vec<LineEvent> {
         std::iter::from_fn(|| c.poll_event()).collect()

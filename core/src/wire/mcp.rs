@@ -26,6 +26,10 @@
 //!   authentication, answered with the JSON-RPC code and HTTP status the
 //!   reply kept (-32700, -32600, 405 with `Allow: POST`, …).
 //!
+//! [`McpFront`] is one connection, the HTTP/1.1 machine between the framing
+//! step ([`Framing::frame`]) and the answer step ([`Framing::answer`]), as
+//! every transport's module under `wire` has them.
+//!
 //! The pieces the `hale mcp --app` bridge shares are in `mcp/message.rs`
 //! (re-exported here): [`classify`],
 //! [`initialize_result`], [`encode_call_answer`] and the codes.
@@ -43,11 +47,16 @@ pub use message::{
     SERVER_ERROR_DATA,
 };
 
+use std::sync::Arc;
+
 use crate::hale::runtime::{
-    Correlation, Credential, ExposureSpec, Outcome, RefusalKind, Request, RequestKind,
+    Correlation, Credential, Delivery, ExposureSpec, Outcome, RefusalKind, Request, RequestKind,
 };
 use crate::json::jsonrpc;
-use crate::wire::http1::HttpRequest;
+use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
+use crate::wire::http1::{self, HttpConn, HttpEvent, HttpRequest};
+use crate::wire::machine::Machine;
+use crate::Timestamp;
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -224,7 +233,7 @@ impl Framing {
                     correlation,
                     kind: RequestKind::Call {
                         member: self.member_of(&name),
-                        payload: arguments.to_vec(),
+                        payload: crate::hale::runtime::Payload::Json(arguments.to_vec()),
                     },
                     // The header when the client sends one, else _meta.
                     digest: header_digest.or_else(|| digest.map(Cow::into_owned)),
@@ -327,6 +336,107 @@ impl Framing {
             headers,
             body,
         }
+    }
+}
+
+/// One MCP connection (`POST /mcp` on HTTP/1.1) between its bytes and an
+/// exposure. See [`crate::wire::front`] for the order of calls.
+pub struct McpFront {
+    conn: HttpConn,
+    framing: Arc<Framing>,
+    /// How to answer the connection's one request, once framed.
+    reply: Option<Reply>,
+    correlation: Correlation,
+    keep_raw: bool,
+}
+
+impl std::fmt::Debug for McpFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpFront")
+            .field("correlation", &self.correlation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpFront {
+    /// A connection of the exposure whose framing is `framing`, accepted at
+    /// `now`.
+    pub fn new(
+        now: Timestamp,
+        limits: http1::Limits,
+        framing: Arc<Framing>,
+        correlation: Correlation,
+    ) -> McpFront {
+        McpFront {
+            conn: HttpConn::new(now, limits),
+            framing,
+            reply: None,
+            correlation,
+            keep_raw: false,
+        }
+    }
+}
+
+machine_through!(McpFront, conn);
+
+impl Front for McpFront {
+    fn kind(&self) -> FrontKind {
+        FrontKind::Mcp
+    }
+
+    fn correlation(&self) -> Correlation {
+        self.correlation
+    }
+
+    fn set_keep_raw(&mut self, keep: bool) {
+        self.keep_raw = keep;
+    }
+
+    /// The next event, if any: the connection's one message, framed as it
+    /// is taken, with how to answer it kept.
+    fn poll_event(&mut self) -> Option<FrontEvent> {
+        Some(match self.conn.poll_event()? {
+            HttpEvent::Request(req) => {
+                let (request, answer) = self.framing.frame(&req, self.correlation);
+                self.reply = Some(answer);
+                let raw = self.keep_raw.then(|| Box::new(RawRequest::Mcp(req)));
+                FrontEvent::Request { request, raw }
+            }
+            HttpEvent::Malformed { reason, head } => {
+                let (request, answer) =
+                    self.framing
+                        .frame_malformed(&reason, head.as_ref(), self.correlation);
+                self.reply = Some(answer);
+                FrontEvent::Request { request, raw: None }
+            }
+            HttpEvent::Lost => FrontEvent::Lost,
+            HttpEvent::Close => FrontEvent::Closed,
+        })
+    }
+
+    /// Writes the answer of § Outcomes' MCP column at `now`. Returns how
+    /// many bytes were queued.
+    fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
+        let before = self.conn.pending_output().len();
+        // A delivery with no request framed here has nobody to answer (the
+        // machine would ignore it as well).
+        if let Some(reply) = self.reply.take() {
+            let answer = self.framing.answer(&reply, delivery.outcome);
+            self.conn
+                .send(now, answer.status, &answer.headers, &answer.body);
+        }
+        self.conn.pending_output().len().saturating_sub(before)
+    }
+
+    fn abort(&mut self) {
+        self.conn.abort();
+    }
+
+    /// Whether closing the connection now should linger (RFC 9112 § 9.6):
+    /// a request refused before its end was read, its answer written
+    /// ([`HttpConn::lingers`]).
+    fn lingers(&self) -> bool {
+        self.conn.lingers()
     }
 }
 

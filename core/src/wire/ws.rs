@@ -38,6 +38,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 use crate::wire::http1::HttpRequest;
+use crate::wire::machine::Machine;
 use crate::Timestamp;
 
 /// The GUID RFC 6455 § 1.3 appends to the key.
@@ -229,53 +230,6 @@ impl WsConn {
         }
     }
 
-    /// Takes bytes the peer sent, in any split.
-    pub fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
-        if !matches!(self.state, State::Open | State::Closing) {
-            return;
-        }
-        self.input.extend_from_slice(data);
-        let mut at = 0;
-        while matches!(self.state, State::Open | State::Closing) {
-            match self.frame(&self.input[at..]) {
-                Ok(None) => {
-                    // Text that can no longer be UTF-8 fails at once, its
-                    // frame not yet whole (RFC 6455 § 8.1: fail fast).
-                    let text_goes_on = matches!(&self.partial,
-                        Some((OP_TEXT, bytes, valid)) if *valid == bytes.len());
-                    if !peek_utf8(&self.input[at..], text_goes_on, &mut self.peeked) {
-                        self.fail(
-                            close_code::INVALID_PAYLOAD,
-                            "a text message that is not UTF-8".into(),
-                        );
-                    }
-                    break;
-                }
-                Ok(Some((used, frame))) => {
-                    at += used;
-                    self.peeked = 0;
-                    self.take(frame);
-                }
-                Err((code, reason)) => {
-                    self.fail(code, reason);
-                    break;
-                }
-            }
-        }
-        self.input.drain(..at.min(self.input.len()));
-    }
-
-    /// The peer's end closed. Without a close handshake it is 1006.
-    pub fn handle_eof(&mut self, _now: Timestamp) {
-        if matches!(self.state, State::Open | State::Closing) {
-            self.state = State::Closed;
-            self.events.push_back(WsEvent::Closed {
-                code: close_code::ABNORMAL,
-                reason: "the connection ended without a close frame".into(),
-            });
-        }
-    }
-
     /// The next event, if any. Poll until `None` after every input, and
     /// answer each before taking the next: after a protocol error of the
     /// peer's, the close frame is written as its `Closed` event is taken,
@@ -333,25 +287,6 @@ impl WsConn {
         if self.state == State::Open {
             self.send_close(code, reason);
             self.state = State::Closing;
-        }
-    }
-
-    /// Whether the connection is over (the event said so).
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
-    }
-
-    /// The bytes still to write; borrowed until the next call.
-    pub fn pending_output(&self) -> &[u8] {
-        &self.out[self.out_at..]
-    }
-
-    /// `n` bytes of [`pending_output`](WsConn::pending_output) were written.
-    pub fn consume_output(&mut self, _now: Timestamp, n: usize) {
-        self.out_at = (self.out_at + n).min(self.out.len());
-        if self.out_at == self.out.len() {
-            self.out.clear();
-            self.out_at = 0;
         }
     }
 
@@ -615,6 +550,90 @@ impl WsConn {
         }
         self.state = State::Closed;
         self.events.push_back(WsEvent::Closed { code, reason });
+    }
+}
+
+impl Machine for WsConn {
+    /// Takes bytes the peer sent, in any split.
+    fn handle_data(&mut self, _now: Timestamp, data: &[u8]) {
+        if !matches!(self.state, State::Open | State::Closing) {
+            return;
+        }
+        self.input.extend_from_slice(data);
+        let mut at = 0;
+        while matches!(self.state, State::Open | State::Closing) {
+            match self.frame(&self.input[at..]) {
+                Ok(None) => {
+                    // Text that can no longer be UTF-8 fails at once, its
+                    // frame not yet whole (RFC 6455 § 8.1: fail fast).
+                    let text_goes_on = matches!(&self.partial,
+                        Some((OP_TEXT, bytes, valid)) if *valid == bytes.len());
+                    if !peek_utf8(&self.input[at..], text_goes_on, &mut self.peeked) {
+                        self.fail(
+                            close_code::INVALID_PAYLOAD,
+                            "a text message that is not UTF-8".into(),
+                        );
+                    }
+                    break;
+                }
+                Ok(Some((used, frame))) => {
+                    at += used;
+                    self.peeked = 0;
+                    self.take(frame);
+                }
+                Err((code, reason)) => {
+                    self.fail(code, reason);
+                    break;
+                }
+            }
+        }
+        self.input.drain(..at.min(self.input.len()));
+    }
+
+    /// The peer's end closed. Without a close handshake it is 1006.
+    fn handle_eof(&mut self, _now: Timestamp) {
+        if matches!(self.state, State::Open | State::Closing) {
+            self.state = State::Closed;
+            self.events.push_back(WsEvent::Closed {
+                code: close_code::ABNORMAL,
+                reason: "the connection ended without a close frame".into(),
+            });
+        }
+    }
+
+    /// The bytes still to write; borrowed until the next call.
+    fn pending_output(&self) -> &[u8] {
+        &self.out[self.out_at..]
+    }
+
+    /// `n` bytes of [`pending_output`](WsConn::pending_output) were written.
+    fn consume_output(&mut self, _now: Timestamp, n: usize) {
+        self.out_at = (self.out_at + n).min(self.out.len());
+        if self.out_at == self.out.len() {
+            self.out.clear();
+            self.out_at = 0;
+        }
+    }
+
+    /// Whether the connection is over (the event said so).
+    fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Always: a WebSocket connection reads on; what it is owed is its
+    /// driver's to bound (`ws::Hub::wants_read`).
+    fn wants_read(&self) -> bool {
+        true
+    }
+
+    /// Nothing: the codec holds no timer (the hub keeps a connection's).
+    fn handle_timeout(&mut self, now: Timestamp) {
+        let _ = now;
+    }
+
+    /// None: the codec holds no timer.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        None
     }
 }
 

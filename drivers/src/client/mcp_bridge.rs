@@ -190,7 +190,7 @@ impl Bridge {
                         doc["surface"].as_str().unwrap_or_default(),
                         doc["digest"].as_str().unwrap_or_default()
                     );
-                    let result = initialize_result(&version, &name, crate::hale_cli::VERSION);
+                    let result = initialize_result(&version, &name, crate::hale_cli::cli::VERSION);
                     jsonrpc::encode_response(id, &result, &mut out);
                 }
                 Ok(Err(wire_outcome)) => return Some(refused(id, &wire_outcome)),
@@ -480,7 +480,7 @@ impl Bridge {
 pub fn main(app: &str, bearer: Option<String>) -> i32 {
     let target = match Target::parse(app) {
         Ok(t) => t,
-        Err(e) => return crate::hale_cli::usage(&["mcp"], &format!("--app: {e}")),
+        Err(e) => return crate::hale_cli::cli::usage(&["mcp"], &format!("--app: {e}")),
     };
     let mut bridge = Bridge::new(target, bearer_of(bearer));
     serve_stdio(|line| bridge.handle(line))

@@ -34,7 +34,7 @@ pub const EXIT_USAGE: i32 = 5;
 /// under `hale api`: the message, then the verb's usage line.
 fn verb_usage(short: bool, verb: &str, message: &str) -> i32 {
     let path: &[&str] = if short { &[verb] } else { &["api", verb] };
-    crate::hale_cli::usage(path, message);
+    crate::hale_cli::cli::usage(path, message);
     EXIT_USAGE
 }
 

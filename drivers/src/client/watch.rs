@@ -48,7 +48,7 @@ pub fn main(endpoint: &str, topic: &str, token: Option<String>) -> i32 {
     let authority = match ws_authority(endpoint) {
         Ok(a) => a,
         Err(e) => {
-            crate::hale_cli::usage(&["watch"], &e);
+            crate::hale_cli::cli::usage(&["watch"], &e);
             return EXIT_USAGE;
         }
     };

@@ -8,6 +8,10 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use limen_core::wire::http1::client::{
+    write_request, Limits, Response, ResponseError, ResponseReader,
+};
+
 /// An endpoint the verbs drive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -84,7 +88,9 @@ pub struct HttpReply {
     pub body: Vec<u8>,
 }
 
-/// One HTTP/1.1 request with `Connection: close`.
+/// One HTTP/1.1 request with `Connection: close` (`Host` the authority, a
+/// `Content-Length` on a `POST`), its response read by
+/// [`limen_core::wire::http1::client`].
 pub fn http_exchange(
     authority: &str,
     method: &str,
@@ -92,52 +98,50 @@ pub fn http_exchange(
     headers: &[(&str, String)],
     body: &[u8],
 ) -> io::Result<HttpReply> {
-    let mut stream = TcpStream::connect(authority)?;
-    stream.set_read_timeout(Some(TIMEOUT))?;
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if method == "POST" {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
-    parse_response(&raw)
+    let mut list = vec![("Host", authority)];
+    list.extend(headers.iter().map(|(name, value)| (*name, value.as_str())));
+    let request = write_request(method, path, &list, (method == "POST").then_some(body))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let response = exchange(authority, method, &request, TIMEOUT)?;
+    Ok(HttpReply {
+        status: response.status,
+        body: response.body,
+    })
 }
 
-fn parse_response(raw: &[u8]) -> io::Result<HttpReply> {
-    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut response = httparse::Response::new(&mut headers);
-    let n = match response.parse(raw) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => {
-            return Err(bad("the connection ended inside the response"))
+/// Sends `request` (a `method` request's bytes, [`write_request`]'s) to
+/// `authority` and reads its response, each read waiting at most
+/// `timeout`. The blocking socket under the CLI's verbs and the live
+/// checks.
+pub fn exchange(
+    authority: &str,
+    method: &str,
+    request: &[u8],
+    timeout: Duration,
+) -> io::Result<Response> {
+    let mut stream = TcpStream::connect(authority)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.write_all(request)?;
+    read_response(&mut stream, method)
+}
+
+/// Reads the response to a `method` request from `stream`: until it is
+/// whole, or the stream ends (a body without a length runs to the end).
+pub fn read_response(stream: &mut impl Read, method: &str) -> io::Result<Response> {
+    let bad = |e: ResponseError| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    let mut reader = ResponseReader::new(method, Limits::default());
+    let mut buf = vec![0u8; 16_384];
+    loop {
+        if let Some(response) = reader.poll_response() {
+            return Ok(response);
         }
-        Err(_) => return Err(bad("the answer is not an HTTP response")),
-    };
-    let status = response.code.ok_or_else(|| bad("no status"))?;
-    let length = response
-        .headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| std::str::from_utf8(h.value).ok())
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    let body = &raw[n..];
-    let body = match length {
-        Some(len) if body.len() >= len => &body[..len],
-        Some(_) => return Err(bad("the connection ended inside the body")),
-        None => body,
-    };
-    Ok(HttpReply {
-        status,
-        body: body.to_vec(),
-    })
+        match stream.read(&mut buf) {
+            Ok(0) => reader.handle_eof().map_err(bad)?,
+            Ok(n) => reader.handle_data(&buf[..n]).map_err(bad)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The raw text of the value under `key` in a JSON object (the reply
@@ -207,8 +211,9 @@ mod tests {
 
     #[test]
     fn responses_are_cut_at_their_length() {
-        let r = parse_response(b"HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}").unwrap();
+        let parse = |raw: &[u8]| read_response(&mut &raw[..], "POST");
+        let r = parse(b"HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}").unwrap();
         assert_eq!((r.status, r.body), (409, b"{}".to_vec()));
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}").is_err());
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}").is_err());
     }
 }

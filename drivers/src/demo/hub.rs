@@ -8,63 +8,16 @@ use std::sync::{Arc, Mutex};
 
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Program, TransportKind};
-use limen_core::hale::runtime::{
-    BearerSource, Grants, Principal, RoleSource, RoleTable, TokenTable,
-};
+use limen_core::hale::runtime::{BearerSource, Principal, RoleSource};
 use limen_core::wire::ws::{Hub, HubSpec};
 
-use super::witness::{self, FillSink, Instances};
+use limen_witness::sources::{SharedRoles, SharedTokens};
+use limen_witness::{self as witness, FillSink, Instances};
+
 use super::BootError;
 use crate::serve::hub::{HubHandle, HubServer};
 use crate::serve::udp_hub::UdpHubServer;
 use crate::serve::{BoundAddress, Listener};
-
-/// A role source the demo can change while the hub holds it (a revoke
-/// from the control socket), read as the static table it wraps.
-#[derive(Clone, Debug, Default)]
-pub struct SharedRoles(pub Arc<Mutex<RoleTable>>);
-
-impl SharedRoles {
-    fn table(&self) -> std::sync::MutexGuard<'_, RoleTable> {
-        // The table is plain data: a poisoned lock still holds a whole one.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl RoleSource for SharedRoles {
-    fn holds(&self, principal: &Principal, role: &str) -> bool {
-        self.table().holds(principal, role)
-    }
-    fn grants(&self, principal: &Principal) -> Option<Grants> {
-        self.table().grants(principal)
-    }
-    fn revision(&self, principal: &Principal) -> u64 {
-        self.table().revision(principal)
-    }
-}
-
-/// A bearer source the demo can change while the hub holds it (a
-/// credential given an expiry from the control socket).
-#[derive(Clone, Debug, Default)]
-pub struct SharedTokens(pub Arc<Mutex<TokenTable>>);
-
-impl SharedTokens {
-    fn table(&self) -> std::sync::MutexGuard<'_, TokenTable> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl BearerSource for SharedTokens {
-    fn principal(&self, token: &str) -> Option<Principal> {
-        self.table().principal(token)
-    }
-    fn refused(&self) -> Option<String> {
-        self.table().refused()
-    }
-    fn expiry(&self, token: &str) -> Option<u64> {
-        self.table().expiry(token)
-    }
-}
 
 /// What the control socket may do to the hub: revoke and grant roles
 /// under its role source (announcing each revision, as a table fixed in

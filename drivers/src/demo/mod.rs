@@ -9,7 +9,8 @@
 //! under public's sources (the program declares no MCP serve site, so the
 //! demo derives it from public's: [`mcp_exposure`]); with
 //! [`DemoOptions::grpc`] it serves Public over gRPC the same way, as the
-//! exposure `grpc` ([`grpc_exposure`]). Every address can be overridden (port 0 allowed), and
+//! exposure `grpc` ([`grpc_exposure`], both in limen-witness with the
+//! handlers). Every address can be overridden (port 0 allowed), and
 //! the admin operator is the current user unless `--operator` names
 //! another, so it runs unprivileged and in tests. A control socket
 //! (`--control PATH`) lets a test gate, drain and resume receivers to
@@ -22,7 +23,6 @@
 
 pub mod hub;
 pub mod record;
-pub mod witness;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -31,14 +31,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use limen_core::hale::docs::McpDescriber;
-use limen_core::hale::model::{
-    Exposure as ModelExposure, Listener, Program, Source, TransportKind,
-};
+use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
     BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::grpc::Framing as GrpcFraming;
+use limen_witness as witness;
+use limen_witness::exposures::{grpc_exposure, hub_desk_program, mcp_exposure};
 
 use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
 
@@ -539,34 +539,6 @@ impl Demo {
     }
 }
 
-/// The serve site `--hub-desk` adds to the witness program: Public over
-/// the hub, as `desk` (§ Rpcs on a hub's own example), bound to public's
-/// `Orders` instance and under the hub's sources, with public's bound.
-pub const HUB_DESK_SITE: &str = "let desk = api::serve(Public, self.hub, as: \"desk\", receivers: { Orders: self.orders }, bound: 64, on_full: refuse);";
-
-/// The witness program with [`HUB_DESK_SITE`] first in its main locus's
-/// `run()`: the program's text is what the exposure `desk` is read from, so
-/// its rows, sources and description are the model's, as they would be
-/// were the witness to write the site.
-pub fn hub_desk_program() -> Program {
-    let text = with_hub_desk(witness::DESK).expect("desk.hl has a main locus with run()");
-    limen_core::hale::model::parse_program("desk.hl", &text).expect("desk.hl with desk parses")
-}
-
-/// A program's text with [`HUB_DESK_SITE`] written first in its main
-/// locus's `run()`; `None` when the text has no `run() {` after `main
-/// locus`. The replay runner reads a corpus's program so, as the demo does.
-pub fn with_hub_desk(text: &str) -> Option<String> {
-    let main = text.find("main locus")?;
-    let open = "run() {";
-    let run = main + text[main..].find(open)? + open.len();
-    Some(format!(
-        "{}\n        {HUB_DESK_SITE}{}",
-        &text[..run],
-        &text[run..]
-    ))
-}
-
 /// Serves `desk` over the hub `served.ws`: its calls admitted by an
 /// exposure under the hub's own sources (the control socket's revoke and
 /// expire reach calls too), answered by public's `Orders` worker. Returns
@@ -660,32 +632,6 @@ fn instance_worker(
     };
     workers.insert(r.to_owned(), Instance { worker, gate });
     Ok(worker)
-}
-
-/// The exposure `mcp`: public's serve site (its surface, sources, receivers
-/// and bound) over `mcp::Rpc` at `address`. `None` when the program serves
-/// no `public`.
-pub fn mcp_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
-    let mut e = program.exposure("public")?.clone();
-    e.name = Some("mcp".into());
-    e.listener = Some(Listener {
-        transport: TransportKind::Mcp,
-        address: Some(address.to_owned()),
-    });
-    Some(e)
-}
-
-/// The exposure `grpc`: public's serve site over `grpc::Rpc` at
-/// `address`, as [`mcp_exposure`] derives `mcp`. `None` when the program
-/// serves no `public`.
-pub fn grpc_exposure(program: &Program, address: &str) -> Option<ModelExposure> {
-    let mut e = program.exposure("public")?.clone();
-    e.name = Some("grpc".into());
-    e.listener = Some(Listener {
-        transport: TransportKind::Grpc,
-        address: Some(address.to_owned()),
-    });
-    Some(e)
 }
 
 /// The role source of an exposure: its `Grants` literal, with the Unix

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use limen_core::hale::runtime::{Outcome, PeerCredentials};
+use limen_core::wire::http1::client::{read_response, Limits};
 use limen_core::wire::line::LineRequest;
 use limen_core::wire::mcp;
 use serde_json::{Map, Value};
@@ -133,7 +134,7 @@ pub fn to_record(
             request.insert("path".into(), http.target.clone().into());
             request.insert("headers".into(), headers(&http.headers));
             body_into(&mut request, &http.body);
-            let reply = http_reply(exchange.reply)?;
+            let reply = http_reply(&http.method, exchange.reply)?;
             let transport = match exchange.request {
                 RecordedRequest::Mcp(_) => {
                     // Over MCP the record's outcome is what the answer
@@ -356,22 +357,13 @@ fn body_into(object: &mut Map<String, Value>, body: &[u8]) {
     };
 }
 
-/// The reply object of an HTTP response: its status, the headers of the
-/// contract (not the framing ones) and its body.
-fn http_reply(raw: &[u8]) -> Option<Value> {
-    let mut list = [httparse::EMPTY_HEADER; 16];
-    let mut response = httparse::Response::new(&mut list);
-    let httparse::Status::Complete(n) = response.parse(raw).ok()? else {
-        return None;
-    };
+/// The reply object of the response to a `method` request: its status, the
+/// headers of the contract (not the framing ones) and its body.
+fn http_reply(method: &str, raw: &[u8]) -> Option<Value> {
+    let response = read_response(method, raw, true, Limits::default()).ok()??;
     let mut reply = Map::new();
-    reply.insert("status".into(), response.code?.into());
-    let kept: Vec<(String, Vec<u8>)> = response
-        .headers
-        .iter()
-        .map(|h| (h.name.to_owned(), h.value.to_vec()))
-        .collect();
-    reply.insert("headers".into(), headers(&kept));
-    body_into(&mut reply, &raw[n..]);
+    reply.insert("status".into(), response.status.into());
+    reply.insert("headers".into(), headers(&response.headers));
+    body_into(&mut reply, &response.body);
     Some(Value::Object(reply))
 }

@@ -8,8 +8,8 @@ use limen_core::hale::model::Program;
 use limen_core::hale::syntax::Diagnostic;
 use limen_core::hale::{check_program, Checked};
 
+use super::cli::usage;
 use super::cli::CheckArgs;
-use super::usage;
 
 /// A checked program, or the exit status the check ended with (its
 /// diagnostics already printed). `notes`: print law 6's notes too, as

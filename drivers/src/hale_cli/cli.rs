@@ -1,15 +1,34 @@
 //! The `hale` command line as `clap` reads it: every command, its flags and
-//! their help. The commands' own files run what was read.
+//! their help, its version and its usage errors. The commands' own files
+//! run what was read; they, and the operator's verbs in [`crate::client`],
+//! take these from here, below the dispatch in [`super::main`] that calls
+//! them.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// The exit status of a usage error.
+pub const USAGE_EXIT: i32 = 5;
+
+/// The version `hale` writes in a bundle's `DIGEST`.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+limen");
+
+/// Where `hale demo` serves Public over MCP unless `--mcp` says.
+pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
+
+/// Prints a usage error of the command at `path` (`["api", "export"]`)
+/// with its usage line, and returns its exit status.
+pub fn usage(path: &[&str], message: &str) -> i32 {
+    crate::cli_support::usage_error(Cli::command(), path, message);
+    USAGE_EXIT
+}
 
 /// `hale`: Hale API surfaces from the command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "hale",
-    version = super::VERSION,
+    version = VERSION,
     about = "Hale API surfaces from the command line: check a program, print its documents, \
              export a surface's bundle, serve the witness program, drive a served exposure.",
     after_help = "`hale demo` serves the witness program and prints a tour of what to try.\n\
@@ -155,7 +174,7 @@ pub struct DemoArgs {
     #[arg(long = "admin-socket", value_name = "PATH")]
     pub admin_socket: Option<String>,
     /// Where Public is served over MCP.
-    #[arg(long, value_name = "ADDR", default_value = super::demo::DEFAULT_MCP)]
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_MCP)]
     pub mcp: String,
     /// Where Public is served over gRPC (HTTP/2, prior knowledge); not
     /// served unless given.

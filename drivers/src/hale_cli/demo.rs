@@ -1,7 +1,7 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
 //! [--mcp ADDR] [--grpc ADDR] [--hub ADDR [--hub-desk]] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--max-connections NAME=N]... [--control PATH] [--record DIR]`:
 //! the witness program served on its embedded default (see
-//! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`] unless
+//! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`](super::cli::DEFAULT_MCP) unless
 //! given) and over gRPC when `--grpc` is given; `--max-connections NAME=N`
 //! caps one listener's connections (each listener counts its own);
 //! `--record DIR` writes every exchange as a conformance record.
@@ -10,9 +10,6 @@ use super::cli::DemoArgs;
 use crate::demo::{Demo, DemoOptions};
 use limen_core::hale::runtime::ExposureLimits;
 use limen_core::SECOND;
-
-/// Where `hale demo` serves Public over MCP unless `--mcp` says.
-pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
 
 /// The exit status of a listener that cannot bind at birth.
 pub const BOOT_EXIT: i32 = 2;

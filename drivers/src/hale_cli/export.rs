@@ -6,7 +6,7 @@ use limen_core::hale::docs;
 
 use super::check::{checked, failed};
 use super::cli::ExportArgs;
-use super::{usage, VERSION};
+use super::cli::{usage, VERSION};
 
 /// Runs `hale api export` with its arguments.
 pub fn run(a: &ExportArgs) -> i32 {

@@ -249,7 +249,7 @@ fn export(file: &str, surface: &str, dir: &Path, check: bool) -> ToolResult {
         Ok((p, _)) => p,
         Err(failed) => return failed,
     };
-    let bundle = match docs::bundle(&program, surface, super::VERSION) {
+    let bundle = match docs::bundle(&program, surface, super::cli::VERSION) {
         Ok(b) => b,
         Err(e) => return refused(file, &e),
     };
@@ -391,7 +391,7 @@ pub fn handle(line: &[u8]) -> Option<Vec<u8>> {
         ),
         Incoming::Ping { id } => jsonrpc::encode_response(id, b"{}", &mut out),
         Incoming::Initialize { id, version } => {
-            let result = initialize_result(&version, SERVER_NAME, super::VERSION);
+            let result = initialize_result(&version, SERVER_NAME, super::cli::VERSION);
             jsonrpc::encode_response(id, &result, &mut out);
         }
         Incoming::ToolsList { id } => {

@@ -32,13 +32,7 @@ pub mod mcp;
 
 use clap::CommandFactory;
 
-use cli::{ApiCommand, Cli, Command};
-
-/// The exit status of a usage error.
-pub const USAGE_EXIT: i32 = 5;
-
-/// The version `hale` writes in a bundle's `DIGEST`.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+limen");
+use cli::{ApiCommand, Cli, Command, USAGE_EXIT};
 
 /// Runs `hale` with its arguments (without the program name) and returns the
 /// process exit status.
@@ -64,11 +58,4 @@ pub fn main(args: Vec<String>) -> i32 {
             crate::cli_support::print_completions(a.shell, Cli::command(), "hale")
         }
     }
-}
-
-/// Prints a usage error of the command at `path` (`["api", "export"]`)
-/// with its usage line, and returns its exit status.
-pub fn usage(path: &[&str], message: &str) -> i32 {
-    crate::cli_support::usage_error(Cli::command(), path, message);
-    USAGE_EXIT
 }

@@ -1,12 +1,15 @@
 //! The front a connection loop makes for each connection it accepts: the
-//! core's [`CoreFront`] (Unix lines, HTTP/1.1, MCP) or `limen-grpc`'s
+//! core's [`UnixFront`], [`HttpFront`] or [`McpFront`], or `limen-grpc`'s
 //! [`GrpcFront`] (gRPC over HTTP/2), by the listener's [`Framing`]. The loop
 //! holds every one as a [`Front`] and drives it through that trait alone.
 
 use std::sync::Arc;
 
 use limen_core::hale::runtime::{Correlation, PeerCredentials};
-use limen_core::wire::front::{CoreFront, Front, FrontLimits};
+use limen_core::wire::front::{Front, FrontLimits};
+use limen_core::wire::http::HttpFront;
+use limen_core::wire::mcp::McpFront;
+use limen_core::wire::unix::UnixFront;
 use limen_core::wire::{grpc, mcp};
 use limen_core::Timestamp;
 use limen_grpc::{GrpcFront, GrpcLimits};
@@ -37,8 +40,8 @@ pub(crate) fn accept(
     correlation: Correlation,
 ) -> Option<Box<dyn Front + Send>> {
     Some(match (framing, unix) {
-        (_, true) => Box::new(CoreFront::unix(now, limits.line, peer, correlation)),
-        (Framing::Mcp(framing), false) => Box::new(CoreFront::mcp(
+        (_, true) => Box::new(UnixFront::new(now, limits.line, peer, correlation)),
+        (Framing::Mcp(framing), false) => Box::new(McpFront::new(
             now,
             limits.http,
             framing.clone(),
@@ -50,6 +53,6 @@ pub(crate) fn accept(
             framing.clone(),
             correlation,
         )?),
-        (Framing::Plain, false) => Box::new(CoreFront::http(now, limits.http, correlation)),
+        (Framing::Plain, false) => Box::new(HttpFront::new(now, limits.http, correlation)),
     })
 }

@@ -435,7 +435,7 @@ impl Server {
     /// knowledge on the TCP listener `listener` (bound with
     /// [`bind_grpc`](Server::bind_grpc)), each stream's call framed and
     /// answered by `framing` (built from the same model as the exposure;
-    /// its codec decodes the `pb:` text, `ShapeCodec::with_protobuf`).
+    /// its codec decodes protobuf payloads, `ShapeCodec::with_protobuf`).
     /// `stop()` answers the executing calls, refuses the queued ones and
     /// sends each connection GOAWAY after the replies already queued.
     pub fn serve_grpc(

@@ -216,13 +216,13 @@ impl UdpHubServer {
                 return true;
             };
             match self.socket.send_to(datagram, to.0) {
-                Ok(_) => self.hub.consume_transmit(),
+                Ok(n) => self.hub.consume_transmit(now, n),
                 // Offered again at the socket's next writable edge.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Sent and not retried (a datagram too long, a peer gone):
                 // lost, as the network may lose any.
-                Err(_) => self.hub.consume_transmit(),
+                Err(_) => self.hub.consume_transmit(now, 0),
             }
         }
         true

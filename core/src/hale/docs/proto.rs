@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use super::book::{Scalar, Slot, TypeBook};
 use super::error::DocError;
-use super::proto_file::{FieldDef, FieldType, Label, MessageDef, MethodDef, ProtoFile, ServiceDef};
+use super::proto_file::{
+    json_name, FieldDef, FieldType, Label, MessageDef, MethodDef, ProtoFile, ServiceDef,
+};
 use super::rows::{surface_members, tool_name, unique, ErrorSlot};
 use crate::hale::model::Program;
 
@@ -26,24 +28,6 @@ pub const REFUSAL: &str = "HaleRefusal";
 /// The type URL of a status detail carrying `message`.
 pub fn type_url(message: &str) -> String {
     format!("type.hale.dev/{message}")
-}
-
-/// A field's default proto3 JSON name (protoc's): the underscores removed
-/// and the letter after each capitalised (`a_b` is `aB`).
-pub fn json_name(field: &str) -> String {
-    let mut out = String::with_capacity(field.len());
-    let mut upper = false;
-    for c in field.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.push(c.to_ascii_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn is_ident(s: &str) -> bool {

@@ -16,6 +16,24 @@
 
 use crate::hale::protobuf::{write_tag, write_varint, LEN, VARINT};
 
+/// A field's default proto3 JSON name (protoc's): the underscores removed
+/// and the letter after each capitalised (`a_b` is `aB`).
+pub fn json_name(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A field's type, as far as the files here use them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FieldType {
@@ -355,7 +373,7 @@ impl ProtoFile {
             if let Some(o) = oneof {
                 put_varint(&mut field, 9, o as u64);
             }
-            put_str(&mut field, 10, &super::proto::json_name(&f.name));
+            put_str(&mut field, 10, &json_name(&f.name));
             if f.label == Label::Optional {
                 put_varint(&mut field, 17, 1);
             }

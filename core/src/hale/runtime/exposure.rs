@@ -30,10 +30,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::hash::Fixed;
 
+use super::bearer::{authenticate, BearerRefusal};
 use super::outcome::{reasons, Outcome, Refusal, RefusalKind};
 use super::sources::{
-    is_expired, BearerSource, Credential, HeldRoles, PeerCredentials, Principal, RoleHierarchy,
-    RoleSource,
+    BearerSource, Credential, HeldRoles, PeerCredentials, Principal, RoleHierarchy, RoleSource,
 };
 use crate::{Timestamp, SECOND};
 
@@ -200,6 +200,29 @@ pub trait PayloadCodec {
     /// The decoded payload of `member`, or the malformed reason
     /// (`missing_field: qty`, `wrong_type: order`).
     fn decode(&self, member: usize, payload: &[u8]) -> Result<serde_json::Value, String>;
+
+    /// The decoded protobuf message of `member` (§ The protobuf codec), or
+    /// the malformed reason in the JSON codec's words. The protobuf codec
+    /// joins a program only with a gRPC exposure, so by default a protobuf
+    /// payload is refused as a payload that is not the member's.
+    fn decode_protobuf(&self, member: usize, message: &[u8]) -> Result<serde_json::Value, String> {
+        let _ = (member, message);
+        Err("wrong_type: payload".into())
+    }
+}
+
+/// A call's payload as its transport read it, undecoded: the codec it is
+/// in travels beside the bytes, so the exposure's codec decodes it once
+/// and nothing is smuggled in the bytes themselves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// JSON text, as the Unix, HTTP, MCP and WebSocket transports and
+    /// gRPC's `+json` carry it.
+    Json(Vec<u8>),
+    /// A protobuf message (gRPC's `application/grpc` and `+proto`). The
+    /// member names its message: the exposure's codec decodes it by the
+    /// member's request shape ([`PayloadCodec::decode_protobuf`]).
+    Proto(Vec<u8>),
 }
 
 /// Builds the description document for a caller (§ The description).
@@ -250,8 +273,8 @@ pub enum RequestKind {
     Call {
         /// The member as the request names it.
         member: String,
-        /// The payload, undecoded.
-        payload: Vec<u8>,
+        /// The payload, undecoded, in the codec it was sent in.
+        payload: Payload,
     },
     /// Describe the exposure for the caller.
     Describe,
@@ -613,7 +636,7 @@ impl Exposure {
                 let caller = anonymous(&credential);
                 return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason));
             }
-            RequestKind::Describe => (None, Vec::new()),
+            RequestKind::Describe => (None, Payload::Json(Vec::new())),
             RequestKind::Call { member, payload } => (Some(member), payload),
         };
 
@@ -680,7 +703,11 @@ impl Exposure {
         }
 
         // 6. The payload decodes by the request's shape.
-        let decoded = match self.codec.decode(member, &payload) {
+        let decoded = match &payload {
+            Payload::Json(text) => self.codec.decode(member, text),
+            Payload::Proto(message) => self.codec.decode_protobuf(member, message),
+        };
+        let decoded = match decoded {
             Ok(v) => v,
             Err(reason) => {
                 return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason))
@@ -1117,25 +1144,15 @@ impl Exposure {
                 }
             }
             Credential::Bearer(token) => {
-                let nobody = || (Principal::bearer(""), reasons::NOBODY.to_owned());
-                let (Some(source), Some(token)) = (&self.bearer, token) else {
-                    return Err(nobody());
-                };
-                match source.principal(token) {
-                    Some(p) if !p.name.is_empty() => {
-                        if is_expired(source.expiry(token), wall) {
-                            Err((p, reasons::EXPIRED.to_owned()))
-                        } else {
-                            Ok(p)
+                authenticate(self.bearer.as_deref(), token.as_deref(), wall)
+                    .map(|(p, _)| p)
+                    .map_err(|refusal| {
+                        let reason = refusal.reason();
+                        match refusal {
+                            BearerRefusal::Expired(p) => (p, reason),
+                            _ => (Principal::bearer(""), reason),
                         }
-                    }
-                    _ => Err((
-                        Principal::bearer(""),
-                        source
-                            .refused()
-                            .unwrap_or_else(|| reasons::NOBODY.to_owned()),
-                    )),
-                }
+                    })
             }
         }
     }

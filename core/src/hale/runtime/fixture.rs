@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::exposure::{
-    Completion, Correlation, Dispatch, Event, Exposure, ReceiverId, Request, RequestKind,
+    Completion, Correlation, Dispatch, Event, Exposure, Payload, ReceiverId, Request, RequestKind,
     ServedContext,
 };
 use super::sources::Credential;
@@ -135,7 +135,7 @@ impl FixtureRpc {
             correlation,
             kind: RequestKind::Call {
                 member: member.to_owned(),
-                payload: payload.as_bytes().to_vec(),
+                payload: Payload::Json(payload.as_bytes().to_vec()),
             },
             digest: digest.map(str::to_owned),
             credential,
@@ -301,9 +301,12 @@ impl FixtureRpc {
         while let Some(event) = self.exposure.poll_event() {
             match event {
                 Event::Deliver(d) => {
-                    let line = d
-                        .outcome
-                        .unix_line(d.request_id, d.client_id.as_deref(), &d.caller);
+                    let line = super::unix_reply::reply_line(
+                        &d.outcome,
+                        d.request_id,
+                        d.client_id.as_deref(),
+                        &d.caller,
+                    );
                     self.lines.entry(d.correlation).or_default().push_back(line);
                 }
                 Event::Dispatch(d) => {

@@ -9,19 +9,23 @@
 //!   traits and static tables.
 //! - [`outcome`]: the five outcomes, the refusal kinds and their fixed
 //!   encodings.
+//! - [`unix_reply`]: the Unix reply line (§ Outcomes' Unix column), which
+//!   the fixture and `wire::unix` both write.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 
+pub mod bearer;
 pub mod exposure;
 pub mod fixture;
 pub mod outcome;
 #[cfg(any(test, feature = "arbitrary"))]
 pub mod sim;
 pub mod sources;
+pub mod unix_reply;
 
 pub use exposure::{
     Completion, Correlation, Delivery, Describer, Dispatch, Event, Exposure, ExposureLimits,
-    ExposureSpec, Input, MemberSpec, PayloadCodec, ReceiverId, Request, RequestId, RequestKind,
-    ServedContext,
+    ExposureSpec, Input, MemberSpec, Payload, PayloadCodec, ReceiverId, Request, RequestId,
+    RequestKind, ServedContext,
 };
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};

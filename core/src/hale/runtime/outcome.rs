@@ -1,9 +1,8 @@
 //! The five outcomes a caller sees (§ Outcomes) and their refusal kinds.
 //!
 //! The runtime decides the outcome; each transport encodes it by the fixed
-//! mapping of § Outcomes. The encodings of the Unix JSON line (which the
-//! fixture transport shares) and of HTTP are here, since they are the
-//! table's columns, not transport policy.
+//! mapping of § Outcomes. The HTTP column ([`Outcome::into_http`]) is here;
+//! the Unix reply line is [`super::unix_reply`]'s.
 
 use std::fmt;
 
@@ -202,82 +201,6 @@ impl Outcome {
             Outcome::ServerError => (500, SERVER_ERROR_BODY.to_vec()),
         }
     }
-
-    /// The Unix JSON reply line (without its newline):
-    /// `{"request_id", "id", "ok", "value" | "error" | "refusal", "caller"}`.
-    /// `id` is the client's id as raw JSON text (`None` writes `null`).
-    pub fn unix_line(
-        &self,
-        request_id: u64,
-        id: Option<&str>,
-        caller: &super::Principal,
-    ) -> Vec<u8> {
-        let mut line = Vec::with_capacity(128);
-        self.write_unix_line(request_id, id, caller, &mut line);
-        line
-    }
-
-    /// [`unix_line`](Outcome::unix_line) appended to `line`, so a transport
-    /// writes the reply straight into its output buffer.
-    pub fn write_unix_line(
-        &self,
-        request_id: u64,
-        id: Option<&str>,
-        caller: &super::Principal,
-        line: &mut Vec<u8>,
-    ) {
-        self.write_unix_line_with(request_id, id, line, |line| caller.write_json(line));
-    }
-
-    /// [`write_unix_line`](Outcome::write_unix_line) with the caller given
-    /// as its JSON object's text (what [`Principal::write_json`] wrote), for
-    /// a transport that answers one caller many times and keeps that text.
-    ///
-    /// [`Principal::write_json`]: super::Principal::write_json
-    pub fn write_unix_line_as(
-        &self,
-        request_id: u64,
-        id: Option<&str>,
-        caller_json: &[u8],
-        line: &mut Vec<u8>,
-    ) {
-        self.write_unix_line_with(request_id, id, line, |line| {
-            line.extend_from_slice(caller_json)
-        });
-    }
-
-    fn write_unix_line_with(
-        &self,
-        request_id: u64,
-        id: Option<&str>,
-        line: &mut Vec<u8>,
-        caller: impl FnOnce(&mut Vec<u8>),
-    ) {
-        line.extend_from_slice(b"{\"request_id\":");
-        super::sources::write_u64(request_id, line);
-        line.extend_from_slice(b",\"id\":");
-        line.extend_from_slice(id.unwrap_or("null").as_bytes());
-        match self {
-            Outcome::Result(v) | Outcome::Description(v) => {
-                line.extend_from_slice(b",\"ok\":true,\"value\":");
-                line.extend_from_slice(v);
-            }
-            Outcome::HandlerError(e) => {
-                line.extend_from_slice(b",\"ok\":false,\"error\":");
-                line.extend_from_slice(e);
-            }
-            Outcome::Refusal(r) => {
-                line.extend_from_slice(b",\"ok\":false,\"refusal\":");
-                r.write_json(line);
-            }
-            Outcome::ServerError => {
-                line.extend_from_slice(b",\"ok\":false,\"refusal\":{\"kind\":\"server\"}");
-            }
-        }
-        line.extend_from_slice(b",\"caller\":");
-        caller(line);
-        line.push(b'}');
-    }
 }
 
 /// The body of the server error over HTTP.
@@ -290,8 +213,12 @@ pub mod reasons {
     pub const NOBODY: &str = "the sources name nobody";
     /// A Unix peer the kernel would not name.
     pub const UNNAMED_PEER: &str = "the kernel did not name the peer";
-    /// A credential past its expiry.
+    /// A credential past its expiry, refused a call (§ The HTTP
+    /// transport, § Identity sources).
     pub const EXPIRED: &str = "expired";
+    /// A credential past its expiry, refused a hub's subscribe: § Streams'
+    /// words for it ("a spent credential admits nothing new").
+    pub const SPENT: &str = "the bearer token is refused: expired";
     /// A request while the exposure stops.
     pub const SHUTTING_DOWN: &str = "the exposure is stopping";
     /// A request past the bound.
@@ -321,7 +248,6 @@ pub mod reasons {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hale::runtime::Principal;
 
     #[test]
     fn a_refusals_text_is_serde_jsons_text_of_its_value() {
@@ -358,25 +284,5 @@ mod tests {
         assert_eq!(statuses, [400, 409, 401, 403, 429, 503, 503]);
         assert_eq!(Outcome::ServerError.http().0, 500);
         assert_eq!(Outcome::HandlerError(b"{}".to_vec()).http().0, 422);
-    }
-
-    #[test]
-    fn the_unix_line_carries_id_answer_and_caller() {
-        let caller = Principal::bearer("alice");
-        let line =
-            Outcome::Result(br#"{"order":41}"#.to_vec()).unix_line(1, Some("\"c-1\""), &caller);
-        assert_eq!(
-            String::from_utf8(line).unwrap(),
-            r#"{"request_id":1,"id":"c-1","ok":true,"value":{"order":41},"caller":{"mode":"bearer","name":"alice"}}"#
-        );
-        let refusal = Refusal {
-            served: Some("fnv1a64:40381db6685c9f75".into()),
-            ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch("x"))
-        };
-        let line = Outcome::from(refusal).unix_line(4, None, &caller);
-        assert_eq!(
-            String::from_utf8(line).unwrap(),
-            r#"{"request_id":4,"id":null,"ok":false,"refusal":{"kind":"digest_mismatch","reason":"the request was generated against x","served":"fnv1a64:40381db6685c9f75"},"caller":{"mode":"bearer","name":"alice"}}"#
-        );
     }
 }

@@ -13,7 +13,7 @@ use arbitrary::Arbitrary;
 
 use super::exposure::{
     Completion, Correlation, Describer, Event, Exposure, ExposureLimits, ExposureSpec, MemberSpec,
-    PayloadCodec, RequestId, RequestKind,
+    Payload, PayloadCodec, RequestId, RequestKind,
 };
 use super::outcome::Outcome;
 use super::sources::{
@@ -362,11 +362,11 @@ fn apply(ex: &mut Exposure, m: &mut Model, op: &Op, now: &mut u64) {
                 },
                 _ => RequestKind::Call {
                     member: names[member as usize % 4].into(),
-                    payload: match payload % 8 {
+                    payload: Payload::Json(match payload % 8 {
                         0..=5 => b"{\"ok\":1}".to_vec(),
                         6 => b"{\"ok\":\"x\"}".to_vec(),
                         _ => b"nope".to_vec(),
-                    },
+                    }),
                 },
             };
             let digest = match digest % 8 {

@@ -3,19 +3,19 @@
 //! into an exposure [`Request`], and how each [`Outcome`] is answered on
 //! the stream, in the codec the call asked for.
 //!
-//! The HTTP/2 stream table that drives it lives outside `core` (the
-//! `limen-grpc` crate, over `limen-nghttp2`); everything that reads a
-//! header, a path, a message or an outcome is here, pure, so the replay
-//! runner and the C ABI can share it.
+//! The HTTP/2 stream table that drives it is [`super::streams`], over the
+//! events of [`super::h2`] (`limen-grpc` adapts nghttp2 to them);
+//! everything that reads a header, a path, a message or an outcome is
+//! here, pure, so the replay runner and the C ABI can share it.
 //!
 //! - Under `application/grpc+json` the message is the row's JSON: the
 //!   payload as sent, the response and `E` as the handler's JSON codec
 //!   wrote them.
 //! - Under protobuf (`application/grpc`, `+proto`) the request is handed
-//!   to the exposure as the text `pb:<message>:<base64>` (§ The protobuf
-//!   codec), which the exposure's codec decodes by the row's shape
-//!   ([`ShapeCodec::with_protobuf`]); the response and `E` are written
-//!   from their JSON by the same shapes.
+//!   to the exposure as a [`Payload::Proto`], the message as sent, which
+//!   the exposure's codec decodes by the row's shape (§ The protobuf
+//!   codec; [`ShapeCodec::with_protobuf`]); the response and `E` are
+//!   written from their JSON by the same shapes.
 //!
 //! [`ShapeCodec::with_protobuf`]: crate::hale::serving::ShapeCodec::with_protobuf
 
@@ -32,7 +32,7 @@ use crate::hale::docs::proto::{proto_file, EMPTY, REFUSAL};
 use crate::hale::docs::rows::{member, tool_name, ErrorSlot};
 use crate::hale::model::{Exposure, Program};
 use crate::hale::protobuf;
-use crate::hale::runtime::{Correlation, Credential, Outcome, Request, RequestKind};
+use crate::hale::runtime::{Correlation, Credential, Outcome, Payload, Request, RequestKind};
 use crate::hale::serving::{shape_of, ServeError};
 
 /// A header field as HTTP/2 carries it: name and value.
@@ -51,8 +51,6 @@ pub const JSON_REFUSAL: &str = "type.hale.dev/hale.api.Refusal";
 /// What the codecs read and write of one row.
 #[derive(Clone, Debug)]
 struct RowCodec {
-    /// The request's message, named in the `pb:` text.
-    request: String,
     /// The response's shape; `None` for a row that returns nothing
     /// (`HaleEmpty`).
     response: Option<Shape>,
@@ -211,14 +209,7 @@ impl Framing {
                 (ErrorSlot::Type(slot), Some(ty)) => Some((shape(ty)?, name(Some(slot), "Error"))),
                 _ => None,
             };
-            rows.insert(
-                row.member.clone(),
-                RowCodec {
-                    request: name(slots.request.as_ref(), "Request"),
-                    response,
-                    error,
-                },
-            );
+            rows.insert(row.member.clone(), RowCodec { response, error });
         }
         // Reflection answers the descriptor of the same model the `.proto`
         // text is written from; a surface that form refuses is not served
@@ -318,12 +309,8 @@ impl Framing {
             (Ok(Route::Describe), Ok(_)) => RequestKind::Describe,
             (Ok(Route::Call(name)), Ok(message)) => {
                 let payload = match head.codec {
-                    GrpcCodec::Json => json_text(message),
-                    GrpcCodec::Proto => {
-                        let message_name =
-                            self.rows.get(name).map_or(EMPTY, |r| r.request.as_str());
-                        Ok(protobuf::pb_text(message_name, &message))
-                    }
+                    GrpcCodec::Json => json_text(message).map(Payload::Json),
+                    GrpcCodec::Proto => Ok(Payload::Proto(message)),
                 };
                 member = Some(name.clone());
                 match payload {
@@ -454,14 +441,10 @@ fn write_proto(shape: Option<&Shape>, json: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A `+json` call's message as the exposure's payload: JSON text, so not
-/// empty, UTF-8, and not the `pb:` text the exposure holds a protobuf call
-/// as.
+/// empty and UTF-8; whether it is JSON is then the JSON codec's to say.
 fn json_text(message: Vec<u8>) -> Result<Vec<u8>, String> {
     if message.is_empty() {
         return Err("not_json_text: the message is empty".into());
-    }
-    if message.starts_with(b"pb:") {
-        return Err("not_json_text: the message begins pb:".into());
     }
     if std::str::from_utf8(&message).is_err() {
         return Err("not_json_text: the message is not UTF-8".into());

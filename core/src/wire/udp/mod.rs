@@ -68,8 +68,7 @@ pub use self::limits::{Address, Limits};
 use self::rate::Buckets;
 use crate::hale::runtime::{BearerSource, Describer, Principal, Refusal, RefusalKind, RoleSource};
 use crate::wire::ws::admission::Sources;
-use crate::wire::ws::hub::Published;
-use crate::wire::ws::hub_spec::{HubSpec, Invalidated, Offered, OnFull};
+use crate::wire::ws::hub_spec::{HubSpec, Invalidated, Offered, OnFull, Published};
 use crate::Timestamp;
 
 /// A subscriber's key: its address and its id's JSON text.
@@ -656,9 +655,14 @@ impl<A: Address> Hub<A> {
         self.out.as_ref().map(|o| (&o.to, o.datagram.as_slice()))
     }
 
-    /// The socket took the datagram [`pending_transmit`](Hub::pending_transmit)
-    /// named: it leaves its queue.
-    pub fn consume_transmit(&mut self) {
+    /// The socket was handed the datagram
+    /// [`pending_transmit`](Hub::pending_transmit) named at `now` and took
+    /// `n` bytes of it (the verb of every machine's `consume_output`): it
+    /// leaves its queue whatever `n` is, since a datagram goes whole or not
+    /// at all, and one the socket refused (`n` 0 after an error that is not
+    /// "would block") is dropped, not sent again.
+    pub fn consume_transmit(&mut self, now: Timestamp, n: usize) {
+        let _ = (now, n);
         let Some(out) = self.out.take() else {
             return;
         };

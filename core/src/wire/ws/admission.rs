@@ -3,14 +3,13 @@
 //! source's revision, the caller's document, and a subscribe's checks in
 //! their order (§ Streams, admission).
 
-use crate::hale::runtime::outcome::reasons;
+use crate::hale::runtime::bearer::authenticate;
 use crate::hale::runtime::{
     BearerSource, Describer, HeldRoles, Principal, Refusal, RefusalKind, RoleSource,
 };
 use crate::Timestamp;
 
-use super::hub::{EXPIRED_REASON, STOPPING_REASON};
-use super::hub_spec::HubSpec;
+use super::hub_spec::{HubSpec, STOPPING_REASON};
 
 /// A hub's bearer source, role source and describer.
 pub(crate) struct Sources {
@@ -30,18 +29,10 @@ impl Sources {
         wall: Timestamp,
         token: Option<&str>,
     ) -> Result<(Principal, Option<Timestamp>), String> {
-        let (Some(source), Some(token)) = (&self.bearer, token) else {
-            return Err(reasons::NOBODY.to_owned());
-        };
-        match source.principal(token) {
-            Some(p) if !p.name.is_empty() => match source.expiry(token) {
-                Some(e) if e != 0 && wall >= e => Err(EXPIRED_REASON.to_owned()),
-                Some(e) if e != 0 => Ok((p, Some(now.saturating_add(e - wall)))),
-                _ => Ok((p, None)),
-            },
-            _ => Err(source
-                .refused()
-                .unwrap_or_else(|| reasons::NOBODY.to_owned())),
+        match authenticate(self.bearer.as_deref(), token, wall) {
+            Ok((p, Some(e))) => Ok((p, Some(now.saturating_add(e - wall)))),
+            Ok((p, None)) => Ok((p, None)),
+            Err(refusal) => Err(refusal.subscribe_reason()),
         }
     }
 

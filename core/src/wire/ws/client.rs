@@ -159,6 +159,7 @@ impl ServerReader {
 mod tests {
     use super::*;
     use crate::wire::http1::HttpRequest;
+    use crate::wire::machine::Machine;
     use crate::wire::ws::{upgrade, Limits, WsConn, WsEvent};
 
     #[test]

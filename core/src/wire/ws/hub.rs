@@ -71,26 +71,25 @@ mod upgrade;
 
 use super::admission::Sources;
 use super::hub_spec::{frames, HubSpec, Invalidated, Offered, OnFull};
+// Defined beside the rows, which admission (`super::admission`) reads as
+// well: the hub and admission both import them from below, not from each
+// other.
+pub use super::hub_spec::{Published, EXPIRED_REASON, STOPPING_REASON};
 use super::{close_code, upgrade, WsConn, WsEvent};
 use crate::hale::runtime::outcome::reasons;
 use crate::hale::runtime::sources;
 use crate::hale::runtime::{
     BearerSource, Credential, Delivery, Describer, Outcome, Principal, Refusal, RefusalKind,
-    Request, RequestKind, RoleSource,
+    Request, RoleSource,
 };
 use crate::wire::http1::{HttpConn, HttpEvent, HttpRequest};
-use crate::wire::line::{parse_line, LineRequest};
+use crate::wire::line::{parse_line_keeping, LineRequest};
+use crate::wire::machine::Machine;
+use crate::wire::unix;
 use crate::Timestamp;
 
 /// The driver's id of one accepted connection.
 pub type ConnId = u64;
-
-/// The reason a spent credential's subscribe is refused (§ Streams: "a
-/// spent credential admits nothing new").
-pub const EXPIRED_REASON: &str = "the bearer token is refused: expired";
-
-/// The reason of a refusal after `stop()`.
-pub const STOPPING_REASON: &str = "the hub is stopping";
 
 /// The close reason of a connection whose upgrade named nobody, at the end
 /// of its [`anonymous_wait`](super::HubLimits::anonymous_wait) (sent with
@@ -111,20 +110,6 @@ pub enum HubEvent {
     /// The connection is done (its last bytes written, or dropped): close
     /// the socket. The id is free again.
     Close(ConnId),
-}
-
-/// What became of one [`publish`](Hub::publish).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Published {
-    /// Offered to this many subscriptions (each took a seq).
-    Offered(usize),
-    /// The payload does not fit the bus frame: it reaches no remote
-    /// subscriber and takes no seq.
-    TooLarge,
-    /// The hub binds no stream for the topic.
-    UnknownTopic,
-    /// The hub has stopped: nothing is offered.
-    Stopped,
 }
 
 /// What a hub that carries a surface (§ Rpcs on a hub) hands its
@@ -465,11 +450,19 @@ impl Hub {
             conn.calls_out = conn.calls_out.saturating_sub(1);
             let mut caller_json = Vec::with_capacity(64);
             caller.write_json(&mut caller_json);
-            let mut line = Vec::with_capacity(96);
-            outcome.write_unix_line_as(request_id, client_id.as_deref(), &caller_json, &mut line);
-            // `{"request_id": …}` becomes `{"type":"reply","request_id": …}`.
-            let mut frame = String::from("{\"type\":\"reply\",");
-            frame.push_str(&String::from_utf8_lossy(line.get(1..).unwrap_or_default()));
+            // The Unix reply's members under `"type":"reply"`.
+            let mut frame = Vec::with_capacity(160);
+            frame.extend_from_slice(b"{\"type\":\"reply\",");
+            unix::write_reply_members(
+                &outcome,
+                request_id,
+                client_id.as_deref(),
+                &caller_json,
+                &mut frame,
+            );
+            frame.push(b'}');
+            let frame = String::from_utf8(frame)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             conn.push_answer(frame);
             hub.rules.pump(now, conn);
         });

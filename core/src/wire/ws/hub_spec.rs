@@ -8,9 +8,29 @@ use serde_json::{json, Value};
 use crate::hale::model::Program;
 use crate::hale::runtime::{Refusal, RoleHierarchy};
 use crate::hale::serving::hierarchy;
-use crate::wire::ws::hub::Published;
 use crate::wire::{http1, ws};
 use crate::{Timestamp, SECOND};
+
+/// The reason a spent credential's subscribe is refused (§ Streams: "a
+/// spent credential admits nothing new").
+pub const EXPIRED_REASON: &str = crate::hale::runtime::outcome::reasons::SPENT;
+
+/// The reason of a refusal after `stop()`.
+pub const STOPPING_REASON: &str = "the hub is stopping";
+
+/// What became of one [`publish`](super::Hub::publish).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// Offered to this many subscriptions (each took a seq).
+    Offered(usize),
+    /// The payload does not fit the bus frame: it reaches no remote
+    /// subscriber and takes no seq.
+    TooLarge,
+    /// The hub binds no stream for the topic.
+    UnknownTopic,
+    /// The hub has stopped: nothing is offered.
+    Stopped,
+}
 
 /// How a subscription's queue sheds when it holds `bound` frames (a
 /// stream row's `on_full:`; `refuse` is no policy of a stream).

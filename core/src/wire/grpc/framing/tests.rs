@@ -411,12 +411,18 @@ fn a_refusal_takes_its_status_reason_and_refusal_detail() {
     // A +json message that is no JSON text.
     for (body, why) in [
         (&b""[..], "the message is empty"),
-        (b"pb:Place:CAM=", "the message begins pb:"),
         (b"\xff", "the message is not UTF-8"),
     ] {
         let got = said(&s.call(&head, Ok(body.to_vec()), never));
         assert_eq!(got.message, format!("not_json_text: {why}"));
     }
+    // A +json message that begins `pb:` is JSON text like any other (no
+    // text form smuggles protobuf any more): the JSON codec refuses it.
+    let got = said(&s.call(&head, Ok(b"pb:Place:CAM=".to_vec()), never));
+    assert_eq!(
+        (got.status, got.message.as_str()),
+        (3, "wrong_type: payload")
+    );
 }
 
 #[test]

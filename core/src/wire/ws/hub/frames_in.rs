@@ -11,9 +11,11 @@ impl Hub {
             let refusal = Refusal::new(kind, reason);
             conn.push_answer(frames::refusal(topic, &refusal));
         };
-        let frame = match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(frame)) => frame,
-            _ => {
+        // Read once, by the Unix line's reader: a `call` frame is the line's
+        // call with `"type": "call"`, so what it reads is the call too.
+        let (line, [kind, topic]) = match parse_line_keeping(text.as_bytes(), ["type", "topic"]) {
+            Ok(read) => read,
+            Err(_) => {
                 return refuse(
                     conn,
                     None,
@@ -22,10 +24,10 @@ impl Hub {
                 )
             }
         };
-        let topic = frame.get("topic").and_then(|t| t.as_str());
-        match frame.get("type").and_then(|t| t.as_str()) {
+        let topic = topic.as_deref();
+        match kind.as_deref() {
             Some("subscribe") => {}
-            Some("call") if self.serves_calls => return self.take_call(conn, text),
+            Some("call") if self.serves_calls => return self.take_call(conn, line),
             Some("call") => {
                 return refuse(
                     conn,
@@ -100,29 +102,13 @@ impl Hub {
     }
 
     /// A `call` frame: the Unix line's call with `"type": "call"` (its other
-    /// keys passed over as the line's are), framed for the exposure.
-    pub(super) fn take_call(&mut self, conn: &mut Conn, text: &str) {
-        let (kind, digest, client_id) = match parse_line(text.as_bytes()) {
-            Ok(LineRequest::Call {
-                member,
-                payload,
-                id,
-                digest,
-            }) => (RequestKind::Call { member, payload }, digest, id),
-            Ok(LineRequest::Malformed { reason, id }) => {
-                (RequestKind::Malformed { reason }, None, id)
-            }
-            Ok(LineRequest::Describe { id }) => (RequestKind::Describe, None, id),
-            Err(reason) => (RequestKind::Malformed { reason }, None, None),
-        };
+    /// keys passed over as the line's are), framed for the exposure as the
+    /// Unix transport frames a line, under the upgrade's bearer.
+    pub(super) fn take_call(&mut self, conn: &mut Conn, line: LineRequest) {
         conn.called = true;
         conn.calls_out += 1;
-        self.calls.push_back(HubCall::Request(Request {
-            correlation: conn.id,
-            kind,
-            digest,
-            credential: Credential::Bearer(conn.token.clone()),
-            client_id,
-        }));
+        let credential = Credential::Bearer(conn.token.clone());
+        let request = unix::frame(line, conn.id, credential);
+        self.calls.push_back(HubCall::Request(request));
     }
 }

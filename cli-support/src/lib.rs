@@ -1,6 +1,12 @@
 //! What `hale` and `flow` share on top of `clap`: help and the version on
 //! stdout with exit 0, a usage error on stderr with the usage line of the
 //! command it belongs to, and an exit status each command fixes.
+//!
+//! A crate of its own (it was `limen_drivers::cli_support`, still
+//! re-exported there) so that `limen-conformance` built without its `live`
+//! feature, the deterministic replay alone, links no I/O crate.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use clap::{Command, Parser};
 

@@ -1,5 +1,7 @@
-//! The witness program's loci, implemented in Rust: what `hale demo`
-//! serves and what the conformance tests drive.
+//! limen-witness: the witness program's loci, implemented in Rust, and
+//! the exposures derived from it — what `hale demo` (limen-drivers) serves
+//! and what the conformance replay drives, in a crate of their own so the
+//! deterministic replay links no I/O (no mio, no threads, no sockets).
 //!
 //! The declarations are the project's own copy, `conformance/programs/desk.hl`; the
 //! behaviour follows the program's bodies: `Orders` numbers orders from its
@@ -10,6 +12,16 @@
 //! each `Grants` literal grants the role its field names to the principal
 //! its value names. Each receiver counts its calls, so a test can tell that
 //! a refused request never reached it.
+//!
+//! Besides the handlers here: [`sources`], the role and bearer sources a
+//! served hub shares with the control that changes them, and
+//! [`exposures`], the serve sites the demo adds to the program (`mcp`,
+//! `grpc`, `desk` over the hub).
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod exposures;
+pub mod sources;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -19,7 +31,7 @@ use limen_core::hale::runtime::{Completion, Receiver, RoleTable, ServedContext, 
 use limen_core::hale::syntax::ast::Expr;
 
 /// The witness declarations, as limen ships them.
-pub const DESK: &str = include_str!("../../../conformance/programs/desk.hl");
+pub const DESK: &str = include_str!("../../conformance/programs/desk.hl");
 
 /// The witness program's model.
 pub fn program() -> Program {

@@ -10,12 +10,19 @@
 //! the connection. An EOF before the request is whole ends it with nothing
 //! written; an EOF after it is the client gone ([`HttpEvent::Lost`]).
 //!
-//! The machine knows HTTP, not Hale: [`crate::wire::hale_http`] frames its
+//! The machine knows HTTP, not Hale: [`crate::wire::http`] frames its
 //! requests for an exposure and encodes outcomes back, and the MCP transport
 //! frames `POST /mcp` on the same machine.
+//!
+//! [`client`] is the other role, as h11 has both: the reader of a response
+//! and the writer of a request, for limen's own clients (the CLI, the
+//! recorder, the conformance checker).
+
+pub mod client;
 
 use std::collections::VecDeque;
 
+use crate::wire::machine::Machine;
 use crate::{Timestamp, SECOND};
 
 /// The limits of one connection.
@@ -165,80 +172,6 @@ impl HttpConn {
         }
     }
 
-    /// Whether the machine reads input now: until its one request is whole.
-    pub fn wants_read(&self) -> bool {
-        matches!(self.state, State::Head | State::Body { .. })
-    }
-
-    /// Bytes read from the socket at `now`.
-    pub fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
-        match self.state {
-            State::Head | State::Body { .. } => {}
-            // One request to a connection: what follows it is not read.
-            _ => return,
-        }
-        if data.is_empty() {
-            return;
-        }
-        self.last_read = now;
-        match self.state {
-            State::Head => {
-                let data = self.skip_empty_lines(data);
-                // Bound what is buffered before the head is known to end.
-                let held = self.skipped + self.buf.len();
-                let room = (self.limits.max_head + 1).saturating_sub(held);
-                let take = data.len().min(room);
-                self.buf.extend_from_slice(&data[..take]);
-                let rest = &data[take..];
-                self.parse_head(take);
-                if let State::Body { .. } = self.state {
-                    self.take_body(rest);
-                }
-            }
-            State::Body { .. } => self.take_body(data),
-            _ => {}
-        }
-    }
-
-    /// The peer closed its end (EOF) at `now`.
-    pub fn handle_eof(&mut self, _now: Timestamp) {
-        match self.state {
-            // Cut off before it was whole: nothing is written.
-            State::Head | State::Body { .. } => self.close(),
-            // Gone after sending: the runtime's lost connection. The
-            // transport closes once the runtime is finished with it.
-            State::Waiting | State::Writing => self.events.push_back(HttpEvent::Lost),
-            State::Closed => {}
-        }
-    }
-
-    /// Time passes: the read timers while a request is read, the stalled
-    /// write timer while a response is written.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        match self.state {
-            State::Head | State::Body { .. } => {
-                if now >= self.read_deadline() {
-                    self.close();
-                }
-            }
-            State::Writing => {
-                if now >= self.last_progress.saturating_add(self.limits.stalled_write) {
-                    self.close();
-                }
-            }
-            State::Waiting | State::Closed => {}
-        }
-    }
-
-    /// When [`handle_timeout`](HttpConn::handle_timeout) next has work.
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
-        match self.state {
-            State::Head | State::Body { .. } => Some(self.read_deadline()),
-            State::Writing => Some(self.last_progress.saturating_add(self.limits.stalled_write)),
-            State::Waiting | State::Closed => None,
-        }
-    }
-
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<HttpEvent> {
         self.events.pop_front()
@@ -292,32 +225,6 @@ impl HttpConn {
     /// client).
     pub fn abort(&mut self) {
         self.close();
-    }
-
-    /// The bytes still to write.
-    pub fn pending_output(&self) -> &[u8] {
-        &self.out[self.out_pos..]
-    }
-
-    /// `n` bytes of [`pending_output`](HttpConn::pending_output) were written at
-    /// `now`. Once the whole response is out the connection closes.
-    pub fn consume_output(&mut self, now: Timestamp, n: usize) {
-        if self.state != State::Writing {
-            return;
-        }
-        let n = n.min(self.out.len() - self.out_pos);
-        if n > 0 {
-            self.out_pos += n;
-            self.last_progress = now;
-        }
-        if self.out_pos == self.out.len() {
-            self.close();
-        }
-    }
-
-    /// Whether the connection is done.
-    pub fn is_closed(&self) -> bool {
-        self.state == State::Closed
     }
 
     /// Whether a driver closing the connection now should close it in
@@ -505,6 +412,108 @@ impl HttpConn {
         request.body = std::mem::take(&mut self.buf);
         self.state = State::Waiting;
         self.events.push_back(HttpEvent::Request(request));
+    }
+}
+
+impl Machine for HttpConn {
+    /// Whether the machine reads input now: until its one request is whole.
+    fn wants_read(&self) -> bool {
+        matches!(self.state, State::Head | State::Body { .. })
+    }
+
+    /// Bytes read from the socket at `now`.
+    fn handle_data(&mut self, now: Timestamp, data: &[u8]) {
+        match self.state {
+            State::Head | State::Body { .. } => {}
+            // One request to a connection: what follows it is not read.
+            _ => return,
+        }
+        if data.is_empty() {
+            return;
+        }
+        self.last_read = now;
+        match self.state {
+            State::Head => {
+                let data = self.skip_empty_lines(data);
+                // Bound what is buffered before the head is known to end.
+                let held = self.skipped + self.buf.len();
+                let room = (self.limits.max_head + 1).saturating_sub(held);
+                let take = data.len().min(room);
+                self.buf.extend_from_slice(&data[..take]);
+                let rest = &data[take..];
+                self.parse_head(take);
+                if let State::Body { .. } = self.state {
+                    self.take_body(rest);
+                }
+            }
+            State::Body { .. } => self.take_body(data),
+            _ => {}
+        }
+    }
+
+    /// The peer closed its end (EOF) at `now`.
+    fn handle_eof(&mut self, _now: Timestamp) {
+        match self.state {
+            // Cut off before it was whole: nothing is written.
+            State::Head | State::Body { .. } => self.close(),
+            // Gone after sending: the runtime's lost connection. The
+            // transport closes once the runtime is finished with it.
+            State::Waiting | State::Writing => self.events.push_back(HttpEvent::Lost),
+            State::Closed => {}
+        }
+    }
+
+    /// Time passes: the read timers while a request is read, the stalled
+    /// write timer while a response is written.
+    fn handle_timeout(&mut self, now: Timestamp) {
+        match self.state {
+            State::Head | State::Body { .. } => {
+                if now >= self.read_deadline() {
+                    self.close();
+                }
+            }
+            State::Writing => {
+                if now >= self.last_progress.saturating_add(self.limits.stalled_write) {
+                    self.close();
+                }
+            }
+            State::Waiting | State::Closed => {}
+        }
+    }
+
+    /// When [`handle_timeout`](HttpConn::handle_timeout) next has work.
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.state {
+            State::Head | State::Body { .. } => Some(self.read_deadline()),
+            State::Writing => Some(self.last_progress.saturating_add(self.limits.stalled_write)),
+            State::Waiting | State::Closed => None,
+        }
+    }
+
+    /// The bytes still to write.
+    fn pending_output(&self) -> &[u8] {
+        &self.out[self.out_pos..]
+    }
+
+    /// `n` bytes of [`pending_output`](HttpConn::pending_output) were written at
+    /// `now`. Once the whole response is out the connection closes.
+    fn consume_output(&mut self, now: Timestamp, n: usize) {
+        if self.state != State::Writing {
+            return;
+        }
+        let n = n.min(self.out.len() - self.out_pos);
+        if n > 0 {
+            self.out_pos += n;
+            self.last_progress = now;
+        }
+        if self.out_pos == self.out.len() {
+            self.close();
+        }
+    }
+
+    /// Whether the connection is done.
+    fn is_closed(&self) -> bool {
+        self.state == State::Closed
     }
 }
 

@@ -31,7 +31,8 @@ impl Describer for Doc {
     }
 }
 
-/// Echoes its payload; `Echo::slow` sleeps first; `Echo::boom` panics.
+/// Echoes its payload; `Echo::slow` sleeps first; `Echo::boom` panics;
+/// `Echo::where` names the thread it ran on.
 struct Echo;
 impl Receiver for Echo {
     fn call(
@@ -45,6 +46,12 @@ impl Receiver for Echo {
         }
         if member == "Echo::boom" {
             panic!("the handler of Echo::boom panics");
+        }
+        if member == "Echo::where" {
+            // Which thread ran the call: a worker's is named after its
+            // receiver.
+            let name = thread::current().name().unwrap_or("").to_owned();
+            return Completion::Returned(serde_json::json!(name).to_string().into_bytes());
         }
         Completion::Returned(payload.to_string().into_bytes())
     }
@@ -69,6 +76,11 @@ fn spec(name: &str, via: &str) -> ExposureSpec {
             },
             MemberSpec {
                 name: "Echo::boom".into(),
+                receiver: 0,
+                requires: vec![],
+            },
+            MemberSpec {
+                name: "Echo::where".into(),
                 receiver: 0,
                 requires: vec![],
             },
@@ -129,12 +141,14 @@ fn start_with(config: ServerConfig, supervision: Supervision, inline: bool) -> R
         };
         let (u, _) = server.bind_unix(&unix_path).unwrap().unwrap();
         let w = if inline {
-            server.add_inline_receiver(
-                "self.echo",
-                1,
-                Box::new(Echo),
-                Arc::new(move |_| supervision),
-            )
+            server
+                .add_inline_receiver(
+                    "self.echo",
+                    1,
+                    Box::new(Echo),
+                    Arc::new(move |_| supervision),
+                )
+                .unwrap()
         } else {
             server
                 .add_worker(
@@ -541,5 +555,61 @@ fn an_inline_receiver_drained_by_command_refuses_unavailable_until_resumed() {
     assert!(
         (0..20).any(|_| post(&r.http, "Echo::say", "3", "t-a") == (200, "3".into())),
         "a resumed inline receiver serves again"
+    );
+}
+
+#[test]
+fn an_inline_receiver_runs_a_lone_call_on_the_loop_and_a_pipelined_burst_on_its_spill_worker() {
+    let r = start_with(ServerConfig::default(), Supervision::Absorb, true);
+    // One call in its turn: run on the owner's own thread, not a worker.
+    let (status, body) = post(&r.http, "Echo::where", "0", "t-a");
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(
+        body, "\"receiver self.echo\"",
+        "a lone call ran on a worker"
+    );
+    // 32 calls pipelined on one connection, in one write: the turn that
+    // frames them hands the receiver a burst, which its spill worker runs.
+    let calls: Vec<(&str, u64)> = (1..=32).map(|id| ("Echo::where", id)).collect();
+    let replies = unix_calls(&r.unix, &calls, || {});
+    assert_eq!(replies.len(), 32);
+    assert!(
+        replies
+            .values()
+            .any(|reply| reply["value"] == "receiver self.echo"),
+        "no call of the burst ran on the spill worker: {replies:?}"
+    );
+    // Whoever ran them, every call was answered, and a lone call after the
+    // burst runs inline again once the spill worker is idle.
+    assert!(
+        (0..50).any(|_| {
+            let (status, body) = post(&r.http, "Echo::where", "0", "t-a");
+            status == 200 && body != "\"receiver self.echo\""
+        }),
+        "lone calls after a burst never ran inline again"
+    );
+}
+
+#[test]
+fn after_a_drained_panic_inline_the_calls_of_its_turn_do_not_run() {
+    // Three calls (fewer than a burst) in one write run inline: the panic
+    // of the second drains the receiver, and the third, handed ahead in the
+    // same turn, never starts.
+    let r = start_with(ServerConfig::default(), Supervision::Drain, true);
+    let replies = unix_calls(
+        &r.unix,
+        &[("Echo::where", 1), ("Echo::boom", 2), ("Echo::say", 3)],
+        || {},
+    );
+    assert_ne!(
+        replies[&1]["value"], "receiver self.echo",
+        "{}",
+        replies[&1]
+    );
+    assert_eq!(replies[&2]["refusal"]["kind"], "server", "{}", replies[&2]);
+    assert_eq!(
+        replies[&3]["refusal"]["kind"], "unavailable",
+        "{}",
+        replies[&3]
     );
 }

@@ -628,7 +628,9 @@ fn instance_worker(
             .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?
     } else {
         // The witness's handlers compute and return: run inline.
-        server.add_inline_receiver(r, 1, inner, on_failure)
+        server
+            .add_inline_receiver(r, 1, inner, on_failure)
+            .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?
     };
     workers.insert(r.to_owned(), Instance { worker, gate });
     Ok(worker)

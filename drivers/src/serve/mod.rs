@@ -374,7 +374,7 @@ impl Server {
             id,
             name,
             stamp,
-            receiver,
+            Arc::new(std::sync::Mutex::new(receiver)),
             on_failure,
             self.owner_box.clone(),
         )?;
@@ -384,26 +384,38 @@ impl Server {
         Ok(id)
     }
 
-    /// Adds a receiver instance declared non-blocking: its calls run on
-    /// the owner's thread (loop 0), one at a time, behind the same panic
-    /// boundary and with the same reports, drain and resume as a worker's
-    /// ([`add_worker`](Server::add_worker)), without the two thread hops a
-    /// call to a worker takes. A handler that may block (on a lock, a
-    /// file, another process) belongs on a worker: here it would stall
-    /// every connection of loop 0 while it waits.
+    /// Adds a receiver instance declared non-blocking: while its calls come
+    /// one or a few at a time they run on the owner's thread (loop 0),
+    /// without the two thread hops a call to a worker takes; a turn that
+    /// hands it a burst sends them to a thread of its own, where they run
+    /// beside the loop (`serve/inline.rs` says when). One call at a time
+    /// either way, behind the same panic boundary and with the same
+    /// reports, drain and resume as a worker's
+    /// ([`add_worker`](Server::add_worker)). A handler that may block (on a
+    /// lock, a file, another process) belongs on a worker: here it would
+    /// stall every connection of loop 0 while it waits.
     pub fn add_inline_receiver(
         &mut self,
         name: &str,
         stamp: u64,
         receiver: Box<dyn limen_core::hale::runtime::Receiver + Send>,
         on_failure: OnFailure,
-    ) -> WorkerId {
+    ) -> io::Result<WorkerId> {
         let id = self.owner.workers.len();
-        let inline = inline::Inline::new(id, name, stamp, receiver, on_failure);
+        let receiver = Arc::new(std::sync::Mutex::new(receiver));
+        let spill = Worker::spawn(
+            id,
+            name,
+            stamp,
+            receiver.clone(),
+            on_failure.clone(),
+            self.owner_box.clone(),
+        )?;
+        let inline = inline::Inline::new(id, name, stamp, receiver, on_failure, spill);
         self.owner.workers.push(Actor::Inline(inline));
         self.owner.draining.push(false);
         self.owner.handed.push(Default::default());
-        id
+        Ok(id)
     }
 
     /// Serves `exposure` on `listener`, its receivers answered by `workers`

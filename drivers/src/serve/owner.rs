@@ -67,6 +67,13 @@ pub(super) struct Owner {
     /// Inline receivers handed a call since they last ran, to be run once
     /// the input that handed it has been acted on.
     inline_ready: Vec<usize>,
+    /// Whether the requests a loop framed this turn came at least two to a
+    /// connection, or a worker's report dispatched calls queued behind a
+    /// burst: an inline receiver's burst then spills to its worker
+    /// (`inline.rs`).
+    pipelined: bool,
+    /// The connections of a turn's requests (kept to spare an allocation).
+    turn_connections: Vec<Correlation>,
     /// Whether each worker's receiver drains: asked, it is absent.
     pub(super) draining: Vec<bool>,
     /// The calls handed to each worker and not reported yet, in the order
@@ -95,6 +102,8 @@ impl Owner {
             exposures: Vec::new(),
             workers: Vec::new(),
             inline_ready: Vec::new(),
+            pipelined: false,
+            turn_connections: Vec::new(),
             draining: Vec::new(),
             handed: Vec::new(),
             loops: Vec::new(),
@@ -130,6 +139,16 @@ impl Owner {
 
     /// Requests and losses a loop framed, in its order.
     pub(super) fn take_framed(&mut self, now: Timestamp, wall: Timestamp, items: Vec<ToOwner>) {
+        self.turn_connections.clear();
+        self.turn_connections
+            .extend(items.iter().filter_map(|item| match item {
+                ToOwner::Request { request, .. } => Some(request.correlation),
+                ToOwner::Lost { .. } => None,
+            }));
+        let calls = self.turn_connections.len();
+        self.turn_connections.sort_unstable();
+        self.turn_connections.dedup();
+        self.pipelined = calls >= 2 * self.turn_connections.len().max(1);
         for item in items {
             match item {
                 ToOwner::Request {
@@ -161,6 +180,9 @@ impl Owner {
 
     /// A worker's report.
     pub(super) fn take_report(&mut self, now: Timestamp, report: Report) {
+        // What a report dispatches next was queued behind a spilled burst:
+        // a burst of it spills too.
+        self.pipelined = true;
         self.report(now, report);
         self.run_inline(now);
     }
@@ -171,6 +193,21 @@ impl Owner {
     /// handed it.
     fn run_inline(&mut self, now: Timestamp) {
         while let Some(w) = self.inline_ready.pop() {
+            // A pipelined burst goes to the receiver's spill worker, in
+            // order.
+            let burst = match &mut self.workers[w] {
+                Actor::Inline(inline) if self.pipelined => inline.take_burst(),
+                _ => Default::default(),
+            };
+            for job in burst {
+                let exposure = job.exposure;
+                let Actor::Inline(inline) = &self.workers[w] else {
+                    break;
+                };
+                if let Err(request_id) = inline.spill().hand(job) {
+                    self.not_taken(now, w, exposure, request_id);
+                }
+            }
             while let Some(report) = match &mut self.workers[w] {
                 Actor::Inline(inline) => inline.run_next(),
                 Actor::Thread(_) => None,
@@ -178,6 +215,8 @@ impl Owner {
                 self.report(now, report);
             }
         }
+        // Only the turn that framed the requests is pipelined.
+        self.pipelined = false;
     }
 
     /// A report, from a worker or an inline receiver.
@@ -218,6 +257,16 @@ impl Owner {
                 self.pump(now, exposure);
             }
         }
+    }
+
+    /// A call its worker's thread could not take (the thread is gone):
+    /// the exposure settles it.
+    fn not_taken(&mut self, now: Timestamp, worker: usize, exposure: usize, request_id: RequestId) {
+        self.reported(worker, exposure, request_id);
+        self.exposures[exposure]
+            .exposure
+            .handle_input(now, Input::DispatchNotTaken(request_id));
+        self.pump(now, exposure);
     }
 
     /// A handed call was reported: it leaves its worker's list.
@@ -354,12 +403,24 @@ impl Owner {
                                     .handle_input(now, Input::DispatchNotTaken(request_id));
                             }
                         }
-                        Actor::Inline(inline) => {
-                            inline.hand(job);
-                            if self.inline_ready.last() != Some(&worker) {
-                                self.inline_ready.push(worker);
+                        Actor::Inline(inline) => match inline.spill_worker_busy() {
+                            // Its spill worker still holds a call: this one
+                            // follows it there, so calls start in order.
+                            Some(spill) => {
+                                if spill.hand(job).is_err() {
+                                    self.handed[worker].pop_back();
+                                    self.exposures[index]
+                                        .exposure
+                                        .handle_input(now, Input::DispatchNotTaken(request_id));
+                                }
                             }
-                        }
+                            None => {
+                                inline.hand(job);
+                                if self.inline_ready.last() != Some(&worker) {
+                                    self.inline_ready.push(worker);
+                                }
+                            }
+                        },
                     }
                 }
                 Event::Recall {

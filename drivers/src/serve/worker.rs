@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -94,6 +94,12 @@ pub struct Job {
     pub claim: Claim,
 }
 
+/// A receiver instance as a worker holds it: behind a lock, so that an
+/// inline receiver's spill worker ([`super::inline`]) and the owner can take
+/// turns with it. A worker locks it for each call; nobody else holds it
+/// then, so the lock costs one uncontended atomic pair.
+pub type SharedReceiver = Arc<Mutex<Box<dyn Receiver + Send>>>;
+
 /// A handed call's claim: set once, by the worker or by the owner.
 pub type Claim = Arc<AtomicBool>;
 
@@ -125,6 +131,10 @@ struct Inbox {
     /// Set by the worker after a violation its supervision drains, cleared
     /// by the owner's resume: while set, the worker starts nothing.
     paused: AtomicBool,
+    /// Calls handed and not done with (run, skipped or reported not
+    /// taken): at 0 the worker neither runs nor holds a call, and only the
+    /// owner's next hand changes that.
+    in_hand: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -205,7 +215,7 @@ impl Worker {
         id: usize,
         name: &str,
         stamp: u64,
-        mut receiver: Box<dyn Receiver + Send>,
+        receiver: SharedReceiver,
         on_failure: OnFailure,
         owner: Arc<Mailbox<Message>>,
     ) -> std::io::Result<Worker> {
@@ -269,9 +279,17 @@ impl Worker {
                     };
                     if !take(&job.claim) {
                         // The owner took it back: the exposure settled it.
+                        gone.inbox.in_hand.fetch_sub(1, Ordering::SeqCst);
                         continue;
                     }
-                    let report = run(id, stamp, &owner_name, receiver.as_mut(), job, &on_failure);
+                    let report = {
+                        // A panic is caught inside `run`, so the lock is
+                        // never poisoned by a handler; `into_inner` only
+                        // keeps a worker going if it ever were.
+                        let mut receiver = receiver.lock().unwrap_or_else(|e| e.into_inner());
+                        run(id, stamp, &owner_name, receiver.as_mut(), job, &on_failure)
+                    };
+                    gone.inbox.in_hand.fetch_sub(1, Ordering::SeqCst);
                     if let Report::Ended {
                         supervision: Some(Supervision::Drain),
                         ..
@@ -305,6 +323,19 @@ impl Worker {
         &self.name
     }
 
+    /// Whether the worker neither runs nor holds a call (none handed is
+    /// left). Read by the owner, the only one who hands: it stays true
+    /// until the owner hands again.
+    pub(super) fn idle(&self) -> bool {
+        self.inbox.in_hand.load(Ordering::SeqCst) == 0
+    }
+
+    /// Whether the worker paused after a violation its supervision drains
+    /// (until [`resume`](Worker::resume)).
+    pub(super) fn paused(&self) -> bool {
+        self.inbox.paused.load(Ordering::SeqCst)
+    }
+
     /// Lets a worker paused after a drained violation start calls again.
     pub(super) fn resume(&self) {
         if self.inbox.paused.swap(false, Ordering::SeqCst) {
@@ -320,6 +351,7 @@ impl Worker {
             if state.gone {
                 return Err(job.dispatch.request_id);
             }
+            self.inbox.in_hand.fetch_add(1, Ordering::SeqCst);
             state.jobs.push_back(job);
         }
         // Set after the push and read by the worker before it parks again

@@ -19,7 +19,9 @@ use limen_core::hale::runtime::{Correlation, Delivery, PeerCredentials};
 use limen_core::wire::front::{Front, FrontEvent, FrontKind, RawRequest};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Token};
+
+use super::reactor::{earliest, wait_until, Reactor, ReadBudget, WAKER};
 use slab::Slab;
 
 use super::fronts;
@@ -28,7 +30,7 @@ use super::mailbox::Mailbox;
 use super::net::Stream;
 use super::owner::Owner;
 use super::record::Exchange;
-use super::{unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHIFT, WAKER};
+use super::{unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHIFT};
 
 /// Listeners' tokens start here; connections take the slab's keys below.
 const LISTENER_BASE: usize = 1 << 40;
@@ -36,13 +38,6 @@ const LISTENER_BASE: usize = 1 << 40;
 const LINGER_BASE: usize = 1 << 41;
 /// The size of one read from a connection.
 const READ_BUF: usize = 16 * 1024;
-/// The most bytes read from one connection per wake of the loop: one that
-/// never stops sending is read again next turn (from `again`: its
-/// readiness is edge-triggered and will not be announced anew), after
-/// every other connection ready now, so it cannot starve them. Four
-/// reads: a request or a burst of frames of usual size is read in one
-/// turn, and a body of 1 MiB in 16.
-const READ_BUDGET: usize = 4 * READ_BUF;
 /// How long accepting pauses when the process is out of descriptors: short
 /// enough that connections are taken again soon after the clients let go,
 /// long enough that a full table costs nothing while it stays full.
@@ -91,7 +86,7 @@ struct Conn {
 /// See the module documentation.
 pub(super) struct ConnLoop {
     id: usize,
-    poll: Poll,
+    reactor: Reactor,
     mailbox: Arc<Mailbox<Message>>,
     owner_box: Arc<Mailbox<Message>>,
     shared: Arc<Shared>,
@@ -127,7 +122,7 @@ pub(super) struct ConnLoop {
 impl ConnLoop {
     pub(super) fn new(
         id: usize,
-        poll: Poll,
+        reactor: Reactor,
         mailbox: Arc<Mailbox<Message>>,
         owner_box: Arc<Mailbox<Message>>,
         shared: Arc<Shared>,
@@ -139,7 +134,7 @@ impl ConnLoop {
             let served = shared.served[l].is_some();
             let on = match (fd, served) {
                 (Some(fd), true) => {
-                    poll.registry().register(
+                    reactor.registry().register(
                         &mut SourceFd(&fd),
                         Token(LISTENER_BASE + l),
                         Interest::READABLE,
@@ -152,7 +147,7 @@ impl ConnLoop {
         }
         Ok(ConnLoop {
             id,
-            poll,
+            reactor,
             mailbox,
             owner_box,
             shared,
@@ -191,7 +186,7 @@ impl ConnLoop {
             let now = self.shared.now();
             let mut deadline = self.next_deadline();
             if let Some(owner) = owner.as_deref() {
-                deadline = min_opt(deadline, owner.poll_timeout());
+                deadline = earliest(deadline, owner.poll_timeout());
             }
             self.mailbox.sleep();
             // A message left before the mark is in the mailbox now.
@@ -201,20 +196,12 @@ impl ConnLoop {
             let timeout = if busy || !messages.is_empty() || stop_due && !self.finish_sent {
                 Some(Duration::ZERO)
             } else {
-                deadline.map(|t| {
-                    // Rounded up to the next millisecond, so a timer is
-                    // never polled a hair early and spun on.
-                    Duration::from_nanos(t.saturating_sub(now)) + Duration::from_millis(1)
-                })
+                wait_until(deadline, now)
             };
-            let polled = self.poll.poll(&mut events, timeout);
+            let polled = self.reactor.turn(&mut events, timeout);
             self.mailbox.awake();
             self.reply_time = None;
-            match polled {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            polled?;
             let now = self.shared.now();
             // Messages first: a command sent before a client connected is in
             // force when that client's request is read.
@@ -376,7 +363,7 @@ impl ConnLoop {
         if release {
             let mut listener = lock(&self.shared.listeners[l]);
             if let Some(fd) = listener.raw_fd() {
-                let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+                let _ = self.reactor.registry().deregister(&mut SourceFd(&fd));
             }
             *listener = super::Listener::Closed;
         }
@@ -384,8 +371,8 @@ impl ConnLoop {
 
     fn next_deadline(&mut self) -> Option<Timestamp> {
         let timer = self.timers.peek().map(|Reverse((t, _, _))| *t);
-        let timer = min_opt(timer, self.lingering.next_deadline());
-        min_opt(timer, self.accept_paused_until)
+        let timer = earliest(timer, self.lingering.next_deadline());
+        earliest(timer, self.accept_paused_until)
     }
 
     fn fire_timers(&mut self, now: Timestamp) {
@@ -502,7 +489,7 @@ impl ConnLoop {
             });
             if self.conns[key]
                 .stream
-                .register(self.poll.registry(), Token(key), Interest::READABLE)
+                .register(self.reactor.registry(), Token(key), Interest::READABLE)
                 .is_err()
             {
                 self.conns.remove(key);
@@ -532,7 +519,7 @@ impl ConnLoop {
     }
 
     fn read_into(&mut self, key: usize, buf: &mut [u8]) {
-        let mut budget = READ_BUDGET;
+        let mut budget = ReadBudget::turn();
         loop {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
@@ -567,8 +554,7 @@ impl ConnLoop {
                     if n < buf.len() {
                         return;
                     }
-                    budget = budget.saturating_sub(n);
-                    if budget == 0 {
+                    if budget.spend(n) {
                         // More may wait, and no edge will say so.
                         self.again.push(key);
                         return;
@@ -631,7 +617,7 @@ impl ConnLoop {
             };
             let _ = conn
                 .stream
-                .reregister(self.poll.registry(), Token(key), interest);
+                .reregister(self.reactor.registry(), Token(key), interest);
         }
         self.after_front(key);
         if resume_read && !want_write {
@@ -698,7 +684,7 @@ impl ConnLoop {
         if front.lingers() {
             let now = self.shared.now();
             self.lingering
-                .start(self.poll.registry(), stream, true, admitted, now);
+                .start(self.reactor.registry(), stream, true, admitted, now);
         }
         // The runtime may still hold requests of this connection: they run,
         // and their replies are dropped.
@@ -755,13 +741,6 @@ fn out_of_descriptors(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     )
-}
-
-fn min_opt(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 /// Locks a mutex that guards plain data: no code that can panic holds it,

@@ -27,18 +27,19 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use limen_core::hale::runtime::{Correlation, Delivery};
 use limen_core::wire::ws::{ConnId, Hub, HubCall, HubEvent, Published};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Token};
 
 use super::fanout::{FanOut, Planned, Wrote};
 use super::linger::{LingerLimits, Lingering};
 use super::mailbox::Mailbox;
 use super::net::{BoundAddress, Listener, Stream};
+use super::reactor::{earliest, wait_until, Clock, Reactor, ReadBudget, READ_BUDGET, WAKER};
 use super::{unix_now, Message, ToOwner, CORRELATION_LOOP_SHIFT};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -46,14 +47,8 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// connection's id.
 const LINGER_BASE: usize = 1 << 62;
 /// How long accepting pauses after a failure (out of descriptors): the
-/// request loops' pause.
-const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
-const WAKER: Token = Token(usize::MAX);
-/// The most bytes read from one connection in one turn, as the request
-/// loops': a peer that sends without pause (frames the hub consumes and
-/// answers nothing, as unsolicited pongs) waits its next turn while the
-/// others are served.
-const READ_BUDGET: usize = 64 * 1024;
+/// request loops' pause, in nanoseconds.
+const ACCEPT_PAUSE: Timestamp = 100_000_000;
 /// How many bytes of the machine's output one write gathers. The machine
 /// hands out one frame at a time (an event stays in its subscription's
 /// queue, where its row's policy and a moved revision still apply, until
@@ -168,7 +163,7 @@ impl HubHandle {
 
 /// A hub bound and ready to run. See the module documentation.
 pub struct HubServer {
-    poll: Poll,
+    reactor: Reactor,
     listener: Option<Listener>,
     bound: BoundAddress,
     hub: Hub,
@@ -194,8 +189,8 @@ pub struct HubServer {
     /// The writer threads.
     fanout: FanOut,
     /// When accepting, paused by a failure, is tried again.
-    accept_again: Option<Instant>,
-    started: Instant,
+    accept_again: Option<Timestamp>,
+    clock: Clock,
     /// Set when a surface is served over the hub.
     calls: Option<CallLink>,
     /// Closed connections whose peer may still be sending (an HTTP
@@ -223,12 +218,12 @@ impl HubServer {
                 "a WebSocket hub listens on TCP",
             ));
         };
-        let poll = Poll::new()?;
-        poll.registry()
+        let (reactor, waker) = Reactor::new()?;
+        reactor
+            .registry()
             .register(&mut SourceFd(&fd), LISTENER, Interest::READABLE)?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
         Ok(HubServer {
-            poll,
+            reactor,
             listener: Some(listener),
             bound,
             hub,
@@ -237,13 +232,14 @@ impl HubServer {
             next_id: 0,
             paused: std::collections::HashSet::new(),
             unread: Vec::new(),
-            buf: vec![0u8; 64 * 1024],
+            // One read may take a whole turn's budget.
+            buf: vec![0u8; READ_BUDGET],
             held: HashMap::new(),
             ready: Vec::new(),
             round: Vec::new(),
             fanout: FanOut::new(default_writers() - 1, "hale hub"),
             accept_again: None,
-            started: Instant::now(),
+            clock: Clock::start(),
             calls: None,
             lingering: Lingering::new(LINGER_BASE, LingerLimits::default()),
         })
@@ -296,7 +292,7 @@ impl HubServer {
     }
 
     fn now(&self) -> Timestamp {
-        self.started.elapsed().as_nanos() as Timestamp
+        self.clock.now()
     }
 
     /// Serves until stopped ([`HubHandle::stop`]) and every connection is
@@ -308,27 +304,14 @@ impl HubServer {
         // connection): after the turn's work, for the next sleep.
         let mut deadline = self.hub.poll_timeout();
         loop {
-            let timeout = deadline.map(|at| {
-                let now = self.now();
-                // A millisecond past the deadline, so the machine finds it
-                // reached (the poll rounds down).
-                Duration::from_nanos(at.saturating_sub(now)) + Duration::from_millis(1)
-            });
-            let timeout = match self.lingering.next_deadline() {
-                _ if self.lingering.has_ready() => Some(Duration::ZERO),
-                Some(at) => {
-                    let wait = Duration::from_nanos(at.saturating_sub(self.now()))
-                        + Duration::from_millis(1);
-                    Some(timeout.map_or(wait, |t| t.min(wait)))
-                }
-                None => timeout,
-            };
-            let timeout = match self.accept_again {
-                Some(at) => {
-                    let wait = at.saturating_duration_since(Instant::now());
-                    Some(timeout.map_or(wait, |t| t.min(wait)))
-                }
-                None => timeout,
+            // The machine's, the lingering sockets' and the paused
+            // accept's deadlines, whichever comes first.
+            let next = earliest(deadline, self.lingering.next_deadline());
+            let next = earliest(next, self.accept_again);
+            let timeout = if self.lingering.has_ready() {
+                Some(Duration::ZERO)
+            } else {
+                wait_until(next, self.now())
             };
             self.inbox.sleep();
             self.inbox.take(&mut commands);
@@ -337,16 +320,13 @@ impl HubServer {
             } else {
                 Some(Duration::ZERO)
             };
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            let polled = self.reactor.turn(&mut events, timeout);
             self.inbox.awake();
+            polled?;
             for id in std::mem::take(&mut self.unread) {
                 self.read(id);
             }
-            if self.accept_again.is_some_and(|at| Instant::now() >= at) {
+            if self.accept_again.is_some_and(|at| self.now() >= at) {
                 self.accept_again = None;
                 self.accept();
                 self.drain();
@@ -404,7 +384,7 @@ impl HubServer {
                         self.hub.stop(now);
                         if let Some(l) = self.listener.take() {
                             if let Some(fd) = l.raw_fd() {
-                                let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+                                let _ = self.reactor.registry().deregister(&mut SourceFd(&fd));
                             }
                         }
                     }
@@ -481,7 +461,7 @@ impl HubServer {
                     let token = Token(id as usize);
                     if stream
                         .register(
-                            self.poll.registry(),
+                            self.reactor.registry(),
                             token,
                             Interest::READABLE | Interest::WRITABLE,
                         )
@@ -498,7 +478,7 @@ impl HubServer {
                 // the backlog, and no new readiness may come for it, so
                 // accepting pauses and is tried again (not spinning).
                 Err(_) => {
-                    self.accept_again = Some(Instant::now() + ACCEPT_PAUSE);
+                    self.accept_again = Some(self.now() + ACCEPT_PAUSE);
                     return;
                 }
             }
@@ -513,9 +493,9 @@ impl HubServer {
     }
 
     fn read_into(&mut self, id: ConnId, buf: &mut [u8]) {
-        let mut taken = 0;
+        let mut budget = ReadBudget::turn();
         loop {
-            if taken >= READ_BUDGET {
+            if budget.spent() {
                 self.unread.push(id);
                 return;
             }
@@ -537,7 +517,7 @@ impl HubServer {
                     return;
                 }
                 Ok(n) => {
-                    taken += n;
+                    budget.spend(n);
                     let now = self.now();
                     self.hub.handle_data(now, unix_now(), id, &buf[..n]);
                 }
@@ -666,7 +646,7 @@ impl HubServer {
                         {
                             let now = self.now();
                             self.lingering
-                                .start(self.poll.registry(), stream, true, (), now);
+                                .start(self.reactor.registry(), stream, true, (), now);
                         }
                     }
                 }

@@ -36,6 +36,7 @@ mod linger;
 mod mailbox;
 mod net;
 mod owner;
+mod reactor;
 pub mod record;
 pub mod udp_hub;
 pub mod worker;
@@ -44,14 +45,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use limen_core::hale::runtime::{Correlation, Delivery, Exposure, ExposureSpec, Input, Request};
 use limen_core::wire::front::{FrontLimits, RawRequest};
 use limen_core::wire::{grpc, mcp};
 use limen_core::Timestamp;
 use limen_grpc::GrpcLimits;
-use mio::{Poll, Waker};
 
 use conn_loop::ConnLoop;
 use fronts::Framing;
@@ -59,6 +59,7 @@ pub use linger::LingerLimits;
 use mailbox::Mailbox;
 pub use net::{BoundAddress, Listener};
 use owner::{Actor, OwnedExposure, Owner};
+use reactor::{Clock, Reactor};
 pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{OnFailure, Report, Worker};
 
@@ -229,23 +230,23 @@ pub(crate) struct Shared {
     pub(crate) caps: Vec<usize>,
     /// Hears every exchange, when set.
     pub(crate) recorder: Option<Mutex<Box<dyn Recorder>>>,
-    /// The monotonic clock's origin.
-    pub(crate) started: Instant,
+    /// The loops' one monotonic clock.
+    pub(crate) clock: Clock,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
 impl Shared {
     /// The monotonic clock, in nanoseconds since the server started.
     pub(crate) fn now(&self) -> Timestamp {
-        self.started.elapsed().as_nanos() as Timestamp
+        self.clock.now()
     }
 }
 
 /// The serving driver. See the module documentation.
 pub struct Server {
     config: ServerConfig,
-    /// Loop 0's poll, made first so the owner's mailbox can wake it.
-    poll: Poll,
+    /// Loop 0's reactor, made first so the owner's mailbox can wake it.
+    reactor: Reactor,
     owner_box: Arc<Mailbox<Message>>,
     owner: Owner,
     listeners: Vec<Listener>,
@@ -254,7 +255,7 @@ pub struct Server {
     caps: Vec<Option<usize>>,
     stop: Arc<AtomicBool>,
     recorder: Option<Box<dyn Recorder>>,
-    started: Instant,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Server {
@@ -266,20 +267,16 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// The token of loop `i`'s waker.
-pub(crate) const WAKER: mio::Token = mio::Token(usize::MAX);
-
 impl Server {
     /// A server with no listener yet. The process's soft limit on open
     /// descriptors is raised to its hard limit, since a server holds one per
     /// connection.
     pub fn new(config: ServerConfig) -> io::Result<Server> {
         net::raise_descriptor_limit();
-        let poll = Poll::new()?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
+        let (reactor, waker) = Reactor::new()?;
         Ok(Server {
             config,
-            poll,
+            reactor,
             owner_box: Arc::new(Mailbox::new(waker)),
             owner: Owner::new(),
             listeners: Vec::new(),
@@ -287,7 +284,7 @@ impl Server {
             caps: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             recorder: None,
-            started: Instant::now(),
+            clock: Clock::start(),
         })
     }
 
@@ -542,7 +539,7 @@ impl Server {
     }
 
     fn now(&self) -> Timestamp {
-        self.started.elapsed().as_nanos() as Timestamp
+        self.clock.now()
     }
 
     /// Runs until every exposure has stopped (after a [`StopHandle::stop`])
@@ -551,7 +548,7 @@ impl Server {
     pub fn run(self) -> io::Result<()> {
         let Server {
             config,
-            poll,
+            reactor,
             owner_box,
             mut owner,
             listeners,
@@ -559,16 +556,15 @@ impl Server {
             caps,
             stop,
             recorder,
-            started,
+            clock,
         } = self;
         let count = config.loop_count().max(1);
-        let mut polls = vec![poll];
+        let mut reactors = vec![reactor];
         let mut boxes = vec![owner_box];
         for _ in 1..count {
-            let poll = Poll::new()?;
-            let waker = Waker::new(poll.registry(), WAKER)?;
+            let (reactor, waker) = Reactor::new()?;
             boxes.push(Arc::new(Mailbox::new(waker)));
-            polls.push(poll);
+            reactors.push(reactor);
         }
         owner.set_loops(boxes.clone());
         let kinds: Vec<(bool, Option<usize>)> = listeners
@@ -588,7 +584,7 @@ impl Server {
             open: caps.iter().map(|_| Arc::new(AtomicUsize::new(0))).collect(),
             caps,
             recorder: recorder.map(Mutex::new),
-            started,
+            clock,
             stop,
         });
         // The exposures' first events (a receiver asked at birth) are
@@ -598,10 +594,10 @@ impl Server {
             owner.pump(now, i);
         }
         let mut loops = Vec::new();
-        for (i, poll) in polls.into_iter().enumerate() {
+        for (i, reactor) in reactors.into_iter().enumerate() {
             loops.push(ConnLoop::new(
                 i,
-                poll,
+                reactor,
                 boxes[i].clone(),
                 boxes[0].clone(),
                 shared.clone(),

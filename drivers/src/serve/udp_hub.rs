@@ -15,19 +15,19 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use limen_core::wire::udp::{Address, Hub};
 use limen_core::Timestamp;
 use mio::net::UdpSocket;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Token};
 
 use super::hub::{HubCommand, HubHandle, HubReport};
 use super::mailbox::Mailbox;
+use super::reactor::{wait_until, Clock, Reactor};
 use super::unix_now;
 
 const SOCKET: Token = Token(0);
-const WAKER: Token = Token(1);
 
 /// The largest datagram read: a UDP payload's limit.
 const MAX_DATAGRAM: usize = 65_535;
@@ -52,12 +52,12 @@ impl Address for Peer {
 
 /// A datagram hub bound and ready to run.
 pub struct UdpHubServer {
-    poll: Poll,
+    reactor: Reactor,
     socket: UdpSocket,
     bound: SocketAddr,
     hub: Hub<Peer>,
     inbox: Arc<Mailbox<HubCommand>>,
-    started: Instant,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for UdpHubServer {
@@ -85,17 +85,19 @@ impl UdpHubServer {
     /// Serves `hub` on `socket`.
     pub fn new(mut socket: UdpSocket, hub: Hub<Peer>) -> io::Result<UdpHubServer> {
         let bound = socket.local_addr()?;
-        let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut socket, SOCKET, Interest::READABLE | Interest::WRITABLE)?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
+        let (reactor, waker) = Reactor::new()?;
+        reactor.registry().register(
+            &mut socket,
+            SOCKET,
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
         Ok(UdpHubServer {
-            poll,
+            reactor,
             socket,
             bound,
             hub,
             inbox: Arc::new(Mailbox::new(waker)),
-            started: Instant::now(),
+            clock: Clock::start(),
         })
     }
 
@@ -110,7 +112,7 @@ impl UdpHubServer {
     }
 
     fn now(&self) -> Timestamp {
-        self.started.elapsed().as_nanos() as Timestamp
+        self.clock.now()
     }
 
     /// Serves until stopped and every `closed` is sent.
@@ -122,9 +124,7 @@ impl UdpHubServer {
         // budget reads (or sends) on next turn without waiting for an edge.
         let (mut readable, mut writable) = (true, true);
         loop {
-            let timeout = self.hub.poll_timeout().map(|at| {
-                Duration::from_nanos(at.saturating_sub(self.now())) + Duration::from_millis(1)
-            });
+            let timeout = wait_until(self.hub.poll_timeout(), self.now());
             self.inbox.sleep();
             self.inbox.take(&mut commands);
             let more = readable || (writable && self.has_output());
@@ -133,12 +133,9 @@ impl UdpHubServer {
             } else {
                 Some(Duration::ZERO)
             };
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            let polled = self.reactor.turn(&mut events, timeout);
             self.inbox.awake();
+            polled?;
             for e in events.iter().filter(|e| e.token() == SOCKET) {
                 readable |= e.is_readable();
                 writable |= e.is_writable();

@@ -54,31 +54,18 @@ use std::ptr;
 use libnghttp2_sys as sys;
 
 /// Nanoseconds on the driver's monotonic clock (the machine convention's
-/// `now`; nghttp2 keeps no timers of its own here).
-pub type Timestamp = u64;
+/// `now`; nghttp2 keeps no timers of its own here): core's.
+pub use limen_core::Timestamp;
 
-/// A header field: name and value, as bytes.
-pub type Field = (Vec<u8>, Vec<u8>);
+/// A header field: name and value, as bytes: core's, the one the stream
+/// table reads.
+pub use limen_core::wire::grpc::Field;
 
-/// HTTP/2 error codes the front uses (RFC 9113 § 7).
-pub mod code {
-    /// NO_ERROR.
-    pub const NO_ERROR: u32 = 0x0;
-    /// PROTOCOL_ERROR.
-    pub const PROTOCOL_ERROR: u32 = 0x1;
-    /// INTERNAL_ERROR.
-    pub const INTERNAL_ERROR: u32 = 0x2;
-    /// REFUSED_STREAM.
-    pub const REFUSED_STREAM: u32 = 0x7;
-    /// CANCEL.
-    pub const CANCEL: u32 = 0x8;
-    /// ENHANCE_YOUR_CALM: the peer sent more frames that make no progress
-    /// than the session's budget allows.
-    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
-}
+/// HTTP/2 error codes the front uses (RFC 9113 § 7): core's, the one
+/// definition the stream table shares.
+pub use limen_core::wire::grpc::h2::code;
 
-/// One second of [`Timestamp`].
-const SECOND: Timestamp = 1_000_000_000;
+use limen_core::SECOND;
 
 /// The bytes RFC 9113 § 6.5.2 counts for a field beside its name and
 /// value (SETTINGS_MAX_HEADER_LIST_SIZE's accounting, from HPACK's entry

@@ -165,10 +165,11 @@ pub enum FrontEvent {
 /// Implements [`Machine`] for a front by handing every call to the
 /// connection [`Machine`] in its field `$conn`; with a third argument, every
 /// input's `now` is also noted in that field (a front that writes answers
-/// of its own queues them then).
+/// of its own queues them then); with `; S: Bound` after them, for a front
+/// generic over `S`.
 macro_rules! machine_through {
-    ($front:ty, $conn:ident $(, $now:ident)?) => {
-        impl $crate::wire::machine::Machine for $front {
+    ($front:ty, $conn:ident $(, $now:ident)? $(; $param:ident: $bound:path)?) => {
+        impl$(<$param: $bound>)? $crate::wire::machine::Machine for $front {
             fn wants_read(&self) -> bool {
                 $crate::wire::machine::Machine::wants_read(&self.$conn)
             }

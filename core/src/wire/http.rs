@@ -77,38 +77,72 @@ pub fn encode(outcome: Outcome) -> (u16, Vec<u8>) {
     outcome.into_http()
 }
 
-/// One HTTP/1.1 connection between its bytes and an exposure. See
-/// [`crate::wire::front`] for the order of calls.
-pub struct HttpFront {
+/// The steps a transport over HTTP/1.1 (one request to a connection)
+/// brings to [`Http1Front`]: how the connection's request is framed, and
+/// how its outcome is answered. HTTP's is [`HttpSteps`];
+/// MCP's is [`crate::wire::mcp::McpSteps`]. Whatever the request framing
+/// leaves to its answer (MCP's JSON-RPC id) is kept in the steps.
+pub trait Steps {
+    /// The front's kind.
+    const KIND: FrontKind;
+    /// The name its `Debug` shows.
+    const NAME: &'static str;
+    /// Frames the request the machine read whole.
+    fn frame(&mut self, request: &HttpRequest, correlation: Correlation) -> Request;
+    /// Frames a request the machine could not read whole (`head` when its
+    /// head was read).
+    fn frame_malformed(
+        &mut self,
+        reason: &str,
+        head: Option<&HttpRequest>,
+        correlation: Correlation,
+    ) -> Request;
+    /// The request as kept for a recording.
+    fn raw(request: HttpRequest) -> RawRequest;
+    /// Writes the answer to `outcome` on `conn` at `now`.
+    fn answer(&mut self, conn: &mut HttpConn, now: Timestamp, outcome: Outcome);
+}
+
+/// One HTTP/1.1 connection between its bytes and an exposure, with the
+/// framing and answer steps of `S`. See [`crate::wire::front`] for the
+/// order of calls.
+pub struct Http1Front<S> {
     conn: HttpConn,
+    steps: S,
     correlation: Correlation,
     keep_raw: bool,
 }
 
-impl std::fmt::Debug for HttpFront {
+impl<S: Steps> std::fmt::Debug for Http1Front<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpFront")
+        f.debug_struct(S::NAME)
             .field("correlation", &self.correlation)
             .finish_non_exhaustive()
     }
 }
 
-impl HttpFront {
-    /// A connection accepted at `now`.
-    pub fn new(now: Timestamp, limits: http1::Limits, correlation: Correlation) -> HttpFront {
-        HttpFront {
+impl<S: Steps> Http1Front<S> {
+    /// A connection with `steps`, accepted at `now`.
+    pub fn with_steps(
+        now: Timestamp,
+        limits: http1::Limits,
+        steps: S,
+        correlation: Correlation,
+    ) -> Http1Front<S> {
+        Http1Front {
             conn: HttpConn::new(now, limits),
+            steps,
             correlation,
             keep_raw: false,
         }
     }
 }
 
-machine_through!(HttpFront, conn);
+machine_through!(Http1Front<S>, conn; S: Steps);
 
-impl Front for HttpFront {
+impl<S: Steps> Front for Http1Front<S> {
     fn kind(&self) -> FrontKind {
-        FrontKind::Http
+        S::KIND
     }
 
     fn correlation(&self) -> Correlation {
@@ -124,12 +158,14 @@ impl Front for HttpFront {
     fn poll_event(&mut self) -> Option<FrontEvent> {
         Some(match self.conn.poll_event()? {
             HttpEvent::Request(req) => {
-                let request = frame(&req, self.correlation);
-                let raw = self.keep_raw.then(|| Box::new(RawRequest::Http(req)));
+                let request = self.steps.frame(&req, self.correlation);
+                let raw = self.keep_raw.then(|| Box::new(S::raw(req)));
                 FrontEvent::Request { request, raw }
             }
             HttpEvent::Malformed { reason, head } => FrontEvent::Request {
-                request: frame_malformed(&reason, head.as_ref(), self.correlation),
+                request: self
+                    .steps
+                    .frame_malformed(&reason, head.as_ref(), self.correlation),
                 raw: None,
             },
             HttpEvent::Lost => FrontEvent::Lost,
@@ -137,12 +173,11 @@ impl Front for HttpFront {
         })
     }
 
-    /// Writes the response of § Outcomes' HTTP column at `now`. Returns how
-    /// many bytes were queued.
+    /// Writes the answer of the steps' column of § Outcomes at `now`.
+    /// Returns how many bytes were queued.
     fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
         let before = self.conn.pending_output().len();
-        let (status, body) = encode(delivery.outcome);
-        self.conn.send_json(now, status, &body);
+        self.steps.answer(&mut self.conn, now, delivery.outcome);
         self.conn.pending_output().len().saturating_sub(before)
     }
 
@@ -155,6 +190,49 @@ impl Front for HttpFront {
     /// ([`HttpConn::lingers`]).
     fn lingers(&self) -> bool {
         self.conn.lingers()
+    }
+}
+
+/// The HTTP transport's steps: [`frame`], [`frame_malformed`] and
+/// [`encode`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpSteps;
+
+impl Steps for HttpSteps {
+    const KIND: FrontKind = FrontKind::Http;
+    const NAME: &'static str = "HttpFront";
+
+    fn frame(&mut self, request: &HttpRequest, correlation: Correlation) -> Request {
+        frame(request, correlation)
+    }
+
+    fn frame_malformed(
+        &mut self,
+        reason: &str,
+        head: Option<&HttpRequest>,
+        correlation: Correlation,
+    ) -> Request {
+        frame_malformed(reason, head, correlation)
+    }
+
+    fn raw(request: HttpRequest) -> RawRequest {
+        RawRequest::Http(request)
+    }
+
+    /// § Outcomes' HTTP column.
+    fn answer(&mut self, conn: &mut HttpConn, now: Timestamp, outcome: Outcome) {
+        let (status, body) = encode(outcome);
+        conn.send_json(now, status, &body);
+    }
+}
+
+/// One HTTP/1.1 connection of the HTTP transport.
+pub type HttpFront = Http1Front<HttpSteps>;
+
+impl HttpFront {
+    /// A connection accepted at `now`.
+    pub fn new(now: Timestamp, limits: http1::Limits, correlation: Correlation) -> HttpFront {
+        Http1Front::with_steps(now, limits, HttpSteps, correlation)
     }
 }
 

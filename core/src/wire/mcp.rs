@@ -50,12 +50,12 @@ pub use message::{
 use std::sync::Arc;
 
 use crate::hale::runtime::{
-    Correlation, Credential, Delivery, ExposureSpec, Outcome, RefusalKind, Request, RequestKind,
+    Correlation, Credential, ExposureSpec, Outcome, RefusalKind, Request, RequestKind,
 };
 use crate::json::jsonrpc;
-use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
-use crate::wire::http1::{self, HttpConn, HttpEvent, HttpRequest};
-use crate::wire::machine::Machine;
+use crate::wire::front::{FrontKind, RawRequest};
+use crate::wire::http::{Http1Front, Steps};
+use crate::wire::http1::{self, HttpConn, HttpRequest};
 use crate::Timestamp;
 
 /// The endpoint's path.
@@ -339,24 +339,55 @@ impl Framing {
     }
 }
 
-/// One MCP connection (`POST /mcp` on HTTP/1.1) between its bytes and an
-/// exposure. See [`crate::wire::front`] for the order of calls.
-pub struct McpFront {
-    conn: HttpConn,
+/// MCP's steps for [`Http1Front`]: its [`Framing`], and how to answer the
+/// connection's one request once framed.
+#[derive(Debug)]
+pub struct McpSteps {
     framing: Arc<Framing>,
     /// How to answer the connection's one request, once framed.
     reply: Option<Reply>,
-    correlation: Correlation,
-    keep_raw: bool,
 }
 
-impl std::fmt::Debug for McpFront {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpFront")
-            .field("correlation", &self.correlation)
-            .finish_non_exhaustive()
+impl Steps for McpSteps {
+    const KIND: FrontKind = FrontKind::Mcp;
+    const NAME: &'static str = "McpFront";
+
+    /// Frames the connection's one message, with how to answer it kept.
+    fn frame(&mut self, request: &HttpRequest, correlation: Correlation) -> Request {
+        let (request, answer) = self.framing.frame(request, correlation);
+        self.reply = Some(answer);
+        request
+    }
+
+    fn frame_malformed(
+        &mut self,
+        reason: &str,
+        head: Option<&HttpRequest>,
+        correlation: Correlation,
+    ) -> Request {
+        let (request, answer) = self.framing.frame_malformed(reason, head, correlation);
+        self.reply = Some(answer);
+        request
+    }
+
+    fn raw(request: HttpRequest) -> RawRequest {
+        RawRequest::Mcp(request)
+    }
+
+    /// § Outcomes' MCP column.
+    fn answer(&mut self, conn: &mut HttpConn, now: Timestamp, outcome: Outcome) {
+        // A delivery with no request framed here has nobody to answer (the
+        // machine would ignore it as well).
+        if let Some(reply) = self.reply.take() {
+            let answer = self.framing.answer(&reply, outcome);
+            conn.send(now, answer.status, &answer.headers, &answer.body);
+        }
     }
 }
+
+/// One MCP connection (`POST /mcp` on HTTP/1.1) between its bytes and an
+/// exposure. See [`crate::wire::front`] for the order of calls.
+pub type McpFront = Http1Front<McpSteps>;
 
 impl McpFront {
     /// A connection of the exposure whose framing is `framing`, accepted at
@@ -367,76 +398,11 @@ impl McpFront {
         framing: Arc<Framing>,
         correlation: Correlation,
     ) -> McpFront {
-        McpFront {
-            conn: HttpConn::new(now, limits),
+        let steps = McpSteps {
             framing,
             reply: None,
-            correlation,
-            keep_raw: false,
-        }
-    }
-}
-
-machine_through!(McpFront, conn);
-
-impl Front for McpFront {
-    fn kind(&self) -> FrontKind {
-        FrontKind::Mcp
-    }
-
-    fn correlation(&self) -> Correlation {
-        self.correlation
-    }
-
-    fn set_keep_raw(&mut self, keep: bool) {
-        self.keep_raw = keep;
-    }
-
-    /// The next event, if any: the connection's one message, framed as it
-    /// is taken, with how to answer it kept.
-    fn poll_event(&mut self) -> Option<FrontEvent> {
-        Some(match self.conn.poll_event()? {
-            HttpEvent::Request(req) => {
-                let (request, answer) = self.framing.frame(&req, self.correlation);
-                self.reply = Some(answer);
-                let raw = self.keep_raw.then(|| Box::new(RawRequest::Mcp(req)));
-                FrontEvent::Request { request, raw }
-            }
-            HttpEvent::Malformed { reason, head } => {
-                let (request, answer) =
-                    self.framing
-                        .frame_malformed(&reason, head.as_ref(), self.correlation);
-                self.reply = Some(answer);
-                FrontEvent::Request { request, raw: None }
-            }
-            HttpEvent::Lost => FrontEvent::Lost,
-            HttpEvent::Close => FrontEvent::Closed,
-        })
-    }
-
-    /// Writes the answer of § Outcomes' MCP column at `now`. Returns how
-    /// many bytes were queued.
-    fn deliver(&mut self, now: Timestamp, delivery: Delivery) -> usize {
-        let before = self.conn.pending_output().len();
-        // A delivery with no request framed here has nobody to answer (the
-        // machine would ignore it as well).
-        if let Some(reply) = self.reply.take() {
-            let answer = self.framing.answer(&reply, delivery.outcome);
-            self.conn
-                .send(now, answer.status, &answer.headers, &answer.body);
-        }
-        self.conn.pending_output().len().saturating_sub(before)
-    }
-
-    fn abort(&mut self) {
-        self.conn.abort();
-    }
-
-    /// Whether closing the connection now should linger (RFC 9112 § 9.6):
-    /// a request refused before its end was read, its answer written
-    /// ([`HttpConn::lingers`]).
-    fn lingers(&self) -> bool {
-        self.conn.lingers()
+        };
+        Http1Front::with_steps(now, limits, steps, correlation)
     }
 }
 

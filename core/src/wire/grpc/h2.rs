@@ -12,12 +12,22 @@
 
 use super::{Answer, Field};
 
-/// The HTTP/2 error codes the stream table sends (RFC 9113 § 7).
+/// The HTTP/2 error codes limen sends or reads (RFC 9113 § 7): the stream
+/// table's, and the session's in `limen-nghttp2`, which uses these.
 pub mod code {
     /// NO_ERROR: a graceful GOAWAY, or a stream stopped after its answer.
     pub const NO_ERROR: u32 = 0x0;
+    /// PROTOCOL_ERROR.
+    pub const PROTOCOL_ERROR: u32 = 0x1;
+    /// INTERNAL_ERROR: the code a close reports when the peer gave none.
+    pub const INTERNAL_ERROR: u32 = 0x2;
     /// REFUSED_STREAM: the stream was not processed (safe to retry).
     pub const REFUSED_STREAM: u32 = 0x7;
+    /// CANCEL.
+    pub const CANCEL: u32 = 0x8;
+    /// ENHANCE_YOUR_CALM: the peer sent more frames that make no progress
+    /// than the session's budget allows.
+    pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 }
 
 /// What the peer did to a stream (or the connection), in the order the

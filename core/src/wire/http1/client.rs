@@ -272,6 +272,15 @@ impl ResponseReader {
         self.whole.take()
     }
 
+    /// The final response's head once it is read, before its body is
+    /// whole (the body holds what has come so far), until the response is
+    /// polled: a WebSocket client refuses an upgrade answered other than
+    /// 101 at its head, without waiting for a body that may run to the end
+    /// of the connection.
+    pub fn head(&self) -> Option<&Response> {
+        self.response.as_ref().or(self.whole.as_ref())
+    }
+
     /// Whether the response has been read whole.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
@@ -1089,6 +1098,28 @@ mod tests {
         }
         assert_eq!(r.poll_response().unwrap().body, b"{}");
         assert!(r.parsed <= 4 * raw.len(), "{} bytes parsed", r.parsed);
+    }
+
+    #[test]
+    fn the_head_is_seen_before_the_body_and_a_101_leaves_the_rest() {
+        let mut r = ResponseReader::new("GET", Limits::default());
+        r.handle_data(b"HTTP/1.1 401 No\r\nContent-Length: 5\r\n\r\nab")
+            .unwrap();
+        assert_eq!(r.head().map(|h| h.status), Some(401));
+        assert_eq!(r.head().map(|h| h.body.clone()), Some(b"ab".to_vec()));
+        assert!(!r.is_done());
+
+        let mut r = ResponseReader::new("GET", Limits::default());
+        assert!(r.head().is_none());
+        r.handle_data(b"HTTP/1.1 101 Switching\r\nUpgrade: websocket\r")
+            .unwrap();
+        assert!(r.head().is_none());
+        r.handle_data(b"\n\r\n\x81\x02hi").unwrap();
+        assert_eq!(r.head().map(|h| h.status), Some(101));
+        assert!(r.is_done());
+        assert_eq!(r.take_rest(), b"\x81\x02hi");
+        assert_eq!(r.poll_response().map(|h| h.status), Some(101));
+        assert!(r.head().is_none());
     }
 
     #[test]

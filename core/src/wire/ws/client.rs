@@ -6,6 +6,7 @@
 use base64::Engine as _;
 
 use super::{accept_key, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
+use crate::wire::http1::client::{Limits, ResponseReader};
 
 /// The `Sec-WebSocket-Key` of a 16-byte nonce.
 pub fn key(nonce: [u8; 16]) -> String {
@@ -27,28 +28,28 @@ pub fn upgrade_request(host: &str, path: &str, key: &str, bearer: Option<&str>) 
 
 /// Reads the answer to an upgrade: `Ok(Some(n))` once its head (`n`
 /// bytes) is whole and is a 101 carrying the accept key of `key`, `Ok(None)`
-/// while it is partial, or why the upgrade failed.
+/// while it is partial, or why the upgrade failed. The head is read by the
+/// one HTTP/1.1 response reader ([`ResponseReader`]); a status other than
+/// 101 is refused at its head, whatever body may follow.
 pub fn upgrade_answer(bytes: &[u8], key: &str) -> Result<Option<usize>, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut response = httparse::Response::new(&mut headers);
-    let n = match response.parse(bytes) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("the answer is not an HTTP response: {e}")),
+    let mut reader = ResponseReader::new("GET", Limits::default());
+    reader
+        .handle_data(bytes)
+        .map_err(|e| format!("the answer is not an HTTP response: {e}"))?;
+    let Some(head) = reader.head() else {
+        return Ok(None);
     };
-    let status = response.code.unwrap_or(0);
-    if status != 101 {
-        return Err(format!("the upgrade was answered {status}, not 101"));
+    if head.status != 101 {
+        return Err(format!("the upgrade was answered {}, not 101", head.status));
     }
-    let accept = response
-        .headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("sec-websocket-accept"))
-        .map(|h| String::from_utf8_lossy(h.value).trim().to_owned());
+    let accept = head
+        .header("sec-websocket-accept")
+        .map(|v| String::from_utf8_lossy(v).trim().to_owned());
     if accept.as_deref() != Some(accept_key(key).as_str()) {
         return Err("the answer's Sec-WebSocket-Accept is not the key's".into());
     }
-    Ok(Some(n))
+    // A 101 is final: what follows its head is the new protocol's.
+    Ok(Some(bytes.len() - reader.take_rest().len()))
 }
 
 /// One final masked frame of `opcode` carrying `payload`, masked with

@@ -95,7 +95,7 @@ pub struct Job {
 }
 
 /// A receiver instance as a worker holds it: behind a lock, so that an
-/// inline receiver's spill worker ([`super::inline`]) and the owner can take
+/// inline receiver's spill worker (`serve/inline.rs`) and the owner can take
 /// turns with it. A worker locks it for each call; nobody else holds it
 /// then, so the lock costs one uncontended atomic pair.
 pub type SharedReceiver = Arc<Mutex<Box<dyn Receiver + Send>>>;

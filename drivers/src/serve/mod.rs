@@ -375,10 +375,7 @@ impl Server {
             on_failure,
             self.owner_box.clone(),
         )?;
-        self.owner.workers.push(Actor::Thread(worker));
-        self.owner.draining.push(false);
-        self.owner.handed.push(Default::default());
-        Ok(id)
+        Ok(self.owner.add_actor(Actor::Thread(worker)))
     }
 
     /// Adds a receiver instance declared non-blocking: while its calls come
@@ -409,10 +406,7 @@ impl Server {
             self.owner_box.clone(),
         )?;
         let inline = inline::Inline::new(id, name, stamp, receiver, on_failure, spill);
-        self.owner.workers.push(Actor::Inline(inline));
-        self.owner.draining.push(false);
-        self.owner.handed.push(Default::default());
-        Ok(id)
+        Ok(self.owner.add_actor(Actor::Inline(inline)))
     }
 
     /// Serves `exposure` on `listener`, its receivers answered by `workers`

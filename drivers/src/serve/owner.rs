@@ -116,6 +116,15 @@ impl Owner {
         }
     }
 
+    /// Takes a receiver instance's actor, numbered next, with nothing
+    /// handed to it and not draining; returns its number.
+    pub(super) fn add_actor(&mut self, actor: Actor) -> WorkerId {
+        self.workers.push(actor);
+        self.draining.push(false);
+        self.handed.push(Default::default());
+        self.workers.len() - 1
+    }
+
     pub(super) fn set_loops(&mut self, loops: Vec<Arc<Mailbox<Message>>>) {
         self.outgoing = loops.iter().map(|_| Vec::new()).collect();
         self.loops = loops;

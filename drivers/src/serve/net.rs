@@ -58,11 +58,26 @@ impl Listener {
                 format!("`{addr}` is not host:port"),
             )
         })?;
-        let listener = TcpListener::bind(parsed)?;
-        // Set once here: Linux gives every accepted socket its listener's
-        // TCP_NODELAY, which spares a setsockopt per connection.
-        socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
-        Ok(Listener::Tcp(listener))
+        // Every loop has a socket of its own on a TCP port, in one
+        // SO_REUSEPORT group (`join`). Such a group would also take in
+        // another process of the same user binding the same port with
+        // SO_REUSEPORT, silently sharing the connections: a port in use by
+        // anyone is refused first, by a bind without it. (A port 0 is
+        // picked free by the kernel, never in another group.)
+        if parsed.port() != 0 {
+            drop(std::net::TcpListener::bind(parsed)?);
+        }
+        Ok(Listener::Tcp(tcp_listener(parsed)?))
+    }
+
+    /// Another listener on this TCP listener's address, in its
+    /// SO_REUSEPORT group: the kernel spreads the connections over the
+    /// group's sockets.
+    pub(super) fn join(&self) -> io::Result<Option<Listener>> {
+        match self {
+            Listener::Tcp(l) => Ok(Some(Listener::Tcp(tcp_listener(l.local_addr()?)?))),
+            _ => Ok(None),
+        }
     }
 
     /// Binds the Unix socket `path`. A stale socket file (nobody accepts on
@@ -256,11 +271,56 @@ pub fn peer_credentials(stream: &impl std::os::fd::AsFd) -> PeerCredentials {
     }
 }
 
+/// A listening TCP socket in `addr`'s SO_REUSEPORT group, with
+/// TCP_NODELAY and TCP_DEFER_ACCEPT set for the connections it accepts.
+fn tcp_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.set_cloexec(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    // Set once here: Linux gives every accepted socket its listener's
+    // TCP_NODELAY, which spares a setsockopt per connection.
+    socket.set_tcp_nodelay(true)?;
+    defer_accept(socket.as_raw_fd(), 1);
+    Ok(TcpListener::from_std(socket.into()))
+}
+
+/// Sets TCP_DEFER_ACCEPT on a listening socket: a connection is accepted
+/// only once its first bytes have arrived (or `seconds` have passed, then
+/// it is accepted anyway). Every protocol served over TCP here has the
+/// client speak first, so the read right after the accept finds its
+/// request, and a connection answered in the turn that accepted it is
+/// never put in the poll (`conn_loop.rs`). A silent client costs no
+/// descriptor meanwhile. Best effort: where the kernel refuses it, the
+/// connection is accepted at once, as without it.
+///
+/// The second `unsafe` block of this crate, beside [`peer_groups`]: no safe
+/// crate sets TCP_DEFER_ACCEPT (docs/decisions.md, "The system calls
+/// without a safe binding").
+#[allow(unsafe_code)]
+fn defer_accept(fd: std::os::fd::RawFd, seconds: libc::c_int) {
+    // SAFETY: `seconds` is a live c_int and the length passed is its size;
+    // the kernel reads that many bytes and keeps no pointer.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&seconds as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 /// The peer's supplementary groups (SO_PEERGROUPS), or `None` when the
 /// kernel will not give them.
 ///
-/// The one `unsafe` block of this crate (docs/decisions.md, "The one
-/// system call without a safe binding"): no safe crate wraps SO_PEERGROUPS,
+/// One of the two `unsafe` blocks of this crate (docs/decisions.md, "The
+/// system calls without a safe binding"): no safe crate wraps SO_PEERGROUPS,
 /// and what the safe ones offer instead answers another question (the
 /// groups a user would get at login, or a racy read of /proc). Held to
 /// getgroups(2) by the tests below; `scripts/check-core-purity` allows

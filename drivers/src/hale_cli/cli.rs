@@ -203,8 +203,7 @@ pub struct DemoArgs {
     /// A bound for every exposure, overriding the program's.
     #[arg(long, value_name = "N", value_parser = positive)]
     pub bound: Option<usize>,
-    /// How many connection loops serve (one per core but one, at least one,
-    /// unless given).
+    /// How many connection loops serve (one per core unless given).
     #[arg(long, value_name = "N", value_parser = loops)]
     pub loops: Option<usize>,
     /// The most connections one listener holds at once, as NAME=N (public,

@@ -21,6 +21,7 @@ use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 
+use super::owner::Owner;
 use super::reactor::{earliest, wait_until, Reactor, ReadBudget, WAKER};
 use slab::Slab;
 
@@ -28,9 +29,8 @@ use super::fronts;
 use super::linger::Lingering;
 use super::mailbox::Mailbox;
 use super::net::Stream;
-use super::owner::Owner;
 use super::record::Exchange;
-use super::{unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHIFT};
+use super::{lock, unix_now, ListenerId, Message, Shared, ToOwner, CORRELATION_LOOP_SHIFT};
 
 /// Listeners' tokens start here; connections take the slab's keys below.
 const LISTENER_BASE: usize = 1 << 40;
@@ -76,6 +76,9 @@ struct Conn {
     front: Box<dyn Front + Send>,
     peer: PeerCredentials,
     writable: bool,
+    /// Whether its socket is in the poll. A connection is put there only
+    /// if it outlives the turn that accepted it (`register_new`).
+    registered: bool,
     /// A read stopped for backpressure, leaving input the edge-triggered
     /// poll will not announce again: read once the output drains.
     read_paused: bool,
@@ -88,8 +91,10 @@ pub(super) struct ConnLoop {
     id: usize,
     reactor: Reactor,
     mailbox: Arc<Mailbox<Message>>,
-    owner_box: Arc<Mailbox<Message>>,
     shared: Arc<Shared>,
+    /// The exposures' earliest deadline, as the owner said at this loop's
+    /// last turn with it.
+    owner_deadline: Option<Timestamp>,
     conns: Slab<Conn>,
     by_correlation: HashMap<Correlation, usize, OwnIds>,
     next_correlation: u64,
@@ -99,11 +104,18 @@ pub(super) struct ConnLoop {
     timers: BinaryHeap<Reverse<(Timestamp, usize, Correlation)>>,
     /// Whether each listener is accepted on here.
     listening: Vec<bool>,
+    /// This loop's own socket of each TCP listener, in the listener's
+    /// SO_REUSEPORT group (loops past the first; loop 0 takes the
+    /// listener's own): the kernel spreads the connections over the loops,
+    /// so no two loops wake for one connection or wait on one lock.
+    own: Vec<Option<super::Listener>>,
     accept_paused_until: Option<Timestamp>,
     /// What this turn framed, for the owner.
     to_owner: Vec<ToOwner>,
     /// Connections with output queued this turn, written at its end.
     dirty: Vec<usize>,
+    /// Connections accepted and not yet in the poll (`register_new`).
+    unregistered: Vec<usize>,
     /// Connections to read again once the turn's events are handled.
     resume: Vec<usize>,
     /// Connections whose read budget ran out: read again next turn.
@@ -124,14 +136,23 @@ impl ConnLoop {
         id: usize,
         reactor: Reactor,
         mailbox: Arc<Mailbox<Message>>,
-        owner_box: Arc<Mailbox<Message>>,
         shared: Arc<Shared>,
     ) -> io::Result<ConnLoop> {
         let linger = shared.config.linger;
         let mut listening = Vec::new();
+        let mut own = Vec::new();
         for (l, listener) in shared.listeners.iter().enumerate() {
-            let fd = lock(listener).raw_fd();
             let served = shared.served[l].is_some();
+            let joined = if id > 0 && served {
+                lock(listener).join()?
+            } else {
+                None
+            };
+            let fd = match &joined {
+                Some(j) => j.raw_fd(),
+                None => lock(listener).raw_fd(),
+            };
+            own.push(joined);
             let on = match (fd, served) {
                 (Some(fd), true) => {
                     reactor.registry().register(
@@ -149,16 +170,18 @@ impl ConnLoop {
             id,
             reactor,
             mailbox,
-            owner_box,
             shared,
+            owner_deadline: None,
             conns: Slab::new(),
             by_correlation: HashMap::default(),
             next_correlation: 1,
             timers: BinaryHeap::new(),
             listening,
+            own,
             accept_paused_until: None,
             to_owner: Vec::new(),
             dirty: Vec::new(),
+            unregistered: Vec::new(),
             resume: Vec::new(),
             again: Vec::new(),
             lingering: Lingering::new(LINGER_BASE, linger),
@@ -175,23 +198,21 @@ impl ConnLoop {
 
     /// Runs until the owner says every exposure has stopped and the
     /// connections held are done. Loop 0 passes the owner.
-    pub(super) fn run(mut self, mut owner: Option<&mut Owner>) -> io::Result<()> {
+    pub(super) fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut messages = Vec::new();
         loop {
             self.flush();
+            self.register_new();
             if self.finishing && self.conns.is_empty() {
                 return Ok(());
             }
             let now = self.shared.now();
-            let mut deadline = self.next_deadline();
-            if let Some(owner) = owner.as_deref() {
-                deadline = earliest(deadline, owner.poll_timeout());
-            }
+            let deadline = earliest(self.next_deadline(), self.owner_deadline);
             self.mailbox.sleep();
             // A message left before the mark is in the mailbox now.
             self.mailbox.take(&mut messages);
-            let stop_due = owner.is_some() && self.shared.stop.load(Ordering::SeqCst);
+            let stop_due = self.id == 0 && self.shared.stop.load(Ordering::SeqCst);
             let busy = !self.again.is_empty() || self.lingering.has_ready();
             let timeout = if busy || !messages.is_empty() || stop_due && !self.finish_sent {
                 Some(Duration::ZERO)
@@ -205,7 +226,7 @@ impl ConnLoop {
             let now = self.shared.now();
             // Messages first: a command sent before a client connected is in
             // force when that client's request is read.
-            self.handle_messages(&mut messages, owner.as_deref_mut(), now);
+            self.handle_messages(&mut messages, now);
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKER {
@@ -236,7 +257,7 @@ impl ConnLoop {
             }
             self.lingering.resume();
             self.mailbox.take(&mut messages);
-            self.handle_messages(&mut messages, owner.as_deref_mut(), now);
+            self.handle_messages(&mut messages, now);
             self.fire_timers(now);
             if self.accept_paused_until.is_some_and(|t| t <= now) {
                 self.accept_paused_until = None;
@@ -244,66 +265,73 @@ impl ConnLoop {
                     self.accept(l, now);
                 }
             }
-            match owner.as_deref_mut() {
-                Some(owner) => self.own_turn(owner, now),
-                None => {
-                    if !self.to_owner.is_empty() {
-                        let items = std::mem::take(&mut self.to_owner);
-                        self.owner_box.send(Message::FromLoop(items));
-                    }
-                }
-            }
+            self.own_turn(now);
         }
     }
 
-    /// Loop 0's part as the owner's host: the turn's requests admitted, the
-    /// stop and the exposures' timers, and what the owner sent this loop.
-    fn own_turn(&mut self, owner: &mut Owner, now: Timestamp) {
+    /// The loop's turn with the owner, behind its lock: the requests this
+    /// turn framed admitted here, on this thread, with no hop to another
+    /// (whichever loop framed them runs the pump and the inline receivers
+    /// it hands calls to); the exposures' timers; and what the owner sent
+    /// this loop, acted on once the lock is released. Loop 0 also hands on
+    /// the stop, closes the listeners the exposures released, and tells the
+    /// other loops to finish.
+    fn own_turn(&mut self, now: Timestamp) {
         let mut local = Vec::new();
         // Acting on deliveries may frame more (a connection closing is
         // lost), so go round until the owner is quiet.
         loop {
-            if !self.to_owner.is_empty() {
-                let items = std::mem::take(&mut self.to_owner);
-                owner.take_framed(now, unix_now(), items);
+            let mut released = Vec::new();
+            {
+                let mut owner = lock(&self.shared.owner);
+                commands(&self.shared, &mut owner, now);
+                if !self.to_owner.is_empty() {
+                    let items = std::mem::take(&mut self.to_owner);
+                    owner.take_framed(now, unix_now(), items);
+                }
+                if self.id == 0 {
+                    if self.shared.stop.load(Ordering::SeqCst) {
+                        owner.stop(now);
+                    }
+                    released = std::mem::take(&mut owner.closed_listeners);
+                    if owner.stopped() && !self.finish_sent {
+                        self.finish_sent = true;
+                        for mailbox in owner.loops.iter().skip(1) {
+                            mailbox.send(Message::Finish);
+                        }
+                        self.finishing = true;
+                    }
+                }
+                owner.handle_timeout(now);
+                owner.take_for(self.id, &mut local);
+                owner.send_remote(self.id);
+                // Every loop wakes for the exposures' earliest deadline:
+                // whichever loop made it is awake and sees it here, so no
+                // loop need be woken for one another loop made.
+                self.owner_deadline = owner.poll_timeout();
             }
-            if self.shared.stop.load(Ordering::SeqCst) {
-                owner.stop(now);
+            for l in released {
+                self.close_listener(l, true);
             }
-            owner.handle_timeout(now);
-            owner.take_local(&mut local);
             if local.is_empty() && self.to_owner.is_empty() {
                 break;
             }
             for message in local.drain(..) {
-                self.handle_message(message, None, now);
+                self.handle_message(message, now);
             }
         }
-        for l in std::mem::take(&mut owner.closed_listeners) {
-            self.close_listener(l, true);
-        }
-        if owner.stopped() && !self.finish_sent {
-            self.finish_sent = true;
-            for mailbox in owner.loops.iter().skip(1) {
-                mailbox.send(Message::Finish);
-            }
-            self.finishing = true;
-        }
-        owner.send_remote();
     }
 
-    fn handle_messages(
-        &mut self,
-        messages: &mut Vec<Message>,
-        mut owner: Option<&mut Owner>,
-        now: Timestamp,
-    ) {
+    fn handle_messages(&mut self, messages: &mut Vec<Message>, now: Timestamp) {
         for message in messages.drain(..) {
-            self.handle_message(message, owner.as_deref_mut(), now);
+            self.handle_message(message, now);
         }
     }
 
-    fn handle_message(&mut self, message: Message, owner: Option<&mut Owner>, now: Timestamp) {
+    /// A message from the mailbox. Those for the owner come to loop 0's
+    /// (a hub's calls, the workers' reports, the operator's commands); what
+    /// they make the owner send this loop is taken at the turn's end.
+    fn handle_message(&mut self, message: Message, now: Timestamp) {
         match message {
             Message::Deliver {
                 exposure,
@@ -319,19 +347,12 @@ impl ConnLoop {
             Message::CloseListener(l) => self.close_listener(l, false),
             Message::Finish => self.finishing = true,
             Message::FromLoop(items) => {
-                if let Some(owner) = owner {
-                    owner.take_framed(now, unix_now(), items);
-                }
+                lock(&self.shared.owner).take_framed(now, unix_now(), items);
             }
-            Message::Worker(report) => {
-                if let Some(owner) = owner {
-                    owner.take_report(now, report);
-                }
-            }
-            Message::Command(command) => {
-                if let Some(owner) = owner {
-                    owner.command(now, command);
-                }
+            Message::Worker(report) => lock(&self.shared.owner).take_report(now, report),
+            Message::Commands => {
+                let mut owner = lock(&self.shared.owner);
+                commands(&self.shared, &mut owner, now);
             }
         }
     }
@@ -339,10 +360,15 @@ impl ConnLoop {
     /// Stops accepting on `l`. Loop 0 (`release`) also closes it: the
     /// descriptor closed leaves every poll it was in, so the other loops
     /// only stop looking at it (deregistering a descriptor number that may
-    /// already name another file would be wrong).
+    /// already name another file would be wrong). A loop's own socket of
+    /// it is closed here, which takes it out of this loop's poll and out of
+    /// the port's group.
     fn close_listener(&mut self, l: ListenerId, release: bool) {
         if let Some(on) = self.listening.get_mut(l) {
             *on = false;
+        }
+        if let Some(own) = self.own.get_mut(l) {
+            *own = None;
         }
         // The exposure has stopped: its gRPC connections, which outlive a
         // request, send GOAWAY after their replies and end.
@@ -409,6 +435,11 @@ impl ConnLoop {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
+        // Armed once it is in the poll: a connection answered and closed
+        // in the turn that accepted it costs the heap nothing.
+        if !conn.registered {
+            return;
+        }
         let Some(want) = conn.front.poll_timeout() else {
             return;
         };
@@ -428,7 +459,10 @@ impl ConnLoop {
         };
         let mut failures = 0;
         loop {
-            let accepted = lock(&self.shared.listeners[l]).accept();
+            let accepted = match &self.own[l] {
+                Some(own) => own.accept(),
+                None => lock(&self.shared.listeners[l]).accept(),
+            };
             let (stream, peer) = match accepted {
                 Ok(Some(accepted)) => accepted,
                 Ok(None) => return,
@@ -484,17 +518,11 @@ impl ConnLoop {
                 front,
                 peer,
                 writable: false,
+                registered: false,
                 read_paused: false,
                 armed: None,
             });
-            if self.conns[key]
-                .stream
-                .register(self.reactor.registry(), Token(key), Interest::READABLE)
-                .is_err()
-            {
-                self.conns.remove(key);
-                continue;
-            }
+            self.unregistered.push(key);
             self.by_correlation.insert(correlation, key);
             self.rearm(key);
             // A front that speaks first (HTTP/2's server SETTINGS) is
@@ -572,6 +600,41 @@ impl ConnLoop {
     }
 
     /// Writes every connection that queued output this turn.
+    /// Puts in the poll the connections accepted this turn that are still
+    /// open. Most HTTP/1.1 connections are read, answered and closed within
+    /// the turn that accepted them (the request is read at the accept),
+    /// and never cost the two changes to the poll's set, its add and its
+    /// removal at the close. Nothing is missed for the wait: an add reports
+    /// the socket's readiness at that moment, and the edge-triggered poll
+    /// every change after it.
+    fn register_new(&mut self) {
+        for key in std::mem::take(&mut self.unregistered) {
+            let Some(conn) = self.conns.get_mut(key) else {
+                continue;
+            };
+            if conn.registered {
+                continue;
+            }
+            let interest = if conn.writable {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if conn
+                .stream
+                .register(self.reactor.registry(), Token(key), interest)
+                .is_ok()
+            {
+                conn.registered = true;
+                self.rearm(key);
+            } else {
+                // Unwatched, it would never be read again: it ends.
+                conn.front.abort();
+                self.after_front(key);
+            }
+        }
+    }
+
     fn flush(&mut self) {
         while !self.dirty.is_empty() {
             let mut keys = std::mem::take(&mut self.dirty);
@@ -584,10 +647,10 @@ impl ConnLoop {
     }
 
     fn write(&mut self, key: usize) {
+        let now = self.turn_time();
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        let now = self.shared.now();
         loop {
             let pending = conn.front.pending_output();
             if pending.is_empty() {
@@ -608,7 +671,10 @@ impl ConnLoop {
         // for it: input may be waiting that an edge-triggered poll will not
         // announce again.
         let resume_read = conn.read_paused && conn.front.wants_read();
-        if want_write != conn.writable {
+        if !conn.registered {
+            // Put in the poll with this interest, if it outlives the turn.
+            conn.writable = want_write;
+        } else if want_write != conn.writable {
             conn.writable = want_write;
             let interest = if want_write {
                 Interest::READABLE | Interest::WRITABLE
@@ -675,6 +741,7 @@ impl ConnLoop {
             admitted,
             exposure,
             front,
+            registered,
             ..
         } = conn;
         // A refusal whose request was not read whole closes in stages, so
@@ -684,7 +751,7 @@ impl ConnLoop {
         if front.lingers() {
             let now = self.shared.now();
             self.lingering
-                .start(self.reactor.registry(), stream, true, admitted, now);
+                .start(self.reactor.registry(), stream, registered, admitted, now);
         }
         // The runtime may still hold requests of this connection: they run,
         // and their replies are dropped.
@@ -694,14 +761,21 @@ impl ConnLoop {
         });
     }
 
+    /// The clock as this turn first read it for a write: a turn lasts
+    /// microseconds, and reading the clock for each reply was a visible
+    /// part of answering it.
+    fn turn_time(&mut self) -> Timestamp {
+        match self.reply_time {
+            Some(now) => now,
+            None => *self.reply_time.insert(self.shared.now()),
+        }
+    }
+
     fn deliver(&mut self, exposure: usize, delivery: Delivery, raw: Option<Box<RawRequest>>) {
         let Some(&key) = self.by_correlation.get(&delivery.correlation) else {
             return;
         };
-        let now = match self.reply_time {
-            Some(now) => now,
-            None => *self.reply_time.insert(self.shared.now()),
-        };
+        let now = self.turn_time();
         let conn = &mut self.conns[key];
         match (&self.shared.recorder, raw) {
             (Some(recorder), Some(raw)) => {
@@ -734,6 +808,14 @@ impl ConnLoop {
     }
 }
 
+/// Acts on the operators' commands not yet acted on, in the order given.
+fn commands(shared: &Shared, owner: &mut Owner, now: Timestamp) {
+    let queued = std::mem::take(&mut *lock(&shared.commands));
+    for command in queued {
+        owner.command(now, command);
+    }
+}
+
 /// Whether an accept failed for want of descriptors or kernel memory: it
 /// will fail again until something is released.
 fn out_of_descriptors(e: &io::Error) -> bool {
@@ -741,12 +823,6 @@ fn out_of_descriptors(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     )
-}
-
-/// Locks a mutex that guards plain data: no code that can panic holds it,
-/// so a poisoned one still holds whole data.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The hasher of maps keyed by numbers the server assigns itself

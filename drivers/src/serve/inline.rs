@@ -1,6 +1,6 @@
-//! Inline receivers: a receiver instance declared non-blocking, run on the
-//! thread of the exposures' owner (loop 0) while its calls come one or a
-//! few at a time, and on a worker thread of its own (its spill worker)
+//! Inline receivers: a receiver instance declared non-blocking, run under
+//! the exposures' owner's lock, on the loop that handed it the call, while
+//! its calls come one or a few at a time, and on a worker thread of its own (its spill worker)
 //! when they come in bursts.
 //!
 //! A call to a worker crosses two threads and back (loop → owner → worker
@@ -31,8 +31,9 @@
 //! the same claim on each call handed ahead (a recalled call is never
 //! started), and the same pause after a violation its supervision drains,
 //! until the operator's resume. What it gives up is only that a handler
-//! which does block stalls loop 0: the server's API asks the caller to say
-//! which receivers are which ([`super::Server::add_inline_receiver`]).
+//! which does block stalls the loop running it, and every loop waiting for
+//! the owner's lock: the server's API asks the caller to say which
+//! receivers are which ([`super::Server::add_inline_receiver`]).
 
 use std::collections::VecDeque;
 
@@ -46,7 +47,7 @@ use super::worker::{self, take, Job, OnFailure, Report, SharedReceiver, Worker};
 /// (benches/RESULTS.md, "Inline receivers").
 pub(super) const SPILL_AT: usize = 4;
 
-/// A receiver instance run on the owner's thread. See the module
+/// A receiver instance run under the owner's lock. See the module
 /// documentation.
 pub(super) struct Inline {
     id: usize,

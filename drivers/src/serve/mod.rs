@@ -1,28 +1,35 @@
-//! The serving driver: mio event loops, one per core but one by default, that move
+//! The serving driver: mio event loops, one per core by default, that move
 //! bytes between sockets and the transport fronts of `limen_core`, one
 //! owner of every exposure, and a serial worker thread per receiver
 //! instance.
 //!
 //! - Each loop (`conn_loop.rs`) holds the connections it accepted and their
 //!   [`Front`](limen_core::wire::front::Front)s: it reads into the fronts,
-//!   writes what they queue, keeps their timers in a heap, and sends the
-//!   requests a turn framed to the owner as one message. Every loop accepts
-//!   on every listener; whichever wakes first takes a connection.
-//! - The owner (`owner.rs`) runs on loop 0's thread: it holds every
-//!   [`Exposure`], feeds it the loops' requests and the workers' reports
-//!   as inputs, hands dispatches to workers, and sends each delivery to the
-//!   loop that owns its connection (a correlation names its loop).
+//!   writes what they queue, keeps their timers in a heap, and admits the
+//!   requests a turn framed at the owner, on its own thread, once a turn.
+//!   Every loop accepts on every listener: on a TCP port each has a socket
+//!   of its own in the port's SO_REUSEPORT group, so the kernel spreads the
+//!   connections; a Unix socket they share.
+//! - The owner (`owner.rs`), behind one lock, holds every [`Exposure`]:
+//!   whichever loop holds the lock feeds it that loop's requests, runs the
+//!   inline receivers it hands calls to, and takes the deliveries for its
+//!   own connections; the deliveries for another loop's go to that loop's
+//!   mailbox (a correlation names its loop). The workers' reports and the
+//!   operator's commands come to loop 0's mailbox, and loop 0 acts on them.
 //! - A worker ([`worker`]) runs one call at a time of its receiver, behind
 //!   a panic boundary, and reports how it ended to the owner. A receiver
 //!   declared non-blocking (`inline.rs`, [`Server::add_inline_receiver`])
-//!   runs on the owner's thread instead, behind the same boundary.
+//!   runs under the owner's lock instead, on the loop that handed it the
+//!   call, behind the same boundary.
 //! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
 //!   holds every connection of the hub, and its sends are spread over the
 //!   loop's thread and a few writer threads (`fanout.rs`); a datagram hub
 //!   ([`udp_hub`]) on a loop of its own around its one socket.
 //!
-//! No lock is held across a step of any machine: threads exchange messages
-//! through mailboxes. The driver frames nothing and encodes nothing; the
+//! The owner's is the one lock held across a step of a machine (the
+//! exposures' and the inline receivers'); it is held for a turn's
+//! admission, never across a system call but the mailboxes' wake-ups.
+//! Otherwise threads exchange messages through mailboxes. The driver frames nothing and encodes nothing; the
 //! fronts do. A listener that cannot bind is an error the caller turns into
 //! the boot failure (the diagnostic and exit status 2). See
 //! `docs/architecture.md` for one call's path.
@@ -86,8 +93,7 @@ pub struct ServerConfig {
     /// The gRPC front's limits.
     pub grpc: GrpcLimits,
     /// How many connection loops run (each on a thread; loop 0 on the one
-    /// that calls [`Server::run`]). 0: one per core the process may use
-    /// but one, which the receivers' workers need (at least one loop).
+    /// that calls [`Server::run`]). 0: one per core the process may use.
     pub loops: usize,
 }
 
@@ -95,13 +101,14 @@ impl ServerConfig {
     /// The number of loops this configuration runs.
     pub fn loop_count(&self) -> usize {
         match self.loops {
-            // On 2 vCPUs one loop served HTTP 1.03x and 1.23x peer-hyper
-            // where two served 0.72x and 0.89x (benches/RESULTS.md): a
-            // loop per core leaves the workers none.
-            0 => std::thread::available_parallelism()
-                .map_or(1, usize::from)
-                .saturating_sub(1)
-                .max(1),
+            // A loop admits what it framed itself, under the owner's lock,
+            // and accepts on a socket of its own: on 2 vCPUs two loops
+            // served HTTP 0.93-0.94x and 1.01-1.05x peer-http-limit where
+            // one served 0.85-0.87x and 1.00-1.03x, and gRPC 2.23x tonic
+            // where one served 2.00x (benches/RESULTS.md, "One loop per
+            // core"). When every call hopped to loop 0's thread, a second
+            // loop gained nothing and took the workers' core.
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
             n => n,
         }
     }
@@ -129,8 +136,9 @@ pub(crate) enum Message {
     FromLoop(Vec<ToOwner>),
     /// To the owner: a worker's report.
     Worker(Report),
-    /// To the owner: an operator's command.
-    Command(Command),
+    /// To loop 0: operators' commands wait in `Shared::commands`; act on
+    /// them if no loop has yet.
+    Commands,
     /// To a loop: encode and write a delivery (with the request's wire
     /// form, while recording).
     Deliver {
@@ -191,6 +199,7 @@ pub(crate) fn loop_of(correlation: Correlation) -> usize {
 pub struct StopHandle {
     flag: Arc<AtomicBool>,
     owner: Arc<Mailbox<Message>>,
+    commands: Arc<Mutex<Vec<Command>>>,
 }
 
 impl std::fmt::Debug for StopHandle {
@@ -209,7 +218,12 @@ impl StopHandle {
 
     /// Sends the server a command.
     pub fn command(&self, command: Command) {
-        self.owner.send(Message::Command(command));
+        // Queued where every loop looks before it admits a request, so a
+        // command given before a client connected is in force for it on
+        // whichever loop its connection lands; loop 0 is woken to act on it
+        // at once when no request comes.
+        lock(&self.commands).push(command);
+        self.owner.send(Message::Commands);
     }
 }
 
@@ -233,6 +247,12 @@ pub(crate) struct Shared {
     /// The loops' one monotonic clock.
     pub(crate) clock: Clock,
     pub(crate) stop: Arc<AtomicBool>,
+    /// The operators' commands not yet acted on: taken under the owner's
+    /// lock before a loop admits anything.
+    pub(crate) commands: Arc<Mutex<Vec<Command>>>,
+    /// The exposures' owner: each loop admits the requests it framed
+    /// under this lock, on its own thread.
+    pub(in crate::serve) owner: Mutex<Owner>,
 }
 
 impl Shared {
@@ -254,6 +274,8 @@ pub struct Server {
     /// Each listener's cap, where set ([`Server::set_max_connections`]).
     caps: Vec<Option<usize>>,
     stop: Arc<AtomicBool>,
+    /// The operators' commands not yet acted on ([`StopHandle::command`]).
+    commands: Arc<Mutex<Vec<Command>>>,
     recorder: Option<Box<dyn Recorder>>,
     clock: Clock,
 }
@@ -283,6 +305,7 @@ impl Server {
             served: Vec::new(),
             caps: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            commands: Arc::default(),
             recorder: None,
             clock: Clock::start(),
         })
@@ -293,6 +316,7 @@ impl Server {
         StopHandle {
             flag: self.stop.clone(),
             owner: self.owner_box.clone(),
+            commands: self.commands.clone(),
         }
     }
 
@@ -379,15 +403,16 @@ impl Server {
     }
 
     /// Adds a receiver instance declared non-blocking: while its calls come
-    /// one or a few at a time they run on the owner's thread (loop 0),
-    /// without the two thread hops a call to a worker takes; a turn that
+    /// one or a few at a time they run under the owner's lock, on the loop
+    /// that admitted them, without the two thread hops a call to a worker takes; a turn that
     /// hands it a burst sends them to a thread of its own, where they run
     /// beside the loop (`serve/inline.rs` says when). One call at a time
     /// either way, behind the same panic boundary and with the same
     /// reports, drain and resume as a worker's
     /// ([`add_worker`](Server::add_worker)). A handler that may block (on a
     /// lock, a file, another process) belongs on a worker: here it would
-    /// stall every connection of loop 0 while it waits.
+    /// stall that loop's connections, and every loop waiting for the
+    /// owner's lock, while it waits.
     pub fn add_inline_receiver(
         &mut self,
         name: &str,
@@ -549,6 +574,7 @@ impl Server {
             served,
             caps,
             stop,
+            commands,
             recorder,
             clock,
         } = self;
@@ -567,6 +593,12 @@ impl Server {
             .map(|(l, &cap)| (matches!(l, Listener::Unix { .. }), cap))
             .collect();
         let caps = connection_caps(&config, &kinds, net::descriptor_limit());
+        // The exposures' first events (a receiver asked at birth) are
+        // acted on before the first connection.
+        let now = clock.now();
+        for i in 0..owner.exposures.len() {
+            owner.pump(now, i);
+        }
         let shared = Arc::new(Shared {
             config,
             specs: owner.specs(),
@@ -580,22 +612,12 @@ impl Server {
             recorder: recorder.map(Mutex::new),
             clock,
             stop,
+            commands,
+            owner: Mutex::new(owner),
         });
-        // The exposures' first events (a receiver asked at birth) are
-        // acted on before the first connection.
-        let now = shared.now();
-        for i in 0..owner.exposures.len() {
-            owner.pump(now, i);
-        }
         let mut loops = Vec::new();
         for (i, reactor) in reactors.into_iter().enumerate() {
-            loops.push(ConnLoop::new(
-                i,
-                reactor,
-                boxes[i].clone(),
-                boxes[0].clone(),
-                shared.clone(),
-            )?);
+            loops.push(ConnLoop::new(i, reactor, boxes[i].clone(), shared.clone())?);
         }
         let mut threads = Vec::new();
         let mut first = None;
@@ -608,11 +630,11 @@ impl Server {
             threads.push(
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || l.run(None))?,
+                    .spawn(move || l.run())?,
             );
         }
         let result = match first {
-            Some(l) => l.run(Some(&mut owner)),
+            Some(l) => l.run(),
             None => Ok(()),
         };
         // Loop 0 ends after the owner told every loop to finish.
@@ -700,6 +722,13 @@ pub fn socket_path(bound: &BoundAddress) -> Option<PathBuf> {
         BoundAddress::Unix(p) => Some(p.clone()),
         BoundAddress::Tcp(_) => None,
     }
+}
+
+/// Locks `m`. A panic under the server's locks leaves whole values (the
+/// code holding them moves plain data, or runs a handler behind its own
+/// panic boundary), so a poisoned lock is taken as it is.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -1,12 +1,15 @@
 //! The exposures' owner: the one place admission runs.
 //!
-//! It holds every [`Exposure`] of the server and nothing else touches them:
-//! the connection loops send it the requests they framed (a turn's worth in
-//! one message), the workers send it how their calls ended, the operator
-//! its commands; it feeds each to the exposure as an input, hands
-//! dispatches to the workers, and routes every delivery to the loop that
-//! owns its connection, in the order the exposure produced them. It lives
-//! on loop 0's thread and runs once a turn of that loop.
+//! It holds every [`Exposure`] of the server and nothing else touches them.
+//! It sits behind one lock (`Shared::owner`): each connection loop takes
+//! it once a turn to admit the requests it framed (a turn's worth at once),
+//! on its own thread; loop 0 also takes it for what comes to its mailbox
+//! (the workers' reports, the operator's commands, a hub's calls) and for
+//! the stop. It feeds each to the exposure as an input, hands dispatches to
+//! the workers or runs them inline, and routes every delivery to the loop
+//! that owns its connection, in the order the exposure produced them: the
+//! loop holding the lock takes its own ([`Owner::take_for`]) and the others
+//! are sent theirs ([`Owner::send_remote`]).
 //!
 //! A surface served over a WebSocket hub (§ Rpcs on a hub) is owned here
 //! too, so its receivers are the same workers every other exposure of
@@ -46,7 +49,8 @@ pub(super) struct OwnedExposure {
 pub(super) enum Actor {
     /// A serial worker thread ([`super::worker`]).
     Thread(Worker),
-    /// Run on the owner's thread ([`super::inline`]).
+    /// Run under the owner's lock, by the loop holding it
+    /// ([`super::inline`]).
     Inline(Inline),
 }
 
@@ -488,18 +492,21 @@ impl Owner {
         }
     }
 
-    /// Takes what loop 0 (the owner's own) is sent this turn.
-    pub(super) fn take_local(&mut self, into: &mut Vec<Message>) {
-        if let Some(out) = self.outgoing.first_mut() {
+    /// Takes what loop `id` is sent this turn (by the loop itself, at its
+    /// turn with the owner).
+    pub(super) fn take_for(&mut self, id: usize, into: &mut Vec<Message>) {
+        if let Some(out) = self.outgoing.get_mut(id) {
             into.append(out);
         }
     }
 
-    /// Sends every other loop (and every hub) what it was given this turn,
-    /// one wake-up a loop.
-    pub(super) fn send_remote(&mut self) {
-        for (i, out) in self.outgoing.iter_mut().enumerate().skip(1) {
-            self.loops[i].send_all(out);
+    /// Sends every loop but `id` (and every hub) what it was given this
+    /// turn, one wake-up a loop.
+    pub(super) fn send_remote(&mut self, id: usize) {
+        for (i, out) in self.outgoing.iter_mut().enumerate() {
+            if i != id {
+                self.loops[i].send_all(out);
+            }
         }
         for (hub, out) in self.hubs.iter().zip(&mut self.hub_outgoing) {
             hub.send_all(out);

@@ -559,6 +559,32 @@ fn an_inline_receiver_drained_by_command_refuses_unavailable_until_resumed() {
 }
 
 #[test]
+fn a_command_given_before_a_client_connects_is_in_force_on_every_loop() {
+    // Four loops, each accepting on a socket of its own: the kernel spreads
+    // the connections over them, and whichever admits a request must
+    // already know of a drain given before it connected.
+    for inline in [false, true] {
+        let r = start_with(
+            ServerConfig {
+                loops: 4,
+                ..ServerConfig::default()
+            },
+            Supervision::Absorb,
+            inline,
+        );
+        assert_eq!(post(&r.http, "Echo::say", "0", "t-a"), (200, "0".into()));
+        r.stop.command(Command::Drain(0));
+        for i in 1..=16 {
+            let (status, body) = post(&r.http, "Echo::say", &i.to_string(), "t-a");
+            assert!(
+                status == 503 && body.contains("unavailable"),
+                "call {i} (inline {inline}): {status} {body}"
+            );
+        }
+    }
+}
+
+#[test]
 fn an_inline_receiver_runs_a_lone_call_on_the_loop_and_a_pipelined_burst_on_its_spill_worker() {
     let r = start_with(ServerConfig::default(), Supervision::Absorb, true);
     // One call in its turn: run on the owner's own thread, not a worker.

@@ -414,7 +414,10 @@ mod tests {
             panic!("a TCP listener");
         };
         let addr = l.local_addr().unwrap();
-        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        // It speaks first, as every client of ours does (the accept is
+        // deferred until it has).
+        client.write_all(b"P").unwrap();
         let accepted = loop {
             if let Some((stream, _)) = listener.accept().unwrap() {
                 break stream;
@@ -425,6 +428,73 @@ mod tests {
             panic!("a TCP stream");
         };
         assert!(socket2::SockRef::from(s).tcp_nodelay().unwrap());
+    }
+
+    /// Accepts from `listener` until `until` passes; `None` if nothing came.
+    fn accept_within(listener: &Listener, wait: std::time::Duration) -> Option<Stream> {
+        let until = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < until {
+            if let Some((stream, _)) = listener.accept().unwrap() {
+                return Some(stream);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        None
+    }
+
+    #[test]
+    fn a_port_in_use_is_refused_though_the_listeners_share_ports_among_themselves() {
+        let first = Listener::bind_tcp("127.0.0.1:0").unwrap();
+        let BoundAddress::Tcp(addr) = first.bound() else {
+            panic!("a TCP listener");
+        };
+        // Another listener of the same user on the same port would join
+        // the first's SO_REUSEPORT group and silently share its clients.
+        let second = Listener::bind_tcp(&addr.to_string());
+        assert_eq!(
+            second.err().map(|e| e.kind()),
+            Some(io::ErrorKind::AddrInUse)
+        );
+        // A loop's own socket joins it on purpose, on the same port.
+        let joined = first.join().unwrap().unwrap();
+        assert_eq!(joined.bound(), BoundAddress::Tcp(addr));
+        // Between the two, every connection is taken.
+        let mut clients = Vec::new();
+        for _ in 0..32 {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.write_all(b"P").unwrap();
+            clients.push(c);
+        }
+        let mut taken = 0;
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while taken < 32 && std::time::Instant::now() < until {
+            for l in [&first, &joined] {
+                while let Some(_accepted) = l.accept().unwrap() {
+                    taken += 1;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(taken, 32);
+    }
+
+    #[test]
+    fn a_connection_is_accepted_once_it_has_spoken() {
+        let listener = Listener::bind_tcp("127.0.0.1:0").unwrap();
+        let BoundAddress::Tcp(addr) = listener.bound() else {
+            panic!("a TCP listener");
+        };
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        // Silent, it stays with the kernel (TCP_DEFER_ACCEPT): the kernel
+        // offers it no sooner than its first retransmission, a second on.
+        assert!(accept_within(&listener, std::time::Duration::from_millis(300)).is_none());
+        client.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let mut accepted = accept_within(&listener, std::time::Duration::from_secs(10))
+            .expect("accepted once it spoke");
+        // Its first bytes are there to read at the accept.
+        let mut buf = [0u8; 64];
+        let n = accepted.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"GET / HTTP/1.1\r\n");
     }
 
     /// This process's supplementary groups, from getgroups(2).

@@ -29,8 +29,9 @@
 //! handlers) is queued by `dispatch` and run after `pump` returns, its
 //! completion fed as an input and the exposure pumped again.
 
-use super::exposure::{Correlation, Delivery, Dispatch, Event, Exposure, Input, ReceiverId};
-use super::RequestId;
+use super::exposure::{
+    Correlation, Delivery, Dispatch, Event, Exposure, Input, ReceiverId, RequestId,
+};
 use crate::Timestamp;
 
 /// Whether a dispatched call was handed to its receiver.

@@ -11,7 +11,7 @@
 //!   encodings.
 //! - [`unix_reply`]: the Unix reply line (§ Outcomes' Unix column), which
 //!   the fixture and `wire::unix` both write.
-//! - [`pump`]: the one exposure pump ([`ExposureDriver`], [`pump()`],
+//! - [`pump`](mod@pump): the one exposure pump ([`ExposureDriver`], [`pump()`],
 //!   [`step`]) the server, the replay and the C ABI drive an exposure by.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 

@@ -37,7 +37,8 @@ use std::sync::{Arc, Mutex};
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{parse_program, Program, TransportKind};
 use limen_core::hale::runtime::{
-    BearerSource, Event, Exposure, Principal, Receiver, RoleSource, ServedContext,
+    pump, Answer, BearerSource, Correlation, Delivery, Dispatch, Exposure, ExposureDriver, Handed,
+    Input, Principal, Receiver, ReceiverId, RequestId, RoleSource, ServedContext,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::http1::client::{read_response, write_request, Limits};
@@ -297,6 +298,49 @@ enum Received {
     Close(u16),
 }
 
+/// The hub side's answers to the exposure's events, for [`pump`]:
+/// deliveries go to the hub, calls are kept to run once the pump returns,
+/// every receiver is there as incarnation 1; nothing else is acted on.
+struct HubDriver<'a> {
+    hub: &'a mut Hub,
+    now: Timestamp,
+    /// The calls handed, to run after the pump.
+    handed: Vec<Dispatch>,
+    /// Whether any event came.
+    moved: bool,
+}
+
+impl ExposureDriver for HubDriver<'_> {
+    fn deliver(&mut self, delivery: Delivery) {
+        self.moved = true;
+        self.hub.deliver(self.now, delivery);
+    }
+
+    fn dispatch(&mut self, dispatch: Box<Dispatch>) -> Handed {
+        self.moved = true;
+        self.handed.push(*dispatch);
+        Handed::Taken
+    }
+
+    fn ask(&mut self, _receiver: ReceiverId) -> Answer {
+        self.moved = true;
+        Answer::Born(1)
+    }
+
+    fn recall(&mut self, _receiver: ReceiverId, _request_id: RequestId) -> bool {
+        self.moved = true;
+        false
+    }
+
+    fn close_connection(&mut self, _correlation: Correlation) {
+        self.moved = true;
+    }
+
+    fn stop_listening(&mut self) {
+        self.moved = true;
+    }
+}
+
 impl Ws {
     fn new(
         program: &Program,
@@ -393,23 +437,38 @@ impl Ws {
                 }
             }
             if let Some(ex) = self.exposure.as_mut() {
-                while let Some(e) = ex.poll_event() {
-                    moved = true;
-                    match e {
-                        Event::Deliver(d) => self.hub.deliver(now, d),
-                        Event::Dispatch(d) => {
-                            let member = ex.spec().members[d.member].name.clone();
-                            let c = side.orders.call(&member, &d.payload, &d.context);
-                            // What the handler published while it ran
-                            // reaches the hub before its completion, as
-                            // on the server (one mailbox, in order).
-                            for fill in side.take_fills() {
-                                self.hub.publish(now, "Fills", &fill);
-                            }
-                            ex.handle_completion(d.request_id, c);
+                // The core's pump; the calls it hands are run once it
+                // returns (as the server's owner runs an inline receiver's),
+                // then it pumps again.
+                loop {
+                    let mut driver = HubDriver {
+                        hub: &mut self.hub,
+                        now,
+                        handed: Vec::new(),
+                        moved: false,
+                    };
+                    pump(ex, now, &mut driver);
+                    moved |= driver.moved;
+                    if driver.handed.is_empty() {
+                        break;
+                    }
+                    for d in driver.handed {
+                        let member = ex.spec().members[d.member].name.clone();
+                        let completion = side.orders.call(&member, &d.payload, &d.context);
+                        // What the handler published while it ran reaches
+                        // the hub before its completion, as on the server
+                        // (one mailbox, in order).
+                        for fill in side.take_fills() {
+                            self.hub.publish(now, "Fills", &fill);
                         }
-                        Event::Ask(r) => ex.receiver_born(r, 1),
-                        _ => {}
+                        let request_id = d.request_id;
+                        ex.handle_input(
+                            now,
+                            Input::Completion {
+                                request_id,
+                                completion,
+                            },
+                        );
                     }
                 }
             }

@@ -26,13 +26,13 @@
 //! `on_failure` counts it and lets execution return). The same inputs
 //! therefore give the same bytes, every run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{
-    BearerSource, Correlation, Delivery, Describer, Dispatch, Event, Exposure, PeerCredentials,
-    Receiver, RoleTable,
+    pump, Answer, BearerSource, Correlation, Delivery, Describer, Dispatch, Exposure,
+    ExposureDriver, Handed, Input, PeerCredentials, Receiver, ReceiverId, RequestId, RoleTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
@@ -75,6 +75,104 @@ struct Conn {
     closed: bool,
     /// When the server closed it, on the monotonic clock.
     closed_at: Option<Timestamp>,
+}
+
+impl Conn {
+    /// Takes what its front has to write, as a reader that reads
+    /// everything at once.
+    fn take_output(&mut self, now: Timestamp) {
+        let pending = self.front.pending_output();
+        let n = pending.len();
+        self.output.extend_from_slice(pending);
+        self.front.consume_output(now, n);
+    }
+}
+
+/// What an exposure's event leaves to do once the pump has returned.
+enum After {
+    /// Run a call handed to an open receiver ([`World::execute`]).
+    Run(Dispatch),
+    /// Act on what the front of a connection emitted
+    /// ([`World::after_machine`]).
+    Machine(Correlation),
+}
+
+/// The world's side of exposure `s`'s events, borrowed from the world's
+/// fields apart from the exposure, for [`pump`].
+struct WorldDriver<'a> {
+    s: usize,
+    now: Timestamp,
+    /// The exposure's receivers' instance names, by receiver id.
+    receivers: &'a [String],
+    listening: &'a mut bool,
+    conns: &'a mut BTreeMap<Correlation, Conn>,
+    gated: &'a BTreeSet<String>,
+    draining: &'a BTreeSet<String>,
+    held: &'a mut Vec<(usize, Dispatch)>,
+    after: &'a mut VecDeque<After>,
+}
+
+impl ExposureDriver for WorldDriver<'_> {
+    fn deliver(&mut self, d: Delivery) {
+        let c = d.correlation;
+        let Some(conn) = self.conns.get_mut(&c) else {
+            return;
+        };
+        if conn.closed {
+            return;
+        }
+        conn.front.deliver(self.now, d);
+        conn.take_output(self.now);
+        self.after.push_back(After::Machine(c));
+    }
+
+    fn dispatch(&mut self, d: Box<Dispatch>) -> Handed {
+        if self.gated.contains(&self.receivers[d.receiver]) {
+            self.held.push((self.s, *d));
+        } else {
+            self.after.push_back(After::Run(*d));
+        }
+        Handed::Taken
+    }
+
+    fn ask(&mut self, r: ReceiverId) -> Answer {
+        if self.draining.contains(&self.receivers[r]) {
+            Answer::Absent
+        } else {
+            Answer::Born(STAMP)
+        }
+    }
+
+    fn recall(&mut self, _receiver: ReceiverId, request_id: RequestId) -> bool {
+        // A call held at a gate has not started: it comes back.
+        let s = self.s;
+        let at = self
+            .held
+            .iter()
+            .position(|(e, d)| *e == s && d.request_id == request_id);
+        at.map(|at| self.held.remove(at)).is_some()
+    }
+
+    fn close_connection(&mut self, c: Correlation) {
+        if let Some(conn) = self.conns.get_mut(&c) {
+            conn.front.abort();
+        }
+        self.after.push_back(After::Machine(c));
+    }
+
+    fn stop_listening(&mut self) {
+        *self.listening = false;
+        // As the server's loop does when it closes the listener: the
+        // exposure's gRPC connections, which outlive a request, are told
+        // to end.
+        for (c, conn) in self.conns.iter_mut() {
+            if conn.served == self.s && !conn.closed {
+                conn.front.stop(self.now);
+                conn.take_output(self.now);
+                self.after.push_back(After::Machine(*c));
+            }
+        }
+    }
 }
 
 /// One exposure the world serves.
@@ -444,104 +542,65 @@ impl World {
         }
     }
 
+    /// Runs a call handed to exposure `s`'s receiver and feeds its
+    /// completion (or, with no such receiver, that it was not taken).
     fn execute(&mut self, s: usize, d: Dispatch) {
+        let now = self.now;
         let member = self.served[s].exposure.spec().members[d.member]
             .name
             .clone();
         let instance = &self.served[s].receivers[d.receiver];
-        let Some(receiver) = self.receivers.get_mut(instance) else {
-            self.served[s].exposure.dispatch_not_taken(d.request_id);
-            return;
+        let input = match self.receivers.get_mut(instance) {
+            None => Input::DispatchNotTaken(d.request_id),
+            Some(receiver) => Input::Completion {
+                request_id: d.request_id,
+                completion: receiver.call(&member, &d.payload, &d.context),
+            },
         };
-        let completion = receiver.call(&member, &d.payload, &d.context);
-        self.served[s]
-            .exposure
-            .handle_completion(d.request_id, completion);
+        self.served[s].exposure.handle_input(now, input);
     }
 
-    /// Acts on everything exposure `s` emitted.
+    /// Acts on everything exposure `s` emitted, through the core's one
+    /// pump ([`pump`]), as the server's owner does: what an event leaves to
+    /// do that reaches back into the exposure — a handler run at once, a
+    /// front's new events after a delivery or a close — is queued and
+    /// done after the pump returns, in the order the events came, the
+    /// exposure pumped again after each.
     fn pump(&mut self, s: usize) {
-        while let Some(event) = self.served[s].exposure.poll_event() {
-            match event {
-                Event::Deliver(d) => self.deliver(d),
-                Event::Dispatch(d) => {
-                    if self.gated.contains(&self.served[s].receivers[d.receiver]) {
-                        self.held.push((s, *d));
-                    } else {
-                        self.execute(s, *d);
-                    }
-                }
-                Event::Ask(r) => {
-                    if self.draining.contains(&self.served[s].receivers[r]) {
-                        self.served[s].exposure.receiver_absent(r);
-                    } else {
-                        self.served[s].exposure.receiver_born(r, STAMP);
-                    }
-                }
-                Event::CloseConnection(c) => {
-                    if let Some(conn) = self.conns.get_mut(&c) {
-                        conn.front.abort();
-                    }
-                    self.after_machine(c);
-                }
-                Event::Recall { request_id, .. } => {
-                    // A call held at a gate has not started: it comes back.
-                    let at = self
-                        .held
-                        .iter()
-                        .position(|(e, d)| *e == s && d.request_id == request_id);
-                    if let Some(at) = at {
-                        self.held.remove(at);
-                        self.served[s].exposure.recalled(request_id);
-                    }
-                }
-                Event::StopListening => {
-                    self.served[s].listening = false;
-                    // As the server's loop does when it closes the
-                    // listener: the exposure's gRPC connections, which
-                    // outlive a request, are told to end.
-                    let now = self.now;
-                    let open: Vec<Correlation> = self
-                        .conns
-                        .iter()
-                        .filter(|(_, conn)| conn.served == s && !conn.closed)
-                        .map(|(c, _)| *c)
-                        .collect();
-                    for c in open {
-                        if let Some(conn) = self.conns.get_mut(&c) {
-                            conn.front.stop(now);
-                        }
-                        self.flush(c);
-                    }
-                }
+        let mut after = VecDeque::new();
+        loop {
+            let Served {
+                exposure,
+                receivers,
+                listening,
+                ..
+            } = &mut self.served[s];
+            let mut driver = WorldDriver {
+                s,
+                now: self.now,
+                receivers,
+                listening,
+                conns: &mut self.conns,
+                gated: &self.gated,
+                draining: &self.draining,
+                held: &mut self.held,
+                after: &mut after,
+            };
+            pump(exposure, self.now, &mut driver);
+            match after.pop_front() {
+                None => return,
+                Some(After::Run(d)) => self.execute(s, d),
+                Some(After::Machine(c)) => self.after_machine(c),
             }
         }
-    }
-
-    fn deliver(&mut self, d: Delivery) {
-        let now = self.now;
-        let Some(conn) = self.conns.get_mut(&d.correlation) else {
-            return;
-        };
-        if conn.closed {
-            return;
-        }
-        let c = d.correlation;
-        conn.front.deliver(now, d);
-        self.flush(c);
     }
 
     /// Takes what the front of `c` has to write, as a reader that reads
     /// everything at once.
     fn flush(&mut self, c: Correlation) {
-        let now = self.now;
-        let Some(conn) = self.conns.get_mut(&c) else {
-            return;
-        };
-        let pending = conn.front.pending_output();
-        let n = pending.len();
-        conn.output.extend_from_slice(pending);
-        conn.front.consume_output(now, n);
+        if let Some(conn) = self.conns.get_mut(&c) {
+            conn.take_output(self.now);
+        }
         self.after_machine(c);
     }
 

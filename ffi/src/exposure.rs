@@ -13,8 +13,9 @@ use limen_core::hale::check_program;
 use limen_core::hale::docs::ExposureDescriber;
 use limen_core::hale::model::{Listener, Source, TransportKind};
 use limen_core::hale::runtime::{
-    BearerSource, Completion, Delivery, Describer, Event, Exposure, Input, Principal, RoleSource,
-    RoleTable, TokenTable,
+    step, Answer, BearerSource, Completion, Correlation, Delivery, Describer, Dispatch, Event,
+    Exposure, ExposureDriver, Handed, Input, Principal, ReceiverId, RoleSource, RoleTable,
+    TokenTable,
 };
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::grpc::Framing as GrpcFraming;
@@ -668,6 +669,37 @@ pub unsafe extern "C" fn limen_exposure_receiver_name(
     })
 }
 
+/// The C ABI's side of the core's pump ([`step`]): it keeps the one event
+/// a step acted on for [`limen_exposure_poll_event`] to lend out, and
+/// leaves every answer to the caller — a dispatch is taken (the caller
+/// runs it or reports it not taken), an ask is answered later
+/// (`limen_exposure_receiver_born`/`_absent`), a recall declined.
+struct Capture(Option<Event>);
+
+impl ExposureDriver for Capture {
+    fn deliver(&mut self, delivery: Delivery) {
+        self.0 = Some(Event::Deliver(delivery));
+    }
+
+    fn dispatch(&mut self, dispatch: Box<Dispatch>) -> Handed {
+        self.0 = Some(Event::Dispatch(dispatch));
+        Handed::Taken
+    }
+
+    fn ask(&mut self, receiver: ReceiverId) -> Answer {
+        self.0 = Some(Event::Ask(receiver));
+        Answer::Later
+    }
+
+    fn close_connection(&mut self, correlation: Correlation) {
+        self.0 = Some(Event::CloseConnection(correlation));
+    }
+
+    fn stop_listening(&mut self) {
+        self.0 = Some(Event::StopListening);
+    }
+}
+
 /// Takes the next event into `*out` (kind `LIMEN_EXPOSURE_EVENT_NONE` when
 /// none waits). Poll until NONE after every input. A DELIVER event's
 /// delivery is held by the exposure until a front takes it or the next call
@@ -698,14 +730,21 @@ pub unsafe extern "C" fn limen_exposure_poll_event(
             generation: 0,
             stamp: 0,
         };
-        // A recall is only ever asked of a call handed ahead, and the ABI's
-        // exposures hand none ahead (`ExposureLimits::dispatch_ahead` 0);
-        // were one asked, declining it is always correct (the call runs
-        // and completes as usual), so it is passed over.
+        // One step of the core's pump at a time, the event it acts on
+        // captured for the caller. A recall is only ever asked of a call
+        // handed ahead, and the ABI's exposures hand none ahead
+        // (`ExposureLimits::dispatch_ahead` 0); were one asked, the capture
+        // declines it (always correct: the call runs and completes as
+        // usual) and captures nothing, so it is stepped over. The capture
+        // feeds no input back (an ask is answered by the caller, later), so
+        // the pump never reads a time and none is made up beyond this 0.
         let event = loop {
-            match h.exposure.poll_event() {
-                Some(Event::Recall { .. }) => continue,
-                other => break other,
+            let mut capture = Capture(None);
+            if !step(&mut h.exposure, 0, &mut capture) {
+                break None;
+            }
+            if capture.0.is_some() {
+                break capture.0;
             }
         };
         match event {
@@ -754,7 +793,7 @@ pub unsafe extern "C" fn limen_exposure_poll_event(
             Some(Event::StopListening) => {
                 ev.kind = limen_exposure_event_kind::LIMEN_EXPOSURE_EVENT_STOP_LISTENING;
             }
-            Some(Event::Recall { .. }) => unreachable!("passed over above"),
+            Some(Event::Recall { .. }) => unreachable!("declined, never captured"),
         }
         // SAFETY: as above.
         unsafe { put(out, ev) }

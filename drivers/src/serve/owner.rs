@@ -21,7 +21,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use limen_core::hale::runtime::{
-    Correlation, Event, Exposure, ExposureSpec, Input, RequestId, Supervision,
+    pump, Answer, Correlation, Delivery, Dispatch, Exposure, ExposureDriver, ExposureSpec, Handed,
+    Input, ReceiverId, RequestId, Supervision,
 };
 use limen_core::wire::front::RawRequest;
 use limen_core::Timestamp;
@@ -373,123 +374,32 @@ impl Owner {
         self.run_inline(now);
     }
 
-    /// Acts on everything exposure `index` emitted, until it is quiet.
+    /// Acts on everything exposure `index` emitted, until it is quiet,
+    /// through the core's one pump ([`pump`]): the exposure is one field
+    /// of its [`OwnedExposure`], everything the events act on the owner's
+    /// other fields, borrowed apart as an [`OwnerDriver`].
     pub(super) fn pump(&mut self, now: Timestamp, index: usize) {
-        while let Some(event) = self.exposures[index].exposure.poll_event() {
-            match event {
-                Event::Deliver(delivery) => {
-                    let raw = if self.recording.is_empty() {
-                        None
-                    } else {
-                        self.recording
-                            .remove(&(index, delivery.request_id))
-                            .map(|(_, raw)| raw)
-                    };
-                    let to = loop_of(delivery.correlation);
-                    if let Some(hub) = to.checked_sub(HUB_ROUTE_BASE) {
-                        self.hub_outgoing[hub].push(HubCommand::Deliver(Box::new(delivery)));
-                        continue;
-                    }
-                    self.outgoing[to].push(Message::Deliver {
-                        exposure: index,
-                        delivery,
-                        raw,
-                    });
-                }
-                Event::Dispatch(dispatch) => {
-                    let worker = self.exposures[index].workers[dispatch.receiver];
-                    let claim = Claim::default();
-                    let request_id = dispatch.request_id;
-                    self.handed[worker].push_back((index, request_id, claim.clone()));
-                    let job = Job {
-                        exposure: index,
-                        names: self.exposures[index].names.clone(),
-                        dispatch,
-                        claim,
-                    };
-                    match &mut self.workers[worker] {
-                        Actor::Thread(w) => {
-                            if w.hand(job).is_err() {
-                                self.handed[worker].pop_back();
-                                self.exposures[index]
-                                    .exposure
-                                    .handle_input(now, Input::DispatchNotTaken(request_id));
-                            }
-                        }
-                        Actor::Inline(inline) => match inline.spill_worker_busy() {
-                            // Its spill worker still holds a call: this one
-                            // follows it there, so calls start in order.
-                            Some(spill) => {
-                                if spill.hand(job).is_err() {
-                                    self.handed[worker].pop_back();
-                                    self.exposures[index]
-                                        .exposure
-                                        .handle_input(now, Input::DispatchNotTaken(request_id));
-                                }
-                            }
-                            None => {
-                                inline.hand(job);
-                                if self.inline_ready.last() != Some(&worker) {
-                                    self.inline_ready.push(worker);
-                                }
-                            }
-                        },
-                    }
-                }
-                Event::Recall {
-                    receiver,
-                    request_id,
-                } => {
-                    let worker = self.exposures[index].workers[receiver];
-                    let handed = &mut self.handed[worker];
-                    let at = handed
-                        .iter()
-                        .position(|h| h.0 == index && h.1 == request_id);
-                    // Taken back only if its worker has not started it;
-                    // otherwise its report follows.
-                    if let Some(at) = at.filter(|&at| take(&handed[at].2)) {
-                        handed.remove(at);
-                        self.exposures[index]
-                            .exposure
-                            .handle_input(now, Input::Recalled(request_id));
-                    }
-                }
-                Event::Ask(r) => {
-                    let worker = self.exposures[index].workers[r];
-                    let input = if self.draining[worker] {
-                        Input::ReceiverAbsent(r)
-                    } else {
-                        Input::ReceiverBorn {
-                            receiver: r,
-                            stamp: self.workers[worker].stamp(),
-                        }
-                    };
-                    self.exposures[index].exposure.handle_input(now, input);
-                }
-                Event::CloseConnection(c) => {
-                    if !self.recording.is_empty() {
-                        // No reply reaches it: forget its requests.
-                        self.recording.retain(|_, (on, _)| *on != c);
-                    }
-                    match loop_of(c).checked_sub(HUB_ROUTE_BASE) {
-                        Some(hub) => self.hub_outgoing[hub].push(HubCommand::Abort(c)),
-                        None => self.outgoing[loop_of(c)].push(Message::Abort(c)),
-                    }
-                }
-                Event::StopListening => {
-                    // Over a hub there is no listener of the server's to
-                    // close: the exposure refuses what arrives after its
-                    // stop, and the hub stops once the exposures have.
-                    let Some(listener) = self.exposures[index].listener else {
-                        continue;
-                    };
-                    self.closed_listeners.push(listener);
-                    for out in &mut self.outgoing {
-                        out.push(Message::CloseListener(listener));
-                    }
-                }
-            }
-        }
+        let OwnedExposure {
+            exposure,
+            workers: receivers,
+            listener,
+            names,
+        } = &mut self.exposures[index];
+        let mut driver = OwnerDriver {
+            index,
+            receivers,
+            listener: *listener,
+            names,
+            workers: &mut self.workers,
+            draining: &self.draining,
+            handed: &mut self.handed,
+            inline_ready: &mut self.inline_ready,
+            recording: &mut self.recording,
+            outgoing: &mut self.outgoing,
+            hub_outgoing: &mut self.hub_outgoing,
+            closed_listeners: &mut self.closed_listeners,
+        };
+        pump(exposure, now, &mut driver);
     }
 
     /// Takes what loop `id` is sent this turn (by the loop itself, at its
@@ -510,6 +420,132 @@ impl Owner {
         }
         for (hub, out) in self.hubs.iter().zip(&mut self.hub_outgoing) {
             hub.send_all(out);
+        }
+    }
+}
+
+/// The owner's side of one exposure's events, borrowed from the owner's
+/// fields apart from the exposure itself, for [`pump`]: deliveries go to
+/// the loop (or hub) of their connection, dispatches to the receiver's
+/// actor (an inline receiver's is run after the pump, by `run_inline`).
+struct OwnerDriver<'a> {
+    /// The exposure's index.
+    index: usize,
+    /// The worker of each of the exposure's receivers.
+    receivers: &'a [WorkerId],
+    listener: Option<ListenerId>,
+    names: &'a Arc<[String]>,
+    workers: &'a mut [Actor],
+    draining: &'a [bool],
+    handed: &'a mut [VecDeque<(usize, RequestId, Claim)>],
+    inline_ready: &'a mut Vec<usize>,
+    recording: &'a mut HashMap<(usize, RequestId), (Correlation, Box<RawRequest>)>,
+    outgoing: &'a mut [Vec<Message>],
+    hub_outgoing: &'a mut [Vec<HubCommand>],
+    closed_listeners: &'a mut Vec<ListenerId>,
+}
+
+impl ExposureDriver for OwnerDriver<'_> {
+    fn deliver(&mut self, delivery: Delivery) {
+        let raw = if self.recording.is_empty() {
+            None
+        } else {
+            self.recording
+                .remove(&(self.index, delivery.request_id))
+                .map(|(_, raw)| raw)
+        };
+        let to = loop_of(delivery.correlation);
+        if let Some(hub) = to.checked_sub(HUB_ROUTE_BASE) {
+            self.hub_outgoing[hub].push(HubCommand::Deliver(Box::new(delivery)));
+            return;
+        }
+        self.outgoing[to].push(Message::Deliver {
+            exposure: self.index,
+            delivery,
+            raw,
+        });
+    }
+
+    fn dispatch(&mut self, dispatch: Box<Dispatch>) -> Handed {
+        let worker = self.receivers[dispatch.receiver];
+        let claim = Claim::default();
+        let request_id = dispatch.request_id;
+        self.handed[worker].push_back((self.index, request_id, claim.clone()));
+        let job = Job {
+            exposure: self.index,
+            names: self.names.clone(),
+            dispatch,
+            claim,
+        };
+        let taken = match &mut self.workers[worker] {
+            Actor::Thread(w) => w.hand(job).is_ok(),
+            Actor::Inline(inline) => match inline.spill_worker_busy() {
+                // Its spill worker still holds a call: this one follows it
+                // there, so calls start in order.
+                Some(spill) => spill.hand(job).is_ok(),
+                None => {
+                    inline.hand(job);
+                    if self.inline_ready.last() != Some(&worker) {
+                        self.inline_ready.push(worker);
+                    }
+                    true
+                }
+            },
+        };
+        if taken {
+            Handed::Taken
+        } else {
+            self.handed[worker].pop_back();
+            Handed::NotTaken
+        }
+    }
+
+    fn ask(&mut self, receiver: ReceiverId) -> Answer {
+        let worker = self.receivers[receiver];
+        if self.draining[worker] {
+            Answer::Absent
+        } else {
+            Answer::Born(self.workers[worker].stamp())
+        }
+    }
+
+    fn recall(&mut self, receiver: ReceiverId, request_id: RequestId) -> bool {
+        let handed = &mut self.handed[self.receivers[receiver]];
+        let at = handed
+            .iter()
+            .position(|h| h.0 == self.index && h.1 == request_id);
+        // Taken back only if its worker has not started it; otherwise its
+        // report follows.
+        match at.filter(|&at| take(&handed[at].2)) {
+            Some(at) => {
+                handed.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn close_connection(&mut self, c: Correlation) {
+        if !self.recording.is_empty() {
+            // No reply reaches it: forget its requests.
+            self.recording.retain(|_, (on, _)| *on != c);
+        }
+        match loop_of(c).checked_sub(HUB_ROUTE_BASE) {
+            Some(hub) => self.hub_outgoing[hub].push(HubCommand::Abort(c)),
+            None => self.outgoing[loop_of(c)].push(Message::Abort(c)),
+        }
+    }
+
+    fn stop_listening(&mut self) {
+        // Over a hub there is no listener of the server's to close: the
+        // exposure refuses what arrives after its stop, and the hub stops
+        // once the exposures have.
+        let Some(listener) = self.listener else {
+            return;
+        };
+        self.closed_listeners.push(listener);
+        for out in self.outgoing.iter_mut() {
+            out.push(Message::CloseListener(listener));
         }
     }
 }

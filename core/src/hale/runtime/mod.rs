@@ -11,12 +11,15 @@
 //!   encodings.
 //! - [`unix_reply`]: the Unix reply line (§ Outcomes' Unix column), which
 //!   the fixture and `wire::unix` both write.
+//! - [`pump`](mod@pump): the one exposure pump ([`ExposureDriver`], [`pump()`],
+//!   [`step`]) the server, the replay and the C ABI drive an exposure by.
 //! - [`fixture`]: `std::api::test::Rpc`, the in-process transport.
 
 pub mod bearer;
 pub mod exposure;
 pub mod fixture;
 pub mod outcome;
+pub mod pump;
 #[cfg(any(test, feature = "arbitrary"))]
 pub mod sim;
 pub mod sources;
@@ -29,6 +32,7 @@ pub use exposure::{
 };
 pub use fixture::{FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};
+pub use pump::{pump, step, Answer, ExposureDriver, Handed};
 pub use sources::{
     BearerSource, Credential, Grants, HeldRoles, PeerCredentials, Principal, PrincipalData,
     RoleHierarchy, RoleSource, RoleTable, TokenTable,

@@ -43,7 +43,7 @@ use limen_core::hale::runtime::{
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::http1::client::{read_response, write_request, Limits};
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
-use limen_core::wire::ws::{Hub, HubCall, HubSpec};
+use limen_core::wire::ws::{Hub, HubEvent, HubSpec};
 use limen_core::Timestamp;
 use limen_witness::exposures::with_hub_desk;
 use limen_witness::sources::{SharedRoles, SharedTokens};
@@ -424,16 +424,21 @@ impl Ws {
         loop {
             let mut moved = false;
             let now = self.clock.now;
-            while let Some(call) = self.hub.poll_call() {
-                moved = true;
-                let Some(ex) = self.exposure.as_mut() else {
-                    continue;
+            // The hub's events: its calls go to the exposure; there is no
+            // socket to write or close (what the hub writes is read below
+            // from its pending output).
+            while let Some(event) = self.hub.poll_event() {
+                let input = match event {
+                    HubEvent::Call(r) => Input::Request {
+                        request: *r,
+                        wall: self.clock.wall(),
+                    },
+                    HubEvent::Lost(c) => Input::Lost(c),
+                    HubEvent::Output(_) | HubEvent::Close(_) => continue,
                 };
-                match call {
-                    HubCall::Request(r) => {
-                        ex.handle_request(now, self.clock.wall(), r);
-                    }
-                    HubCall::Lost(c) => ex.connection_lost(c),
+                moved = true;
+                if let Some(ex) = self.exposure.as_mut() {
+                    ex.handle_input(now, input);
                 }
             }
             if let Some(ex) = self.exposure.as_mut() {
@@ -476,7 +481,6 @@ impl Ws {
                 moved = true;
                 self.hub.publish(now, "Fills", &fill);
             }
-            while self.hub.poll_event().is_some() {}
             let out = self.hub.pending_output(CONN).to_vec();
             if !out.is_empty() && !self.stalled {
                 moved = true;

@@ -307,22 +307,28 @@ pub unsafe extern "C" fn limen_hub_poll_event(
     guard(|| {
         // SAFETY: the caller's promises, passed through.
         let h = unsafe { handle(hub) }?;
-        let ev = match h.hub.poll_event() {
-            None => limen_hub_event {
-                kind: limen_hub_event_kind::LIMEN_HUB_EVENT_NONE,
-                conn: 0,
-            },
-            Some(HubEvent::Output(conn)) => limen_hub_event {
-                kind: limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT,
-                conn,
-            },
-            Some(HubEvent::Close(conn)) => {
-                h.open.remove(&conn);
-                limen_hub_event {
-                    kind: limen_hub_event_kind::LIMEN_HUB_EVENT_CLOSE,
+        // The ABI's hub serves no surface (it never calls
+        // `Hub::serve_calls`), so it frames no calls; were one framed, it
+        // would have no exposure to go to, and is passed over.
+        let ev = loop {
+            break match h.hub.poll_event() {
+                None => limen_hub_event {
+                    kind: limen_hub_event_kind::LIMEN_HUB_EVENT_NONE,
+                    conn: 0,
+                },
+                Some(HubEvent::Output(conn)) => limen_hub_event {
+                    kind: limen_hub_event_kind::LIMEN_HUB_EVENT_OUTPUT,
                     conn,
+                },
+                Some(HubEvent::Close(conn)) => {
+                    h.open.remove(&conn);
+                    limen_hub_event {
+                        kind: limen_hub_event_kind::LIMEN_HUB_EVENT_CLOSE,
+                        conn,
+                    }
                 }
-            }
+                Some(HubEvent::Call(_) | HubEvent::Lost(_)) => continue,
+            };
         };
         // SAFETY: as above.
         unsafe { put(out, ev) }

@@ -33,7 +33,7 @@ use limen_core::hale::runtime::{
 };
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
 use limen_core::wire::ws::{
-    ConnId, Hub, HubCall, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec,
+    ConnId, Hub, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec,
 };
 use limen_core::{Timestamp, SECOND};
 
@@ -364,19 +364,17 @@ fuzz_target!(|s: Schedule| {
                 );
             }
         }
-        loop {
-            match hub.poll_call() {
-                Some(HubCall::Request(r)) => framed.push_back(r),
-                // A connection gone: its calls are lost, never answered.
-                Some(HubCall::Lost(id)) => framed.retain(|r| r.correlation != id),
-                None => break,
-            }
-        }
         while let Some(e) = hub.poll_event() {
-            if let HubEvent::Close(id) = e {
-                if let Some(peer) = peers.get_mut(id as usize) {
-                    peer.gone = true;
+            match e {
+                HubEvent::Call(r) => framed.push_back(*r),
+                // A connection gone: its calls are lost, never answered.
+                HubEvent::Lost(id) => framed.retain(|r| r.correlation != id),
+                HubEvent::Close(id) => {
+                    if let Some(peer) = peers.get_mut(id as usize) {
+                        peer.gone = true;
+                    }
                 }
+                HubEvent::Output(_) => {}
             }
         }
         for c in 0..next_id {

@@ -29,7 +29,7 @@ pub mod client;
 pub mod hub;
 pub mod hub_spec;
 
-pub use hub::{ConnId, Hub, HubCall, HubEvent, Published};
+pub use hub::{ConnId, Hub, HubEvent, Published};
 pub use hub_spec::{HubLimits, HubSpec, OnFull, StreamSpec};
 
 use std::collections::VecDeque;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use limen_core::hale::runtime::{Correlation, Delivery};
-use limen_core::wire::ws::{ConnId, Hub, HubCall, HubEvent, Published};
+use limen_core::wire::ws::{ConnId, Hub, HubEvent, Published};
 use limen_core::Timestamp;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
@@ -412,26 +412,27 @@ impl HubServer {
         correlation & ((1 << CORRELATION_LOOP_SHIFT) - 1)
     }
 
-    /// Frames for the owner what the connections called (and the losses
-    /// of connections that called), in the order the machine framed them.
-    fn take_calls(&mut self) {
+    /// Frames for the owner what a connection called, or the loss of one
+    /// that called, in the order the machine framed them. Without a
+    /// surface served over the hub there are none.
+    fn take_call(&mut self, call: HubEvent) {
         let Some(link) = &mut self.calls else { return };
-        while let Some(call) = self.hub.poll_call() {
-            link.framed.push(match call {
-                HubCall::Request(mut request) => {
-                    request.correlation |= link.route;
-                    ToOwner::Request {
-                        exposure: link.exposure,
-                        request,
-                        raw: None,
-                    }
-                }
-                HubCall::Lost(id) => ToOwner::Lost {
+        link.framed.push(match call {
+            HubEvent::Call(request) => {
+                let mut request = *request;
+                request.correlation |= link.route;
+                ToOwner::Request {
                     exposure: link.exposure,
-                    correlation: id | link.route,
-                },
-            });
-        }
+                    request,
+                    raw: None,
+                }
+            }
+            HubEvent::Lost(id) => ToOwner::Lost {
+                exposure: link.exposure,
+                correlation: id | link.route,
+            },
+            HubEvent::Output(_) | HubEvent::Close(_) => return,
+        });
     }
 
     /// Sends the owner what this turn framed, as one message.
@@ -612,13 +613,13 @@ impl HubServer {
         }
     }
 
-    /// Acts on the machine's events until it has none, and takes the
-    /// calls it framed.
+    /// Acts on the machine's events until it has none: its sockets' and
+    /// the calls it framed.
     fn drain(&mut self) {
         loop {
-            self.take_calls();
             while let Some(event) = self.hub.poll_event() {
                 match event {
+                    HubEvent::Call(_) | HubEvent::Lost(_) => self.take_call(event),
                     HubEvent::Output(id) => self.ready.push(id),
                     // Dropping the socket closes it, which takes it out of
                     // the poll.
@@ -657,7 +658,6 @@ impl HubServer {
             // Writing may read a connection held back, or end one.
             self.write_round();
         }
-        self.take_calls();
     }
 }
 

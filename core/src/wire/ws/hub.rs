@@ -53,10 +53,10 @@
 //!    one write takes them with [`take_output`](Hub::take_output) instead.
 //! 5. Re-arm the timer from [`poll_timeout`](Hub::poll_timeout).
 //! 6. With a surface served over the hub ([`serve_calls`](Hub::serve_calls),
-//!    § Rpcs on a hub), take [`poll_call`](Hub::poll_call) until `None`
-//!    after every input and hand each request (and each lost connection)
-//!    to the exposure; hand each of its deliveries to
-//!    [`deliver`](Hub::deliver), then poll events again.
+//!    § Rpcs on a hub), the same events carry its calls: hand each
+//!    [`HubEvent::Call`] (and each [`HubEvent::Lost`]) to the exposure;
+//!    hand each of its deliveries to [`deliver`](Hub::deliver), then poll
+//!    events again.
 //!
 //! `now` is the driver's monotonic clock in nanoseconds; the wall clock
 //! (nanoseconds since the Unix epoch) comes in only with bytes read, since
@@ -101,8 +101,13 @@ pub fn anonymous_reason(limits: &super::HubLimits) -> String {
     )
 }
 
-/// What the hub asks of its driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the hub asks of its driver, in the order it produced them: one
+/// queue for the sockets and, with a surface served over the hub
+/// ([`Hub::serve_calls`]), for its exposure. A connection that called is
+/// [`Lost`](HubEvent::Lost) to the exposure just before its
+/// [`Close`](HubEvent::Close), and every [`Call`](HubEvent::Call) of it
+/// comes before both.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HubEvent {
     /// The connection has bytes to write: write its
     /// [`pending_output`](Hub::pending_output).
@@ -110,16 +115,12 @@ pub enum HubEvent {
     /// The connection is done (its last bytes written, or dropped): close
     /// the socket. The id is free again.
     Close(ConnId),
-}
-
-/// What a hub that carries a surface (§ Rpcs on a hub) hands its
-/// exposure.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HubCall {
     /// A `call` frame, framed for the exposure: its correlation is the
-    /// connection, its credential the one presented at the upgrade.
-    Request(Request),
-    /// The connection is gone: its calls with the exposure are lost.
+    /// connection, its credential the one presented at the upgrade. Boxed:
+    /// a request is many times the size of the other events.
+    Call(Box<Request>),
+    /// A connection that called is gone: its calls with the exposure are
+    /// lost.
     Lost(ConnId),
 }
 
@@ -361,7 +362,6 @@ pub struct Hub {
     events: VecDeque<HubEvent>,
     /// Whether a surface is served over the hub (`call` frames taken).
     serves_calls: bool,
-    calls: VecDeque<HubCall>,
     /// The unproven connections, which `max_unproven` bounds.
     unproven: Unproven,
     /// Sockets accepted so far: the next one's order.
@@ -411,7 +411,6 @@ impl Hub {
             conns: BTreeMap::new(),
             events: VecDeque::new(),
             serves_calls: false,
-            calls: VecDeque::new(),
             unproven: Unproven::default(),
             accepted: 0,
             stopped: false,
@@ -421,18 +420,12 @@ impl Hub {
     }
 
     /// Serves a surface over the hub (`api::serve(S, self.hub, …)`): its
-    /// `call` frames are framed for the exposure ([`poll_call`](Hub::poll_call))
-    /// and its outcomes written back as `reply` frames
+    /// `call` frames are framed for the exposure ([`HubEvent::Call`], among
+    /// the hub's events) and its outcomes written back as `reply` frames
     /// ([`deliver`](Hub::deliver)). The exposure's bearer source is the
     /// hub's, so the caller is the one the upgrade's credential names.
     pub fn serve_calls(&mut self) {
         self.serves_calls = true;
-    }
-
-    /// The next call for the exposure, or a connection's loss. Poll until
-    /// `None` after every input, as [`poll_event`](Hub::poll_event).
-    pub fn poll_call(&mut self) -> Option<HubCall> {
-        self.calls.pop_front()
     }
 
     /// Writes the exposure's outcome as a `reply` frame on its connection
@@ -761,7 +754,6 @@ impl Hub {
             self.rules.pump(now, conn);
             if settle(
                 &mut self.events,
-                &mut self.calls,
                 &mut self.unproven,
                 now,
                 id,
@@ -832,7 +824,6 @@ impl Hub {
         }
         if !settle(
             &mut self.events,
-            &mut self.calls,
             &mut self.unproven,
             now,
             id,
@@ -854,7 +845,6 @@ impl Hub {
         let resume = conn.resumable(self.rules.spec.limits.max_answers);
         if settle(
             &mut self.events,
-            &mut self.calls,
             &mut self.unproven,
             now,
             id,
@@ -1090,7 +1080,6 @@ impl Rules {
 /// a connection that called is lost to the exposure).
 fn settle(
     events: &mut VecDeque<HubEvent>,
-    calls: &mut VecDeque<HubCall>,
     unproven: &mut Unproven,
     now: Timestamp,
     id: ConnId,
@@ -1101,7 +1090,7 @@ fn settle(
     if conn.is_done() && empty {
         unproven.forget(conn);
         if conn.called {
-            calls.push_back(HubCall::Lost(id));
+            events.push_back(HubEvent::Lost(id));
         }
         events.push_back(HubEvent::Close(id));
         return true;

@@ -109,6 +109,6 @@ impl Hub {
         conn.calls_out += 1;
         let credential = Credential::Bearer(conn.token.clone());
         let request = unix::frame(line, conn.id, credential);
-        self.calls.push_back(HubCall::Request(request));
+        self.events.push_back(HubEvent::Call(Box::new(request)));
     }
 }

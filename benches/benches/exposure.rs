@@ -44,7 +44,13 @@ fn exposure(bound: usize) -> Exposure {
         Box::new(codec),
         Box::new(NoDoc),
     );
-    ex.receiver_born(0, 1);
+    ex.handle_input(
+        0,
+        Input::ReceiverBorn {
+            receiver: 0,
+            stamp: 1,
+        },
+    );
     ex
 }
 
@@ -85,14 +91,23 @@ fn receipt(qty: i64, limit: i64) -> Vec<u8> {
 }
 
 fn trip(ex: &mut Exposure, correlation: u64) -> (u16, Vec<u8>) {
-    ex.handle_request(0, 0, request(correlation));
+    let request = request(correlation);
+    ex.handle_input(0, Input::Request { request, wall: 0 });
     let mut out = (0, Vec::new());
     while let Some(event) = ex.poll_event() {
         match event {
             Event::Dispatch(d) => {
                 let qty = d.payload["qty"].as_i64().unwrap_or(0);
                 let limit = d.payload["limit"].as_i64().unwrap_or(0);
-                ex.handle_completion(d.request_id, Completion::Returned(receipt(qty, limit)));
+                let completion = Completion::Returned(receipt(qty, limit));
+                let request_id = d.request_id;
+                ex.handle_input(
+                    0,
+                    Input::Completion {
+                        request_id,
+                        completion,
+                    },
+                );
             }
             Event::Deliver(d) => out = d.outcome.into_http(),
             _ => {}
@@ -128,7 +143,13 @@ fn per_pending() {
     let requests: Vec<Request> = (0..N as u64).map(request).collect();
     let live = live_during(|| {
         for r in requests {
-            fresh.handle_request(0, 0, r);
+            fresh.handle_input(
+                0,
+                Input::Request {
+                    request: r,
+                    wall: 0,
+                },
+            );
             while fresh.poll_event().is_some() {}
         }
     });

@@ -36,7 +36,13 @@ fn exposure(via: &str) -> (Exposure, Arc<mcp::Framing>) {
         Box::new(ShapeCodec::new(&program, e).expect("a codec")),
         Box::new(McpDescriber::new(&program, e).expect("a describer")),
     );
-    ex.receiver_born(0, 1);
+    ex.handle_input(
+        0,
+        Input::ReceiverBorn {
+            receiver: 0,
+            stamp: 1,
+        },
+    );
     (ex, framing)
 }
 
@@ -64,11 +70,19 @@ fn trip(
     let Some(FrontEvent::Request { request, .. }) = front.poll_event() else {
         panic!("a request")
     };
-    ex.handle_request(0, 0, request);
+    ex.handle_input(0, Input::Request { request, wall: 0 });
     while let Some(event) = ex.poll_event() {
         match event {
             Event::Dispatch(d) => {
-                ex.handle_completion(d.request_id, Completion::Returned(RECEIPT.to_vec()))
+                let completion = Completion::Returned(RECEIPT.to_vec());
+                let request_id = d.request_id;
+                ex.handle_input(
+                    0,
+                    Input::Completion {
+                        request_id,
+                        completion,
+                    },
+                );
             }
             Event::Deliver(d) => {
                 front.deliver(0, d);

@@ -380,7 +380,13 @@ impl Ws {
                 Box::new(codec),
                 Box::new(docs),
             );
-            exposure.receiver_born(0, 1);
+            exposure.handle_input(
+                0,
+                Input::ReceiverBorn {
+                    receiver: 0,
+                    stamp: 1,
+                },
+            );
             hub.serve_calls();
             Some(exposure)
         } else {

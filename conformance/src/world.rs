@@ -317,7 +317,13 @@ impl World {
                 .map_err(|err| format!("exposure `{}`: {err}", spec.name))?;
             let mut exposure = Exposure::new(spec, bearer, Box::new(table), Box::new(codec), docs);
             for r in 0..receivers.len() {
-                exposure.receiver_born(r, STAMP);
+                exposure.handle_input(
+                    0,
+                    Input::ReceiverBorn {
+                        receiver: r,
+                        stamp: STAMP,
+                    },
+                );
             }
             world.served.push(Served {
                 name,
@@ -618,17 +624,23 @@ impl World {
                 None => break,
                 Some(FrontEvent::Request { request, .. }) => {
                     let (now, wall) = (self.now, self.wall());
-                    self.served[s].exposure.handle_request(now, wall, request);
+                    self.served[s]
+                        .exposure
+                        .handle_input(now, Input::Request { request, wall });
                     self.pump(s);
                 }
                 Some(FrontEvent::Lost) => {
-                    self.served[s].exposure.connection_lost(c);
+                    self.served[s]
+                        .exposure
+                        .handle_input(self.now, Input::Lost(c));
                     self.pump(s);
                 }
                 Some(FrontEvent::Closed) => {
                     conn.closed = true;
                     conn.closed_at = Some(self.now);
-                    self.served[s].exposure.connection_lost(c);
+                    self.served[s]
+                        .exposure
+                        .handle_input(self.now, Input::Lost(c));
                     self.pump(s);
                     return;
                 }

@@ -10,7 +10,7 @@
 //! correlation is handed back with [`limen_front_deliver`], which finds its
 //! stream again, and [`limen_front_stop`] ends it gracefully.
 
-use limen_core::hale::runtime::{Delivery, PeerCredentials, Request};
+use limen_core::hale::runtime::{Delivery, Input, PeerCredentials, Request};
 use limen_core::wire::front::{Front, FrontEvent, FrontLimits};
 use limen_core::wire::http::HttpFront;
 use limen_core::wire::mcp::McpFront;
@@ -396,7 +396,15 @@ unsafe fn submit_held(
         )
     })?;
     e.delivery = None;
-    let id = e.exposure.handle_request(now, wall_unix_ns, request);
+    // The id the request takes, then the request through the one verb.
+    let id = e.exposure.next_request_id();
+    e.exposure.handle_input(
+        now,
+        Input::Request {
+            request,
+            wall: wall_unix_ns,
+        },
+    );
     if !request_id.is_null() {
         // SAFETY: the caller's promise.
         unsafe { put(request_id, id) }?;

@@ -32,9 +32,7 @@ use limen_core::hale::runtime::{
     RoleSource, RoleTable, TokenTable,
 };
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
-use limen_core::wire::ws::{
-    ConnId, Hub, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec,
-};
+use limen_core::wire::ws::{ConnId, Hub, HubEvent, HubLimits, HubSpec, OnFull, StreamSpec};
 use limen_core::{Timestamp, SECOND};
 
 const WALL0: Timestamp = 1_800_000_000 * SECOND;

@@ -2,11 +2,14 @@
 //! fronts, and a timer heap. See the [module above](super) for how loops,
 //! the owner and the workers meet.
 //!
-//! A turn: write what the fronts queued; sleep in the poll until a socket,
-//! the mailbox or the earliest deadline wakes it; accept, read into the
-//! fronts, write; take the mailbox (deliveries from the owner — and, on
-//! loop 0, the owner's own messages); send the owner what the turn framed,
-//! as one message; fire the timers that are due.
+//! A turn: write what the fronts queued, and put in the poll the
+//! connections still open that were accepted last turn; sleep in the poll
+//! until a socket, the mailbox or the earliest deadline wakes it; accept
+//! (reading each connection at once), read into the fronts, write; take the
+//! mailbox (deliveries from other loops' admissions — and, on loop 0, the
+//! workers' reports, a hub's calls and the operators' nudge); fire the
+//! timers that are due; then, under the owner's lock, admit what the turn
+//! framed and take this loop's deliveries (`own_turn`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -123,9 +126,9 @@ pub(super) struct ConnLoop {
     /// Connections closing in stages after a refusal (`linger.rs`).
     lingering: Lingering<Admitted>,
     read_buf: Box<[u8]>,
-    /// The clock as the first delivery of this turn read it: a turn lasts
-    /// microseconds, and reading the clock for each reply was a visible
-    /// part of delivering it.
+    /// The clock as the first delivery or write of this turn read it
+    /// ([`ConnLoop::turn_time`]): a turn lasts microseconds, and reading
+    /// the clock for each reply was a visible part of delivering it.
     reply_time: Option<Timestamp>,
     finishing: bool,
     finish_sent: bool,

@@ -132,7 +132,8 @@ pub enum Command {
 /// Everything that travels between the server's threads.
 #[derive(Debug)]
 pub(crate) enum Message {
-    /// To the owner: what a loop framed this turn, in order.
+    /// To loop 0, for the owner: what a hub's loop framed this turn, in
+    /// order (a connection loop admits its own under the owner's lock).
     FromLoop(Vec<ToOwner>),
     /// To the owner: a worker's report.
     Worker(Report),

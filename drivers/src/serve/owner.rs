@@ -375,7 +375,7 @@ impl Owner {
     }
 
     /// Acts on everything exposure `index` emitted, until it is quiet,
-    /// through the core's one pump ([`pump`]): the exposure is one field
+    /// through the core's one pump ([`pump()`]): the exposure is one field
     /// of its [`OwnedExposure`], everything the events act on the owner's
     /// other fields, borrowed apart as an [`OwnerDriver`].
     pub(super) fn pump(&mut self, now: Timestamp, index: usize) {

@@ -425,7 +425,7 @@ impl Owner {
 }
 
 /// The owner's side of one exposure's events, borrowed from the owner's
-/// fields apart from the exposure itself, for [`pump`]: deliveries go to
+/// fields apart from the exposure itself, for [`pump()`]: deliveries go to
 /// the loop (or hub) of their connection, dispatches to the receiver's
 /// actor (an inline receiver's is run after the pump, by `run_inline`).
 struct OwnerDriver<'a> {

@@ -35,3 +35,5 @@ pub type Timestamp = u64;
 
 /// One second, in [`Timestamp`] units.
 pub const SECOND: Timestamp = 1_000_000_000;
+/// One millisecond, as a [`Timestamp`] counts it.
+pub const MILLISECOND: Timestamp = 1_000_000;

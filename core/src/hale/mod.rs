@@ -41,5 +41,6 @@ pub mod runtime;
 pub mod serving;
 pub mod shape;
 pub mod syntax;
+pub mod tools;
 
 pub use check::{check_program, Checked};

@@ -98,6 +98,14 @@ use super::types::{Type, TypeEnv};
 use super::value::{JsonValue, Value};
 use crate::json::{ErrorKind, Event, Number, Tokenizer};
 
+impl Type {
+    /// The type as Flow writes it in a message: `List<Int>`, `(Int, Text)`,
+    /// `json.Value`, a named type by its name.
+    pub fn written(&self) -> String {
+        TypeName(self).to_string()
+    }
+}
+
 /// Decodes `bytes` at the declared type `ty`, whose named types are in
 /// `env`, under `limits`.
 pub fn decode(

@@ -35,5 +35,5 @@ pub use outcome::{Outcome, Refusal, RefusalKind};
 pub use pump::{pump, step, Answer, ExposureDriver, Handed};
 pub use sources::{
     BearerSource, Credential, Grants, HeldRoles, PeerCredentials, Principal, PrincipalData,
-    RoleHierarchy, RoleSource, RoleTable, TokenTable,
+    RoleHierarchy, RoleSource, RoleTable, SharedRoles, SharedTokens, TokenTable,
 };

@@ -433,6 +433,13 @@ impl RoleTable {
         self.revision += 1;
     }
 
+    /// Holds `other`'s grants in place of its own, moving the revision on
+    /// (a reloaded grants file: a hub rechecks its subscriptions at it).
+    pub fn replace(&mut self, other: RoleTable) {
+        self.grants = other.grants;
+        self.revision += 1;
+    }
+
     /// Takes `role` from `name`, moving the revision on.
     pub fn revoke(&mut self, name: &str, role: &str) {
         if let Some(roles) = self.grants.get_mut(name) {
@@ -466,6 +473,57 @@ impl RoleSource for RoleTable {
     }
     fn revision(&self, _: &Principal) -> u64 {
         self.revision
+    }
+}
+
+/// A role source that can change while it is served (a grant or revoke
+/// from a control socket, a reloaded grants file), read as the static
+/// table it wraps.
+#[derive(Clone, Debug, Default)]
+pub struct SharedRoles(pub std::sync::Arc<std::sync::Mutex<RoleTable>>);
+
+impl SharedRoles {
+    /// The table, locked: to read it, or to change it in place.
+    pub fn table(&self) -> std::sync::MutexGuard<'_, RoleTable> {
+        // The table is plain data: a poisoned lock still holds a whole one.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl RoleSource for SharedRoles {
+    fn holds(&self, principal: &Principal, role: &str) -> bool {
+        self.table().holds(principal, role)
+    }
+    fn grants(&self, principal: &Principal) -> Option<Grants> {
+        self.table().grants(principal)
+    }
+    fn revision(&self, principal: &Principal) -> u64 {
+        self.table().revision(principal)
+    }
+}
+
+/// A bearer source that can change while it is served (a credential
+/// given an expiry from a control socket, a reloaded tokens file).
+#[derive(Clone, Debug, Default)]
+pub struct SharedTokens(pub std::sync::Arc<std::sync::Mutex<TokenTable>>);
+
+impl SharedTokens {
+    /// The table, locked: to read it, or to change it in place.
+    pub fn table(&self) -> std::sync::MutexGuard<'_, TokenTable> {
+        // As for the roles: a poisoned lock still holds a whole table.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl BearerSource for SharedTokens {
+    fn principal(&self, token: &str) -> Option<Principal> {
+        self.table().principal(token)
+    }
+    fn refused(&self) -> Option<String> {
+        self.table().refused()
+    }
+    fn expiry(&self, token: &str) -> Option<u64> {
+        self.table().expiry(token)
     }
 }
 

@@ -15,5 +15,6 @@ pub mod client;
 pub mod demo;
 pub mod flow_cli;
 pub mod hale_cli;
+pub mod program;
 pub mod serve;
 pub mod tool;

@@ -48,6 +48,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Serve the witness program on its embedded default.
     Demo(DemoArgs),
+    /// Serve a program, its receivers answered by the handlers serve.toml names.
+    Serve(ServeArgs),
     /// The API verbs: a surface's bundle, a served exposure's description, one call.
     #[command(subcommand)]
     Api(ApiCommand),
@@ -218,6 +220,67 @@ pub struct DemoArgs {
     /// Write every exchange as a conformance record under DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+}
+
+/// `hale serve PROGRAM.hl [--config serve.toml] [--bind NAME=ADDR]… …`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Each receiver instance of the program (a param of its main locus that a \
+                        serve site binds) is answered by the handler serve.toml gives it: \
+                        `command = [...]`, a Flow Tool process whose Tools are held to the rows \
+                        at boot, or `mcp = [...]`, an MCP server. Each source param the serve \
+                        sites read is the table or file serve.toml writes for it.\n\n\
+                        Exit status: 0 stopped (or, with --check-config, the configuration \
+                        holds), 1 the program does not check, 2 the configuration, a handler \
+                        or a listener failed at boot (every diagnostic on stderr), 5 usage. \
+                        Ctrl-C and SIGTERM stop it in order; SIGHUP reads the identity files \
+                        again."
+)]
+pub struct ServeArgs {
+    /// The configuration: addresses, handlers, identity sources.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where an exposure listens, by its `as:` name (port 0 and a socket
+    /// path work); over the program's and the configuration's. Repeatable.
+    #[arg(long, value_name = "NAME=ADDR", value_parser = named_address)]
+    pub bind: Vec<(String, String)>,
+    /// A grant added to a role source, as SOURCE.ROLE=HOLDER
+    /// (`admin_roles.operator=uid:1000`). Repeatable.
+    #[arg(long, value_name = "SOURCE.ROLE=HOLDER", value_parser = grant)]
+    pub grant: Vec<(String, String, String)>,
+    /// Check the program and the configuration, start each handler and
+    /// hold its Tools to its rows, then exit without serving.
+    #[arg(long = "check-config")]
+    pub check_config: bool,
+    /// A control socket (gate, open, drain, resume, grant, revoke,
+    /// expire, reload, stop); its file permissions are its access control.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+    /// How many connection loops serve (one per core unless given).
+    #[arg(long, value_name = "N", value_parser = loops)]
+    pub loops: Option<usize>,
+    /// The Hale program.
+    #[arg(value_name = "PROGRAM")]
+    pub file: String,
+}
+
+fn named_address(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((name, addr)) if !name.is_empty() && !addr.is_empty() => {
+            Ok((name.to_owned(), addr.to_owned()))
+        }
+        _ => Err(format!("is NAME=ADDR (public=127.0.0.1:0), not `{v}`")),
+    }
+}
+
+fn grant(v: &str) -> Result<(String, String, String), String> {
+    let parsed = v.split_once('=').and_then(|(left, holder)| {
+        let (source, role) = left.split_once('.')?;
+        (!source.is_empty() && !role.is_empty() && !holder.is_empty())
+            .then(|| (source.to_owned(), role.to_owned(), holder.to_owned()))
+    });
+    parsed
+        .ok_or_else(|| format!("is SOURCE.ROLE=HOLDER (admin_roles.operator=uid:1000), not `{v}`"))
 }
 
 fn operator(v: &str) -> Result<String, String> {

@@ -84,12 +84,12 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
 
 /// SIGINT and SIGTERM, caught into a pipe (signal-hook's self-pipe: the
 /// handler only writes a byte), so a thread can wait for one with a limit.
-struct Signals {
+pub(crate) struct Signals {
     read: std::os::unix::net::UnixStream,
 }
 
 impl Signals {
-    fn catch() -> std::io::Result<Signals> {
+    pub(crate) fn catch() -> std::io::Result<Signals> {
         let (read, write) = std::os::unix::net::UnixStream::pair()?;
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::low_level::pipe::register(signal, write.try_clone()?)?;
@@ -99,7 +99,7 @@ impl Signals {
 
     /// Waits for a signal, at most `limit` seconds when given; whether one
     /// came.
-    fn wait(&self, limit: Option<u64>) -> bool {
+    pub(crate) fn wait(&self, limit: Option<u64>) -> bool {
         use std::io::Read;
         let limit = limit.map(|s| std::time::Duration::from_secs(s.max(1)));
         if self.read.set_read_timeout(limit).is_err() {
@@ -117,4 +117,4 @@ impl Signals {
 }
 
 /// Seconds past stop()'s wait after which a stopping demo exits anyway.
-const STOP_MARGIN_S: u64 = 2;
+pub(crate) const STOP_MARGIN_S: u64 = 2;

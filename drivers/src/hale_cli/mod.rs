@@ -6,6 +6,8 @@
 //! - `hale api export --surface NAME (--out DIR | --check DIR) FILE`
 //!   ([`export`]): a surface's bundle;
 //! - `hale demo …` ([`demo`]): the witness program served, the main job;
+//! - `hale serve PROGRAM.hl …` ([`serve`]): any program served, its
+//!   handlers Tool processes or MCP servers ([`crate::program`]);
 //! - `hale api describe|call …` and their short forms `hale describe|call`
 //!   ([`crate::client`]): the operator's verbs;
 //! - `hale watch WS-ENDPOINT TOPIC` ([`crate::client::watch`]): a stream
@@ -29,6 +31,7 @@ pub mod demo;
 pub mod describer;
 pub mod export;
 pub mod mcp;
+pub mod serve;
 
 use clap::CommandFactory;
 
@@ -44,6 +47,7 @@ pub fn main(args: Vec<String>) -> i32 {
     match cli.command {
         Command::Check(a) => check::run(&a),
         Command::Demo(a) => demo::run(&a),
+        Command::Serve(a) => serve::run(&a),
         Command::Describe(a) => crate::client::describe_main(&a, true),
         Command::Call(a) => crate::client::call_main(&a.words(), true),
         Command::Watch(a) => crate::client::watch::main(&a.endpoint, &a.topic, a.token),

@@ -1,0 +1,87 @@
+//! `hale serve PROGRAM.hl [--config serve.toml] [--bind NAME=ADDR]…
+//! [--grant SOURCE.ROLE=HOLDER]… [--check-config] [--control PATH]
+//! [--loops N]`: the program checked as `hale check` checks it (and not
+//! served on any diagnostic), then served with the handlers and sources
+//! the configuration names ([`crate::program`]).
+
+use super::cli::ServeArgs;
+use super::demo::{Signals, BOOT_EXIT, STOP_MARGIN_S};
+use crate::program::config::ServeConfig;
+use crate::program::{Application, Handlers, ServeOptions};
+use limen_core::hale::runtime::ExposureLimits;
+use limen_core::SECOND;
+
+/// Runs `hale serve` with its arguments.
+pub fn run(args: &ServeArgs) -> i32 {
+    let Ok(program) = super::check::checked(&args.file, false) else {
+        return 1;
+    };
+    let config = match &args.config {
+        Some(path) => match ServeConfig::read(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("hale serve: {e}");
+                return BOOT_EXIT;
+            }
+        },
+        None => ServeConfig::default(),
+    };
+    let options = ServeOptions {
+        file: args.file.clone(),
+        config,
+        binds: args.bind.iter().cloned().collect(),
+        grants: args.grant.clone(),
+        loops: args.loops.unwrap_or(0),
+        control: args.control.clone(),
+    };
+    if args.check_config {
+        return match Application::check(&program, &options) {
+            Ok(()) => {
+                println!("hale serve: {} and its configuration hold", args.file);
+                0
+            }
+            Err(e) => {
+                for line in &e.0 {
+                    eprintln!("hale serve: {line}");
+                }
+                BOOT_EXIT
+            }
+        };
+    }
+    // Caught before any thread starts, as `hale demo` does.
+    let signals = match Signals::catch() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hale serve: cannot catch signals: {e}");
+            return 1;
+        }
+    };
+    let app = match Application::boot(&program, &options, Handlers::new()) {
+        Ok(a) => a,
+        Err(e) => {
+            for line in &e.0 {
+                eprintln!("hale serve: {line}");
+            }
+            return BOOT_EXIT;
+        }
+    };
+    print!("{}", app.banner());
+    let stop = app.stop_handle();
+    std::thread::spawn(move || {
+        signals.wait(None);
+        eprintln!("hale serve: stopping");
+        stop.stop();
+        let limit = ExposureLimits::default().stop_wait / SECOND + STOP_MARGIN_S;
+        if !signals.wait(Some(limit)) {
+            eprintln!("hale serve: not stopped after {limit} s; exiting");
+        }
+        std::process::exit(130);
+    });
+    match app.run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("hale serve: {e}");
+            1
+        }
+    }
+}

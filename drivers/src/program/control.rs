@@ -1,0 +1,181 @@
+//! The control socket of a served program (`--control PATH`): one line a
+//! command, each answered `ok` or `error: …` — the protocol `hale demo
+//! --control` speaks, so `limen-conformance check` provokes every outcome
+//! of any served program. The socket's file permissions are its access
+//! control.
+//!
+//! - `gate <instance>` / `open <instance>`: hold a receiver's calls before
+//!   they reach its handler, and let them go (`full`, `shutting_down`);
+//! - `drain <instance>` / `resume <instance>`: the receiver's members
+//!   refused `unavailable`, and back;
+//! - `grant|revoke <principal> <role> [<source>]`: a role source changed
+//!   (every role source when none is named), a new revision;
+//! - `expire <token> <ms>`: a bearer credential given an expiry;
+//! - `reload`: the identity files read again, as SIGHUP does;
+//! - `stop`: the spec's `stop()`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+
+use limen_core::hale::runtime::{Completion, Receiver, ServedContext};
+
+use super::sources::Sources;
+use super::tool_receiver::Gate;
+use crate::serve::{Command, StopHandle, WorkerId};
+
+/// One receiver instance as the control socket steers it.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// Its worker.
+    pub worker: WorkerId,
+    /// Its gate.
+    pub gate: Gate,
+}
+
+/// A receiver given in process, behind a gate the control socket holds.
+pub struct Gated {
+    inner: Box<dyn Receiver + Send>,
+    gate: Gate,
+}
+
+impl Gated {
+    /// `inner` behind `gate`.
+    pub fn new(inner: Box<dyn Receiver + Send>, gate: Gate) -> Gated {
+        Gated { inner, gate }
+    }
+}
+
+impl Receiver for Gated {
+    fn call(
+        &mut self,
+        member: &str,
+        payload: &serde_json::Value,
+        ctx: &ServedContext,
+    ) -> Completion {
+        let (closed, wake) = &*self.gate;
+        let mut g = closed.lock().unwrap_or_else(|e| e.into_inner());
+        while *g {
+            g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(g);
+        self.inner.call(member, payload, ctx)
+    }
+}
+
+/// The instance `name` (`orders` or `self.orders`).
+fn find_instance<'a>(
+    instances: &'a BTreeMap<String, Instance>,
+    name: &str,
+) -> Result<&'a Instance, String> {
+    instances
+        .get(name.strip_prefix("self.").unwrap_or(name))
+        .ok_or_else(|| format!("no receiver instance `{name}`"))
+}
+
+/// Acts on one line.
+fn act(
+    line: &str,
+    instances: &BTreeMap<String, Instance>,
+    stop: &StopHandle,
+    sources: &Sources,
+) -> Result<(), String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let find = |name: &str| find_instance(instances, name);
+    match words.as_slice() {
+        ["gate", name] => {
+            *find(name)?.gate.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            Ok(())
+        }
+        ["drain", name] => {
+            stop.command(Command::Drain(find(name)?.worker));
+            Ok(())
+        }
+        ["resume", name] => {
+            stop.command(Command::Resume(find(name)?.worker));
+            Ok(())
+        }
+        ["grant", principal, role] => sources.grant(principal, role, None),
+        ["grant", principal, role, source] => sources.grant(principal, role, Some(source)),
+        ["revoke", principal, role] => sources.revoke(principal, role, None),
+        ["revoke", principal, role, source] => sources.revoke(principal, role, Some(source)),
+        ["expire", token, ms] => {
+            let ms: u64 = ms
+                .parse()
+                .map_err(|_| format!("`{ms}` is not a number of milliseconds"))?;
+            sources.expire(token, ms)
+        }
+        ["reload"] => {
+            let errors = sources.reload(true);
+            if errors.is_empty() {
+                Ok(())
+            } else {
+                Err(errors.join("; "))
+            }
+        }
+        _ => Err(format!(
+            "unknown control `{}`",
+            // A line may hold a credential (`expire TOKEN`): name the verb.
+            words.first().copied().unwrap_or("")
+        )),
+    }
+}
+
+/// Serves the control socket until the process ends.
+pub fn serve(
+    listener: UnixListener,
+    path: &Path,
+    instances: BTreeMap<String, Instance>,
+    stop: StopHandle,
+    sources: Sources,
+) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let Ok(mut out) = conn.try_clone() else {
+            continue;
+        };
+        for line in BufReader::new(conn).lines() {
+            let Ok(line) = line else { break };
+            let words: Vec<&str> = line.split_whitespace().collect();
+            // Answered before they act: each may let the server finish
+            // stopping, and its process end, at once.
+            match words.as_slice() {
+                ["stop"] => {
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
+                    stop.stop();
+                    continue;
+                }
+                ["open", name] => {
+                    let i = match find_instance(&instances, name) {
+                        Ok(i) => i,
+                        Err(e) => {
+                            if out.write_all(format!("error: {e}\n").as_bytes()).is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                    };
+                    if out.write_all(b"ok\n").is_err() {
+                        break;
+                    }
+                    let (closed, wake) = &*i.gate;
+                    *closed.lock().unwrap_or_else(|e| e.into_inner()) = false;
+                    wake.notify_all();
+                    continue;
+                }
+                _ => {}
+            }
+            let reply = match act(&line, &instances, &stop, &sources) {
+                Ok(()) => "ok\n".to_owned(),
+                Err(e) => format!("error: {e}\n"),
+            };
+            if out.write_all(reply.as_bytes()).is_err() {
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}

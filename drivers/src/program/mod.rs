@@ -1,0 +1,594 @@
+//! `hale serve PROGRAM.hl`: any checked program served, its receivers
+//! answered by the handlers `serve.toml` names ([`config`]).
+//!
+//! Every serve site of the main locus whose transport is a socket (HTTP,
+//! Unix, MCP, gRPC) is served at the address the program writes, or the
+//! one the configuration or `--bind NAME=ADDR` gives; each receiver
+//! instance the sites bind is answered by its handler — a Flow Tool
+//! process or an MCP server ([`tool_receiver`]), or a receiver given in
+//! process by a program that embeds the server ([`Handlers`]) — and each
+//! source param the sites read (`bearer`, `public_roles`) by the identity
+//! source the configuration writes for it ([`sources`]). Nothing is served
+//! until everything holds: a configuration naming what the program does
+//! not have, a receiver without a handler, a handler whose Tools are not
+//! its rows' shapes, a source file that cannot be read — each is one
+//! diagnostic, all of them printed, and the boot fails (exit status 2).
+//!
+//! An operator steers the server through a control socket (`--control
+//! PATH`, [`control`]): the protocol `hale demo --control` speaks, so
+//! `limen-conformance check` provokes every outcome of a served program.
+
+pub mod config;
+pub mod control;
+pub mod sources;
+pub mod tool_receiver;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+
+use limen_core::flow::tool::Limits;
+use limen_core::hale::docs::McpDescriber;
+use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
+use limen_core::hale::runtime::{BearerSource, Describer, Exposure, Receiver, RoleSource};
+use limen_core::hale::serving::{exposure_spec, ShapeCodec};
+use limen_core::hale::tools;
+use limen_core::wire::grpc::Framing as GrpcFraming;
+use limen_core::MILLISECOND;
+
+use crate::serve::{BoundAddress, Server, ServerConfig, StopHandle, WorkerId};
+use crate::tool::Spawn;
+use config::{HandlerConfig, ServeConfig};
+use control::Instance;
+use sources::Sources;
+use tool_receiver::{Gate, Speaks, ToolHandler, ToolReceiver};
+
+/// What `hale serve`'s flags set beside the configuration.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    /// The program's path, for the banner.
+    pub file: String,
+    /// `serve.toml`, read (an empty one without `--config`).
+    pub config: ServeConfig,
+    /// `--bind NAME=ADDR`, over the configuration's `[bind]`.
+    pub binds: BTreeMap<String, String>,
+    /// `--grant SOURCE.ROLE=HOLDER`, added to the role sources.
+    pub grants: Vec<(String, String, String)>,
+    /// How many connection loops serve; 0, one per core.
+    pub loops: usize,
+    /// A control socket (`--control PATH`).
+    pub control: Option<PathBuf>,
+}
+
+/// Receivers given in process, by instance (`orders`), for a program that
+/// embeds the server: they answer where the configuration names no
+/// handler, on worker threads of their own.
+pub type Handlers = BTreeMap<String, Box<dyn Receiver + Send>>;
+
+/// Why the program cannot be served: every diagnostic found.
+#[derive(Debug)]
+pub struct BootError(pub Vec<String>);
+
+impl std::fmt::Display for BootError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join("\n"))
+    }
+}
+
+/// A served program, ready to run.
+pub struct Application {
+    server: Server,
+    banner: String,
+    endpoints: Vec<(String, String, BoundAddress)>,
+    control: Option<(std::os::unix::net::UnixListener, PathBuf)>,
+    instances: BTreeMap<String, Instance>,
+    sources: Sources,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application").finish_non_exhaustive()
+    }
+}
+
+/// The transport as the banner and the boot diagnostic name it.
+fn transport_name(kind: &TransportKind) -> &'static str {
+    match kind {
+        TransportKind::Http => "http::Rpc",
+        TransportKind::Unix => "unix::Rpc",
+        TransportKind::Mcp => "mcp::Rpc",
+        TransportKind::Grpc => "grpc::Rpc",
+        TransportKind::Ws => "ws::Hub",
+        TransportKind::Udp => "udp::Hub",
+        TransportKind::Test => "std::api::test::Rpc",
+        TransportKind::Other(_) => "the transport",
+    }
+}
+
+/// The source params the program's exposures and hubs read: (param, is a
+/// bearer source, an exposure served reads it).
+fn source_params(program: &Program) -> Vec<(String, bool, bool)> {
+    let mut out: Vec<(String, bool, bool)> = Vec::new();
+    let exposures = program
+        .exposures
+        .iter()
+        .map(|e| (&e.principals, &e.roles, true));
+    let hubs = program
+        .hubs
+        .iter()
+        .map(|h| (&h.literal.principals, &h.literal.roles, false));
+    for (principals, roles, served) in exposures.chain(hubs) {
+        for (source, bearer) in [(principals, true), (roles, false)] {
+            if let Source::Param { param, .. } = source {
+                match out.iter_mut().find(|(p, b, _)| p == param && *b == bearer) {
+                    Some(entry) => entry.2 |= served,
+                    None => out.push((param.clone(), bearer, served)),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Checks that what the configuration names is the program's: each
+/// `[bind]` an exposure, each `[handlers]` a receiver instance, each
+/// `[sources]` a source param of the kind it writes.
+fn check_names(program: &Program, options: &ServeOptions, errors: &mut Vec<String>) {
+    let exposures: Vec<&str> = program
+        .exposures
+        .iter()
+        .filter_map(|e| e.name.as_deref())
+        .collect();
+    let listing = |names: &[&str]| {
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    };
+    for (from, names) in [
+        ("bind", options.config.bind.keys().collect::<Vec<_>>()),
+        ("--bind", options.binds.keys().collect()),
+    ] {
+        for name in names {
+            if !exposures.contains(&name.as_str()) {
+                errors.push(format!(
+                    "{from} {name}: the program serves no exposure `{name}` (its exposures: {})",
+                    listing(&exposures)
+                ));
+            }
+        }
+    }
+    let instances = tools::instances(program);
+    let instance_names: Vec<&str> = instances.iter().map(|(n, _)| n.as_str()).collect();
+    for name in options.config.handlers.keys() {
+        if !instance_names.contains(&name.as_str()) {
+            errors.push(format!(
+                "handlers.{name}: the program has no receiver instance `{name}` (its instances: {})",
+                listing(&instance_names)
+            ));
+        }
+    }
+    let params = source_params(program);
+    let param_names: Vec<&str> = params.iter().map(|(p, _, _)| p.as_str()).collect();
+    for (name, source) in &options.config.sources {
+        let bearer = params.iter().any(|(p, b, _)| p == name && *b);
+        let roles = params.iter().any(|(p, b, _)| p == name && !*b);
+        if !bearer && !roles {
+            errors.push(format!(
+                "sources.{name}: no exposure reads a source `{name}` (the sources read: {})",
+                listing(&param_names)
+            ));
+            continue;
+        }
+        if bearer && !source.is_bearer() {
+            errors.push(format!(
+                "sources.{name}: `{name}` is a bearer source (principals:): give `tokens` or `tokens_file`"
+            ));
+        }
+        if roles && !source.is_roles() {
+            errors.push(format!(
+                "sources.{name}: `{name}` is a role source (roles:): give `grants` or `grants_file`"
+            ));
+        }
+    }
+    for (source, role, _) in &options.grants {
+        if !params.iter().any(|(p, b, _)| p == source && !*b) {
+            errors.push(format!(
+                "--grant {source}.{role}=…: no exposure reads a role source `{source}`"
+            ));
+        }
+    }
+    for (param, bearer, _) in params.iter().filter(|(_, _, served)| *served) {
+        let granted = !*bearer && options.grants.iter().any(|(s, _, _)| s == param);
+        if !options.config.sources.contains_key(param) && !granted {
+            let give = if *bearer {
+                "tokens = { \"TOKEN\" = \"PRINCIPAL\" } or tokens_file"
+            } else {
+                "grants = { ROLE = [\"PRINCIPAL\"] } or grants_file"
+            };
+            errors.push(format!(
+                "the program's exposures read the source `{param}`: give [sources.{param}] {give}"
+            ));
+        }
+    }
+}
+
+/// The handler of each receiver instance, booted: its Tools held to its
+/// rows. Every diagnostic goes to `errors`.
+fn boot_handlers(
+    program: &Program,
+    options: &ServeOptions,
+    mut given: Handlers,
+    errors: &mut Vec<String>,
+) -> BTreeMap<
+    String,
+    (
+        Box<dyn Receiver + Send>,
+        Gate,
+        crate::serve::worker::OnFailure,
+    ),
+> {
+    let mut out = BTreeMap::new();
+    for (instance, locus) in tools::instances(program) {
+        let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let Some(h) = options.config.handlers.get(&instance) else {
+            match given.remove(&instance) {
+                Some(receiver) => {
+                    let failed = instance.clone();
+                    let absorbs = tools::has_on_failure(program, &locus);
+                    let on_failure: crate::serve::worker::OnFailure = Arc::new(move |_| {
+                        eprintln!("hale serve: `{failed}` violated; on_failure ran");
+                        if absorbs {
+                            limen_core::hale::runtime::Supervision::Absorb
+                        } else {
+                            limen_core::hale::runtime::Supervision::Restart
+                        }
+                    });
+                    out.insert(
+                        instance,
+                        (
+                            Box::new(control::Gated::new(receiver, gate.clone()))
+                                as Box<dyn Receiver + Send>,
+                            gate,
+                            on_failure,
+                        ),
+                    );
+                }
+                None => errors.push(format!(
+                    "the receiver instance `{instance}` ({locus}) has no handler: give [handlers.{instance}] command = [...]"
+                )),
+            }
+            continue;
+        };
+        let rows = match tools::receiver_rows(program, &locus) {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(format!("handlers.{instance}: {e}"));
+                continue;
+            }
+        };
+        let (words, speaks) = match &h.run {
+            HandlerConfig::Command(w) => (w, Speaks::Tool),
+            HandlerConfig::Mcp(w) => (w, Speaks::Mcp),
+        };
+        let mut program_path = PathBuf::from(&words[0]);
+        if words[0].contains('/') {
+            // Absolute: the process runs in its own working directory.
+            let resolved = options.config.resolve(&program_path);
+            program_path = std::path::absolute(&resolved).unwrap_or(resolved);
+        }
+        let dir = h
+            .dir
+            .as_deref()
+            .map(|d| options.config.resolve(d))
+            .or_else(|| options.config.path.as_ref().map(|_| options.config.base()))
+            .filter(|d| !d.as_os_str().is_empty());
+        let mut limits = Limits::default();
+        if let Some(ms) = h.timeout_ms {
+            limits.call_timeout = ms.saturating_mul(MILLISECOND);
+        }
+        let handler = ToolHandler {
+            instance: instance.clone(),
+            spawn: Spawn {
+                program: program_path.display().to_string(),
+                args: words[1..].to_vec(),
+                dir: dir.map(|d| d.display().to_string()),
+            },
+            speaks,
+            names: h.tools.clone(),
+            limits,
+            absorbs_violations: tools::has_on_failure(program, &locus),
+        };
+        match ToolReceiver::boot(handler, &rows, gate.clone()) {
+            Ok(r) => {
+                let on_failure = r.on_failure();
+                out.insert(
+                    instance,
+                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
+                );
+            }
+            Err(es) => errors.extend(es),
+        }
+    }
+    out
+}
+
+impl Application {
+    /// Checks the configuration against the program and boots every
+    /// handler (their Tools held to their rows), without binding a
+    /// listener; the handlers are ended again (`--check-config`).
+    pub fn check(program: &Program, options: &ServeOptions) -> Result<(), BootError> {
+        let mut errors = Vec::new();
+        check_names(program, options, &mut errors);
+        if let Err(e) = Sources::read(&options.config, &options.grants) {
+            errors.extend(e);
+        }
+        if errors.is_empty() {
+            boot_handlers(program, options, Handlers::new(), &mut errors);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(BootError(errors))
+        }
+    }
+
+    /// Boots the program: every check of [`check`](Application::check),
+    /// then every listener bound and every exposure served.
+    pub fn boot(
+        program: &Program,
+        options: &ServeOptions,
+        given: Handlers,
+    ) -> Result<Application, BootError> {
+        let mut errors = Vec::new();
+        check_names(program, options, &mut errors);
+        let sources = match Sources::read(&options.config, &options.grants) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                errors.extend(e);
+                None
+            }
+        };
+        if !errors.is_empty() {
+            return Err(BootError(errors));
+        }
+        let sources = sources.unwrap_or_default();
+        let handlers = boot_handlers(program, options, given, &mut errors);
+        if !errors.is_empty() {
+            return Err(BootError(errors));
+        }
+        let one = |e: String| BootError(vec![e]);
+        let mut server = Server::new(ServerConfig {
+            loops: options.loops,
+            ..ServerConfig::default()
+        })
+        .map_err(|e| one(format!("hale serve: cannot start the event loop: {e}")))?;
+        let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
+        for (name, (receiver, gate, on_failure)) in handlers {
+            let worker = server
+                .add_worker(&name, 1, receiver, on_failure)
+                .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
+            instances.insert(name, Instance { worker, gate });
+        }
+        let mut banner = format!("hale serve: serving {}\n", options.file);
+        let mut tries = Vec::new();
+        let mut endpoints = Vec::new();
+        let mut skipped = Vec::new();
+        for e in &program.exposures {
+            let name = e.name.clone().unwrap_or_default();
+            let Some(listener) = &e.listener else {
+                skipped.push(format!(
+                    "{name} (its transport is not a literal the server can bind)"
+                ));
+                continue;
+            };
+            let via = match listener.transport {
+                TransportKind::Http => "http",
+                TransportKind::Unix => "unix",
+                TransportKind::Mcp => "mcp",
+                TransportKind::Grpc => "grpc",
+                ref other => {
+                    skipped.push(format!("{name} (over {})", transport_name(other)));
+                    continue;
+                }
+            };
+            let mut spec = exposure_spec(program, e, via).map_err(|err| one(err.to_string()))?;
+            spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
+            let address = options
+                .binds
+                .get(&name)
+                .or_else(|| options.config.bind.get(&name))
+                .cloned()
+                .or_else(|| listener.address.clone())
+                .unwrap_or_default();
+            let fail = |err: std::io::Error| {
+                one(format!(
+                    "api: {} could not listen on {address}: {err}",
+                    transport_name(&listener.transport)
+                ))
+            };
+            let (id, bound) = match listener.transport {
+                TransportKind::Http | TransportKind::Mcp => {
+                    server.bind_http(&address).map_err(fail)?
+                }
+                TransportKind::Grpc => server.bind_grpc(&address).map_err(fail)?,
+                _ => {
+                    let path = PathBuf::from(&address);
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    match server.bind_unix(&path).map_err(fail)? {
+                        Some(bound) => bound,
+                        None => continue,
+                    }
+                }
+            };
+            let mut workers: Vec<WorkerId> = Vec::new();
+            for r in &spec.receivers {
+                let instance = tools::instance_name(r);
+                let i = instances.get(instance).ok_or_else(|| {
+                    one(format!("hale serve: {name}: no handler for `{instance}`"))
+                })?;
+                workers.push(i.worker);
+            }
+            let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
+                Source::Param { param, .. } => sources
+                    .tokens(param)
+                    .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
+                _ => None,
+            };
+            let roles: Box<dyn RoleSource + Send> = match &e.roles {
+                Source::Param { param, .. } => match sources.roles(param) {
+                    Some(r) => Box::new(r),
+                    None => Box::new(limen_core::hale::runtime::RoleTable::new()),
+                },
+                _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
+            };
+            let over_grpc = listener.transport == TransportKind::Grpc;
+            let over_mcp = listener.transport == TransportKind::Mcp;
+            let codec = ShapeCodec::new(program, e).map_err(|err| one(err.to_string()))?;
+            let codec = if over_grpc {
+                codec.with_protobuf()
+            } else {
+                codec
+            };
+            let identity = spec.identity();
+            let docs: Result<Box<dyn Describer + Send>, String> = if over_mcp {
+                McpDescriber::new(program, e)
+                    .map(|d| Box::new(d) as Box<dyn Describer + Send>)
+                    .map_err(|err| err.to_string())
+            } else {
+                crate::hale_cli::describer::model_describer(program, e, &bound)
+                    .map_err(|err| err.to_string())
+            };
+            let docs =
+                docs.map_err(|err| one(format!("hale serve: cannot describe {name}: {err}")))?;
+            let exposure = Exposure::new(spec, bearer, roles, Box::new(codec), docs);
+            if over_mcp {
+                server.serve_mcp(id, exposure, workers)
+            } else if over_grpc {
+                let framing = GrpcFraming::new(program, e).map_err(|err| one(err.to_string()))?;
+                server.serve_grpc(id, exposure, workers, framing)
+            } else {
+                server.serve(id, exposure, workers)
+            }
+            .map_err(|err| one(format!("hale serve: cannot serve {name}: {err}")))?;
+            let endpoint = endpoint(&bound, &listener.transport);
+            banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
+            tries.push(try_lines(program, e, &endpoint));
+            endpoints.push((name, identity, bound));
+        }
+        for hub in &program.hubs {
+            skipped.push(format!(
+                "the hub {} (hubs are served by `hale demo` only, for now)",
+                hub.name().unwrap_or("")
+            ));
+        }
+        for s in &skipped {
+            banner.push_str(&format!("  not served: {s}\n"));
+        }
+        banner.push_str("handlers:\n");
+        for (name, handler) in &options.config.handlers {
+            let command = match &handler.run {
+                HandlerConfig::Command(w) => format!("Tool process: {}", w.join(" ")),
+                HandlerConfig::Mcp(w) => format!("MCP server: {}", w.join(" ")),
+            };
+            banner.push_str(&format!("  {name:<16} {command}\n"));
+        }
+        banner.push_str("try:\n");
+        for t in tries {
+            banner.push_str(&t);
+        }
+        banner.push_str("stop with Ctrl-C\n");
+        let control = match &options.control {
+            None => None,
+            Some(path) => {
+                let _ = std::fs::remove_file(path);
+                let listener = std::os::unix::net::UnixListener::bind(path).map_err(|err| {
+                    one(format!(
+                        "hale serve: cannot bind the control socket {}: {err}",
+                        path.display()
+                    ))
+                })?;
+                Some((listener, path.clone()))
+            }
+        };
+        Ok(Application {
+            server,
+            banner,
+            endpoints,
+            control,
+            instances,
+            sources,
+        })
+    }
+
+    /// What is served and the commands to try.
+    pub fn banner(&self) -> &str {
+        &self.banner
+    }
+
+    /// Each exposure served: its name, its identity and where it is bound.
+    pub fn endpoints(&self) -> &[(String, String, BoundAddress)] {
+        &self.endpoints
+    }
+
+    /// A handle that stops the server.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.server.stop_handle()
+    }
+
+    /// The identity sources, to reload (SIGHUP) from another thread.
+    pub fn sources(&self) -> Sources {
+        self.sources.clone()
+    }
+
+    /// Serves until stopped.
+    pub fn run(mut self) -> std::io::Result<()> {
+        if let Some((listener, path)) = self.control.take() {
+            let stop = self.server.stop_handle();
+            let instances = std::mem::take(&mut self.instances);
+            let sources = self.sources.clone();
+            std::thread::Builder::new()
+                .name("hale serve control".into())
+                .spawn(move || control::serve(listener, &path, instances, stop, sources))?;
+        }
+        self.sources.watch()?;
+        self.server.run()
+    }
+}
+
+fn endpoint(bound: &BoundAddress, transport: &TransportKind) -> String {
+    match (bound, transport) {
+        (BoundAddress::Tcp(a), TransportKind::Mcp) => format!("mcp://{a}"),
+        (BoundAddress::Tcp(a), TransportKind::Grpc) => format!("grpc://{a}"),
+        (BoundAddress::Tcp(a), _) => format!("http://{a}"),
+        (BoundAddress::Unix(p), _) => format!("unix:{}", p.display()),
+    }
+}
+
+/// The commands to try against one exposure.
+fn try_lines(program: &Program, e: &ModelExposure, endpoint: &str) -> String {
+    let member = program
+        .served_rows(e)
+        .first()
+        .map(|r| r.row.member.clone())
+        .unwrap_or_default();
+    let bearer = match &e.principals {
+        Source::Param { .. } => " --bearer TOKEN",
+        _ => "",
+    };
+    if let Some(addr) = endpoint.strip_prefix("grpc://") {
+        let surface = e.surface.as_deref().unwrap_or_default();
+        format!(
+            "  grpcurl -plaintext -H 'authorization: Bearer TOKEN' {addr} describe {surface}   (server reflection)\n"
+        )
+    } else if endpoint.starts_with("mcp://") {
+        format!("  hale mcp --app {endpoint}{bearer}   (an MCP server on stdio)\n")
+    } else {
+        format!(
+            "  hale describe {endpoint}{bearer}\n  hale call {endpoint} {member} --json '{{…}}'{bearer}\n"
+        )
+    }
+}

@@ -1,0 +1,305 @@
+//! The identity sources of a served program: one bearer source or role
+//! source per source param the configuration writes (`[sources.NAME]`),
+//! each a table shared with every exposure that reads it, so a change —
+//! a grant from the control socket, a reloaded file — reaches them all.
+//!
+//! A source read from a file (`tokens_file`, `grants_file`) is read again
+//! when the file changes (its modification time, looked at twice a
+//! second) and on SIGHUP. Each reload of a grants file is a new revision
+//! of its role source (§ Identity sources: a hub rechecks its
+//! subscriptions at a revision). A file that no longer reads keeps the
+//! source as it was, and the reason is printed, never the file's lines:
+//! they are credentials.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use limen_core::hale::runtime::{RoleTable, SharedRoles, SharedTokens, TokenTable};
+use limen_core::MILLISECOND;
+
+use super::config::{read_grants, read_tokens, ServeConfig, Token};
+
+/// How often the watched files are looked at.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+struct TokenSource {
+    table: SharedTokens,
+    file: Option<PathBuf>,
+    refused: Option<String>,
+}
+
+struct RoleSourceEntry {
+    table: SharedRoles,
+    file: Option<PathBuf>,
+    /// `--grant`s, held over every reload.
+    extra: Vec<(String, String)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    tokens: BTreeMap<String, TokenSource>,
+    roles: BTreeMap<String, RoleSourceEntry>,
+    seen: Mutex<BTreeMap<PathBuf, Option<SystemTime>>>,
+}
+
+/// Every identity source of a served program.
+#[derive(Clone, Default)]
+pub struct Sources {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("tokens", &self.inner.tokens.keys().collect::<Vec<_>>())
+            .field("roles", &self.inner.roles.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn token_table(tokens: &BTreeMap<String, Token>, refused: Option<&str>) -> TokenTable {
+    tokens
+        .iter()
+        .fold(TokenTable::new(refused), |t, (token, entry)| {
+            match entry.expires_ms {
+                Some(ms) => t.with_expiry(token, &entry.principal, ms.saturating_mul(MILLISECOND)),
+                None => t.with(token, &entry.principal),
+            }
+        })
+}
+
+fn role_table(grants: &BTreeMap<String, Vec<String>>, extra: &[(String, String)]) -> RoleTable {
+    let written = grants
+        .iter()
+        .flat_map(|(role, holders)| holders.iter().map(move |h| (role.clone(), h.clone())));
+    written
+        .chain(extra.iter().cloned())
+        .fold(RoleTable::new(), |t, (role, holder)| {
+            t.grant(&holder, &role)
+        })
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl Sources {
+    /// Reads every source of `config`, with `grants` (`--grant
+    /// SOURCE.ROLE=HOLDER`) added to the role sources; every file that
+    /// cannot be read is one diagnostic.
+    pub fn read(
+        config: &ServeConfig,
+        grants: &[(String, String, String)],
+    ) -> Result<Sources, Vec<String>> {
+        let mut inner = Inner::default();
+        let mut errors = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (name, source) in &config.sources {
+            let at = format!("sources.{name}");
+            if source.is_bearer() {
+                let file = source.tokens_file.as_deref().map(|f| config.resolve(f));
+                let tokens = match (&source.tokens, &file) {
+                    (Some(t), _) => Ok(t.clone()),
+                    (None, Some(f)) => {
+                        seen.insert(f.clone(), modified(f));
+                        read_tokens(f).map_err(|e| format!("{at}.tokens_file: {e}"))
+                    }
+                    (None, None) => Ok(BTreeMap::new()),
+                };
+                match tokens {
+                    Ok(t) => {
+                        inner.tokens.insert(
+                            name.clone(),
+                            TokenSource {
+                                table: SharedTokens(Arc::new(Mutex::new(token_table(
+                                    &t,
+                                    source.refused.as_deref(),
+                                )))),
+                                file,
+                                refused: source.refused.clone(),
+                            },
+                        );
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            if source.is_roles() {
+                let file = source.grants_file.as_deref().map(|f| config.resolve(f));
+                let written = match (&source.grants, &file) {
+                    (Some(g), _) => Ok(g.clone()),
+                    (None, Some(f)) => {
+                        seen.insert(f.clone(), modified(f));
+                        read_grants(f).map_err(|e| format!("{at}.grants_file: {e}"))
+                    }
+                    (None, None) => Ok(BTreeMap::new()),
+                };
+                let extra = extra_grants(grants, name);
+                match written {
+                    Ok(g) => {
+                        inner.roles.insert(
+                            name.clone(),
+                            RoleSourceEntry {
+                                table: SharedRoles(Arc::new(Mutex::new(role_table(&g, &extra)))),
+                                file,
+                                extra,
+                            },
+                        );
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        // A role source only `--grant` writes.
+        for (source, _, _) in grants {
+            if !inner.roles.contains_key(source) {
+                let extra = extra_grants(grants, source);
+                inner.roles.insert(
+                    source.clone(),
+                    RoleSourceEntry {
+                        table: SharedRoles(Arc::new(Mutex::new(role_table(
+                            &BTreeMap::new(),
+                            &extra,
+                        )))),
+                        file: None,
+                        extra,
+                    },
+                );
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        inner.seen = Mutex::new(seen);
+        Ok(Sources {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The bearer source `param`, shared.
+    pub fn tokens(&self, param: &str) -> Option<SharedTokens> {
+        self.inner.tokens.get(param).map(|s| s.table.clone())
+    }
+
+    /// The role source `param`, shared.
+    pub fn roles(&self, param: &str) -> Option<SharedRoles> {
+        self.inner.roles.get(param).map(|s| s.table.clone())
+    }
+
+    /// Reads every file again whose modification time moved (all of them
+    /// when `all`); returns what could not be read.
+    pub fn reload(&self, all: bool) -> Vec<String> {
+        let mut errors = Vec::new();
+        let mut seen = self.inner.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = |file: &Path| {
+            let now = modified(file);
+            let before = seen.insert(file.to_owned(), now);
+            all || before != Some(now)
+        };
+        for (name, s) in &self.inner.tokens {
+            let Some(file) = s.file.as_deref().filter(|f| changed(f)) else {
+                continue;
+            };
+            match read_tokens(file) {
+                Ok(t) => *s.table.table() = token_table(&t, s.refused.as_deref()),
+                Err(e) => errors.push(format!("sources.{name}: {e} (the source is kept)")),
+            }
+        }
+        for (name, s) in &self.inner.roles {
+            let Some(file) = s.file.as_deref().filter(|f| changed(f)) else {
+                continue;
+            };
+            match read_grants(file) {
+                Ok(g) => s.table.table().replace(role_table(&g, &s.extra)),
+                Err(e) => errors.push(format!("sources.{name}: {e} (the source is kept)")),
+            }
+        }
+        errors
+    }
+
+    /// Watches the files on a thread of its own: read again when one
+    /// changes, and all of them on SIGHUP.
+    pub fn watch(&self) -> std::io::Result<()> {
+        let hup = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())?;
+        let watched = self.inner.tokens.values().any(|s| s.file.is_some())
+            || self.inner.roles.values().any(|s| s.file.is_some());
+        let sources = self.clone();
+        std::thread::Builder::new()
+            .name("hale serve sources".into())
+            .spawn(move || loop {
+                std::thread::sleep(WATCH_EVERY);
+                let all = hup.swap(false, Ordering::AcqRel);
+                if !all && !watched {
+                    continue;
+                }
+                if all {
+                    eprintln!("hale serve: SIGHUP: reading the identity files again");
+                }
+                for e in sources.reload(all) {
+                    eprintln!("hale serve: {e}");
+                }
+            })?;
+        Ok(())
+    }
+
+    /// Grants `role` to `principal` in the role source `source`, or in
+    /// every role source when none is named (a new revision of each).
+    pub fn grant(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
+        self.each_role_source(source, |t| t.add_grant(principal, role))
+    }
+
+    /// Takes `role` from `principal`, as [`grant`](Sources::grant) gives it.
+    pub fn revoke(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
+        self.each_role_source(source, |t| t.revoke(principal, role))
+    }
+
+    fn each_role_source(
+        &self,
+        source: Option<&str>,
+        mut f: impl FnMut(&mut RoleTable),
+    ) -> Result<(), String> {
+        let mut any = false;
+        for (name, s) in &self.inner.roles {
+            if source.is_none_or(|n| n == name) {
+                f(&mut s.table.table());
+                any = true;
+            }
+        }
+        match (any, source) {
+            (true, _) => Ok(()),
+            (false, Some(n)) => Err(format!("no role source `{n}`")),
+            (false, None) => Err("the program has no role source".into()),
+        }
+    }
+
+    /// Gives the bearer credential `token` an expiry `ms` milliseconds
+    /// from now, in every bearer source that knows it.
+    pub fn expire(&self, token: &str, ms: u64) -> Result<(), String> {
+        let at = crate::serve::unix_now().saturating_add(ms.saturating_mul(MILLISECOND));
+        let mut any = false;
+        for s in self.inner.tokens.values() {
+            let mut table = s.table.table();
+            if let Some(p) = limen_core::hale::runtime::BearerSource::principal(&*table, token) {
+                let t = std::mem::take(&mut *table);
+                *table = t.with_expiry(token, &p.name, at);
+                any = true;
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            Err("no bearer source knows that token".into())
+        }
+    }
+}
+
+fn extra_grants(grants: &[(String, String, String)], source: &str) -> Vec<(String, String)> {
+    grants
+        .iter()
+        .filter(|(s, _, _)| s == source)
+        .map(|(_, role, holder)| (role.clone(), holder.clone()))
+        .collect()
+}

@@ -1,0 +1,316 @@
+//! A receiver instance whose handlers are a Flow Tool process
+//! (`command = [...]` in `serve.toml`): each row of its locus is a Tool of
+//! the process, held to its row when the server boots
+//! ([`limen_core::hale::tools`]).
+//!
+//! The receiver runs on a worker thread of its own, one call at a time (§
+//! Dispatch: at most one call per receiver is executing): it writes the
+//! call to the process and reads its outcome on that thread
+//! ([`Process::queued`], so no other thread reads the pipe). A structural
+//! failure — the process died, never answered within the reply deadline,
+//! answered what the host cannot decode or what is not the row's — is the
+//! server error for its caller, and the process is replaced: the next call
+//! starts a new one, the receiver's next generation, after a backoff that
+//! doubles while the failures follow each other (`BACKOFF_*`), so a
+//! handler that dies at start is not restarted in a hot loop.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Outcome, Tool};
+use limen_core::hale::runtime::{Completion, Receiver, ServedContext, Supervision};
+use limen_core::hale::tools::{self, Answer, Held, RowTool};
+
+use crate::tool::{Process, Spawn};
+
+/// The first wait before a replaced process is started again.
+const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait before a replaced process is started again.
+const BACKOFF_MOST: Duration = Duration::from_secs(2);
+/// How long a process may take to describe itself at boot.
+pub const BOOT_DESCRIBE: Duration = Duration::from_secs(10);
+
+/// Which protocol the process speaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Speaks {
+    /// The Flow Tool protocol.
+    Tool,
+    /// MCP on stdio, through the MCP adapter.
+    Mcp,
+}
+
+/// A gate a control socket can hold shut: while shut, a call waits before
+/// it is written to the process (`gate`/`open`).
+pub type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+/// How a receiver's process is run.
+#[derive(Clone, Debug)]
+pub struct ToolHandler {
+    /// The receiver instance (`orders`), for messages.
+    pub instance: String,
+    /// The command.
+    pub spawn: Spawn,
+    /// Its protocol.
+    pub speaks: Speaks,
+    /// A member function answered by a Tool of another name
+    /// (`place` → `place_order`).
+    pub names: BTreeMap<String, String>,
+    /// The machine's limits (the reply deadline among them).
+    pub limits: Limits,
+    /// Whether the main locus declares an on_failure for the receiver's
+    /// locus: a violation the Tool declares is then absorbed, as the
+    /// program's on_failure would decide; without one it restarts the
+    /// receiver.
+    pub absorbs_violations: bool,
+}
+
+/// The receiver: the held rows and the process answering them.
+pub struct ToolReceiver {
+    handler: ToolHandler,
+    held: BTreeMap<String, Held>,
+    process: Process,
+    next_call: u64,
+    gate: Gate,
+    /// Set by a call that ended in a structural failure, read by the
+    /// on_failure this receiver's worker runs ([`ToolReceiver::on_failure`]).
+    restart: Arc<AtomicBool>,
+    /// Failures in a row, for the backoff.
+    failures: u32,
+    not_before: Option<Instant>,
+}
+
+fn new_process(handler: &ToolHandler, rows: &[RowTool]) -> Process {
+    let conn: Box<dyn limen_core::flow::tool::ToolConn + Send> = match handler.speaks {
+        Speaks::Tool => Box::new(HostConn::new(handler.limits.clone())),
+        // The MCP adapter is given the declarations it serves: an MCP
+        // server describes JSON Schemas, not fingerprints.
+        Speaks::Mcp => {
+            let tools: Vec<Arc<Tool>> = rows
+                .iter()
+                .map(|r| renamed(&r.tool, tool_name(handler, &r.function)))
+                .collect();
+            Box::new(McpConn::new(tools, handler.limits.clone()))
+        }
+    };
+    Process::queued(handler.spawn.clone(), conn)
+}
+
+/// The Tool name a member function is answered under.
+fn tool_name<'a>(handler: &'a ToolHandler, function: &'a str) -> &'a str {
+    handler.names.get(function).map_or(function, String::as_str)
+}
+
+/// `tool` under another name (an MCP server's tool is named as the server
+/// names it).
+fn renamed(tool: &Arc<Tool>, name: &str) -> Arc<Tool> {
+    if tool.identity().name == name {
+        return tool.clone();
+    }
+    let mut declaration = tool.declaration.clone();
+    declaration.identity.name = name.to_owned();
+    Arc::new(Tool::new(declaration, tool.env.clone()).unwrap_or_else(|_| (**tool).clone()))
+}
+
+impl ToolReceiver {
+    /// Starts the process, reads its describe and holds each of `rows` to
+    /// the Tool of its name: one diagnostic per row that has no Tool or
+    /// whose Tool is not its shape.
+    pub fn boot(
+        handler: ToolHandler,
+        rows: &[RowTool],
+        gate: Gate,
+    ) -> Result<ToolReceiver, Vec<String>> {
+        let process = new_process(&handler, rows);
+        let instance = &handler.instance;
+        let described = process.describe(BOOT_DESCRIBE).map_err(|e| {
+            let stderr = String::from_utf8_lossy(&process.stderr()).trim().to_owned();
+            let tail = if stderr.is_empty() {
+                String::new()
+            } else {
+                format!(" (its standard error: {})", last_line(&stderr))
+            };
+            vec![format!(
+                "the handler of `{instance}` ({}): {e}{tail}",
+                handler.spawn.program
+            )]
+        })?;
+        let listing = serde_json::json!({
+            "data": described.result.get("data").cloned().unwrap_or_default(),
+            "tools": described.result.get("tools").cloned().unwrap_or_default(),
+        });
+        let tools = Listing::from_json(&listing)
+            .map_err(|e| {
+                vec![format!(
+                    "the handler of `{instance}` describes itself so: {e}"
+                )]
+            })?
+            .tools;
+        let mut held = BTreeMap::new();
+        let mut errors = Vec::new();
+        for row in rows {
+            let name = tool_name(&handler, &row.function);
+            let Some(tool) = tools.iter().find(|t| t.identity().name == name) else {
+                let served: Vec<String> = tools.iter().map(|t| t.identity().name.clone()).collect();
+                errors.push(format!(
+                    "the handler of `{instance}` implements no Tool `{name}` for `{}` (it serves: {})",
+                    row.member,
+                    if served.is_empty() { "nothing".to_owned() } else { served.join(", ") }
+                ));
+                continue;
+            };
+            match tools::hold(row, tool) {
+                Ok(h) => {
+                    held.insert(row.member.clone(), h);
+                }
+                Err(e) => errors.push(format!("the handler of `{instance}`: {e}")),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(ToolReceiver {
+            handler,
+            held,
+            process,
+            next_call: 0,
+            gate,
+            restart: Arc::new(AtomicBool::new(false)),
+            failures: 0,
+            not_before: None,
+        })
+    }
+
+    /// The on_failure its worker runs after a call that ended in the
+    /// server error: a structural failure restarts the receiver (a new
+    /// generation, as the process is); a violation the Tool declared is
+    /// absorbed when the program has an on_failure for the locus.
+    pub fn on_failure(&self) -> crate::serve::worker::OnFailure {
+        let restart = self.restart.clone();
+        let absorbs = self.handler.absorbs_violations;
+        let instance = self.handler.instance.clone();
+        Arc::new(move |_| {
+            if restart.swap(false, Ordering::AcqRel) || !absorbs {
+                eprintln!("hale serve: the receiver `{instance}` restarts as a new generation");
+                Supervision::Restart
+            } else {
+                Supervision::Absorb
+            }
+        })
+    }
+
+    /// The process's id, when one runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    fn wait_gate(&self) {
+        let (closed, wake) = &*self.gate;
+        let mut g = closed.lock().unwrap_or_else(|e| e.into_inner());
+        while *g {
+            g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Sends one call and waits for its outcome (the machine closes it at
+    /// its reply deadline at the latest).
+    fn run(&mut self, held: &Held, args: Vec<limen_core::flow::Value>) -> Outcome {
+        self.next_call += 1;
+        let key = CallKey::new(
+            &format!("hale-serve-{}", self.handler.instance),
+            &self.next_call.to_string(),
+        );
+        let call = Call {
+            key: key.clone(),
+            tool: held.tool.clone(),
+            args,
+            type_args: Vec::new(),
+        };
+        if let Err(e) = self.process.send(call) {
+            return Outcome::NotRun(e.to_string());
+        }
+        let mut out = Vec::new();
+        loop {
+            let n = self.process.wait(&mut out, Duration::from_secs(1));
+            if let Some(i) = out.iter().position(|(k, _)| *k == key) {
+                return out.swap_remove(i).1;
+            }
+            // Outcomes of older calls (a reply after its deadline) are
+            // dropped by the machine; anything else here is not ours.
+            out.clear();
+            if n == 0 && self.process.open_calls() == 0 {
+                return Outcome::Unknown("the call closed without an outcome".into());
+            }
+        }
+    }
+
+    /// Replaces the process after a structural failure.
+    fn replace(&mut self, why: &str) {
+        let stderr = self.process.stderr();
+        let stderr = String::from_utf8_lossy(&stderr);
+        let tail = last_line(stderr.trim());
+        eprintln!(
+            "hale serve: the handler of `{}` failed: {why}{}",
+            self.handler.instance,
+            if tail.is_empty() {
+                String::new()
+            } else {
+                format!(" (its standard error: {tail})")
+            }
+        );
+        self.process.shutdown();
+        let rows: Vec<RowTool> = self.held.values().map(|h| h.row.clone()).collect();
+        self.process = new_process(&self.handler, &rows);
+        self.failures = self.failures.saturating_add(1);
+        let wait = BACKOFF_FIRST
+            .saturating_mul(1 << self.failures.min(16).saturating_sub(1))
+            .min(BACKOFF_MOST);
+        self.not_before = Some(Instant::now() + wait);
+        self.restart.store(true, Ordering::Release);
+    }
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines().last().unwrap_or("")
+}
+
+impl Receiver for ToolReceiver {
+    fn call(
+        &mut self,
+        member: &str,
+        payload: &serde_json::Value,
+        ctx: &ServedContext,
+    ) -> Completion {
+        self.wait_gate();
+        if let Some(at) = self.not_before.take() {
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        }
+        let Some(held) = self.held.get(member).cloned() else {
+            self.replace(&format!("no Tool answers `{member}`"));
+            return Completion::Violated;
+        };
+        let args = match tools::arguments(&held, payload, ctx, &self.handler.limits.decode) {
+            Ok(a) => a,
+            Err(e) => {
+                self.replace(&format!("`{member}`: {e}"));
+                return Completion::Violated;
+            }
+        };
+        let outcome = self.run(&held, args);
+        match tools::answer(&held.row, outcome) {
+            Answer::Completed(c) => {
+                self.failures = 0;
+                c.into()
+            }
+            Answer::Violated => {
+                self.failures = 0;
+                Completion::Violated
+            }
+            Answer::Failed(why) => {
+                self.replace(&format!("`{member}`: {why}"));
+                Completion::Violated
+            }
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! `hale serve` of the witness program (`../shared/hale-witness/program.hl`)
+//! with its receivers answered by `witness-tool`, a Flow Tool process:
+//! real processes throughout — the `hale` binary, one `witness-tool` per
+//! receiver instance, and `limen-conformance check` holding the served
+//! program to the corpus, as it holds `hale demo`
+//! (conformance/tests/live.rs).
+//!
+//! `hale` and `limen-conformance` are found beside this test's binary
+//! (`cargo test --workspace` builds them); `witness-tool` is this crate's.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A binary of the workspace, beside this test's (`target/debug`).
+fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/debug");
+    let bin = dir.join(name);
+    assert!(
+        bin.exists(),
+        "{} is not built: run `cargo build --workspace` (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+fn program() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hale-witness/program.hl");
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: the witness fixtures are not in ../shared/hale-witness");
+        None
+    }
+}
+
+/// A folder of its own for one server.
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "hale-serve-{}-{name}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A `serve.toml` for the witness: each instance a `witness-tool`, the
+/// program's sources as tables, `extra` appended.
+fn config(dir: &Path, rogue: bool, extra: &str) -> PathBuf {
+    let tool = env!("CARGO_BIN_EXE_witness-tool");
+    let rogue = if rogue {
+        format!(", \"--rogue\", \"{}\"", dir.display())
+    } else {
+        String::new()
+    };
+    let mut text = String::new();
+    for instance in ["orders", "partner_orders", "ledger"] {
+        text.push_str(&format!(
+            "[handlers.{instance}]\ncommand = [\"{tool}\", \"--instance\", \"{instance}\"{rogue}]\ntimeout_ms = 1500\n\n"
+        ));
+    }
+    text.push_str(
+        r#"[sources.bearer]
+tokens = { "t-alice" = "alice", "t-bob" = "bob", "t-carol" = "carol", "t-dave" = "dave" }
+refused = "no such token"
+[sources.public_roles]
+grants = { trader = ["alice"] }
+[sources.partner_roles]
+grants = { trader = ["carol"] }
+[sources.admin_roles]
+grants = { operator = ["uid:1000"] }
+"#,
+    );
+    text.push_str(extra);
+    let path = dir.join("serve.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A running `hale serve`.
+struct Served {
+    child: Child,
+    dir: PathBuf,
+    banner: String,
+}
+
+impl Served {
+    fn start(program: &Path, name: &str, rogue: bool) -> Served {
+        let dir = scratch(name);
+        let config = config(&dir, rogue, "");
+        let me = rustix_uid();
+        let mut child = Command::new(workspace_bin("hale"))
+            .arg("serve")
+            .arg(program)
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "--bind",
+                "public=127.0.0.1:0",
+                "--bind",
+                "partner=127.0.0.1:0",
+            ])
+            .arg("--bind")
+            .arg(format!("admin={}", dir.join("admin.sock").display()))
+            .arg("--grant")
+            .arg(format!("admin_roles.operator=uid:{me}"))
+            .arg("--control")
+            .arg(dir.join("control"))
+            .args(["--loops", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hale serve starts");
+        let mut banner = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap_or(0) == 0 {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                panic!("hale serve ended at boot:\n{banner}\n{err}");
+            }
+            banner.push_str(&line);
+            if line.starts_with("stop with Ctrl-C") {
+                break;
+            }
+        }
+        Served { child, dir, banner }
+    }
+
+    /// The endpoint the banner prints for exposure `name`.
+    fn endpoint(&self, name: &str) -> String {
+        self.banner
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .next()
+                    .is_some_and(|id| id.ends_with(&format!("/{name}")))
+            })
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no {name} in the banner:\n{}", self.banner))
+            .to_owned()
+    }
+
+    fn control(&self) -> String {
+        self.dir.join("control").display().to_string()
+    }
+
+    /// Stops it with SIGTERM and returns its standard error.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rustix_uid() -> u32 {
+    // The uid of this process, as `id -u` prints it.
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a uid")
+}
+
+fn check(args: &[&str]) -> (i32, String) {
+    let out = Command::new(workspace_bin("limen-conformance"))
+        .arg("check")
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .expect("limen-conformance runs");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn public_passes_the_check_as_the_demo_does() {
+    let Some(program) = program() else { return };
+    let served = Served::start(&program, "public", false);
+    let (code, out) = check(&[
+        "--endpoint",
+        &served.endpoint("public"),
+        "--transport",
+        "http",
+        "--bearer",
+        "t-alice",
+        "--control",
+        &served.control(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("14 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn partner_passes_the_check_as_the_demo_does() {
+    let Some(program) = program() else { return };
+    let served = Served::start(&program, "partner", false);
+    let (code, out) = check(&[
+        "--endpoint",
+        &served.endpoint("partner"),
+        "--transport",
+        "http",
+        "--bearer",
+        "t-carol",
+        "--control",
+        &served.control(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(" passed, 0 failed"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn admin_over_unix_passes_the_check_as_the_demo_does() {
+    let Some(program) = program() else { return };
+    let served = Served::start(&program, "admin", false);
+    let public = format!("public={}", served.endpoint("public"));
+    let (code, out) = check(&[
+        "--endpoint",
+        &served.endpoint("admin"),
+        "--transport",
+        "unix",
+        "--control",
+        &served.control(),
+        "--as-peer",
+        "1000",
+        "--with",
+        &public,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // What `hale demo` leaves unprovoked too (conformance/tests/live.rs).
+    assert!(
+        out.ends_with("9 passed, 0 failed, 4 not provoked\n"),
+        "{out}"
+    );
+}
+
+/// One HTTP/1.1 call: the status and the body.
+fn call(endpoint: &str, token: &str, member: &str, body: &str) -> (u16, String) {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "POST /call/{member} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let status = reply[9..12].parse().unwrap();
+    let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+fn place(endpoint: &str, symbol: &str) -> (u16, String) {
+    call(
+        endpoint,
+        "t-alice",
+        "Orders::place",
+        &format!("{{\"symbol\":\"{symbol}\",\"qty\":10,\"limit\":12500}}"),
+    )
+}
+
+const SERVER_ERROR: (u16, &str) = (500, r#"{"refusal":{"kind":"server"}}"#);
+
+fn is_server_error(r: &(u16, String)) -> bool {
+    (r.0, r.1.as_str()) == SERVER_ERROR
+}
+
+fn pid(dir: &Path, instance: &str) -> String {
+    std::fs::read_to_string(dir.join(format!("{instance}.pid"))).unwrap_or_default()
+}
+
+/// Until `f` holds, at most 10 s.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_handler_that_misbehaves_is_the_server_error_and_comes_back_as_a_new_generation() {
+    let Some(program) = program() else { return };
+    let served = Served::start(&program, "rogue", true);
+    let public = served.endpoint("public");
+    let partner = served.endpoint("partner");
+    let dir = served.dir.clone();
+    let ok = place(&public, "ACME");
+    assert_eq!(ok.0, 200, "{ok:?}");
+    let first = pid(&dir, "orders");
+
+    // Each misbehaviour: the server error for its caller, a new process
+    // for the next call, and the other receivers never notice.
+    for symbol in ["SHAPE", "GARBAGE", "HANG"] {
+        let before = pid(&dir, "orders");
+        let r = place(&public, symbol);
+        assert!(is_server_error(&r), "{symbol}: {r:?}");
+        let other = place(&partner, "ACME");
+        assert_eq!(
+            other.0, 200,
+            "partner's instance, during {symbol}: {other:?}"
+        );
+        // The next call starts the next generation, after the backoff.
+        let next = place(&public, "ACME");
+        assert_eq!(next.0, 200, "after {symbol}: {next:?}");
+        assert_ne!(pid(&dir, "orders"), before, "{symbol}: a new process");
+    }
+    assert_ne!(pid(&dir, "orders"), first);
+
+    // SIGKILL in the middle of a call.
+    let slow = {
+        let public = public.clone();
+        std::thread::spawn(move || place(&public, "SLOW"))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let victim = pid(&dir, "orders");
+    assert!(Command::new("kill")
+        .args(["-9", &victim])
+        .status()
+        .unwrap()
+        .success());
+    let r = slow.join().unwrap();
+    assert!(is_server_error(&r), "killed mid-call: {r:?}");
+    assert_eq!(place(&partner, "ACME").0, 200);
+
+    // A process that exits at start: every call the server error until it
+    // starts again, and then the receiver serves.
+    std::fs::write(dir.join("exit-at-start"), "").unwrap();
+    let r = place(&public, "SLOW-NOT");
+    assert!(is_server_error(&r), "exits at start: {r:?}");
+    assert_eq!(place(&partner, "ACME").0, 200, "partner is its own process");
+    std::fs::remove_file(dir.join("exit-at-start")).unwrap();
+    eventually("the receiver serves again", || {
+        place(&public, "ACME").0 == 200
+    });
+
+    let err = served.stop();
+    assert!(err.contains("the handler of `orders` failed"), "{err}");
+    assert!(err.contains("restarts as a new generation"), "{err}");
+}
+
+fn serve_with(program: &Path, dir: &Path, config_text: &str) -> (i32, String) {
+    let path = dir.join("serve.toml");
+    std::fs::write(&path, config_text).unwrap();
+    let out = Command::new(workspace_bin("hale"))
+        .arg("serve")
+        .arg(program)
+        .arg("--config")
+        .arg(&path)
+        .arg("--check-config")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_configuration_the_program_does_not_match_is_refused_at_start() {
+    let Some(program) = program() else { return };
+    let dir = scratch("refused");
+    let good = std::fs::read_to_string(config(&dir, false, "")).unwrap();
+    let (code, err) = serve_with(&program, &dir, &good);
+    assert_eq!(code, 0, "{err}");
+
+    let cases = [
+        (
+            format!("{good}\n[handlers.shipping]\ncommand = [\"true\"]\n"),
+            "handlers.shipping: the program has no receiver instance `shipping` (its instances: orders, partner_orders, ledger)",
+        ),
+        (
+            good.replacen(
+                "[handlers.ledger]\ncommand",
+                "[handlers.ledger]\nmcp = [\"x\"]\ncommand",
+                1,
+            ),
+            "handlers.ledger: both `command` and `mcp`: a receiver has one handler process",
+        ),
+        (
+            good.replacen(
+                "tokens = { \"t-alice\" = \"alice\", \"t-bob\" = \"bob\", \"t-carol\" = \"carol\", \"t-dave\" = \"dave\" }",
+                "tokens_file = \"absent-tokens.toml\"",
+                1,
+            ),
+            "sources.bearer.tokens_file: ",
+        ),
+        (
+            good.replacen("--instance\", \"ledger\"", "--instance\", \"orders\"", 1),
+            "the handler of `ledger` implements no Tool `rebalance` for `Ledger::rebalance` (it serves: cancel, place)",
+        ),
+    ];
+    for (text, wanted) in cases {
+        let (code, err) = serve_with(&program, &dir, &text);
+        assert_eq!(code, 2, "{wanted}:\n{err}");
+        assert!(err.contains(wanted), "{wanted}:\n{err}");
+        assert_eq!(err.lines().count(), 1, "one diagnostic:\n{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

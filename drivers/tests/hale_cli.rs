@@ -1081,3 +1081,69 @@ fn the_proto_files_compile_with_protoc() {
         );
     }
 }
+
+#[test]
+fn api_tools_lists_a_locus_s_rows_as_declarations_the_toolkit_generates_from() {
+    let desk = repo()
+        .join("conformance/programs/desk.hl")
+        .display()
+        .to_string();
+    let listing = doc(&["api", "tools", "--locus", "Orders", &desk]);
+    let read = limen_core::flow::tool::Listing::from_json(&listing).expect("a listing");
+    let names: Vec<String> = read
+        .tools
+        .iter()
+        .map(|t| t.identity().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["hale.api@0/Orders.cancel", "hale.api@0/Orders.place"]
+    );
+    // `flow toolkit rust` generates an implementation's types from it.
+    let dir = scratch("api-tools");
+    let file = dir.join("orders.json");
+    std::fs::write(&file, listing.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flow"))
+        .args(["toolkit", "rust"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let code = String::from_utf8_lossy(&out.stdout);
+    assert!(code.contains("pub struct PlaceOrder {"), "{code}");
+    assert!(code.contains("fn place("), "{code}");
+    let r = hale(&["api", "tools", "--locus", "Tokens", &desk]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        "hale api tools: no surface of the program has a row of the locus `Tokens`\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_without_handlers_names_each_thing_missing_and_exits_2() {
+    let desk = repo()
+        .join("conformance/programs/desk.hl")
+        .display()
+        .to_string();
+    let r = hale(&["serve", &desk, "--check-config"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for missing in [
+        "hale serve: the program's exposures read the source `bearer`: give [sources.bearer]",
+        "hale serve: the receiver instance `orders` (Orders) has no handler: give [handlers.orders] command = [...]",
+        "hale serve: the receiver instance `ledger` (Ledger) has no handler",
+    ] {
+        assert!(r.stderr.contains(missing), "{missing}:\n{}", r.stderr);
+    }
+    let r = hale(&["serve", &desk, "--bind", "nowhere"]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r.stderr.contains("is NAME=ADDR"), "{}", r.stderr);
+    let r = hale(&["serve", "--help"]);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("--check-config"), "{}", r.stdout);
+}

@@ -74,6 +74,8 @@ pub enum ApiCommand {
     Describe(DescribeArgs),
     /// Call one member of a served exposure; the exit status is the outcome.
     Call(CallArgs),
+    /// Print a locus's rows as Flow Tool declarations (a `flow tools` listing).
+    Tools(ToolsArgs),
 }
 
 /// `hale check [--api …] FILE`.
@@ -134,6 +136,25 @@ pub struct ExportArgs {
     /// Hold the bundle committed in DIR against the one the surface now generates.
     #[arg(long, value_name = "DIR")]
     pub check: Option<PathBuf>,
+    /// The Hale program.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+/// `hale api tools --locus NAME FILE`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The listing is what a handler process for the locus's receivers \
+                        implements under `hale serve`: one Tool per row, named by the row's \
+                        function, its argument the request, its result the response, its \
+                        error the row's. `flow toolkit rust LISTING` generates an \
+                        implementation's types and trait from it. Exit status: 0 printed, 1 the \
+                        program does not check or the locus has no rows, 5 usage."
+)]
+pub struct ToolsArgs {
+    /// The locus whose rows to list (`Orders`).
+    #[arg(long, value_name = "NAME")]
+    pub locus: String,
     /// The Hale program.
     #[arg(value_name = "FILE")]
     pub file: String,
@@ -259,6 +280,9 @@ pub struct ServeArgs {
     /// How many connection loops serve (one per core unless given).
     #[arg(long, value_name = "N", value_parser = loops)]
     pub loops: Option<usize>,
+    /// A bound for every exposure, over the program's.
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub bound: Option<usize>,
     /// The Hale program.
     #[arg(value_name = "PROGRAM")]
     pub file: String,

@@ -7,7 +7,8 @@
 //!   ([`export`]): a surface's bundle;
 //! - `hale demo …` ([`demo`]): the witness program served, the main job;
 //! - `hale serve PROGRAM.hl …` ([`serve`]): any program served, its
-//!   handlers Tool processes or MCP servers ([`crate::program`]);
+//!   handlers Tool processes or MCP servers ([`crate::program`]); `hale api
+//!   tools --locus NAME FILE`, the Tools a locus's handler implements;
 //! - `hale api describe|call …` and their short forms `hale describe|call`
 //!   ([`crate::client`]): the operator's verbs;
 //! - `hale watch WS-ENDPOINT TOPIC` ([`crate::client::watch`]): a stream
@@ -58,6 +59,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Api(ApiCommand::Export(a)) => export::run(&a),
         Command::Api(ApiCommand::Describe(a)) => crate::client::describe_main(&a, false),
         Command::Api(ApiCommand::Call(a)) => crate::client::call_main(&a.words(), false),
+        Command::Api(ApiCommand::Tools(a)) => serve::tools(&a),
         Command::Completions(a) => {
             crate::cli_support::print_completions(a.shell, Cli::command(), "hale")
         }

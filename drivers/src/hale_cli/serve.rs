@@ -4,7 +4,7 @@
 //! served on any diagnostic), then served with the handlers and sources
 //! the configuration names ([`crate::program`]).
 
-use super::cli::ServeArgs;
+use super::cli::{ServeArgs, ToolsArgs};
 use super::demo::{Signals, BOOT_EXIT, STOP_MARGIN_S};
 use crate::program::config::ServeConfig;
 use crate::program::{Application, Handlers, ServeOptions};
@@ -32,6 +32,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         binds: args.bind.iter().cloned().collect(),
         grants: args.grant.clone(),
         loops: args.loops.unwrap_or(0),
+        bound: args.bound,
         control: args.control.clone(),
     };
     if args.check_config {
@@ -81,6 +82,26 @@ pub fn run(args: &ServeArgs) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("hale serve: {e}");
+            1
+        }
+    }
+}
+
+/// Runs `hale api tools`: the locus's rows as a `flow tools` listing.
+pub fn tools(args: &ToolsArgs) -> i32 {
+    let Ok(program) = super::check::checked(&args.file, false) else {
+        return 1;
+    };
+    match limen_core::hale::tools::listing(&program, &args.locus) {
+        Ok(listing) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&listing).unwrap_or_default()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("hale api tools: {e}");
             1
         }
     }

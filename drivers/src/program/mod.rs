@@ -56,6 +56,8 @@ pub struct ServeOptions {
     pub grants: Vec<(String, String, String)>,
     /// How many connection loops serve; 0, one per core.
     pub loops: usize,
+    /// A bound for every exposure, over the program's (`--bound N`).
+    pub bound: Option<usize>,
     /// A control socket (`--control PATH`).
     pub control: Option<PathBuf>,
 }
@@ -133,7 +135,12 @@ fn source_params(program: &Program) -> Vec<(String, bool, bool)> {
 /// Checks that what the configuration names is the program's: each
 /// `[bind]` an exposure, each `[handlers]` a receiver instance, each
 /// `[sources]` a source param of the kind it writes.
-fn check_names(program: &Program, options: &ServeOptions, errors: &mut Vec<String>) {
+fn check_names(
+    program: &Program,
+    options: &ServeOptions,
+    given: &Handlers,
+    errors: &mut Vec<String>,
+) {
     let exposures: Vec<&str> = program
         .exposures
         .iter()
@@ -166,6 +173,13 @@ fn check_names(program: &Program, options: &ServeOptions, errors: &mut Vec<Strin
             errors.push(format!(
                 "handlers.{name}: the program has no receiver instance `{name}` (its instances: {})",
                 listing(&instance_names)
+            ));
+        }
+    }
+    for (instance, locus) in &instances {
+        if !options.config.handlers.contains_key(instance) && !given.contains_key(instance) {
+            errors.push(format!(
+                "the receiver instance `{instance}` ({locus}) has no handler: give [handlers.{instance}] command = [...]"
             ));
         }
     }
@@ -255,9 +269,8 @@ fn boot_handlers(
                         ),
                     );
                 }
-                None => errors.push(format!(
-                    "the receiver instance `{instance}` ({locus}) has no handler: give [handlers.{instance}] command = [...]"
-                )),
+                // check_names said so.
+                None => {}
             }
             continue;
         };
@@ -320,7 +333,7 @@ impl Application {
     /// listener; the handlers are ended again (`--check-config`).
     pub fn check(program: &Program, options: &ServeOptions) -> Result<(), BootError> {
         let mut errors = Vec::new();
-        check_names(program, options, &mut errors);
+        check_names(program, options, &Handlers::new(), &mut errors);
         if let Err(e) = Sources::read(&options.config, &options.grants) {
             errors.extend(e);
         }
@@ -342,7 +355,7 @@ impl Application {
         given: Handlers,
     ) -> Result<Application, BootError> {
         let mut errors = Vec::new();
-        check_names(program, options, &mut errors);
+        check_names(program, options, &given, &mut errors);
         let sources = match Sources::read(&options.config, &options.grants) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -395,6 +408,9 @@ impl Application {
             };
             let mut spec = exposure_spec(program, e, via).map_err(|err| one(err.to_string()))?;
             spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
+            if let Some(bound) = options.bound {
+                spec.bound = bound;
+            }
             let address = options
                 .binds
                 .get(&name)

@@ -247,30 +247,27 @@ fn boot_handlers(
     for (instance, locus) in tools::instances(program) {
         let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
         let Some(h) = options.config.handlers.get(&instance) else {
-            match given.remove(&instance) {
-                Some(receiver) => {
-                    let failed = instance.clone();
-                    let absorbs = tools::has_on_failure(program, &locus);
-                    let on_failure: crate::serve::worker::OnFailure = Arc::new(move |_| {
-                        eprintln!("hale serve: `{failed}` violated; on_failure ran");
-                        if absorbs {
-                            limen_core::hale::runtime::Supervision::Absorb
-                        } else {
-                            limen_core::hale::runtime::Supervision::Restart
-                        }
-                    });
-                    out.insert(
-                        instance,
-                        (
-                            Box::new(control::Gated::new(receiver, gate.clone()))
-                                as Box<dyn Receiver + Send>,
-                            gate,
-                            on_failure,
-                        ),
-                    );
-                }
-                // check_names said so.
-                None => {}
+            // One with neither: check_names said so.
+            if let Some(receiver) = given.remove(&instance) {
+                let failed = instance.clone();
+                let absorbs = tools::has_on_failure(program, &locus);
+                let on_failure: crate::serve::worker::OnFailure = Arc::new(move |_| {
+                    eprintln!("hale serve: `{failed}` violated; on_failure ran");
+                    if absorbs {
+                        limen_core::hale::runtime::Supervision::Absorb
+                    } else {
+                        limen_core::hale::runtime::Supervision::Restart
+                    }
+                });
+                out.insert(
+                    instance,
+                    (
+                        Box::new(control::Gated::new(receiver, gate.clone()))
+                            as Box<dyn Receiver + Send>,
+                        gate,
+                        on_failure,
+                    ),
+                );
             }
             continue;
         };

@@ -14,13 +14,13 @@
 //! doubles while the failures follow each other (`BACKOFF_*`), so a
 //! handler that dies at start is not restarted in a hot loop.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Outcome, Tool};
-use limen_core::hale::runtime::{Completion, Receiver, ServedContext, Supervision};
+use limen_core::hale::runtime::{BatchCall, Completion, Receiver, ServedContext, Supervision};
 use limen_core::hale::tools::{self, Answer, Held, RowTool};
 
 use crate::tool::{Process, Spawn};
@@ -71,11 +71,14 @@ pub struct ToolReceiver {
     handler: ToolHandler,
     held: BTreeMap<String, Held>,
     process: Process,
+    /// The run id of every call's key.
+    run_id: String,
     next_call: u64,
     gate: Gate,
-    /// Set by a call that ended in a structural failure, read by the
-    /// on_failure this receiver's worker runs ([`ToolReceiver::on_failure`]).
-    restart: Arc<AtomicBool>,
+    /// How many calls ended in a structural failure whose on_failure has
+    /// not run yet: the on_failure this receiver's worker runs
+    /// ([`ToolReceiver::on_failure`]) restarts for each.
+    restart: Arc<AtomicUsize>,
     /// Failures in a row, for the backoff.
     failures: u32,
     not_before: Option<Instant>,
@@ -171,12 +174,13 @@ impl ToolReceiver {
             return Err(errors);
         }
         Ok(ToolReceiver {
+            run_id: format!("hale-serve-{}", handler.instance),
             handler,
             held,
             process,
             next_call: 0,
             gate,
-            restart: Arc::new(AtomicBool::new(false)),
+            restart: Arc::new(AtomicUsize::new(0)),
             failures: 0,
             not_before: None,
         })
@@ -191,7 +195,10 @@ impl ToolReceiver {
         let absorbs = self.handler.absorbs_violations;
         let instance = self.handler.instance.clone();
         Arc::new(move |_| {
-            if restart.swap(false, Ordering::AcqRel) || !absorbs {
+            let structural = restart
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok();
+            if structural || !absorbs {
                 eprintln!("hale serve: the receiver `{instance}` restarts as a new generation");
                 Supervision::Restart
             } else {
@@ -213,36 +220,40 @@ impl ToolReceiver {
         }
     }
 
-    /// Sends one call and waits for its outcome (the machine closes it at
-    /// its reply deadline at the latest).
-    fn run(&mut self, held: &Held, args: Vec<limen_core::flow::Value>) -> Outcome {
-        self.next_call += 1;
-        let key = CallKey::new(
-            &format!("hale-serve-{}", self.handler.instance),
-            &self.next_call.to_string(),
-        );
-        let call = Call {
-            key: key.clone(),
-            tool: held.tool.clone(),
-            args,
-            type_args: Vec::new(),
-        };
-        if let Err(e) = self.process.send(call) {
-            return Outcome::NotRun(e.to_string());
+    /// Sends `calls` together and waits for every outcome (the machine
+    /// closes each at its reply deadline at the latest).
+    fn run(&mut self, calls: Vec<Call>) -> HashMap<CallKey, Outcome> {
+        let mut outcomes = HashMap::with_capacity(calls.len());
+        if calls.is_empty() {
+            return outcomes;
         }
+        let keys: Vec<CallKey> = calls.iter().map(|c| c.key.clone()).collect();
+        // On a refusal the calls before it were taken and the rest were
+        // not: each taken call's outcome still comes, and a call with none
+        // when nothing is open was never taken (NotRun, with the reason).
+        let refused = self.process.send_all(calls).err().map(|e| e.to_string());
         let mut out = Vec::new();
-        loop {
+        while outcomes.len() < keys.len() {
             let n = self.process.wait(&mut out, Duration::from_secs(1));
-            if let Some(i) = out.iter().position(|(k, _)| *k == key) {
-                return out.swap_remove(i).1;
+            for (key, outcome) in out.drain(..) {
+                // Outcomes of older calls (a reply after its deadline) are
+                // dropped by the machine; anything else here is not ours.
+                if keys.contains(&key) {
+                    outcomes.entry(key).or_insert(outcome);
+                }
             }
-            // Outcomes of older calls (a reply after its deadline) are
-            // dropped by the machine; anything else here is not ours.
-            out.clear();
             if n == 0 && self.process.open_calls() == 0 {
-                return Outcome::Unknown("the call closed without an outcome".into());
+                break;
             }
         }
+        if let Some(why) = refused {
+            for key in keys {
+                outcomes
+                    .entry(key)
+                    .or_insert_with(|| Outcome::NotRun(why.clone()));
+            }
+        }
+        outcomes
     }
 
     /// Replaces the process after a structural failure.
@@ -267,7 +278,6 @@ impl ToolReceiver {
             .saturating_mul(1 << self.failures.min(16).saturating_sub(1))
             .min(BACKOFF_MOST);
         self.not_before = Some(Instant::now() + wait);
-        self.restart.store(true, Ordering::Release);
     }
 }
 
@@ -282,35 +292,87 @@ impl Receiver for ToolReceiver {
         payload: &serde_json::Value,
         ctx: &ServedContext,
     ) -> Completion {
+        let call = BatchCall {
+            member,
+            payload,
+            ctx,
+        };
+        self.call_batch(&[call])
+            .pop()
+            .unwrap_or(Completion::Violated)
+    }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    fn ready(&mut self) {
         self.wait_gate();
         if let Some(at) = self.not_before.take() {
             std::thread::sleep(at.saturating_duration_since(Instant::now()));
         }
-        let Some(held) = self.held.get(member).cloned() else {
-            self.replace(&format!("no Tool answers `{member}`"));
-            return Completion::Violated;
-        };
-        let args = match tools::arguments(&held, payload, ctx, &self.handler.limits.decode) {
-            Ok(a) => a,
-            Err(e) => {
-                self.replace(&format!("`{member}`: {e}"));
-                return Completion::Violated;
-            }
-        };
-        let outcome = self.run(&held, args);
-        match tools::answer(&held.row, outcome) {
-            Answer::Completed(c) => {
-                self.failures = 0;
-                c.into()
-            }
-            Answer::Violated => {
-                self.failures = 0;
-                Completion::Violated
-            }
-            Answer::Failed(why) => {
-                self.replace(&format!("`{member}`: {why}"));
-                Completion::Violated
+    }
+
+    /// Writes every call of the batch to the process at once and reads
+    /// their outcomes: one write and as few reads as the process's
+    /// replies take, where a call at a time costs a round trip each. The
+    /// process answers them as it answers any calls; a receiver's process
+    /// that runs one at a time (a toolkit with no worker threads) keeps a
+    /// receiver's one call at a time.
+    fn call_batch(&mut self, calls: &[BatchCall<'_>]) -> Vec<Completion> {
+        // A worker asked already; a caller that did not is waited for here.
+        self.ready();
+        let mut failed: Vec<String> = Vec::new();
+        let mut answers: Vec<Option<Completion>> = vec![None; calls.len()];
+        let mut sent: Vec<(usize, CallKey, Held)> = Vec::with_capacity(calls.len());
+        let mut out: Vec<Call> = Vec::with_capacity(calls.len());
+        for (i, c) in calls.iter().enumerate() {
+            let Some(held) = self.held.get(c.member).cloned() else {
+                failed.push(format!("no Tool answers `{}`", c.member));
+                answers[i] = Some(Completion::Violated);
+                continue;
+            };
+            match tools::arguments(&held, c.payload, c.ctx, &self.handler.limits.decode) {
+                Ok(args) => {
+                    self.next_call += 1;
+                    let key = CallKey::new(&self.run_id, &self.next_call.to_string());
+                    out.push(Call {
+                        key: key.clone(),
+                        tool: held.tool.clone(),
+                        args,
+                        type_args: Vec::new(),
+                    });
+                    sent.push((i, key, held));
+                }
+                Err(e) => {
+                    failed.push(format!("`{}`: {e}", c.member));
+                    answers[i] = Some(Completion::Violated);
+                }
             }
         }
+        let mut outcomes = self.run(out);
+        for (i, key, held) in sent {
+            let outcome = outcomes
+                .remove(&key)
+                .unwrap_or_else(|| Outcome::Unknown("the call closed without an outcome".into()));
+            answers[i] = Some(match tools::answer(&held.row, outcome) {
+                Answer::Completed(c) => c.into(),
+                Answer::Violated => Completion::Violated,
+                Answer::Failed(why) => {
+                    failed.push(format!("`{}`: {why}", held.row.member));
+                    Completion::Violated
+                }
+            });
+        }
+        if failed.is_empty() {
+            self.failures = 0;
+        } else {
+            self.restart.fetch_add(failed.len(), Ordering::AcqRel);
+            self.replace(&failed.join("; "));
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or(Completion::Violated))
+            .collect()
     }
 }

@@ -27,7 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use limen_core::hale::runtime::{Completion, Dispatch, Receiver, RequestId, Supervision};
+use limen_core::hale::runtime::{
+    BatchCall, Completion, Dispatch, Receiver, RequestId, Supervision,
+};
 
 use super::mailbox::Mailbox;
 use super::Message;
@@ -47,6 +49,10 @@ const SPIN_BEFORE_PARK: u32 = 3000;
 /// once, where a message each would wake it for every call; the bound keeps
 /// the first replies of a burst from waiting for the last.
 const REPORT_BATCH: usize = 16;
+
+/// The most calls a receiver that batches ([`Receiver::batches`]) is given
+/// at once: what the exposure hands ahead, and one more.
+const BATCH_MOST: usize = super::DISPATCH_AHEAD + 1;
 
 /// How a handed call ended, as the worker tells the exposure's owner.
 #[derive(Debug)]
@@ -222,6 +228,7 @@ impl Worker {
         let inbox = Arc::new(Inbox::default());
         let mine = inbox.clone();
         let owner_name = name.to_owned();
+        let batches = receiver.lock().map(|r| r.batches()).unwrap_or(false);
         let handle = thread::Builder::new()
             .name(format!("receiver {name}"))
             .spawn(move || {
@@ -255,6 +262,62 @@ impl Worker {
                         if state.closed && gone.taken.is_empty() {
                             return;
                         }
+                    }
+                    if batches && !gone.taken.is_empty() {
+                        // Every call handed and still its to take, run as
+                        // one batch (a process written to once).
+                        let mut batch = Vec::new();
+                        let mut receiver = receiver.lock().unwrap_or_else(|e| e.into_inner());
+                        // The first call starts; the receiver may wait
+                        // before it can start any (a gate, a backoff), and
+                        // the calls behind it are taken only then, so the
+                        // owner can still take them back meanwhile.
+                        if let Some(job) = gone.taken.pop_front() {
+                            if !take(&job.claim) {
+                                gone.inbox.in_hand.fetch_sub(1, Ordering::SeqCst);
+                                continue;
+                            }
+                            batch.push(job);
+                            receiver.ready();
+                        }
+                        while batch.len() < BATCH_MOST {
+                            let Some(job) = gone.taken.pop_front() else {
+                                break;
+                            };
+                            if take(&job.claim) {
+                                batch.push(job);
+                            } else {
+                                gone.inbox.in_hand.fetch_sub(1, Ordering::SeqCst);
+                            }
+                        }
+                        if batch.is_empty() {
+                            continue;
+                        }
+                        let n = batch.len();
+                        let reports = run_batch(
+                            id,
+                            stamp,
+                            &owner_name,
+                            receiver.as_mut(),
+                            batch,
+                            &on_failure,
+                        );
+                        drop(receiver);
+                        gone.inbox.in_hand.fetch_sub(n, Ordering::SeqCst);
+                        for report in reports {
+                            if let Report::Ended {
+                                supervision: Some(Supervision::Drain),
+                                ..
+                            } = report
+                            {
+                                gone.inbox.paused.store(true, Ordering::SeqCst);
+                            }
+                            gone.reports.push(Message::Worker(report));
+                        }
+                        if gone.reports.len() >= REPORT_BATCH {
+                            gone.flush();
+                        }
+                        continue;
                     }
                     let Some(job) = gone.taken.pop_front() else {
                         // The owner usually hands the next call within
@@ -404,6 +467,76 @@ pub(super) fn run(
             Completion::Violated
         }
     };
+    ended(id, owner, exposure, d.request_id, completion, on_failure)
+}
+
+/// Runs a batch of calls ([`Receiver::call_batch`]), behind one panic
+/// boundary: a panic is every call's structural failure.
+fn run_batch(
+    id: usize,
+    stamp: u64,
+    owner: &str,
+    receiver: &mut (dyn Receiver + Send),
+    jobs: Vec<Job>,
+    on_failure: &OnFailure,
+) -> Vec<Report> {
+    let mut reports = Vec::with_capacity(jobs.len());
+    // A call handed to another incarnation is not run by this one.
+    let (run, other): (Vec<Job>, Vec<Job>) =
+        jobs.into_iter().partition(|j| j.dispatch.stamp == stamp);
+    for job in other {
+        reports.push(Report::NotTaken {
+            exposure: job.exposure,
+            request_id: job.dispatch.request_id,
+            worker: id,
+        });
+    }
+    let calls: Vec<BatchCall<'_>> = run
+        .iter()
+        .map(|j| BatchCall {
+            member: &j.names[j.dispatch.member],
+            payload: &j.dispatch.payload,
+            ctx: &j.dispatch.context,
+        })
+        .collect();
+    let completions = match catch_unwind(AssertUnwindSafe(|| receiver.call_batch(&calls))) {
+        Ok(c) => c,
+        Err(panic) => {
+            eprintln!(
+                "hale: {owner} panicked in a batch of {} calls: {}",
+                calls.len(),
+                panic_text(panic.as_ref())
+            );
+            Vec::new()
+        }
+    };
+    let mut completions = completions.into_iter();
+    for job in &run {
+        // A batch that answered fewer calls than it was given failed the
+        // rest structurally.
+        let completion = completions.next().unwrap_or(Completion::Violated);
+        reports.push(ended(
+            id,
+            owner,
+            job.exposure,
+            job.dispatch.request_id,
+            completion,
+            on_failure,
+        ));
+    }
+    reports
+}
+
+/// The report of a call that ran: after a violation, with what the owner's
+/// on_failure decided.
+fn ended(
+    id: usize,
+    owner: &str,
+    exposure: ExposureIndex,
+    request_id: RequestId,
+    completion: Completion,
+    on_failure: &OnFailure,
+) -> Report {
     let supervision = match completion {
         Completion::Violated => Some(
             // An on_failure that panics itself leaves the receiver as a
@@ -420,7 +553,7 @@ pub(super) fn run(
     }
     Report::Ended {
         exposure,
-        request_id: d.request_id,
+        request_id,
         completion,
         supervision,
         worker: id,

@@ -31,6 +31,42 @@ pub trait Receiver {
         payload: &serde_json::Value,
         ctx: &ServedContext,
     ) -> Completion;
+
+    /// Whether calls handed ahead are better run together
+    /// ([`call_batch`](Receiver::call_batch)): a receiver that writes its
+    /// calls to a process answers a batch for one write and one read. A
+    /// driver that runs the receiver on a worker of its own asks once.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Waits until the receiver can start calls (a gate held shut, a
+    /// restart's backoff). A worker that batches calls it once it has
+    /// taken a batch's first call and before it takes the rest, so the
+    /// calls behind one that waits are still the exposure's to take back
+    /// (a stop refuses them `shutting_down`). The default returns at once.
+    fn ready(&mut self) {}
+
+    /// Runs `calls` in order, one completion each, in order. Every call of
+    /// a batch has started when the batch starts (the exposure counts each
+    /// as executing). The default runs them one at a time.
+    fn call_batch(&mut self, calls: &[BatchCall<'_>]) -> Vec<Completion> {
+        calls
+            .iter()
+            .map(|c| self.call(c.member, c.payload, c.ctx))
+            .collect()
+    }
+}
+
+/// One call of a batch ([`Receiver::call_batch`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BatchCall<'a> {
+    /// The member.
+    pub member: &'a str,
+    /// Its decoded payload.
+    pub payload: &'a serde_json::Value,
+    /// Its context.
+    pub ctx: &'a ServedContext,
 }
 
 /// What the owner's on_failure decided after a receiver violated.

@@ -30,7 +30,7 @@ pub use exposure::{
     ExposureSpec, Input, MemberSpec, Payload, PayloadCodec, ReceiverId, Request, RequestId,
     RequestKind, ServedContext,
 };
-pub use fixture::{FixtureRpc, Receiver, Supervision};
+pub use fixture::{BatchCall, FixtureRpc, Receiver, Supervision};
 pub use outcome::{Outcome, Refusal, RefusalKind};
 pub use pump::{pump, step, Answer, ExposureDriver, Handed};
 pub use sources::{

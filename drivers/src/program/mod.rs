@@ -62,6 +62,13 @@ pub struct ServeOptions {
     pub control: Option<PathBuf>,
 }
 
+/// How many calls an exposure hands a receiver beyond the one it runs:
+/// a Tool-process receiver writes what it was handed to its process as
+/// one batch, and the calls handed while a batch runs are the next batch,
+/// so the process and the server work at once (measured with
+/// `benches/scripts/serve-vs-demo`; `benches/RESULTS.md`).
+pub const DISPATCH_AHEAD: usize = 256;
+
 /// Receivers given in process, by instance (`orders`), for a program that
 /// embeds the server: they answer where the configuration names no
 /// handler, on worker threads of their own.
@@ -404,7 +411,7 @@ impl Application {
                 }
             };
             let mut spec = exposure_spec(program, e, via).map_err(|err| one(err.to_string()))?;
-            spec.limits.dispatch_ahead = crate::serve::DISPATCH_AHEAD;
+            spec.limits.dispatch_ahead = DISPATCH_AHEAD;
             if let Some(bound) = options.bound {
                 spec.bound = bound;
             }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Outcome, Tool};
+use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Tool};
 use limen_core::hale::runtime::{BatchCall, Completion, Receiver, ServedContext, Supervision};
 use limen_core::hale::tools::{self, Answer, Held, RowTool};
 
@@ -220,42 +220,6 @@ impl ToolReceiver {
         }
     }
 
-    /// Sends `calls` together and waits for every outcome (the machine
-    /// closes each at its reply deadline at the latest).
-    fn run(&mut self, calls: Vec<Call>) -> HashMap<CallKey, Outcome> {
-        let mut outcomes = HashMap::with_capacity(calls.len());
-        if calls.is_empty() {
-            return outcomes;
-        }
-        let keys: Vec<CallKey> = calls.iter().map(|c| c.key.clone()).collect();
-        // On a refusal the calls before it were taken and the rest were
-        // not: each taken call's outcome still comes, and a call with none
-        // when nothing is open was never taken (NotRun, with the reason).
-        let refused = self.process.send_all(calls).err().map(|e| e.to_string());
-        let mut out = Vec::new();
-        while outcomes.len() < keys.len() {
-            let n = self.process.wait(&mut out, Duration::from_secs(1));
-            for (key, outcome) in out.drain(..) {
-                // Outcomes of older calls (a reply after its deadline) are
-                // dropped by the machine; anything else here is not ours.
-                if keys.contains(&key) {
-                    outcomes.entry(key).or_insert(outcome);
-                }
-            }
-            if n == 0 && self.process.open_calls() == 0 {
-                break;
-            }
-        }
-        if let Some(why) = refused {
-            for key in keys {
-                outcomes
-                    .entry(key)
-                    .or_insert_with(|| Outcome::NotRun(why.clone()));
-            }
-        }
-        outcomes
-    }
-
     /// Replaces the process after a structural failure.
     fn replace(&mut self, why: &str) {
         let stderr = self.process.stderr();
@@ -297,9 +261,9 @@ impl Receiver for ToolReceiver {
             payload,
             ctx,
         };
-        self.call_batch(&[call])
-            .pop()
-            .unwrap_or(Completion::Violated)
+        let mut answer = Completion::Violated;
+        self.call_batch(&[call], &mut |_, c| answer = c);
+        answer
     }
 
     fn batches(&self) -> bool {
@@ -313,23 +277,31 @@ impl Receiver for ToolReceiver {
         }
     }
 
-    /// Writes every call of the batch to the process at once and reads
-    /// their outcomes: one write and as few reads as the process's
-    /// replies take, where a call at a time costs a round trip each. The
-    /// process answers them as it answers any calls; a receiver's process
+    /// Writes every call of the batch to the process at once and hands
+    /// each outcome on as it is read: one write, and as few reads as the
+    /// process's replies take, where a call at a time costs a round trip
+    /// each. The process answers them as it answers any calls; a process
     /// that runs one at a time (a toolkit with no worker threads) keeps a
     /// receiver's one call at a time.
-    fn call_batch(&mut self, calls: &[BatchCall<'_>]) -> Vec<Completion> {
+    fn call_batch(&mut self, calls: &[BatchCall<'_>], done: &mut dyn FnMut(usize, Completion)) {
         // A worker asked already; a caller that did not is waited for here.
         self.ready();
         let mut failed: Vec<String> = Vec::new();
-        let mut answers: Vec<Option<Completion>> = vec![None; calls.len()];
-        let mut sent: Vec<(usize, CallKey, Held)> = Vec::with_capacity(calls.len());
+        let mut fail = |restart: &AtomicUsize, why: String| {
+            // Counted before its completion is handed on: the on_failure
+            // the worker runs for it reads the count.
+            restart.fetch_add(1, Ordering::AcqRel);
+            failed.push(why);
+            Completion::Violated
+        };
+        let mut open: HashMap<CallKey, (usize, Held)> = HashMap::with_capacity(calls.len());
         let mut out: Vec<Call> = Vec::with_capacity(calls.len());
         for (i, c) in calls.iter().enumerate() {
             let Some(held) = self.held.get(c.member).cloned() else {
-                failed.push(format!("no Tool answers `{}`", c.member));
-                answers[i] = Some(Completion::Violated);
+                done(
+                    i,
+                    fail(&self.restart, format!("no Tool answers `{}`", c.member)),
+                );
                 continue;
             };
             match tools::arguments(&held, c.payload, c.ctx, &self.handler.limits.decode) {
@@ -342,37 +314,56 @@ impl Receiver for ToolReceiver {
                         args,
                         type_args: Vec::new(),
                     });
-                    sent.push((i, key, held));
+                    open.insert(key, (i, held));
                 }
-                Err(e) => {
-                    failed.push(format!("`{}`: {e}", c.member));
-                    answers[i] = Some(Completion::Violated);
-                }
+                Err(e) => done(i, fail(&self.restart, format!("`{}`: {e}", c.member))),
             }
         }
-        let mut outcomes = self.run(out);
-        for (i, key, held) in sent {
-            let outcome = outcomes
-                .remove(&key)
-                .unwrap_or_else(|| Outcome::Unknown("the call closed without an outcome".into()));
-            answers[i] = Some(match tools::answer(&held.row, outcome) {
-                Answer::Completed(c) => c.into(),
-                Answer::Violated => Completion::Violated,
-                Answer::Failed(why) => {
-                    failed.push(format!("`{}`: {why}", held.row.member));
-                    Completion::Violated
-                }
-            });
+        // On a refusal the calls before it were taken and the rest were
+        // not: each taken call's outcome still comes, and a call with none
+        // when nothing is open was never taken (NotRun, with the reason).
+        let refused = if out.is_empty() {
+            None
+        } else {
+            self.process.send_all(out).err().map(|e| e.to_string())
+        };
+        let mut read = Vec::new();
+        while !open.is_empty() {
+            let n = self.process.wait(&mut read, Duration::from_secs(1));
+            for (key, outcome) in read.drain(..) {
+                // An outcome of an older call (a reply after its deadline)
+                // is dropped by the machine; anything else is not ours.
+                let Some((i, held)) = open.remove(&key) else {
+                    continue;
+                };
+                let completion = match tools::answer(&held.row, outcome) {
+                    Answer::Completed(c) => c.into(),
+                    Answer::Violated => Completion::Violated,
+                    Answer::Failed(why) => {
+                        fail(&self.restart, format!("`{}`: {why}", held.row.member))
+                    }
+                };
+                done(i, completion);
+            }
+            if n == 0 && self.process.open_calls() == 0 {
+                break;
+            }
+        }
+        for (_, (i, held)) in open.drain() {
+            let why = refused
+                .clone()
+                .map_or("the call closed without an outcome".to_owned(), |r| {
+                    format!("not sent: {r}")
+                });
+            done(
+                i,
+                fail(&self.restart, format!("`{}`: {why}", held.row.member)),
+            );
         }
         if failed.is_empty() {
             self.failures = 0;
         } else {
-            self.restart.fetch_add(failed.len(), Ordering::AcqRel);
             self.replace(&failed.join("; "));
         }
-        answers
-            .into_iter()
-            .map(|a| a.unwrap_or(Completion::Violated))
-            .collect()
     }
 }

@@ -51,8 +51,8 @@ const SPIN_BEFORE_PARK: u32 = 3000;
 const REPORT_BATCH: usize = 16;
 
 /// The most calls a receiver that batches ([`Receiver::batches`]) is given
-/// at once: what the exposure hands ahead, and one more.
-const BATCH_MOST: usize = super::DISPATCH_AHEAD + 1;
+/// at once: what its exposures hand ahead bounds it first.
+const BATCH_MOST: usize = 1024;
 
 /// How a handed call ended, as the worker tells the exposure's owner.
 #[derive(Debug)]
@@ -293,30 +293,38 @@ impl Worker {
                         if batch.is_empty() {
                             continue;
                         }
-                        let n = batch.len();
-                        let reports = run_batch(
+                        let inbox = &gone.inbox;
+                        let reports = &mut gone.reports;
+                        let owner_box = &gone.owner;
+                        run_batch(
                             id,
                             stamp,
                             &owner_name,
                             receiver.as_mut(),
                             batch,
                             &on_failure,
+                            &mut |report| {
+                                inbox.in_hand.fetch_sub(1, Ordering::SeqCst);
+                                if let Report::Ended {
+                                    supervision: Some(Supervision::Drain),
+                                    ..
+                                } = report
+                                {
+                                    // Paused before the report leaves, as
+                                    // for one call.
+                                    inbox.paused.store(true, Ordering::SeqCst);
+                                }
+                                reports.push(Message::Worker(report));
+                                // Sent as they come, a few at a time: the
+                                // first calls of a batch are answered while
+                                // the last run.
+                                if reports.len() >= REPORT_BATCH {
+                                    owner_box.send_all(reports);
+                                }
+                            },
                         );
                         drop(receiver);
-                        gone.inbox.in_hand.fetch_sub(n, Ordering::SeqCst);
-                        for report in reports {
-                            if let Report::Ended {
-                                supervision: Some(Supervision::Drain),
-                                ..
-                            } = report
-                            {
-                                gone.inbox.paused.store(true, Ordering::SeqCst);
-                            }
-                            gone.reports.push(Message::Worker(report));
-                        }
-                        if gone.reports.len() >= REPORT_BATCH {
-                            gone.flush();
-                        }
+                        gone.flush();
                         continue;
                     }
                     let Some(job) = gone.taken.pop_front() else {
@@ -479,13 +487,13 @@ fn run_batch(
     receiver: &mut (dyn Receiver + Send),
     jobs: Vec<Job>,
     on_failure: &OnFailure,
-) -> Vec<Report> {
-    let mut reports = Vec::with_capacity(jobs.len());
+    sent: &mut dyn FnMut(Report),
+) {
     // A call handed to another incarnation is not run by this one.
     let (run, other): (Vec<Job>, Vec<Job>) =
         jobs.into_iter().partition(|j| j.dispatch.stamp == stamp);
     for job in other {
-        reports.push(Report::NotTaken {
+        sent(Report::NotTaken {
             exposure: job.exposure,
             request_id: job.dispatch.request_id,
             worker: id,
@@ -499,32 +507,33 @@ fn run_batch(
             ctx: &j.dispatch.context,
         })
         .collect();
-    let completions = match catch_unwind(AssertUnwindSafe(|| receiver.call_batch(&calls))) {
-        Ok(c) => c,
-        Err(panic) => {
-            eprintln!(
-                "hale: {owner} panicked in a batch of {} calls: {}",
-                calls.len(),
-                panic_text(panic.as_ref())
-            );
-            Vec::new()
-        }
-    };
-    let mut completions = completions.into_iter();
-    for job in &run {
-        // A batch that answered fewer calls than it was given failed the
-        // rest structurally.
-        let completion = completions.next().unwrap_or(Completion::Violated);
-        reports.push(ended(
+    let mut answered = vec![false; run.len()];
+    let mut done = |i: usize, completion: Completion| {
+        let Some(job) = run.get(i).filter(|_| !answered[i]) else {
+            return;
+        };
+        answered[i] = true;
+        let report = ended(
             id,
             owner,
             job.exposure,
             job.dispatch.request_id,
             completion,
             on_failure,
-        ));
+        );
+        sent(report);
+    };
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| receiver.call_batch(&calls, &mut done))) {
+        eprintln!(
+            "hale: {owner} panicked in a batch of {} calls: {}",
+            calls.len(),
+            panic_text(panic.as_ref())
+        );
     }
-    reports
+    // A call the batch never answered failed structurally.
+    for i in 0..run.len() {
+        done(i, Completion::Violated);
+    }
 }
 
 /// The report of a call that ran: after a violation, with what the owner's

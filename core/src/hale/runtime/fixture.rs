@@ -47,14 +47,16 @@ pub trait Receiver {
     /// (a stop refuses them `shutting_down`). The default returns at once.
     fn ready(&mut self) {}
 
-    /// Runs `calls` in order, one completion each, in order. Every call of
-    /// a batch has started when the batch starts (the exposure counts each
-    /// as executing). The default runs them one at a time.
-    fn call_batch(&mut self, calls: &[BatchCall<'_>]) -> Vec<Completion> {
-        calls
-            .iter()
-            .map(|c| self.call(c.member, c.payload, c.ctx))
-            .collect()
+    /// Runs `calls`, handing each one's completion to `done` with its
+    /// index as soon as it has one (in any order, once each), so a driver
+    /// can answer the first calls of a batch while the last run. Every
+    /// call of a batch has started when the batch starts (the exposure
+    /// counts each as executing); a call `done` never heard of failed
+    /// structurally. The default runs them one at a time, in order.
+    fn call_batch(&mut self, calls: &[BatchCall<'_>], done: &mut dyn FnMut(usize, Completion)) {
+        for (i, c) in calls.iter().enumerate() {
+            done(i, self.call(c.member, c.payload, c.ctx));
+        }
     }
 }
 

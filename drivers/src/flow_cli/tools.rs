@@ -58,6 +58,7 @@ pub fn describe(a: &DescribeArgs) -> i32 {
         program: program.clone(),
         args: rest.to_vec(),
         dir: None,
+        env: Vec::new(),
     };
     let conn = HostConn::new(Limits::default());
     let process = Process::new(spawn, Box::new(conn), Box::new(|_, _| {}));

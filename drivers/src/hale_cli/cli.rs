@@ -59,6 +59,8 @@ pub enum Command {
     Call(CallArgs),
     /// Subscribe to a stream of a hub and print each frame as one JSON line.
     Watch(WatchArgs),
+    /// Publish an event on a topic of a program `hale serve` serves, through its control socket.
+    Publish(PublishArgs),
     /// An MCP server on stdio: to a served exposure with --app, else to the toolchain.
     Mcp(McpArgs),
     /// Print a shell completion script.
@@ -158,6 +160,26 @@ pub struct ToolsArgs {
     /// The Hale program.
     #[arg(value_name = "FILE")]
     pub file: String,
+}
+
+/// `hale publish SOCKET TOPIC JSON`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The control socket is the one `hale serve --control PATH` opened; the \
+                        payload is held to the topic's shape before it is offered to every \
+                        hub that streams the topic. Exit status: 0 published, 1 refused (the \
+                        reason on stderr), 4 the socket could not be reached, 5 usage."
+)]
+pub struct PublishArgs {
+    /// The served program's control socket.
+    #[arg(value_name = "SOCKET")]
+    pub socket: PathBuf,
+    /// The topic, as the program declares it.
+    #[arg(value_name = "TOPIC")]
+    pub topic: String,
+    /// The event's payload, JSON (`-` reads it from standard input).
+    #[arg(value_name = "JSON")]
+    pub payload: String,
 }
 
 /// `hale watch WS-ENDPOINT TOPIC [--token T]`.

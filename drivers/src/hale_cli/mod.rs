@@ -49,6 +49,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Check(a) => check::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Serve(a) => serve::run(&a),
+        Command::Publish(a) => serve::publish(&a),
         Command::Describe(a) => crate::client::describe_main(&a, true),
         Command::Call(a) => crate::client::call_main(&a.words(), true),
         Command::Watch(a) => crate::client::watch::main(&a.endpoint, &a.topic, a.token),

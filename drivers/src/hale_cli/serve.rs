@@ -4,7 +4,7 @@
 //! served on any diagnostic), then served with the handlers and sources
 //! the configuration names ([`crate::program`]).
 
-use super::cli::{ServeArgs, ToolsArgs};
+use super::cli::{PublishArgs, ServeArgs, ToolsArgs};
 use super::demo::{Signals, BOOT_EXIT, STOP_MARGIN_S};
 use crate::program::config::ServeConfig;
 use crate::program::{Application, Handlers, ServeOptions};
@@ -103,6 +103,49 @@ pub fn tools(args: &ToolsArgs) -> i32 {
         Err(e) => {
             eprintln!("hale api tools: {e}");
             1
+        }
+    }
+}
+
+/// Runs `hale publish SOCKET TOPIC JSON`.
+pub fn publish(args: &PublishArgs) -> i32 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let text = if args.payload == "-" {
+        let mut t = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut t) {
+            eprintln!("hale publish: cannot read the payload: {e}");
+            return 5;
+        }
+        t
+    } else {
+        args.payload.clone()
+    };
+    // One line on the socket: the payload compacted.
+    let payload: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("hale publish: the payload is not JSON: {e}");
+            return 5;
+        }
+    };
+    let reached = std::os::unix::net::UnixStream::connect(&args.socket).and_then(|mut s| {
+        s.write_all(format!("publish {} {payload}\n", args.topic).as_bytes())?;
+        let mut line = String::new();
+        BufReader::new(s).read_line(&mut line)?;
+        Ok(line)
+    });
+    match reached {
+        Ok(line) if line.trim() == "ok" => 0,
+        Ok(line) => {
+            eprintln!(
+                "hale publish: {}",
+                line.trim().strip_prefix("error: ").unwrap_or(line.trim())
+            );
+            1
+        }
+        Err(e) => {
+            eprintln!("hale publish: {}: {e}", args.socket.display());
+            4
         }
     }
 }

@@ -12,6 +12,8 @@
 //!   (every role source when none is named), a new revision;
 //! - `expire <token> <ms>`: a bearer credential given an expiry;
 //! - `reload`: the identity files read again, as SIGHUP does;
+//! - `publish <topic> <json>`: an event published on a topic the program
+//!   declares, its payload held to the topic's shape (`hale publish`);
 //! - `stop`: the spec's `stop()`.
 
 use std::collections::BTreeMap;
@@ -21,6 +23,7 @@ use std::path::Path;
 
 use limen_core::hale::runtime::{Completion, Receiver, ServedContext};
 
+use super::hubs::Publisher;
 use super::sources::Sources;
 use super::tool_receiver::Gate;
 use crate::serve::{Command, StopHandle, WorkerId};
@@ -80,7 +83,15 @@ fn act(
     instances: &BTreeMap<String, Instance>,
     stop: &StopHandle,
     sources: &Sources,
+    publisher: &Publisher,
 ) -> Result<(), String> {
+    if let Some(rest) = line.strip_prefix("publish ") {
+        let (topic, payload) = rest
+            .trim_start()
+            .split_once(char::is_whitespace)
+            .ok_or("publish TOPIC JSON")?;
+        return publisher.publish(topic, payload.trim()).map(|_| ());
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     let find = |name: &str| find_instance(instances, name);
     match words.as_slice() {
@@ -122,59 +133,85 @@ fn act(
     }
 }
 
-/// Serves the control socket until the process ends.
+/// One control connection: each line answered in turn.
+fn session(
+    conn: std::os::unix::net::UnixStream,
+    instances: &BTreeMap<String, Instance>,
+    stop: &StopHandle,
+    sources: &Sources,
+    publisher: &Publisher,
+) {
+    let Ok(mut out) = conn.try_clone() else {
+        return;
+    };
+    for line in BufReader::new(conn).lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // Answered before they act: each may let the server finish
+        // stopping, and its process end, at once.
+        match words.as_slice() {
+            ["stop"] => {
+                if out.write_all(b"ok\n").is_err() {
+                    break;
+                }
+                stop.stop();
+                continue;
+            }
+            ["open", name] => {
+                let i = match find_instance(instances, name) {
+                    Ok(i) => i,
+                    Err(e) => {
+                        if out.write_all(format!("error: {e}\n").as_bytes()).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                };
+                if out.write_all(b"ok\n").is_err() {
+                    break;
+                }
+                let (closed, wake) = &*i.gate;
+                *closed.lock().unwrap_or_else(|e| e.into_inner()) = false;
+                wake.notify_all();
+                continue;
+            }
+            _ => {}
+        }
+        let reply = match act(&line, instances, stop, sources, publisher) {
+            Ok(()) => "ok\n".to_owned(),
+            Err(e) => format!("error: {e}\n"),
+        };
+        if out.write_all(reply.as_bytes()).is_err() {
+            break;
+        }
+    }
+}
+
+/// Serves the control socket until the process ends, each connection on
+/// a thread of its own: a handler process keeps one open to publish
+/// through, and an operator's must not wait for it.
 pub fn serve(
     listener: UnixListener,
     path: &Path,
     instances: BTreeMap<String, Instance>,
     stop: StopHandle,
     sources: Sources,
+    publisher: Publisher,
 ) {
+    let instances = std::sync::Arc::new(instances);
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let Ok(mut out) = conn.try_clone() else {
-            continue;
-        };
-        for line in BufReader::new(conn).lines() {
-            let Ok(line) = line else { break };
-            let words: Vec<&str> = line.split_whitespace().collect();
-            // Answered before they act: each may let the server finish
-            // stopping, and its process end, at once.
-            match words.as_slice() {
-                ["stop"] => {
-                    if out.write_all(b"ok\n").is_err() {
-                        break;
-                    }
-                    stop.stop();
-                    continue;
-                }
-                ["open", name] => {
-                    let i = match find_instance(&instances, name) {
-                        Ok(i) => i,
-                        Err(e) => {
-                            if out.write_all(format!("error: {e}\n").as_bytes()).is_err() {
-                                break;
-                            }
-                            continue;
-                        }
-                    };
-                    if out.write_all(b"ok\n").is_err() {
-                        break;
-                    }
-                    let (closed, wake) = &*i.gate;
-                    *closed.lock().unwrap_or_else(|e| e.into_inner()) = false;
-                    wake.notify_all();
-                    continue;
-                }
-                _ => {}
-            }
-            let reply = match act(&line, &instances, &stop, &sources) {
-                Ok(()) => "ok\n".to_owned(),
-                Err(e) => format!("error: {e}\n"),
-            };
-            if out.write_all(reply.as_bytes()).is_err() {
-                break;
-            }
+        let (instances, stop, sources, publisher) = (
+            instances.clone(),
+            stop.clone(),
+            sources.clone(),
+            publisher.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("hale serve control".into())
+            .spawn(move || session(conn, &instances, &stop, &sources, &publisher));
+        if let Err(e) = spawned {
+            eprintln!("hale serve: a control connection refused: {e}");
         }
     }
     let _ = std::fs::remove_file(path);

@@ -20,6 +20,7 @@
 
 pub mod config;
 pub mod control;
+pub mod hubs;
 pub mod sources;
 pub mod tool_receiver;
 
@@ -40,6 +41,7 @@ use crate::serve::{BoundAddress, Server, ServerConfig, StopHandle, WorkerId};
 use crate::tool::Spawn;
 use config::{HandlerConfig, ServeConfig};
 use control::Instance;
+use hubs::{Publisher, ServedHub};
 use sources::Sources;
 use tool_receiver::{Gate, Speaks, ToolHandler, ToolReceiver};
 
@@ -92,6 +94,8 @@ pub struct Application {
     control: Option<(std::os::unix::net::UnixListener, PathBuf)>,
     instances: BTreeMap<String, Instance>,
     sources: Sources,
+    hubs: Vec<ServedHub>,
+    publisher: Publisher,
 }
 
 impl std::fmt::Debug for Application {
@@ -115,7 +119,8 @@ fn transport_name(kind: &TransportKind) -> &'static str {
 }
 
 /// The source params the program's exposures and hubs read: (param, is a
-/// bearer source, an exposure served reads it).
+/// bearer source, whether what reads it is served: every exposure and hub
+/// is).
 fn source_params(program: &Program) -> Vec<(String, bool, bool)> {
     let mut out: Vec<(String, bool, bool)> = Vec::new();
     let exposures = program
@@ -125,7 +130,7 @@ fn source_params(program: &Program) -> Vec<(String, bool, bool)> {
     let hubs = program
         .hubs
         .iter()
-        .map(|h| (&h.literal.principals, &h.literal.roles, false));
+        .map(|h| (&h.literal.principals, &h.literal.roles, true));
     for (principals, roles, served) in exposures.chain(hubs) {
         for (source, bearer) in [(principals, true), (roles, false)] {
             if let Source::Param { param, .. } = source {
@@ -152,6 +157,7 @@ fn check_names(
         .exposures
         .iter()
         .filter_map(|e| e.name.as_deref())
+        .chain(program.hubs.iter().filter_map(|h| h.name()))
         .collect();
     let listing = |names: &[&str]| {
         if names.is_empty() {
@@ -311,6 +317,15 @@ fn boot_handlers(
                 program: program_path.display().to_string(),
                 args: words[1..].to_vec(),
                 dir: dir.map(|d| d.display().to_string()),
+                // Where a handler publishes (`publish TOPIC JSON`).
+                env: options
+                    .control
+                    .as_deref()
+                    .map(|c| {
+                        let c = std::path::absolute(c).unwrap_or_else(|_| c.to_owned());
+                        vec![("HALE_CONTROL".to_owned(), c.display().to_string())]
+                    })
+                    .unwrap_or_default(),
             },
             speaks,
             names: h.tools.clone(),
@@ -499,10 +514,31 @@ impl Application {
             tries.push(try_lines(program, e, &endpoint));
             endpoints.push((name, identity, bound));
         }
-        for hub in &program.hubs {
-            skipped.push(format!(
-                "the hub {} (hubs are served by `hale demo` only, for now)",
-                hub.name().unwrap_or("")
+        let hubs = hubs::serve(program, options, &sources).map_err(one)?;
+        for h in &hubs {
+            if let Some(param) = &h.roles {
+                sources.announce_to(param, h.handle.clone());
+            }
+            let endpoint = format!("{}://{}", h.scheme, h.bound);
+            banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            if let Some(topic) = h.topics.first() {
+                let watch = if h.scheme == "ws" {
+                    format!("  hale watch {endpoint} {topic} --token TOKEN\n")
+                } else {
+                    format!(
+                        "  echo '{{\"type\": \"subscribe\", \"topic\": \"{topic}\", \"id\": 1, \"token\": \"TOKEN\"}}' | socat - UDP:{}\n",
+                        h.bound
+                    )
+                };
+                tries.push(watch);
+            }
+        }
+        let publisher = Publisher::new(program, &hubs);
+        if let (Some(control), Some(topic)) = (&options.control, program.topics.first()) {
+            tries.push(format!(
+                "  hale publish {} {} '{{…}}'   (a handler finds the socket in HALE_CONTROL)\n",
+                control.display(),
+                topic.decl.name.name
             ));
         }
         for s in &skipped {
@@ -541,6 +577,8 @@ impl Application {
             control,
             instances,
             sources,
+            hubs,
+            publisher,
         })
     }
 
@@ -564,18 +602,48 @@ impl Application {
         self.sources.clone()
     }
 
-    /// Serves until stopped.
+    /// Publishes `payload` on `topic` (what the control socket's
+    /// `publish` does).
+    pub fn publisher(&self) -> Publisher {
+        self.publisher.clone()
+    }
+
+    /// Serves until stopped. The hubs run on threads of their own and
+    /// stop once the exposures have: `closed` to each connection after
+    /// what was queued for it.
     pub fn run(mut self) -> std::io::Result<()> {
         if let Some((listener, path)) = self.control.take() {
             let stop = self.server.stop_handle();
             let instances = std::mem::take(&mut self.instances);
             let sources = self.sources.clone();
+            let publisher = self.publisher.clone();
             std::thread::Builder::new()
                 .name("hale serve control".into())
-                .spawn(move || control::serve(listener, &path, instances, stop, sources))?;
+                .spawn(move || {
+                    control::serve(listener, &path, instances, stop, sources, publisher)
+                })?;
         }
         self.sources.watch()?;
-        self.server.run()
+        let mut threads = Vec::new();
+        for h in &mut self.hubs {
+            if let Some(run) = h.run.take() {
+                let thread = std::thread::Builder::new()
+                    .name(format!("hale hub {}", h.name))
+                    .spawn(move || run.run())?;
+                threads.push((h.handle.clone(), thread));
+            }
+        }
+        let served = self.server.run();
+        for (handle, _) in &threads {
+            handle.stop();
+        }
+        for (_, thread) in threads {
+            match thread.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(std::io::Error::other("a hub's loop panicked")),
+            }
+        }
+        served
     }
 }
 

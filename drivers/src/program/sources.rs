@@ -17,10 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use limen_core::hale::runtime::{RoleTable, SharedRoles, SharedTokens, TokenTable};
+use limen_core::hale::runtime::{
+    Principal, RoleSource, RoleTable, SharedRoles, SharedTokens, TokenTable,
+};
 use limen_core::MILLISECOND;
 
 use super::config::{read_grants, read_tokens, ServeConfig, Token};
+use crate::serve::hub::HubHandle;
 
 /// How often the watched files are looked at.
 const WATCH_EVERY: Duration = Duration::from_millis(500);
@@ -43,6 +46,8 @@ struct Inner {
     tokens: BTreeMap<String, TokenSource>,
     roles: BTreeMap<String, RoleSourceEntry>,
     seen: Mutex<BTreeMap<PathBuf, Option<SystemTime>>>,
+    /// The hubs each role source announces its revisions to.
+    hubs: Mutex<Vec<(String, HubHandle)>>,
 }
 
 /// Every identity source of a served program.
@@ -188,9 +193,32 @@ impl Sources {
         self.inner.roles.get(param).map(|s| s.table.clone())
     }
 
+    /// Tells `hub` of each revision of the role source `param` from now on
+    /// (a table fixed by the configuration cannot announce its own, so the
+    /// server does: § Streams, How the hub knows).
+    pub fn announce_to(&self, param: &str, hub: HubHandle) {
+        lock(&self.inner.hubs).push((param.to_owned(), hub));
+    }
+
+    /// Announces each role source's revision to its hubs.
+    fn announce(&self) {
+        for (param, hub) in lock(&self.inner.hubs).iter() {
+            if let Some(s) = self.inner.roles.get(param) {
+                let revision = s.table.table().revision(&Principal::bearer(""));
+                hub.announce(revision);
+            }
+        }
+    }
+
     /// Reads every file again whose modification time moved (all of them
     /// when `all`); returns what could not be read.
     pub fn reload(&self, all: bool) -> Vec<String> {
+        let errors = self.read_again(all);
+        self.announce();
+        errors
+    }
+
+    fn read_again(&self, all: bool) -> Vec<String> {
         let mut errors = Vec::new();
         let mut seen = self.inner.seen.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = |file: &Path| {
@@ -248,12 +276,16 @@ impl Sources {
     /// Grants `role` to `principal` in the role source `source`, or in
     /// every role source when none is named (a new revision of each).
     pub fn grant(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
-        self.each_role_source(source, |t| t.add_grant(principal, role))
+        self.each_role_source(source, |t| t.add_grant(principal, role))?;
+        self.announce();
+        Ok(())
     }
 
     /// Takes `role` from `principal`, as [`grant`](Sources::grant) gives it.
     pub fn revoke(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
-        self.each_role_source(source, |t| t.revoke(principal, role))
+        self.each_role_source(source, |t| t.revoke(principal, role))?;
+        self.announce();
+        Ok(())
     }
 
     fn each_role_source(
@@ -276,9 +308,13 @@ impl Sources {
     }
 
     /// Gives the bearer credential `token` an expiry `ms` milliseconds
-    /// from now, in every bearer source that knows it.
+    /// from now, in every bearer source that knows it; 0 takes its expiry
+    /// away (0 is no expiry, as a bearer source states it).
     pub fn expire(&self, token: &str, ms: u64) -> Result<(), String> {
-        let at = crate::serve::unix_now().saturating_add(ms.saturating_mul(MILLISECOND));
+        let at = match ms {
+            0 => 0,
+            ms => crate::serve::unix_now().saturating_add(ms.saturating_mul(MILLISECOND)),
+        };
         let mut any = false;
         for s in self.inner.tokens.values() {
             let mut table = s.table.table();
@@ -294,6 +330,10 @@ impl Sources {
             Err("no bearer source knows that token".into())
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn extra_grants(grants: &[(String, String, String)], source: &str) -> Vec<(String, String)> {

@@ -77,6 +77,9 @@ grants = { trader = ["carol"] }
 grants = { operator = ["uid:1000"] }
 "#,
     );
+    if !extra.contains("[sources.hub_roles]") {
+        text.push_str("[sources.hub_roles]\ngrants = { operator = [\"dave\"] }\n");
+    }
     text.push_str(extra);
     let path = dir.join("serve.toml");
     std::fs::write(&path, text).unwrap();
@@ -92,8 +95,23 @@ struct Served {
 
 impl Served {
     fn start(program: &Path, name: &str, rogue: bool) -> Served {
+        Served::start_with(program, name, rogue, "", &[])
+    }
+
+    /// With `extra` appended to the configuration, and `files` written
+    /// beside it first.
+    fn start_with(
+        program: &Path,
+        name: &str,
+        rogue: bool,
+        extra: &str,
+        files: &[(&str, &str)],
+    ) -> Served {
         let dir = scratch(name);
-        let config = config(&dir, rogue, "");
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        let config = config(&dir, rogue, extra);
         let me = rustix_uid();
         let mut child = Command::new(workspace_bin("hale"))
             .arg("serve")
@@ -105,6 +123,8 @@ impl Served {
                 "public=127.0.0.1:0",
                 "--bind",
                 "partner=127.0.0.1:0",
+                "--bind",
+                "fills=127.0.0.1:0",
             ])
             .arg("--bind")
             .arg(format!("admin={}", dir.join("admin.sock").display()))
@@ -422,4 +442,134 @@ fn a_configuration_the_program_does_not_match_is_refused_at_start() {
         assert_eq!(err.lines().count(), 1, "one diagnostic:\n{err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_hub_passes_the_check_as_the_demo_s_hub_does() {
+    let Some(program) = program() else { return };
+    let served = Served::start(&program, "hub", false);
+    let public = format!("public={}", served.endpoint("public"));
+    // Each fill reaches the hub from the Tool process, published through
+    // the control socket (HALE_CONTROL).
+    let (code, out) = check(&[
+        "--endpoint",
+        &served.endpoint("fills"),
+        "--transport",
+        "ws",
+        "--bearer",
+        "t-dave",
+        "--control",
+        &served.control(),
+        "--with",
+        &public,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // What `hale demo`'s hub without desk leaves unprovoked too
+    // (conformance/tests/live.rs): a silent reader, and desk's calls.
+    assert!(out.contains("pass  ws/subscribe\n"), "{out}");
+    assert!(out.contains("pass  ws/unauthorized.revoked\n"), "{out}");
+    assert!(
+        out.ends_with("16 passed, 0 failed, 8 not provoked\n"),
+        "{out}"
+    );
+}
+
+/// `hale watch` of `topic` as `token`, its frames read line by line.
+struct Watch {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn start(endpoint: &str, topic: &str, token: &str) -> Watch {
+        let mut child = Command::new(workspace_bin("hale"))
+            .args(["watch", endpoint, topic, "--token", token])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Watch { child, lines }
+    }
+
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a frame within 10 s")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn publish(control: &str, topic: &str, payload: &str) -> (i32, String) {
+    let out = Command::new(workspace_bin("hale"))
+        .args(["publish", control, topic, payload])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_operator_publishes_and_editing_the_grants_file_revokes() {
+    let Some(program) = program() else { return };
+    let served = Served::start_with(
+        &program,
+        "grants-file",
+        false,
+        "[sources.hub_roles]\ngrants_file = \"hub-grants.toml\"\n",
+        &[("hub-grants.toml", "operator = [\"dave\"]\n")],
+    );
+    let watch = Watch::start(&served.endpoint("fills"), "Fills", "t-dave");
+    // The subscription is admitted before anything is published: publish
+    // until the first event arrives.
+    let payload = r#"{"order": 7, "qty": 1, "price": 5}"#;
+    let frame = loop {
+        let (code, err) = publish(&served.control(), "Fills", payload);
+        assert_eq!(code, 0, "{err}");
+        match watch.lines.recv_timeout(Duration::from_millis(300)) {
+            Ok(frame) if frame.contains(r#""type":"event""#) => break frame,
+            _ => continue,
+        }
+    };
+    assert!(
+        frame.contains(r#""payload":{"order":7,"qty":1,"price":5}"#),
+        "{frame}"
+    );
+    // A payload that is not the topic's is refused, naming why.
+    let (code, err) = publish(&served.control(), "Fills", r#"{"order": "seven"}"#);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("hale publish: the payload is not Fills's: "),
+        "{err}"
+    );
+    let (code, err) = publish(&served.control(), "Quotes", "{}");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("the program declares no topic `Quotes` (its topics: Fills)"),
+        "{err}"
+    );
+    // dave loses operator when the file no longer grants it.
+    std::fs::write(served.dir.join("hub-grants.toml"), "operator = []\n").unwrap();
+    let frame = loop {
+        let f = watch.next();
+        if !f.contains(r#""type":"event""#) {
+            break f;
+        }
+    };
+    assert!(frame.contains("unauthorized"), "{frame}");
+    assert!(frame.contains("revoked"), "{frame}");
 }

@@ -53,6 +53,8 @@ pub struct Spawn {
     pub args: Vec<String>,
     /// Its working directory (the host's when `None`).
     pub dir: Option<String>,
+    /// Variables set in its environment, beside the host's.
+    pub env: Vec<(String, String)>,
 }
 
 impl Spawn {
@@ -64,6 +66,7 @@ impl Spawn {
             program,
             args: words.collect(),
             dir,
+            env: Vec::new(),
         })
     }
 
@@ -73,6 +76,7 @@ impl Spawn {
             program: program.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             dir: None,
+            env: Vec::new(),
         }
     }
 }
@@ -532,6 +536,7 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
     if let Some(dir) = &inner.spawn.dir {
         command.current_dir(dir);
     }
+    command.envs(inner.spawn.env.iter().map(|(k, v)| (k, v)));
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {

@@ -1,0 +1,232 @@
+//! The hubs of a served program, and publishing to their topics.
+//!
+//! Each hub the main locus declares (`hub: ws::Hub = ws::Hub { bind: …,
+//! principals: self.bearer, roles: self.hub_roles, as: "fills" }`, or a
+//! `udp::Hub`) is bound at its `bind:` (or `[bind] fills = …`, `--bind
+//! fills=…`) and runs on a loop of its own, under the identity sources the
+//! configuration gives its source params. Its role source announces each
+//! revision to it — a grant or a revoke from the control socket, a grants
+//! file read again — so it rechecks its subscriptions (§ Streams, How the
+//! hub knows).
+//!
+//! An event is published by a handler (any language: a line on the
+//! control socket, whose path a handler finds in `HALE_CONTROL`) or an
+//! operator (`hale publish SOCKET TOPIC JSON`): the topic must be one the
+//! program declares, and its payload is decoded by the topic's shape
+//! before it is offered to every hub that streams the topic.
+
+use std::collections::BTreeMap;
+
+use limen_core::hale::codec::{self, Shape};
+use limen_core::hale::docs::ExposureDescriber;
+use limen_core::hale::model::{Program, Source, TransportKind};
+use limen_core::hale::runtime::{BearerSource, RoleSource, RoleTable};
+use limen_core::hale::serving::shape_of;
+use limen_core::wire::ws::{Hub, HubSpec};
+
+use super::sources::Sources;
+use super::ServeOptions;
+use crate::serve::hub::{HubHandle, HubServer};
+use crate::serve::udp_hub::UdpHubServer;
+use crate::serve::{BoundAddress, Listener};
+
+/// A hub's loop, to run on a thread of its own.
+pub enum HubLoop {
+    /// A WebSocket hub's.
+    Ws(HubServer),
+    /// A datagram hub's.
+    Udp(UdpHubServer),
+}
+
+impl HubLoop {
+    /// Serves until the hub is stopped.
+    pub fn run(self) -> std::io::Result<()> {
+        match self {
+            HubLoop::Ws(s) => s.run(),
+            HubLoop::Udp(s) => s.run(),
+        }
+    }
+}
+
+/// One hub served.
+pub struct ServedHub {
+    /// Its name (`as:`).
+    pub name: String,
+    /// The hub exposure's identity.
+    pub identity: String,
+    /// Where it listens.
+    pub bound: BoundAddress,
+    /// `ws` or `udp`.
+    pub scheme: &'static str,
+    /// Publish, announce, stop.
+    pub handle: HubHandle,
+    /// Its loop, until it is started.
+    pub run: Option<HubLoop>,
+    /// The topics its stream rows carry.
+    pub topics: Vec<String>,
+    /// Its role source param, whose revisions it is told of.
+    pub roles: Option<String>,
+}
+
+/// Binds every hub of the program.
+pub fn serve(
+    program: &Program,
+    options: &ServeOptions,
+    sources: &Sources,
+) -> Result<Vec<ServedHub>, String> {
+    let mut out = Vec::new();
+    for h in &program.hubs {
+        let Some(name) = h.name().map(str::to_owned) else {
+            continue;
+        };
+        let fail = |err: String| format!("hale serve: cannot serve the hub {name}: {err}");
+        let spec = HubSpec::from_program(program, &name).map_err(fail)?;
+        let identity = program
+            .hub_exposure_id(&name)
+            .map_err(|err| fail(err.to_string()))?;
+        let address = options
+            .binds
+            .get(&name)
+            .or_else(|| options.config.bind.get(&name))
+            .cloned()
+            .or_else(|| h.literal.address.clone())
+            .unwrap_or_default();
+        let bearer = |_: ()| -> Option<Box<dyn BearerSource + Send>> {
+            match &h.literal.principals {
+                Source::Param { param, .. } => sources
+                    .tokens(param)
+                    .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
+                _ => None,
+            }
+        };
+        let roles_param = match &h.literal.roles {
+            Source::Param { param, .. } => Some(param.clone()),
+            _ => None,
+        };
+        let roles = |_: ()| -> Box<dyn RoleSource + Send> {
+            match roles_param.as_deref().and_then(|p| sources.roles(p)) {
+                Some(r) => Box::new(r),
+                None => Box::new(RoleTable::new()),
+            }
+        };
+        let topics: Vec<String> = h.streams.iter().map(|s| s.topic.name.clone()).collect();
+        let (bound, scheme, handle, run) = match h.literal.kind {
+            TransportKind::Udp => {
+                let (socket, bound) = UdpHubServer::bind(&address)
+                    .map_err(|err| format!("api: udp::Hub could not listen on {address}: {err}"))?;
+                let describer = ExposureDescriber::new(program, &name, Some(&bound.to_string()))
+                    .map_err(|err| fail(err.to_string()))?;
+                let machine = limen_core::wire::udp::Hub::new(
+                    spec,
+                    bearer(()),
+                    roles(()),
+                    Box::new(describer),
+                );
+                let server =
+                    UdpHubServer::new(socket, machine).map_err(|err| fail(err.to_string()))?;
+                let handle = server.handle();
+                (
+                    BoundAddress::Tcp(bound),
+                    "udp",
+                    handle,
+                    HubLoop::Udp(server),
+                )
+            }
+            _ => {
+                let listener = Listener::bind_tcp(&address)
+                    .map_err(|err| format!("api: ws::Hub could not listen on {address}: {err}"))?;
+                let bound = listener.bound();
+                let describer = ExposureDescriber::new(program, &name, Some(&bound.to_string()))
+                    .map_err(|err| fail(err.to_string()))?;
+                let machine = Hub::new(spec, bearer(()), roles(()), Box::new(describer));
+                let server =
+                    HubServer::new(listener, machine).map_err(|err| fail(err.to_string()))?;
+                let handle = server.handle();
+                (bound, "ws", handle, HubLoop::Ws(server))
+            }
+        };
+        out.push(ServedHub {
+            name,
+            identity,
+            bound,
+            scheme,
+            handle,
+            run: Some(run),
+            topics,
+            roles: roles_param,
+        });
+    }
+    Ok(out)
+}
+
+/// Publishes to a served program's topics: each payload held to its
+/// topic's shape, then offered to every hub that streams the topic.
+#[derive(Clone)]
+pub struct Publisher {
+    shapes: BTreeMap<String, Option<Shape>>,
+    hubs: Vec<(Vec<String>, HubHandle)>,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("topics", &self.shapes.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Publisher {
+    /// The program's topics, and the hubs served.
+    pub fn new(program: &Program, hubs: &[ServedHub]) -> Publisher {
+        let shapes = program
+            .topics
+            .iter()
+            .map(|t| {
+                let shape = t
+                    .decl
+                    .payload
+                    .as_ref()
+                    .and_then(|ty| shape_of(&program.types, ty).ok());
+                (t.decl.name.name.clone(), shape)
+            })
+            .collect();
+        Publisher {
+            shapes,
+            hubs: hubs
+                .iter()
+                .map(|h| (h.topics.clone(), h.handle.clone()))
+                .collect(),
+        }
+    }
+
+    /// Publishes `payload` (JSON text) on `topic`; how many hubs it was
+    /// offered to.
+    pub fn publish(&self, topic: &str, payload: &str) -> Result<usize, String> {
+        let Some(shape) = self.shapes.get(topic) else {
+            let known: Vec<&str> = self.shapes.keys().map(String::as_str).collect();
+            return Err(format!(
+                "the program declares no topic `{topic}` (its topics: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        let value = match shape {
+            Some(shape) => codec::decode(shape, payload.as_bytes())
+                .map_err(|e| format!("the payload is not {topic}'s: {e}"))?,
+            None => serde_json::from_str::<serde_json::Value>(payload)
+                .map_err(|e| format!("the payload is not JSON: {e}"))?,
+        };
+        let text = value.to_string();
+        let mut offered = 0;
+        for (topics, hub) in &self.hubs {
+            if topics.iter().any(|t| t == topic) {
+                hub.publish(topic, text.clone());
+                offered += 1;
+            }
+        }
+        Ok(offered)
+    }
+}

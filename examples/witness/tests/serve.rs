@@ -61,6 +61,9 @@ fn config(dir: &Path, rogue: bool, extra: &str) -> PathBuf {
     };
     let mut text = String::new();
     for instance in ["orders", "partner_orders", "ledger"] {
+        if extra.contains(&format!("[handlers.{instance}]")) {
+            continue;
+        }
         text.push_str(&format!(
             "[handlers.{instance}]\ncommand = [\"{tool}\", \"--instance\", \"{instance}\"{rogue}]\ntimeout_ms = 1500\n\n"
         ));
@@ -572,4 +575,63 @@ fn an_operator_publishes_and_editing_the_grants_file_revokes() {
     };
     assert!(frame.contains("unauthorized"), "{frame}");
     assert!(frame.contains("revoked"), "{frame}");
+}
+
+/// The project's Python with the MCP SDK (`scripts/install-peers`).
+fn peers_python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
+    let has_sdk = Command::new(&python)
+        .args(["-c", "import mcp.server.fastmcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_sdk {
+        Some(python)
+    } else {
+        eprintln!("skipped: the MCP SDK is not installed (scripts/install-peers)");
+        None
+    }
+}
+
+fn hale_call(endpoint: &str, member: &str, args: &[&str]) -> (i32, String) {
+    let out = Command::new(workspace_bin("hale"))
+        .args(["call", endpoint, member])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn an_mcp_server_answers_a_receiver() {
+    let Some(program) = program() else { return };
+    let Some(python) = peers_python() else { return };
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ledger.py");
+    let served = Served::start_with(
+        &program,
+        "mcp",
+        false,
+        &format!(
+            "[handlers.ledger]\nmcp = [\"{}\", \"{}\"]\n",
+            python.display(),
+            server.display()
+        ),
+        &[],
+    );
+    let admin = served.endpoint("admin");
+    let (code, out) = hale_call(&admin, "Ledger::rebalance", &["--book", "desk"]);
+    assert_eq!((code, out.trim()), (0, r#"{"moved":1500}"#));
+    // The SDK's tool error is no `ClosureViolation`: a structural failure,
+    // the server error (exit 3), and the server starts the MCP server again.
+    let (code, _) = hale_call(&admin, "Ledger::rebalance", &["--book", ""]);
+    assert_eq!(code, 3);
+    let (code, out) = hale_call(&admin, "Ledger::rebalance", &["--book", "desk"]);
+    assert_eq!((code, out.trim()), (0, r#"{"moved":1500}"#));
+    let err = served.stop();
+    assert!(
+        err.contains("the handler of `ledger` failed: `Ledger::rebalance`: BadReply"),
+        "{err}"
+    );
 }

@@ -32,15 +32,14 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
-use limen_core::hale::runtime::{
-    BearerSource, Completion, Describer, Exposure, Receiver, RoleTable, ServedContext, Supervision,
-};
+use limen_core::hale::runtime::{BearerSource, Describer, Exposure, RoleTable, Supervision};
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::wire::grpc::Framing as GrpcFraming;
 use limen_witness as witness;
 use limen_witness::exposures::{grpc_exposure, hub_desk_program, mcp_exposure};
 
-use crate::serve::{BoundAddress, Command, Server, ServerConfig, StopHandle, WorkerId};
+use crate::program::control::Gated;
+use crate::serve::{BoundAddress, Command, HubRun, Server, ServerConfig, StopHandle, WorkerId};
 
 /// Builds the live describer of one exposure, given where it was bound, or
 /// says why the exposure cannot be described.
@@ -83,30 +82,6 @@ pub struct DemoOptions {
     /// Serve Public over the WebSocket hub as the exposure `desk`
     /// (`--hub-desk`, § Rpcs on a hub; [`hub_desk_program`]).
     pub hub_desk: bool,
-}
-
-/// A receiver that waits while its gate is closed, so a test decides when
-/// its handlers run.
-struct Gated {
-    inner: Box<dyn Receiver + Send>,
-    gate: Arc<(Mutex<bool>, Condvar)>,
-}
-
-impl Receiver for Gated {
-    fn call(
-        &mut self,
-        member: &str,
-        payload: &serde_json::Value,
-        ctx: &ServedContext,
-    ) -> Completion {
-        let (closed, wake) = &*self.gate;
-        let mut g = closed.lock().expect("gate");
-        while *g {
-            g = wake.wait(g).expect("gate");
-        }
-        drop(g);
-        self.inner.call(member, payload, ctx)
-    }
 }
 
 /// One receiver instance of the demo.
@@ -513,29 +488,21 @@ impl Demo {
         let mut hubs = Vec::new();
         if let Some(h) = self.hub.take() {
             if let Some(ws) = h.ws {
-                let thread = std::thread::Builder::new()
-                    .name("hale hub".into())
-                    .spawn(move || ws.server.run())?;
-                hubs.push((ws.handle, thread));
+                hubs.push(HubRun {
+                    name: "hale hub".into(),
+                    handle: ws.handle,
+                    run: Box::new(move || ws.server.run()),
+                });
             }
             if let Some(udp) = h.udp {
-                let thread = std::thread::Builder::new()
-                    .name("hale udp hub".into())
-                    .spawn(move || udp.server.run())?;
-                hubs.push((udp.handle, thread));
+                hubs.push(HubRun {
+                    name: "hale udp hub".into(),
+                    handle: udp.handle,
+                    run: Box::new(move || udp.server.run()),
+                });
             }
         }
-        let served = self.server.run();
-        for (handle, _) in &hubs {
-            handle.stop();
-        }
-        for (_, thread) in hubs {
-            match thread.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(std::io::Error::other("a hub's loop panicked")),
-            }
-        }
-        served
+        self.server.run_with(hubs)
     }
 }
 
@@ -616,15 +583,7 @@ fn instance_worker(
         // A control socket can hold the gate shut: the receiver may block,
         // so it gets a worker thread of its own.
         server
-            .add_worker(
-                r,
-                1,
-                Box::new(Gated {
-                    inner,
-                    gate: gate.clone(),
-                }),
-                on_failure,
-            )
+            .add_worker(r, 1, Box::new(Gated::new(inner, gate.clone())), on_failure)
             .map_err(|err| BootError(format!("hale demo: cannot start a worker: {err}")))?
     } else {
         // The witness's handlers compute and return: run inline.

@@ -25,7 +25,6 @@ use limen_core::hale::runtime::{Completion, Receiver, ServedContext};
 
 use super::hubs::Publisher;
 use super::sources::Sources;
-use super::tool_receiver::Gate;
 use crate::serve::{Command, StopHandle, WorkerId};
 
 /// One receiver instance as the control socket steers it.
@@ -37,7 +36,21 @@ pub struct Instance {
     pub gate: Gate,
 }
 
-/// A receiver given in process, behind a gate the control socket holds.
+/// A gate the control socket can hold shut (`gate`/`open`): while shut, a
+/// receiver's call waits before it starts.
+pub type Gate = std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>;
+
+/// Waits while `gate` is held shut.
+pub fn wait_open(gate: &Gate) {
+    let (closed, wake) = &**gate;
+    let mut shut = closed.lock().unwrap_or_else(|e| e.into_inner());
+    while *shut {
+        shut = wake.wait(shut).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A receiver behind a gate the control socket holds, so a test decides
+/// when its handlers run.
 pub struct Gated {
     inner: Box<dyn Receiver + Send>,
     gate: Gate,
@@ -57,12 +70,7 @@ impl Receiver for Gated {
         payload: &serde_json::Value,
         ctx: &ServedContext,
     ) -> Completion {
-        let (closed, wake) = &*self.gate;
-        let mut g = closed.lock().unwrap_or_else(|e| e.into_inner());
-        while *g {
-            g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-        drop(g);
+        wait_open(&self.gate);
         self.inner.call(member, payload, ctx)
     }
 }

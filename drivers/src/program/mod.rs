@@ -40,10 +40,11 @@ use limen_core::MILLISECOND;
 use crate::serve::{BoundAddress, Server, ServerConfig, StopHandle, WorkerId};
 use crate::tool::Spawn;
 use config::{HandlerConfig, ServeConfig};
+use control::Gate;
 use control::Instance;
 use hubs::{Publisher, ServedHub};
 use sources::Sources;
-use tool_receiver::{Gate, Speaks, ToolHandler, ToolReceiver};
+use tool_receiver::{Speaks, ToolHandler, ToolReceiver};
 
 /// What `hale serve`'s flags set beside the configuration.
 #[derive(Clone, Debug, Default)]
@@ -624,26 +625,19 @@ impl Application {
                 })?;
         }
         self.sources.watch()?;
-        let mut threads = Vec::new();
-        for h in &mut self.hubs {
-            if let Some(run) = h.run.take() {
-                let thread = std::thread::Builder::new()
-                    .name(format!("hale hub {}", h.name))
-                    .spawn(move || run.run())?;
-                threads.push((h.handle.clone(), thread));
-            }
-        }
-        let served = self.server.run();
-        for (handle, _) in &threads {
-            handle.stop();
-        }
-        for (_, thread) in threads {
-            match thread.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(std::io::Error::other("a hub's loop panicked")),
-            }
-        }
-        served
+        let hubs = self
+            .hubs
+            .iter_mut()
+            .filter_map(|h| {
+                let run = h.run.take()?;
+                Some(crate::serve::HubRun {
+                    name: format!("hale hub {}", h.name),
+                    handle: h.handle.clone(),
+                    run: Box::new(move || run.run()),
+                })
+            })
+            .collect();
+        self.server.run_with(hubs)
     }
 }
 

@@ -16,13 +16,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Tool};
 use limen_core::hale::runtime::{BatchCall, Completion, Receiver, ServedContext, Supervision};
 use limen_core::hale::tools::{self, Answer, Held, RowTool};
 
+use super::control::{wait_open, Gate};
 use crate::tool::{Process, Spawn};
 
 /// The first wait before a replaced process is started again.
@@ -40,10 +41,6 @@ pub enum Speaks {
     /// MCP on stdio, through the MCP adapter.
     Mcp,
 }
-
-/// A gate a control socket can hold shut: while shut, a call waits before
-/// it is written to the process (`gate`/`open`).
-pub type Gate = Arc<(Mutex<bool>, Condvar)>;
 
 /// How a receiver's process is run.
 #[derive(Clone, Debug)]
@@ -212,14 +209,6 @@ impl ToolReceiver {
         self.process.pid()
     }
 
-    fn wait_gate(&self) {
-        let (closed, wake) = &*self.gate;
-        let mut g = closed.lock().unwrap_or_else(|e| e.into_inner());
-        while *g {
-            g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
     /// Replaces the process after a structural failure.
     fn replace(&mut self, why: &str) {
         let stderr = self.process.stderr();
@@ -271,7 +260,7 @@ impl Receiver for ToolReceiver {
     }
 
     fn ready(&mut self) {
-        self.wait_gate();
+        wait_open(&self.gate);
         if let Some(at) = self.not_before.take() {
             std::thread::sleep(at.saturating_duration_since(Instant::now()));
         }

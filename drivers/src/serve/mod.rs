@@ -195,6 +195,16 @@ pub(crate) fn loop_of(correlation: Correlation) -> usize {
     (correlation >> CORRELATION_LOOP_SHIFT) as usize
 }
 
+/// A hub's loop to run beside a server ([`Server::run_with`]).
+pub struct HubRun {
+    /// The thread's name.
+    pub name: String,
+    /// The hub's handle, to stop it once the exposures have stopped.
+    pub handle: hub::HubHandle,
+    /// The loop.
+    pub run: Box<dyn FnOnce() -> io::Result<()> + Send>,
+}
+
 /// Stops or steers a running [`Server`] from any thread.
 #[derive(Clone)]
 pub struct StopHandle {
@@ -560,6 +570,28 @@ impl Server {
 
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// [`run`](Server::run) with `hubs` on threads of their own: each is
+    /// stopped once the exposures have (`closed` to each of its
+    /// connections after what was queued for it), and waited for.
+    pub fn run_with(self, hubs: Vec<HubRun>) -> io::Result<()> {
+        let mut threads = Vec::new();
+        for h in hubs {
+            let thread = std::thread::Builder::new().name(h.name).spawn(h.run)?;
+            threads.push((h.handle, thread));
+        }
+        let served = self.run();
+        for (handle, _) in &threads {
+            handle.stop();
+        }
+        for (_, thread) in threads {
+            match thread.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(io::Error::other("a hub's loop panicked")),
+            }
+        }
+        served
     }
 
     /// Runs until every exposure has stopped (after a [`StopHandle::stop`])

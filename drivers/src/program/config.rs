@@ -41,6 +41,8 @@ pub enum HandlerConfig {
     Command(Vec<String>),
     /// `mcp = [...]`: an MCP server on stdio.
     Mcp(Vec<String>),
+    /// `http = "http://host:port/prefix"`: an upstream HTTP service.
+    Http(String),
 }
 
 /// One `[handlers.NAME]` table.
@@ -217,20 +219,37 @@ impl ServeConfig {
 
 fn handler(v: &Value, at: &str) -> Result<Handler, ConfigError> {
     let t = table(v, at)?;
-    only(t, at, &["command", "mcp", "dir", "tools", "timeout_ms"])?;
-    let run = match (t.get("command"), t.get("mcp")) {
-        (Some(c), None) => HandlerConfig::Command(words(c, &format!("{at}.command"))?),
-        (None, Some(m)) => HandlerConfig::Mcp(words(m, &format!("{at}.mcp"))?),
-        (Some(_), Some(_)) => {
+    only(
+        t,
+        at,
+        &["command", "mcp", "http", "dir", "tools", "timeout_ms"],
+    )?;
+    let given: Vec<&str> = ["command", "mcp", "http"]
+        .into_iter()
+        .filter(|k| t.contains_key(*k))
+        .collect();
+    let run = match given.as_slice() {
+        ["command"] => HandlerConfig::Command(words(&t["command"], &format!("{at}.command"))?),
+        ["mcp"] => HandlerConfig::Mcp(words(&t["mcp"], &format!("{at}.mcp"))?),
+        ["http"] => {
+            let url = text(&t["http"], &format!("{at}.http"))?;
+            super::upstream::Upstream::parse(&url)
+                .map_err(|e| ConfigError(format!("{at}.http: {e}")))?;
+            HandlerConfig::Http(url)
+        }
+        [] => {
             return err(
                 at,
-                "both `command` and `mcp`: a receiver has one handler process",
+                "no handler: give `command = [...]` (a Flow Tool process), `mcp = [...]` (an MCP server) or `http = \"http://…\"` (an upstream service)",
             )
         }
-        (None, None) => {
+        more => {
             return err(
                 at,
-                "no handler: give `command = [...]` (a Flow Tool process) or `mcp = [...]` (an MCP server)",
+                format!(
+                    "both `{}` and `{}`: a receiver has one handler",
+                    more[0], more[1]
+                ),
             )
         }
     };
@@ -459,7 +478,12 @@ mod tests {
         let e = refused("[handlers.orders]\ncommand = [\"x\"]\nmcp = [\"y\"]");
         assert_eq!(
             e,
-            "handlers.orders: both `command` and `mcp`: a receiver has one handler process"
+            "handlers.orders: both `command` and `mcp`: a receiver has one handler"
+        );
+        let e = refused("[handlers.orders]\nhttp = \"https://h:1/x\"");
+        assert!(
+            e.starts_with("handlers.orders.http: `https://h:1/x` is not an http:// URL"),
+            "{e}"
         );
         let e = refused("[handlers.orders]\ncomand = [\"x\"]");
         assert!(e.starts_with("handlers.orders.comand: not a key"), "{e}");

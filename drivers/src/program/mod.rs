@@ -23,6 +23,7 @@ pub mod control;
 pub mod hubs;
 pub mod sources;
 pub mod tool_receiver;
+pub mod upstream;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -295,6 +296,27 @@ fn boot_handlers(
         let (words, speaks) = match &h.run {
             HandlerConfig::Command(w) => (w, Speaks::Tool),
             HandlerConfig::Mcp(w) => (w, Speaks::Mcp),
+            HandlerConfig::Http(url) => {
+                // Checked when the configuration was read.
+                let Ok(up) = upstream::Upstream::parse(url) else {
+                    continue;
+                };
+                let timeout = std::time::Duration::from_millis(h.timeout_ms.unwrap_or(60_000));
+                let r = upstream::UpstreamReceiver::new(
+                    &instance,
+                    up,
+                    &rows,
+                    timeout,
+                    gate.clone(),
+                    tools::has_on_failure(program, &locus),
+                );
+                let on_failure = r.on_failure();
+                out.insert(
+                    instance,
+                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
+                );
+                continue;
+            }
         };
         let mut program_path = PathBuf::from(&words[0]);
         if words[0].contains('/') {
@@ -550,6 +572,7 @@ impl Application {
             let command = match &handler.run {
                 HandlerConfig::Command(w) => format!("Tool process: {}", w.join(" ")),
                 HandlerConfig::Mcp(w) => format!("MCP server: {}", w.join(" ")),
+                HandlerConfig::Http(url) => format!("upstream: POST {url}/<member>"),
             };
             banner.push_str(&format!("  {name:<16} {command}\n"));
         }

@@ -635,3 +635,53 @@ fn an_mcp_server_answers_a_receiver() {
         "{err}"
     );
 }
+
+#[test]
+fn an_upstream_service_answers_a_receiver_behind_the_contract() {
+    let Some(program) = program() else { return };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstream.py");
+    let mut upstream = Command::new("python3")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut port = String::new();
+    BufReader::new(upstream.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let served = Served::start_with(
+        &program,
+        "upstream",
+        false,
+        &format!(
+            "[handlers.orders]\nhttp = \"http://127.0.0.1:{}/desk\"\n",
+            port.trim()
+        ),
+        &[],
+    );
+    let public = served.endpoint("public");
+    // Admitted by limen, forwarded with the caller's name, held to the row.
+    let (status, body) = place(&public, "ACME");
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"order":41,"notional":125000}"#)
+    );
+    let r = call(&public, "t-alice", "Orders::cancel", r#"{"order":99}"#);
+    assert_eq!(r.0, 422, "{r:?}");
+    assert_eq!(r.1, r#"{"code":"unknown_order","reason":"no order 99"}"#);
+    // Refused by limen: the upstream never sees it.
+    let r = call(&public, "t-bob", "Orders::cancel", r#"{"order":41}"#);
+    assert_eq!(r.0, 403, "{r:?}");
+    // A 500 and a reply that is not the row's: the server error.
+    assert!(is_server_error(&place(&public, "BOOM")));
+    assert!(is_server_error(&place(&public, "SHAPE")));
+    let (status, _) = place(&public, "ACME");
+    assert_eq!(status, 200);
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+    // An upstream that is gone: the server error.
+    assert!(is_server_error(&place(&public, "ACME")));
+    let err = served.stop();
+    assert!(err.contains("the upstream answered 500"), "{err}");
+    assert!(err.contains("the result is not the row's"), "{err}");
+}

@@ -1050,6 +1050,8 @@ fn call(id: u64) -> Vec<u8> {
 fn answer(request: limen_core::hale::runtime::Request) -> limen_core::hale::runtime::Delivery {
     use limen_core::hale::runtime::{Delivery, Outcome, Principal, Refusal, RefusalKind};
     Delivery {
+        member: None,
+        accepted: 0,
         correlation: request.correlation,
         request_id: 1,
         client_id: request.client_id,

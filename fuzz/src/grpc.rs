@@ -148,6 +148,8 @@ pub fn drive(data: &[u8], chunk: usize, pick: u8) {
                         front.deliver(
                             now,
                             Delivery {
+                                member: None,
+                                accepted: 0,
                                 correlation: CORRELATION,
                                 request_id: 1,
                                 client_id: request.client_id,
@@ -340,6 +342,8 @@ pub fn drive_streams(steps: Vec<StreamStep>) {
             StreamStep::Deliver { pick } => {
                 if let Some(stream) = framed.pop_front() {
                     let delivery = Delivery {
+                        member: None,
+                        accepted: 0,
                         correlation: CORRELATION,
                         request_id: 0,
                         client_id: Some(format!("{stream}")),

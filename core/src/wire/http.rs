@@ -353,6 +353,8 @@ mod tests {
         f.deliver(
             0,
             Delivery {
+                member: None,
+                accepted: 0,
                 correlation: 3,
                 request_id: 1,
                 client_id: None,

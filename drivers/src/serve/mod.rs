@@ -195,6 +195,21 @@ pub(crate) fn loop_of(correlation: Correlation) -> usize {
     (correlation >> CORRELATION_LOOP_SHIFT) as usize
 }
 
+/// Told of every delivery an exposure of the server makes, on the thread
+/// that makes it, under the owner's lock: it must be quick (count, format
+/// a line), never block.
+pub trait CallObserver: Send + Sync {
+    /// `delivery` leaves exposure `exposure`; `member` is the member it
+    /// called, when it named one the surface has.
+    fn delivered(&self, exposure: &str, member: Option<&str>, delivery: &Delivery);
+
+    /// Exposure `exposure` holds `pending` requests accepted and not yet
+    /// answered (queued or executing), after a turn of its events.
+    fn depth(&self, exposure: &str, pending: usize) {
+        let _ = (exposure, pending);
+    }
+}
+
 /// A hub's loop to run beside a server ([`Server::run_with`]).
 pub struct HubRun {
     /// The thread's name.
@@ -284,6 +299,8 @@ pub struct Server {
     served: Vec<Option<(usize, Framing)>>,
     /// Each listener's cap, where set ([`Server::set_max_connections`]).
     caps: Vec<Option<usize>>,
+    /// Each listener's connections open, over every loop.
+    open: Vec<Arc<AtomicUsize>>,
     stop: Arc<AtomicBool>,
     /// The operators' commands not yet acted on ([`StopHandle::command`]).
     commands: Arc<Mutex<Vec<Command>>>,
@@ -315,6 +332,7 @@ impl Server {
             listeners: Vec::new(),
             served: Vec::new(),
             caps: Vec::new(),
+            open: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             commands: Arc::default(),
             recorder: None,
@@ -334,6 +352,12 @@ impl Server {
     /// Sets the recorder that hears every exchange from now on.
     pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) {
         self.recorder = Some(recorder);
+    }
+
+    /// Tells `observer` of every delivery (`hale serve --log calls`,
+    /// `--metrics`).
+    pub fn set_observer(&mut self, observer: Arc<dyn CallObserver>) {
+        self.owner.observer = Some(observer);
     }
 
     /// Binds an HTTP listener at `addr` (`host:port`; port 0 takes what the
@@ -365,7 +389,14 @@ impl Server {
         self.listeners.push(listener);
         self.served.push(None);
         self.caps.push(None);
+        self.open.push(Arc::new(AtomicUsize::new(0)));
         (self.listeners.len() - 1, bound)
+    }
+
+    /// How many connections `listener` holds open, as it serves (a
+    /// metrics gauge).
+    pub fn connections(&self, listener: ListenerId) -> Option<Arc<AtomicUsize>> {
+        self.open.get(listener).cloned()
     }
 
     /// Sets the most connections `listener` holds open at once (at least
@@ -606,6 +637,7 @@ impl Server {
             listeners,
             served,
             caps,
+            open,
             stop,
             commands,
             recorder,
@@ -640,7 +672,7 @@ impl Server {
                 .map(|l| Arc::new(Mutex::new(l)))
                 .collect(),
             served,
-            open: caps.iter().map(|_| Arc::new(AtomicUsize::new(0))).collect(),
+            open,
             caps,
             recorder: recorder.map(Mutex::new),
             clock,

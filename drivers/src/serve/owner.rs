@@ -31,6 +31,7 @@ use super::hub::HubCommand;
 use super::inline::Inline;
 use super::mailbox::Mailbox;
 use super::worker::{take, Claim, Job, Report, Worker};
+use super::CallObserver;
 use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId, HUB_ROUTE_BASE};
 
 pub(super) struct OwnedExposure {
@@ -99,6 +100,8 @@ pub(super) struct Owner {
     stopping: bool,
     /// Listeners closed at shutdown.
     pub(super) closed_listeners: Vec<ListenerId>,
+    /// Told of every delivery (a call log, metrics).
+    pub(super) observer: Option<Arc<dyn CallObserver>>,
 }
 
 impl Owner {
@@ -118,6 +121,7 @@ impl Owner {
             recording: HashMap::new(),
             stopping: false,
             closed_listeners: Vec::new(),
+            observer: None,
         }
     }
 
@@ -387,6 +391,13 @@ impl Owner {
         } = &mut self.exposures[index];
         let mut driver = OwnerDriver {
             index,
+            // Only an observer reads it: no allocation on the call path
+            // otherwise.
+            exposure_name: match self.observer {
+                Some(_) => exposure.spec().name.clone(),
+                None => String::new(),
+            },
+            observer: self.observer.as_deref(),
             receivers,
             listener: *listener,
             names,
@@ -400,6 +411,9 @@ impl Owner {
             closed_listeners: &mut self.closed_listeners,
         };
         pump(exposure, now, &mut driver);
+        if let Some(observer) = &self.observer {
+            observer.depth(&exposure.spec().name, exposure.pending_len());
+        }
     }
 
     /// Takes what loop `id` is sent this turn (by the loop itself, at its
@@ -431,6 +445,9 @@ impl Owner {
 struct OwnerDriver<'a> {
     /// The exposure's index.
     index: usize,
+    /// Its name, for the observer.
+    exposure_name: String,
+    observer: Option<&'a dyn CallObserver>,
     /// The worker of each of the exposure's receivers.
     receivers: &'a [WorkerId],
     listener: Option<ListenerId>,
@@ -447,6 +464,13 @@ struct OwnerDriver<'a> {
 
 impl ExposureDriver for OwnerDriver<'_> {
     fn deliver(&mut self, delivery: Delivery) {
+        if let Some(observer) = self.observer {
+            let member = delivery
+                .member
+                .and_then(|m| self.names.get(m))
+                .map(String::as_str);
+            observer.delivered(&self.exposure_name, member, &delivery);
+        }
         let raw = if self.recording.is_empty() {
             None
         } else {

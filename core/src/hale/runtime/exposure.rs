@@ -296,6 +296,13 @@ pub struct Delivery {
     pub client_id: Option<String>,
     /// The caller the exposure established (or would have).
     pub caller: Principal,
+    /// The member called, by index, when the request named one the
+    /// surface has (a call log's `member`).
+    pub member: Option<usize>,
+    /// When the request came, on the wall clock it was admitted under
+    /// (nanoseconds since the Unix epoch): a call log's duration is from
+    /// here to the delivery.
+    pub accepted: Timestamp,
     /// The outcome.
     pub outcome: Outcome,
 }
@@ -420,6 +427,8 @@ struct Pending {
     member: usize,
     generation: u64,
     place: Place,
+    /// The wall clock at admission.
+    accepted: Timestamp,
 }
 
 #[derive(Debug, Default)]
@@ -620,12 +629,14 @@ impl Exposure {
             credential,
             client_id,
         } = request;
-        let refuse = |this: &mut Exposure, caller: Principal, refusal: Refusal| {
+        let refuse = |this: &mut Exposure, caller: Principal, member, refusal: Refusal| {
             this.events.push_back(Event::Deliver(Delivery {
                 correlation,
                 request_id: id,
                 client_id: client_id.clone(),
                 caller,
+                member,
+                accepted: wall,
                 outcome: Outcome::from(refusal),
             }));
         };
@@ -634,7 +645,12 @@ impl Exposure {
         let (member_name, payload) = match kind {
             RequestKind::Malformed { reason } => {
                 let caller = anonymous(&credential);
-                return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason));
+                return refuse(
+                    self,
+                    caller,
+                    None,
+                    Refusal::new(RefusalKind::Malformed, reason),
+                );
             }
             RequestKind::Describe => (None, Payload::Json(Vec::new())),
             RequestKind::Call { member, payload } => (Some(member), payload),
@@ -647,6 +663,7 @@ impl Exposure {
                 return refuse(
                     self,
                     caller,
+                    None,
                     Refusal::new(RefusalKind::Unauthenticated, reason),
                 );
             }
@@ -660,6 +677,8 @@ impl Exposure {
                 request_id: id,
                 client_id,
                 caller,
+                member: None,
+                accepted: wall,
                 outcome: Outcome::Description(document),
             }));
             return;
@@ -672,14 +691,19 @@ impl Exposure {
                     served: Some(self.spec.digest.clone()),
                     ..Refusal::new(RefusalKind::DigestMismatch, reasons::digest_mismatch(sent))
                 };
-                return refuse(self, caller, refusal);
+                return refuse(self, caller, None, refusal);
             }
         }
 
         // 4. The surface has the member.
         let Some(member) = self.spec.member_index(&member_name) else {
             let reason = reasons::unknown_member(&member_name);
-            return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason));
+            return refuse(
+                self,
+                caller,
+                None,
+                Refusal::new(RefusalKind::Malformed, reason),
+            );
         };
 
         // 5. The caller holds every role of the row's requires.
@@ -699,7 +723,7 @@ impl Exposure {
                     reasons::unauthorized(&row.name, &row.requires),
                 )
             };
-            return refuse(self, caller, refusal);
+            return refuse(self, caller, Some(member), refusal);
         }
 
         // 6. The payload decodes by the request's shape.
@@ -710,17 +734,27 @@ impl Exposure {
         let decoded = match decoded {
             Ok(v) => v,
             Err(reason) => {
-                return refuse(self, caller, Refusal::new(RefusalKind::Malformed, reason))
+                return refuse(
+                    self,
+                    caller,
+                    Some(member),
+                    Refusal::new(RefusalKind::Malformed, reason),
+                )
             }
         };
 
         // 7. The exposure is accepting and below its bound.
         if self.lifecycle != Lifecycle::Serving {
             let refusal = Refusal::new(RefusalKind::ShuttingDown, reasons::SHUTTING_DOWN);
-            return refuse(self, caller, refusal);
+            return refuse(self, caller, Some(member), refusal);
         }
         if self.pending.len() >= self.spec.bound {
-            return refuse(self, caller, Refusal::new(RefusalKind::Full, reasons::FULL));
+            return refuse(
+                self,
+                caller,
+                Some(member),
+                Refusal::new(RefusalKind::Full, reasons::FULL),
+            );
         }
 
         // 8. The member's receiver is not known to be unavailable.
@@ -734,7 +768,12 @@ impl Exposure {
                 };
                 self.events.push_back(Event::Ask(receiver));
                 let reason = reasons::unavailable(&row.name);
-                return refuse(self, caller, Refusal::new(RefusalKind::Unavailable, reason));
+                return refuse(
+                    self,
+                    caller,
+                    Some(member),
+                    Refusal::new(RefusalKind::Unavailable, reason),
+                );
             }
             ReceiverState::Unknown { generation, asked } => {
                 if !asked {
@@ -760,6 +799,7 @@ impl Exposure {
                 member,
                 generation,
                 place: Place::Queued(decoded),
+                accepted: wall,
             },
         );
         self.slots[receiver].queue.push_back(id);
@@ -1079,6 +1119,8 @@ impl Exposure {
             request_id: id,
             client_id: p.client_id,
             caller: p.caller,
+            member: Some(p.member),
+            accepted: p.accepted,
             outcome,
         }));
     }

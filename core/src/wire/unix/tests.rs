@@ -100,6 +100,8 @@ fn a_unix_reply_is_the_outcomes_line_whichever_caller_it_is_for() {
         let n = f.deliver(
             0,
             Delivery {
+                member: None,
+                accepted: 0,
                 correlation: 1,
                 request_id: i as u64 + 1,
                 client_id: id,

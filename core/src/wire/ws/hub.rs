@@ -438,6 +438,7 @@ impl Hub {
             client_id,
             caller,
             outcome,
+            ..
         } = delivery;
         self.with_conn(now, correlation, |hub, conn| {
             conn.calls_out = conn.calls_out.saturating_sub(1);

@@ -77,6 +77,8 @@ fn requests(s: &mut Streams) -> Vec<Request> {
 
 fn delivery(stream: i32, outcome: Outcome) -> Delivery {
     Delivery {
+        member: None,
+        accepted: 0,
         correlation: 9,
         request_id: 1,
         client_id: Some(stream.to_string()),

@@ -305,6 +305,13 @@ pub struct ServeArgs {
     /// A bound for every exposure, over the program's.
     #[arg(long, value_name = "N", value_parser = positive)]
     pub bound: Option<usize>,
+    /// `calls`: one JSON line per call on standard error (exposure, member,
+    /// caller, outcome, duration); `off`: none.
+    #[arg(long, value_name = "off|calls", default_value = "calls", value_parser = ["off", "calls"])]
+    pub log: String,
+    /// Serve metrics in the Prometheus text format at http://ADDR/metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// The Hale program.
     #[arg(value_name = "PROGRAM")]
     pub file: String,

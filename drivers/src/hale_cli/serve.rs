@@ -33,6 +33,8 @@ pub fn run(args: &ServeArgs) -> i32 {
         grants: args.grant.clone(),
         loops: args.loops.unwrap_or(0),
         bound: args.bound,
+        log_calls: args.log == "calls",
+        metrics: args.metrics.clone(),
         control: args.control.clone(),
     };
     if args.check_config {

@@ -21,6 +21,7 @@
 pub mod config;
 pub mod control;
 pub mod hubs;
+pub mod observe;
 pub mod sources;
 pub mod tool_receiver;
 pub mod upstream;
@@ -64,6 +65,10 @@ pub struct ServeOptions {
     pub bound: Option<usize>,
     /// A control socket (`--control PATH`).
     pub control: Option<PathBuf>,
+    /// One JSON line per call on standard error (`--log calls`).
+    pub log_calls: bool,
+    /// Where the metrics listener listens (`--metrics ADDR`).
+    pub metrics: Option<String>,
 }
 
 /// How many calls an exposure hands a receiver beyond the one it runs:
@@ -98,6 +103,12 @@ pub struct Application {
     sources: Sources,
     hubs: Vec<ServedHub>,
     publisher: Publisher,
+    /// The metrics listener, with what it reports.
+    metrics: Option<(
+        std::net::TcpListener,
+        Arc<observe::Observer>,
+        observe::Gauges,
+    )>,
 }
 
 impl std::fmt::Debug for Application {
@@ -426,6 +437,16 @@ impl Application {
                 .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
             instances.insert(name, Instance { worker, gate });
         }
+        let observer = (options.log_calls || options.metrics.is_some()).then(|| {
+            Arc::new(observe::Observer::new(
+                options.log_calls,
+                options.metrics.is_some(),
+            ))
+        });
+        if let Some(o) = &observer {
+            server.set_observer(o.clone());
+        }
+        let mut gauges = observe::Gauges::default();
         let mut banner = format!("hale serve: serving {}\n", options.file);
         let mut tries = Vec::new();
         let mut endpoints = Vec::new();
@@ -532,6 +553,9 @@ impl Application {
                 server.serve(id, exposure, workers)
             }
             .map_err(|err| one(format!("hale serve: cannot serve {name}: {err}")))?;
+            if let Some(open) = server.connections(id) {
+                gauges.connections.push((name.clone(), open));
+            }
             let endpoint = endpoint(&bound, &listener.transport);
             banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
             tries.push(try_lines(program, e, &endpoint));
@@ -557,6 +581,25 @@ impl Application {
             }
         }
         let publisher = Publisher::new(program, &hubs);
+        gauges.hubs = hubs
+            .iter()
+            .map(|h| (h.name.clone(), h.handle.clone()))
+            .collect();
+        let metrics = match (&options.metrics, observer) {
+            (Some(addr), Some(observer)) => {
+                let listener = observe::bind(addr).map_err(|err| {
+                    one(format!(
+                        "hale serve: the metrics listener could not listen on {addr}: {err}"
+                    ))
+                })?;
+                let bound = listener
+                    .local_addr()
+                    .map_or_else(|_| addr.clone(), |a| a.to_string());
+                banner.push_str(&format!("  {:<42} http://{bound}/metrics\n", "metrics"));
+                Some((listener, observer, gauges))
+            }
+            _ => None,
+        };
         if let (Some(control), Some(topic)) = (&options.control, program.topics.first()) {
             tries.push(format!(
                 "  hale publish {} {} '{{…}}'   (a handler finds the socket in HALE_CONTROL)\n",
@@ -603,6 +646,7 @@ impl Application {
             sources,
             hubs,
             publisher,
+            metrics,
         })
     }
 
@@ -648,6 +692,11 @@ impl Application {
                 })?;
         }
         self.sources.watch()?;
+        if let Some((listener, observer, gauges)) = self.metrics.take() {
+            std::thread::Builder::new()
+                .name("hale serve metrics".into())
+                .spawn(move || observe::serve_metrics(listener, observer, gauges))?;
+        }
         let hubs = self
             .hubs
             .iter_mut()

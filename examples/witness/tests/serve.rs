@@ -101,14 +101,25 @@ impl Served {
         Served::start_with(program, name, rogue, "", &[])
     }
 
-    /// With `extra` appended to the configuration, and `files` written
-    /// beside it first.
     fn start_with(
         program: &Path,
         name: &str,
         rogue: bool,
         extra: &str,
         files: &[(&str, &str)],
+    ) -> Served {
+        Served::start_args(program, name, rogue, extra, files, &[])
+    }
+
+    /// With `extra` appended to the configuration, `files` written beside
+    /// it first, and `args` given to `hale serve`.
+    fn start_args(
+        program: &Path,
+        name: &str,
+        rogue: bool,
+        extra: &str,
+        files: &[(&str, &str)],
+        args: &[&str],
     ) -> Served {
         let dir = scratch(name);
         for (file, text) in files {
@@ -136,6 +147,7 @@ impl Served {
             .arg("--control")
             .arg(dir.join("control"))
             .args(["--loops", "1"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -684,4 +696,102 @@ fn an_upstream_service_answers_a_receiver_behind_the_contract() {
     let err = served.stop();
     assert!(err.contains("the upstream answered 500"), "{err}");
     assert!(err.contains("the result is not the row's"), "{err}");
+}
+
+/// `GET /metrics` of the listener the banner names.
+fn scrape(served: &Served) -> String {
+    let url = served
+        .banner
+        .lines()
+        .find_map(|l| l.split_whitespace().find(|w| w.ends_with("/metrics")))
+        .unwrap_or_else(|| panic!("no metrics in the banner:\n{}", served.banner))
+        .to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    assert!(
+        reply.contains("Content-Type: text/plain; version=0.0.4"),
+        "{reply}"
+    );
+    reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned()
+}
+
+#[test]
+fn each_call_is_a_log_line_and_a_metric_prometheus_reads() {
+    let Some(program) = program() else { return };
+    let served = Served::start_args(
+        &program,
+        "metrics",
+        false,
+        "",
+        &[],
+        &["--metrics", "127.0.0.1:0", "--log", "calls"],
+    );
+    let public = served.endpoint("public");
+    assert_eq!(place(&public, "ACME").0, 200);
+    let r = call(&public, "t-bob", "Orders::cancel", r#"{"order":41}"#);
+    assert_eq!(r.0, 403);
+    let text = scrape(&served);
+    // Prometheus's own parser (prometheus-client) reads it whole.
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
+    let parsed = Command::new(&python)
+        .args([
+            "-c",
+            "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as p\n\
+             for f in p(sys.stdin.read()):\n    for s in f.samples:\n        print(f.type, s.name, sorted(s.labels.items()), float(s.value))",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    match parsed {
+        Ok(mut child) => {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if stderr.contains("No module named") {
+                eprintln!("skipped the parser: prometheus-client is not installed (scripts/install-peers)");
+            } else {
+                assert!(out.status.success(), "{stderr}\n{text}");
+                let samples = String::from_utf8_lossy(&out.stdout);
+                assert!(samples.contains("counter hale_calls_total [('exposure', 'public'), ('member', 'Orders::place'), ('outcome', 'result')] 1.0"), "{samples}");
+                assert!(samples.contains("counter hale_calls_total [('exposure', 'public'), ('member', 'Orders::cancel'), ('outcome', 'unauthorized')] 1.0"), "{samples}");
+                assert!(
+                    samples.contains(
+                        "histogram hale_call_duration_seconds_count [('exposure', 'public')] 2.0"
+                    ),
+                    "{samples}"
+                );
+                assert!(
+                    samples.contains("gauge hale_hub_subscribers [('hub', 'fills')] 0.0"),
+                    "{samples}"
+                );
+            }
+        }
+        Err(e) => eprintln!("skipped the parser: {e}"),
+    }
+    let err = served.stop();
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines[0]["exposure"], "public");
+    assert_eq!(lines[0]["member"], "Orders::place");
+    assert_eq!(lines[0]["caller"], "alice");
+    assert_eq!(lines[0]["outcome"], "result");
+    assert!(lines[0]["duration_ms"].as_f64().is_some());
+    assert_eq!(lines[1]["caller"], "bob");
+    assert_eq!(lines[1]["outcome"], "unauthorized");
 }

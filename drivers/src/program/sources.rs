@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use limen_core::hale::runtime::{
-    Principal, RoleSource, RoleTable, SharedRoles, SharedTokens, TokenTable,
+    Grants, Principal, RoleSource, RoleTable, SharedRoles, SharedTokens, TokenTable,
 };
 use limen_core::MILLISECOND;
 
@@ -80,11 +80,97 @@ fn role_table(grants: &BTreeMap<String, Vec<String>>, extra: &[(String, String)]
     let written = grants
         .iter()
         .flat_map(|(role, holders)| holders.iter().map(move |h| (role.clone(), h.clone())));
+    let groups = read_groups();
     written
         .chain(extra.iter().cloned())
         .fold(RoleTable::new(), |t, (role, holder)| {
+            // `group:NAME` is held as `gid:N`, read from the group database
+            // when the grants are; a name it does not know grants nothing.
+            let holder = match holder.strip_prefix("group:") {
+                Some(name) => match groups.get(name) {
+                    Some(gid) => format!("gid:{gid}"),
+                    None => {
+                        eprintln!(
+                            "hale serve: no group `{name}`: its grant of `{role}` holds for no one"
+                        );
+                        return t;
+                    }
+                },
+                None => holder,
+            };
             t.grant(&holder, &role)
         })
+}
+
+/// The group database's names and ids (`/etc/group`); empty when it cannot
+/// be read.
+fn read_groups() -> BTreeMap<String, u32> {
+    std::fs::read_to_string("/etc/group")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let gid = f.nth(1)?.parse().ok()?;
+            Some((name.to_owned(), gid))
+        })
+        .collect()
+}
+
+/// A role source that grants to Unix peers by user (`uid:1000`, the
+/// principal's name), by group (`gid:100`: the peer's primary group or
+/// one of its supplementary groups, SO_PEERGROUPS) or by group name
+/// (`group:wheel`, held as its gid), and to bearer principals by name.
+#[derive(Clone, Debug, Default)]
+pub struct PeerRoles(pub SharedRoles);
+
+impl PeerRoles {
+    /// The names a principal is held under: its own, and a Unix peer's
+    /// groups as `gid:N`.
+    fn names(principal: &Principal) -> Vec<String> {
+        let mut names = vec![principal.name.to_string()];
+        if principal.mode == "unix" {
+            let primary = principal
+                .fields
+                .iter()
+                .find(|(k, _)| k == "gid")
+                .map(|(_, v)| *v)
+                .filter(|g| *g >= 0);
+            names.extend(primary.map(|g| format!("gid:{g}")));
+            names.extend(principal.groups.iter().map(|g| format!("gid:{g}")));
+        }
+        names
+    }
+}
+
+impl RoleSource for PeerRoles {
+    fn holds(&self, principal: &Principal, role: &str) -> bool {
+        let table = self.0.table();
+        Self::names(principal)
+            .iter()
+            .any(|n| table.holds(&Principal::new(&principal.mode, n, Vec::new()), role))
+    }
+
+    fn grants(&self, principal: &Principal) -> Option<Grants> {
+        let table = self.0.table();
+        let mut roles: Vec<String> = Vec::new();
+        for n in Self::names(principal) {
+            let as_name = Principal::new(&principal.mode, &n, Vec::new());
+            for r in table.grants(&as_name).map(|g| g.roles).unwrap_or_default() {
+                if !roles.contains(&r) {
+                    roles.push(r);
+                }
+            }
+        }
+        Some(Grants {
+            roles,
+            revision: table.revision(principal),
+        })
+    }
+
+    fn revision(&self, principal: &Principal) -> u64 {
+        self.0.table().revision(principal)
+    }
 }
 
 fn modified(path: &Path) -> Option<SystemTime> {
@@ -188,9 +274,13 @@ impl Sources {
         self.inner.tokens.get(param).map(|s| s.table.clone())
     }
 
-    /// The role source `param`, shared.
-    pub fn roles(&self, param: &str) -> Option<SharedRoles> {
-        self.inner.roles.get(param).map(|s| s.table.clone())
+    /// The role source `param`, shared, reading Unix peers by group too
+    /// ([`PeerRoles`]).
+    pub fn roles(&self, param: &str) -> Option<PeerRoles> {
+        self.inner
+            .roles
+            .get(param)
+            .map(|s| PeerRoles(s.table.clone()))
     }
 
     /// Tells `hub` of each revision of the role source `param` from now on
@@ -342,4 +432,65 @@ fn extra_grants(grants: &[(String, String, String)], source: &str) -> Vec<(Strin
         .filter(|(s, _, _)| s == source)
         .map(|(_, role, holder)| (role.clone(), holder.clone()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use limen_core::hale::runtime::PeerCredentials;
+
+    fn roles(holders: &[(&str, &str)]) -> PeerRoles {
+        let grants: BTreeMap<String, Vec<String>> =
+            holders.iter().fold(BTreeMap::new(), |mut m, (role, h)| {
+                m.entry((*role).to_owned())
+                    .or_insert_with(Vec::new)
+                    .push((*h).to_owned());
+                m
+            });
+        PeerRoles(SharedRoles(Arc::new(Mutex::new(role_table(&grants, &[])))))
+    }
+
+    fn peer(uid: i64, gid: i64, groups: &'static [u32]) -> Principal {
+        Principal::unix(PeerCredentials {
+            uid,
+            gid,
+            pid: 1,
+            groups: Some(groups),
+        })
+    }
+
+    #[test]
+    fn a_unix_peer_holds_by_user_by_primary_group_and_by_supplementary_group() {
+        let r = roles(&[
+            ("operator", "uid:1000"),
+            ("auditor", "gid:100"),
+            ("ops", "gid:27"),
+        ]);
+        assert!(r.holds(&peer(1000, 1000, &[]), "operator"));
+        assert!(!r.holds(&peer(1001, 1001, &[]), "operator"));
+        assert!(
+            r.holds(&peer(1001, 100, &[]), "auditor"),
+            "its primary group"
+        );
+        assert!(
+            r.holds(&peer(1001, 1001, &[4, 27]), "ops"),
+            "a supplementary group"
+        );
+        assert!(!r.holds(&peer(1001, 1001, &[4]), "ops"));
+        let g = r.grants(&peer(1000, 100, &[27])).unwrap();
+        assert_eq!(g.roles, ["operator", "auditor", "ops"]);
+        // A bearer principal named like a group is not a member of it.
+        assert!(!r.holds(&Principal::bearer("alice"), "auditor"));
+    }
+
+    #[test]
+    fn a_group_name_is_read_from_the_group_database() {
+        // root's group is 0 on every Linux system this runs on.
+        let r = roles(&[
+            ("admin", "group:root"),
+            ("none", "group:no-such-group-here"),
+        ]);
+        assert!(r.holds(&peer(1001, 0, &[]), "admin"));
+        assert!(!r.holds(&peer(1001, 0, &[]), "none"));
+    }
 }

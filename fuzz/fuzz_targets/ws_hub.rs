@@ -330,6 +330,8 @@ fuzz_target!(|s: Schedule| {
                     hub.deliver(
                         now,
                         Delivery {
+                            member: None,
+                            accepted: 0,
                             correlation,
                             request_id: 1,
                             client_id,

@@ -130,6 +130,8 @@ fn events(f: &mut GrpcFront) -> Vec<FrontEvent> {
 
 fn delivery(stream: &str, outcome: Outcome) -> Delivery {
     Delivery {
+        member: None,
+        accepted: 0,
         correlation: 9,
         request_id: 1,
         client_id: Some(stream.into()),

@@ -435,7 +435,7 @@ fn a_configuration_the_program_does_not_match_is_refused_at_start() {
                 "[handlers.ledger]\nmcp = [\"x\"]\ncommand",
                 1,
             ),
-            "handlers.ledger: both `command` and `mcp`: a receiver has one handler process",
+            "handlers.ledger: both `command` and `mcp`: a receiver has one handler",
         ),
         (
             good.replacen(

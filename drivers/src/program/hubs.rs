@@ -52,6 +52,8 @@ impl HubLoop {
 pub struct ServedHub {
     /// Its name (`as:`).
     pub name: String,
+    /// The main locus's param that holds it (`hub`).
+    pub param: String,
     /// The hub exposure's identity.
     pub identity: String,
     /// Where it listens.
@@ -146,6 +148,7 @@ pub fn serve(
             }
         };
         out.push(ServedHub {
+            param: h.param.name.clone(),
             name,
             identity,
             bound,

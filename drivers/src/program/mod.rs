@@ -451,6 +451,7 @@ impl Application {
         let mut tries = Vec::new();
         let mut endpoints = Vec::new();
         let mut skipped = Vec::new();
+        let mut hubs = hubs::serve(program, options, &sources).map_err(one)?;
         for e in &program.exposures {
             let name = e.name.clone().unwrap_or_default();
             let Some(listener) = &e.listener else {
@@ -464,6 +465,22 @@ impl Application {
                 TransportKind::Unix => "unix",
                 TransportKind::Mcp => "mcp",
                 TransportKind::Grpc => "grpc",
+                TransportKind::Ws => {
+                    // `api::serve(S, self.hub, …)`: § Rpcs on a hub.
+                    let (identity, bound) = serve_over_hub(
+                        program,
+                        e,
+                        options,
+                        &mut server,
+                        &mut hubs,
+                        &instances,
+                        &sources,
+                    )
+                    .map_err(one)?;
+                    banner.push_str(&format!("  {identity:<42} ws://{bound}\n"));
+                    endpoints.push((name, identity, bound));
+                    continue;
+                }
                 ref other => {
                     skipped.push(format!("{name} (over {})", transport_name(other)));
                     continue;
@@ -561,7 +578,6 @@ impl Application {
             tries.push(try_lines(program, e, &endpoint));
             endpoints.push((name, identity, bound));
         }
-        let hubs = hubs::serve(program, options, &sources).map_err(one)?;
         for h in &hubs {
             if let Some(param) = &h.roles {
                 sources.announce_to(param, h.handle.clone());
@@ -711,6 +727,77 @@ impl Application {
             .collect();
         self.server.run_with(hubs)
     }
+}
+
+/// Serves exposure `e`, whose transport is a hub the main locus holds,
+/// over that hub's connections: its calls framed by the hub, admitted
+/// under the exposure's sources, answered by its receivers' workers.
+/// Returns its identity and where the hub listens.
+fn serve_over_hub(
+    program: &Program,
+    e: &ModelExposure,
+    options: &ServeOptions,
+    server: &mut Server,
+    hubs: &mut [ServedHub],
+    instances: &BTreeMap<String, Instance>,
+    sources: &Sources,
+) -> Result<(String, BoundAddress), String> {
+    let name = e.name.clone().unwrap_or_default();
+    let fail = |err: String| format!("hale serve: cannot serve {name}: {err}");
+    let param = program
+        .serve_sites
+        .get(e.site)
+        .and_then(|s| match &s.transport {
+            Some(limen_core::hale::model::TransportUse::Param { param, .. }) => {
+                Some(param.name.clone())
+            }
+            _ => None,
+        })
+        .ok_or_else(|| fail("its transport is no hub the main locus holds".into()))?;
+    let hub = hubs
+        .iter_mut()
+        .find(|h| h.param == param)
+        .ok_or_else(|| fail(format!("no hub is served as `self.{param}`")))?;
+    let Some(hubs::HubLoop::Ws(hub_server)) = hub.run.as_mut() else {
+        return Err(fail(format!("`self.{param}` is not a WebSocket hub")));
+    };
+    let mut spec = exposure_spec(program, e, "ws").map_err(|err| fail(err.to_string()))?;
+    spec.limits.dispatch_ahead = DISPATCH_AHEAD;
+    if let Some(bound) = options.bound {
+        spec.bound = bound;
+    }
+    let mut workers = Vec::new();
+    for r in &spec.receivers {
+        let instance = tools::instance_name(r);
+        workers.push(
+            instances
+                .get(instance)
+                .ok_or_else(|| fail(format!("no handler for `{instance}`")))?
+                .worker,
+        );
+    }
+    let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
+        Source::Param { param, .. } => sources
+            .tokens(param)
+            .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
+        _ => None,
+    };
+    let roles: Box<dyn RoleSource + Send> = match &e.roles {
+        Source::Param { param, .. } => match sources.roles(param) {
+            Some(r) => Box::new(r),
+            None => Box::new(limen_core::hale::runtime::RoleTable::new()),
+        },
+        _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
+    };
+    let codec = ShapeCodec::new(program, e).map_err(|err| fail(err.to_string()))?;
+    let docs = crate::hale_cli::describer::model_describer(program, e, &hub.bound)
+        .map_err(|err| fail(err.to_string()))?;
+    let identity = spec.identity();
+    let exposure = Exposure::new(spec, bearer, roles, Box::new(codec), docs);
+    server
+        .serve_hub(hub_server, exposure, workers)
+        .map_err(|err| fail(err.to_string()))?;
+    Ok((identity, hub.bound.clone()))
 }
 
 fn endpoint(bound: &BoundAddress, transport: &TransportKind) -> String {

@@ -795,3 +795,39 @@ fn each_call_is_a_log_line_and_a_metric_prometheus_reads() {
     assert_eq!(lines[1]["caller"], "bob");
     assert_eq!(lines[1]["outcome"], "unauthorized");
 }
+
+#[test]
+fn a_surface_served_over_the_hub_passes_the_check_as_the_demo_s_desk_does() {
+    let Some(program) = program() else { return };
+    // The witness with Public served over its hub too (§ Rpcs on a hub), as
+    // `hale demo --hub-desk` serves it: the site limen-witness writes.
+    let text = std::fs::read_to_string(&program).unwrap();
+    let with_desk = limen_witness::exposures::with_hub_desk(&text).expect("a run() to serve from");
+    let dir = scratch("desk-program");
+    let file = dir.join("desk.hl");
+    std::fs::write(&file, with_desk).unwrap();
+    let served = Served::start(&file, "desk", false);
+    let public = format!("public={}", served.endpoint("public"));
+    assert_eq!(served.endpoint("desk"), served.endpoint("fills"));
+    let (code, out) = check(&[
+        "--endpoint",
+        &served.endpoint("fills"),
+        "--transport",
+        "ws",
+        "--bearer",
+        "t-dave",
+        "--control",
+        &served.control(),
+        "--with",
+        &public,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("pass  ws/call.result\n"), "{out}");
+    // What the demo's hub carrying desk leaves unprovoked too
+    // (conformance/tests/live.rs).
+    assert!(
+        out.ends_with("21 passed, 0 failed, 3 not provoked\n"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -831,3 +831,31 @@ fn a_surface_served_over_the_hub_passes_the_check_as_the_demo_s_desk_does() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sigterm_stops_in_order_and_the_hub_writes_closed() {
+    let Some(program) = program() else { return };
+    let mut served = Served::start(&program, "sigterm", false);
+    let watch = Watch::start(&served.endpoint("fills"), "Fills", "t-dave");
+    let subscribed = watch.next();
+    assert!(subscribed.contains("subscribed"), "{subscribed}");
+    let public = served.endpoint("public");
+    assert_eq!(place(&public, "ACME").0, 200);
+    let ok = Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let closed = loop {
+        let f = watch.next();
+        if !f.contains(r#""type":"event""#) {
+            break f;
+        }
+    };
+    assert!(closed.contains(r#""type":"closed""#), "{closed}");
+    let status = served.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "stopped in order, not killed");
+    // Nothing listens any more.
+    let addr = public.trim_start_matches("http://");
+    assert!(std::net::TcpStream::connect(addr).is_err());
+}

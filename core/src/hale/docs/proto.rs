@@ -119,7 +119,7 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
                 uses_empty = true;
                 EMPTY.to_string()
             }
-            Some(Slot::Record(n)) => n.clone(),
+            Some(Slot::Record(n)) => message_name(n),
             Some(Slot::Scalar(s)) => {
                 let name = format!("{rpc}{what}");
                 wrappers.push(MessageDef {
@@ -226,10 +226,18 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
     })
 }
 
-/// The message of the record `name`, refused when a name is no proto3
+/// The message a record is named by: the name the schema documents give
+/// it, the `::` of an imported type (`lib::Item`) written `_` (`lib_Item`),
+/// as § gRPC, the `.proto`, says.
+pub fn message_name(type_name: &str) -> String {
+    type_name.replace("::", "_")
+}
+
+/// The message of the record `type_name`, refused when a name is no proto3
 /// identifier or two fields share a proto3 JSON name.
-fn record(book: &TypeBook, name: &str) -> Result<MessageDef, DocError> {
-    let r = &book.records()[name];
+fn record(book: &TypeBook, type_name: &str) -> Result<MessageDef, DocError> {
+    let r = &book.records()[type_name];
+    let name = &message_name(type_name);
     if !is_ident(name) {
         return Err(DocError::Proto(format!(
             "the type `{name}` is not a proto3 message name"
@@ -258,7 +266,7 @@ fn record(book: &TypeBook, name: &str) -> Result<MessageDef, DocError> {
             Slot::Record(inner) => FieldDef::new(
                 &f.key,
                 n,
-                FieldType::Message(inner.clone()),
+                FieldType::Message(message_name(inner)),
                 Label::Singular,
             ),
         });

@@ -28,7 +28,7 @@ use super::{
 };
 use crate::hale::codec::Shape;
 use crate::hale::docs::book::{Slot, TypeBook};
-use crate::hale::docs::proto::{proto_file, EMPTY, REFUSAL};
+use crate::hale::docs::proto::{message_name, proto_file, EMPTY, REFUSAL};
 use crate::hale::docs::rows::{member, tool_name, ErrorSlot};
 use crate::hale::model::{Exposure, Program};
 use crate::hale::protobuf;
@@ -197,7 +197,7 @@ impl Framing {
             let rpc = tool_name(&row.member);
             let name = |slot: Option<&Slot>, what: &str| match slot {
                 None => EMPTY.to_string(),
-                Some(Slot::Record(n)) => n.clone(),
+                Some(Slot::Record(n)) => message_name(n),
                 Some(Slot::Scalar(_)) => format!("{rpc}{what}"),
             };
             let shape = |ty| {

@@ -93,7 +93,10 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
 pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocError> {
     let mut book = TypeBook::new();
     let (digest, members) = surface_members(program, surface, &mut book)?;
-    if !is_ident(surface) {
+    // An imported surface (`lib::Public`) is the service `lib_Public`, as
+    // an imported type's message is.
+    let service = message_name(surface);
+    if !is_ident(&service) {
         return Err(DocError::Proto(format!(
             "the surface `{surface}` is not a proto3 service name"
         )));
@@ -191,7 +194,7 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
             ],
         )
     });
-    let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(surface, ())]);
+    let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(service.as_str(), ())]);
     for m in &messages {
         if taken.insert(&m.name, ()).is_some() {
             return Err(DocError::Proto(format!(
@@ -219,7 +222,7 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
         package: None,
         header,
         services: vec![ServiceDef {
-            name: surface.to_string(),
+            name: service.clone(),
             methods,
         }],
         messages,

@@ -63,7 +63,8 @@ struct RowCodec {
 /// server reflection answers.
 #[derive(Clone, Debug)]
 pub struct Framing {
-    surface: String,
+    /// The service the paths name ([`Framing::service`]).
+    service: String,
     rows: HashMap<String, RowCodec>,
     reflection: Reflection,
 }
@@ -217,7 +218,7 @@ impl Framing {
         let file = proto_file(program, &surface)
             .map_err(|e| ServeError(format!("the .proto of `{surface}`: {e}")))?;
         Ok(Framing {
-            surface,
+            service: message_name(&surface),
             rows,
             reflection: Reflection::new(file),
         })
@@ -228,9 +229,11 @@ impl Framing {
         &self.reflection
     }
 
-    /// The surface served (the service every call's path names).
-    pub fn surface(&self) -> &str {
-        &self.surface
+    /// The service every call's path names: the surface served, an
+    /// imported one's `::` written `_` as its `.proto` writes it
+    /// (`lib::Public` is `lib_Public`).
+    pub fn service(&self) -> &str {
+        &self.service
     }
 
     /// Reads a stream's header block. A head that is malformed still
@@ -247,7 +250,7 @@ impl Framing {
         let codec = get("content-type").map(codec_of);
         let route = match (get(":method"), get(":path")) {
             (Some(b"POST"), Some(path)) => match std::str::from_utf8(path) {
-                Ok(path) => route(path, &self.surface),
+                Ok(path) => route(path, &self.service),
                 Err(_) => Err(format!("not_a_grpc_path: {}", text(path))),
             },
             (Some(b"POST"), None) => Err("not_a_grpc_path: no :path".into()),

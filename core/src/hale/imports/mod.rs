@@ -44,6 +44,11 @@ use super::syntax::{parse_at, Diagnostic, Sources, Span};
 /// stack.
 pub const MAX_IMPORT_DEPTH: usize = 32;
 
+/// How many files a program may read in all, the entry among them: a file
+/// imported twice is read twice (under each alias), so imports that fan
+/// out at every level would otherwise read exponentially many.
+pub const MAX_IMPORTED_FILES: usize = 256;
+
 /// A program read with its imports.
 #[derive(Debug)]
 pub struct Loaded {
@@ -57,8 +62,8 @@ pub struct Loaded {
 /// `loader` for each by its resolved path; builds the model of them all.
 ///
 /// An import that `loader` cannot answer, an import cycle, two imports of
-/// one alias in a file and imports nested deeper than [`MAX_IMPORT_DEPTH`]
-/// are refused with a diagnostic at the `import` that names it, in the
+/// one alias in a file, imports nested deeper than [`MAX_IMPORT_DEPTH`] and
+/// more than [`MAX_IMPORTED_FILES`] files in all are refused with a diagnostic at the `import` that names it, in the
 /// importing file; a syntax error in any file is that file's diagnostic.
 pub fn load(
     file: &str,
@@ -135,7 +140,9 @@ impl Loader<'_> {
         let base = self.sources.next_base();
         let parsed = parse_at(file, src, base)?;
         self.sources.push(file, src);
-        self.stack.push(file.to_string());
+        // The entry by the path its imports would resolve it to, so an
+        // import of it by another spelling (`./app.hl`) is the cycle it is.
+        self.stack.push(resolve("", file));
         let imports: Vec<&ast::ImportDecl> = parsed
             .items
             .iter()
@@ -194,6 +201,14 @@ impl Loader<'_> {
                     d.span,
                     format!(
                         "import of `{target}`: imports nest deeper than {MAX_IMPORT_DEPTH} files"
+                    ),
+                ));
+            }
+            if self.sources.files().count() >= MAX_IMPORTED_FILES {
+                return Err(self.sources.diagnostic(
+                    d.span,
+                    format!(
+                        "import of `{target}`: a program reads at most {MAX_IMPORTED_FILES} files, its imports of one file counted each time"
                     ),
                 ));
             }

@@ -144,10 +144,9 @@ fn an_import_cycle_is_refused_in_the_file_that_closes_it() {
           import \"a.hl\" as a;\n\
           ^^^^^^^^^^^^^^^^^^^"]
     );
-    let own = check("a.hl", &[("a.hl", "import \"./a.hl\" as me;\n")]);
-    assert!(
-        errors(&own)[0].starts_with("a.hl:1:1: import of `a.hl` makes a cycle (a.hl imports a.hl)")
-    );
+    let own = check("./a.hl", &[("./a.hl", "import \"a.hl\" as me;\n")]);
+    assert!(errors(&own)[0]
+        .starts_with("./a.hl:1:1: import of `a.hl` makes a cycle (a.hl imports a.hl)"));
 }
 
 #[test]
@@ -254,4 +253,39 @@ fn an_imported_main_locus_used_for_its_types_is_not_refused() {
 fn check_program_refuses_an_import() {
     let c = crate::hale::check_program("app.hl", APP);
     assert!(errors(&c)[0].starts_with("app.hl:1:1: import of `lib/lib.hl`: cannot read it"));
+}
+
+/// Imports nested too deep, or fanning out past the files a program may
+/// read, are refused at the import that goes past.
+#[test]
+fn imports_are_bounded_in_depth_and_in_number() {
+    // d0 imports d1, which imports d2, …: a chain past the depth.
+    let chain = |path: &str| -> Result<String, String> {
+        let n: usize = path[1..path.len() - 3].parse().unwrap();
+        Ok(format!("import \"d{}.hl\" as next;\n", n + 1))
+    };
+    let c = check_program_with("d0.hl", "import \"d1.hl\" as next;\n", &mut |p| chain(p));
+    assert!(
+        errors(&c)[0]
+            .starts_with("d31.hl:1:1: import of `d32.hl`: imports nest deeper than 32 files"),
+        "{:?}",
+        errors(&c)
+    );
+    // Each file imports the next one twice, ten deep: 1023 files.
+    let fan = |path: &str| -> Result<String, String> {
+        let n: usize = path[1..path.len() - 3].parse().unwrap();
+        if n == 9 {
+            return Ok(String::new());
+        }
+        Ok(format!(
+            "import \"f{0}.hl\" as a;\nimport \"f{0}.hl\" as b;\n",
+            n + 1
+        ))
+    };
+    let c = check_program_with("f0.hl", &fan("f0.hl").unwrap(), &mut |p| fan(p));
+    assert!(
+        errors(&c)[0].contains("a program reads at most 256 files"),
+        "{:?}",
+        errors(&c)
+    );
 }

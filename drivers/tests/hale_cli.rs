@@ -1087,8 +1087,11 @@ fn the_proto_files_compile_with_protoc() {
 /// A program that imports a library from a folder beside it: `hale check`,
 /// `hale check --api` and `hale api export` read both files, the imported
 /// type is `lib::Item` in every document (§ The determinism rule) and
-/// `lib_Item` in the `.proto`, no document holds a path, and an import
-/// that cannot be read is refused at the `import`, exit status 1.
+/// `lib_Item` in the `.proto`, no document holds a path, the library's
+/// own surface exports as `lib::Public` (its `.proto` compiles with
+/// protoc), an imported main locus the program constructs is refused with
+/// the spec's words, and an import that cannot be read is refused at the
+/// `import`; each refusal exits 1.
 #[test]
 fn a_program_of_two_files() {
     let dir = scratch("imports");
@@ -1170,6 +1173,66 @@ fn a_program_of_two_files() {
         let t = std::fs::read_to_string(out.join(name)).unwrap();
         assert!(!t.contains("lib/lib.hl") && !t.contains(&dir.display().to_string()));
     }
+
+    // The library's own surface, served by the program, exports under its
+    // program name; its `.proto` service is `lib_Public`, which protoc
+    // compiles.
+    let r = hale(&[
+        "api",
+        "export",
+        "--surface",
+        "lib::Public",
+        "--out",
+        &out.display().to_string(),
+        &app,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let proto = std::fs::read_to_string(out.join("lib::Public.proto")).unwrap();
+    assert!(proto.contains("service lib_Public {"), "{proto}");
+    assert!(
+        proto.contains("rpc lib__Orders__place(lib_Item) returns (lib_Item);"),
+        "{proto}"
+    );
+    if Command::new("protoc").arg("--version").output().is_ok() {
+        std::fs::write(dir.join("public.proto"), &proto).unwrap();
+        let r = Command::new("protoc")
+            .arg(format!("--proto_path={}", dir.display()))
+            .arg("--descriptor_set_out=/dev/null")
+            .arg(dir.join("public.proto"))
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    } else {
+        missing("protoc is not on PATH");
+    }
+
+    // A main locus the library declares with a serve site, constructed by
+    // the program: refused where the program writes it.
+    std::fs::write(
+        dir.join("head.hl"),
+        "import \"lib/lib.hl\" as lib;\n\
+         main locus Head {\n\
+         params { orders: lib::Orders = lib::Orders { }; }\n\
+         run() { let p = api::serve(lib::Public, unix::Rpc { path: \"/tmp/h\" }, as: \"p\", bound: 8, on_full: refuse); p.stop(); }\n\
+         }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("wraps.hl"),
+        "import \"head.hl\" as app;\nfn main() { app::Head { }; }\n",
+    )
+    .unwrap();
+    let wraps = dir.join("wraps.hl").display().to_string();
+    let r = hale(&["check", &wraps]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "{wraps}:2:13: api::serve in app::Head, a main locus the program imports: only the entry program’s main locus serves; serve from the entry’s main locus or hold the exposure there\n\
+             fn main() {{ app::Head {{ }}; }}\n\
+             \x20           ^^^^^^^^^\n"
+        )
+    );
 
     // An import that cannot be read.
     std::fs::remove_file(dir.join("lib/lib.hl")).unwrap();

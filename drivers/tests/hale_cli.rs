@@ -1147,3 +1147,169 @@ fn serve_without_handlers_names_each_thing_missing_and_exits_2() {
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("--check-config"), "{}", r.stdout);
 }
+
+// ── a program of two files ──────────────────────────────────────────────
+
+/// A program that imports a library from a folder beside it: `hale check`,
+/// `hale check --api` and `hale api export` read both files, the imported
+/// type is `lib::Item` in every document (§ The determinism rule) and
+/// `lib_Item` in the `.proto`, no document holds a path, the library's
+/// own surface exports as `lib::Public` (its `.proto` compiles with
+/// protoc), an imported main locus the program constructs is refused with
+/// the spec's words, and an import that cannot be read is refused at the
+/// `import`; each refusal exits 1.
+#[test]
+fn a_program_of_two_files() {
+    let dir = scratch("imports");
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::fs::write(
+        dir.join("lib/lib.hl"),
+        "role trader;\n\
+         unit cent;\n\
+         type Money = quantity Int in cent;\n\
+         type Item { sku: String; price: Money; }\n\
+         locus Orders { fn place(i: Item) -> Item { return i; } }\n\
+         api Public { rpc Orders::place requires: [trader]; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("app.hl"),
+        "import \"lib/lib.hl\" as lib;\n\
+         type Ack { ok: Bool; }\n\
+         locus Shop { fn buy(i: lib::Item) -> Ack { return Ack { ok: true }; } }\n\
+         api Front { rpc Shop::buy requires: [trader]; }\n\
+         main locus App {\n\
+         params { shop: Shop = Shop { }; orders: lib::Orders = lib::Orders { }; }\n\
+         run() {\n\
+         let front = api::serve(Front, http::Rpc { bind: \"127.0.0.1:8080\" }, as: \"front\", bound: 8, on_full: refuse);\n\
+         let public = api::serve(lib::Public, unix::Rpc { path: \"/tmp/p\" }, as: \"public\", bound: 8, on_full: refuse);\n\
+         front.stop(); public.stop();\n\
+         } }\n",
+    )
+    .unwrap();
+    let app = dir.join("app.hl").display().to_string();
+    let r = hale(&["check", &app]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // From another working directory, by a relative path: the import is
+    // resolved against the importing file's folder.
+    let r = hale_in(Some(&dir.join("lib")), &["check", "../app.hl"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    let inventory = doc(&["check", "--api", &app]);
+    let text = inventory.to_string();
+    assert!(text.contains("\"lib::Item\""), "{text}");
+    assert!(text.contains("lib::Orders::place"), "{text}");
+    assert!(!text.contains("lib/lib.hl"), "{text}");
+    let openapi = doc(&["check", "--api", "--surface", "Front", "--openapi", &app]);
+    assert!(
+        openapi["components"]["schemas"]["lib::Item"].is_object(),
+        "{openapi}"
+    );
+
+    let out = dir.join("bundle");
+    let r = hale(&[
+        "api",
+        "export",
+        "--surface",
+        "Front",
+        "--out",
+        &out.display().to_string(),
+        &app,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let openapi = read_json(&out.join("Front.openapi.json"));
+    let schemas = &openapi["components"]["schemas"];
+    assert!(schemas["lib::Item"].is_object(), "{openapi}");
+    assert_eq!(
+        schemas["lib::Item"]["properties"]["price"]["x-hale-type"],
+        "lib::Money"
+    );
+    assert!(openapi
+        .to_string()
+        .contains("#/components/schemas/lib::Item"));
+    let schema = read_json(&out.join("Front.json-schema.json")).to_string();
+    assert!(schema.contains("\"lib::Item\""), "{schema}");
+    let proto = std::fs::read_to_string(out.join("Front.proto")).unwrap();
+    assert!(proto.contains("message lib_Item {"), "{proto}");
+    for name in [
+        "Front.description.json",
+        "Front.openapi.json",
+        "Front.mcp.json",
+    ] {
+        let t = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(!t.contains("lib/lib.hl") && !t.contains(&dir.display().to_string()));
+    }
+
+    // The library's own surface, served by the program, exports under its
+    // program name; its `.proto` service is `lib_Public`, which protoc
+    // compiles.
+    let r = hale(&[
+        "api",
+        "export",
+        "--surface",
+        "lib::Public",
+        "--out",
+        &out.display().to_string(),
+        &app,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let proto = std::fs::read_to_string(out.join("lib::Public.proto")).unwrap();
+    assert!(proto.contains("service lib_Public {"), "{proto}");
+    assert!(
+        proto.contains("rpc lib__Orders__place(lib_Item) returns (lib_Item);"),
+        "{proto}"
+    );
+    if Command::new("protoc").arg("--version").output().is_ok() {
+        std::fs::write(dir.join("public.proto"), &proto).unwrap();
+        let r = Command::new("protoc")
+            .arg(format!("--proto_path={}", dir.display()))
+            .arg("--descriptor_set_out=/dev/null")
+            .arg(dir.join("public.proto"))
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    } else {
+        missing("protoc is not on PATH");
+    }
+
+    // A main locus the library declares with a serve site, constructed by
+    // the program: refused where the program writes it.
+    std::fs::write(
+        dir.join("head.hl"),
+        "import \"lib/lib.hl\" as lib;\n\
+         main locus Head {\n\
+         params { orders: lib::Orders = lib::Orders { }; }\n\
+         run() { let p = api::serve(lib::Public, unix::Rpc { path: \"/tmp/h\" }, as: \"p\", bound: 8, on_full: refuse); p.stop(); }\n\
+         }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("wraps.hl"),
+        "import \"head.hl\" as app;\nfn main() { app::Head { }; }\n",
+    )
+    .unwrap();
+    let wraps = dir.join("wraps.hl").display().to_string();
+    let r = hale(&["check", &wraps]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "{wraps}:2:13: api::serve in app::Head, a main locus the program imports: only the entry program’s main locus serves; serve from the entry’s main locus or hold the exposure there\n\
+             fn main() {{ app::Head {{ }}; }}\n\
+             \x20           ^^^^^^^^^\n"
+        )
+    );
+
+    // An import that cannot be read.
+    std::fs::remove_file(dir.join("lib/lib.hl")).unwrap();
+    let r = hale(&["check", &app]);
+    assert_eq!(r.code, 1);
+    let lib = dir.join("lib/lib.hl").display().to_string();
+    assert!(
+        r.stderr.starts_with(&format!(
+            "{app}:1:1: import of `{lib}`: cannot read it: No such file or directory"
+        )),
+        "{}",
+        r.stderr
+    );
+}

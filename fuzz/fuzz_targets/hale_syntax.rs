@@ -11,11 +11,14 @@
 //! derived from it is computed without one; the admission laws' diagnostics
 //! point into the text as well, and a program that passes them has every
 //! document (inventory, OpenAPI, JSON Schema, MCP, `.proto`, the export
-//! bundle, offline descriptions) without a panic.
+//! bundle, offline descriptions) without a panic. The same text is checked
+//! again as a program of several files, the text its own first import
+//! (`hale::imports`: every declaration renamed under the alias, each file
+//! at a base offset of its own), and each diagnostic points into the file
+//! it names.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use limen_core::hale::check_program;
 use limen_core::hale::docs::{
     bundle, describe_offline, inventory, json_schema, mcp, openapi, proto,
 };
@@ -24,6 +27,7 @@ use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_core::hale::shape::Shapes;
 use limen_core::hale::syntax::lexer::{lex, Tok};
 use limen_core::hale::syntax::{parse, Diagnostic, Pos};
+use limen_core::hale::{check_program, check_program_with};
 
 /// The line and column (both from 1, the column in characters) of byte
 /// `offset`, counted independently of the lexer.
@@ -41,6 +45,12 @@ fn check_pos(src: &str, p: Pos) {
 }
 
 fn check_diagnostic(src: &str, d: &Diagnostic) {
+    check_diagnostic_in("f.hl", src, d);
+}
+
+/// A diagnostic in `file`, whose text is `src`.
+fn check_diagnostic_in(file: &str, src: &str, d: &Diagnostic) {
+    assert_eq!(d.file, file, "{d}");
     assert!(!d.message.is_empty());
     assert!(!d.message.ends_with('.'), "{d}");
     let line = src
@@ -55,7 +65,7 @@ fn check_diagnostic(src: &str, d: &Diagnostic) {
     );
     assert!(d.width >= 1);
     let shown = d.to_string();
-    assert!(shown.starts_with(&format!("f.hl:{}:{}: ", d.line, d.col)));
+    assert!(shown.starts_with(&format!("{file}:{}:{}: ", d.line, d.col)));
     assert!(shown.ends_with('^'));
 }
 
@@ -118,21 +128,51 @@ fuzz_target!(|data: &[u8]| {
     for d in checked.errors.iter().chain(&checked.notes) {
         check_diagnostic(src, d);
     }
+    // A program of several files: the first import answered with the text
+    // itself (so every declaration it holds goes through the renaming
+    // under its alias), every later one with an empty file. Every
+    // diagnostic is in one of the two texts, at its own line and column,
+    // and a program that passes has every document.
+    let mut first = None;
+    let multi = check_program_with("f.hl", src, &mut |path| {
+        if first.is_none() {
+            first = Some(path.to_owned());
+            Ok(src.to_owned())
+        } else {
+            Ok(String::new())
+        }
+    });
+    for d in multi.errors.iter().chain(&multi.notes) {
+        assert!(
+            d.file == "f.hl" || Some(&d.file) == first.as_ref(),
+            "{d} is in no file the check read"
+        );
+        check_diagnostic_in(&d.file, src, d);
+    }
+    if let Some(program) = multi.program.as_ref().filter(|_| multi.passed()) {
+        documents(program);
+    }
+
     if !checked.passed() {
         return;
     }
-    let _ = inventory(&program);
+    documents(&program);
+});
+
+/// Every document of a program that passed the check, without a panic.
+fn documents(program: &Program) {
+    let _ = inventory(program);
     for s in &program.surfaces {
-        let _ = openapi(&program, &s.name);
-        let _ = json_schema(&program, &s.name);
-        let _ = mcp(&program, &s.name);
-        let _ = proto(&program, &s.name);
-        let _ = bundle(&program, &s.name, "1.0.0");
+        let _ = openapi(program, &s.name);
+        let _ = json_schema(program, &s.name);
+        let _ = mcp(program, &s.name);
+        let _ = proto(program, &s.name);
+        let _ = bundle(program, &s.name, "1.0.0");
     }
     for e in &program.exposures {
         if let Some(name) = &e.name {
-            let _ = describe_offline(&program, name, "alice", &["trader".to_owned()]);
-            let _ = describe_offline(&program, name, "{\"mode\":\"unix\"", &[]);
+            let _ = describe_offline(program, name, "alice", &["trader".to_owned()]);
+            let _ = describe_offline(program, name, "{\"mode\":\"unix\"", &[]);
         }
     }
-});
+}

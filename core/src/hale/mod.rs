@@ -15,7 +15,9 @@
 //! - [`docs`]: the documents — the inventory, descriptions, the OpenAPI, JSON
 //!   Schema, MCP and `.proto` projections, the exported bundle — and the
 //!   runtime's describer.
-//! - [`check_program`]: `hale check`'s one entry point.
+//! - [`imports`]: a program of several files, read through a loader.
+//! - [`check_program`]: `hale check`'s one entry point
+//!   ([`check_program_with`] for a program that imports).
 //!
 //! From text to digest:
 //!
@@ -34,6 +36,7 @@ mod check;
 pub mod codec;
 pub mod digest;
 pub mod docs;
+pub mod imports;
 pub mod laws;
 pub mod model;
 pub mod protobuf;
@@ -43,4 +46,4 @@ pub mod shape;
 pub mod syntax;
 pub mod tools;
 
-pub use check::{check_program, Checked};
+pub use check::{check_program, check_program_with, Checked};

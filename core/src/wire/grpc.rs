@@ -84,7 +84,8 @@ pub enum Route {
     },
 }
 
-/// Reads `path` (`/<Surface>/<rpc>`) for an exposure of `surface`. The
+/// Reads `path` (`/<Service>/<rpc>`) for an exposure whose `.proto`
+/// service is `surface` (the surface's name, `lib_Public` for `lib::Public`). The
 /// rpc is the member as the `.proto` names it (`Orders__place`) or in an
 /// older spelling (`Orders.place`, `Orders::place`, `Orders%3A%3Aplace`);
 /// whether the surface has that member is the exposure's to say. Another
@@ -118,8 +119,10 @@ pub fn route(path: &str, surface: &str) -> Result<Route, String> {
     } else {
         rpc
     };
-    let member = if let Some((locus, function)) = rpc.split_once("__") {
-        format!("{locus}::{function}")
+    // Every `__` is a `::`: an imported locus's member
+    // (`lib__Orders__place`) is `lib::Orders::place`.
+    let member = if rpc.contains("__") {
+        rpc.split("__").collect::<Vec<_>>().join("::")
     } else if rpc.contains("::") {
         rpc.to_owned()
     } else if let Some((locus, function)) = rpc.split_once('.') {

@@ -1,32 +1,33 @@
 //! `hale check [--api …] FILE`: the check (syntax now, the admission laws
-//! through the same [`check_program`]), law 6's notes, and the documents
+//! through the same [`check_program_with`], imports read from the disk), law 6's notes, and the documents
 //! `--api` prints from the rows: the inventory, one exposure's description
 //! for one caller, or one surface's projection.
 
 use limen_core::hale::docs::{self, DocError};
 use limen_core::hale::model::Program;
 use limen_core::hale::syntax::Diagnostic;
-use limen_core::hale::{check_program, Checked};
+use limen_core::hale::{check_program_with, Checked};
 
 use super::cli::usage;
 use super::cli::CheckArgs;
 
 /// A checked program, or the exit status the check ended with (its
 /// diagnostics already printed). `notes`: print law 6's notes too, as
-/// `hale check` does beside the members they state.
+/// `hale check` does beside the members they state. The files the program
+/// imports are read too ([`check_file`]).
 pub fn checked(file: &str, print_notes: bool) -> Result<Program, i32> {
-    let src = match std::fs::read_to_string(file) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("hale: cannot read {file}: {e}");
-            return Err(1);
-        }
-    };
     let Checked {
         program,
         errors,
         notes,
-    } = check_program(file, &src);
+        ..
+    } = match check_file(file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hale: {e}");
+            return Err(1);
+        }
+    };
     for n in notes.iter().filter(|_| print_notes) {
         eprintln!("{}", note(n));
     }
@@ -37,6 +38,17 @@ pub fn checked(file: &str, print_notes: bool) -> Result<Program, i32> {
         Some(p) if errors.is_empty() => Ok(p),
         _ => Err(1),
     }
+}
+
+/// Checks the program at `file` and every file it imports, read from the
+/// disk by the path [`check_program_with`] resolves (against the importing
+/// file's directory); `Err` when `file` itself cannot be read. An import
+/// that cannot be read is a diagnostic of the check, at the `import`.
+pub fn check_file(file: &str) -> Result<Checked, String> {
+    let src = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+    Ok(check_program_with(file, &src, &mut |path| {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    }))
 }
 
 /// A note as it is printed: the diagnostic's three lines, `note:` before

@@ -22,10 +22,12 @@ use std::path::Path;
 
 use limen_core::hale::docs::{self, DocError};
 use limen_core::hale::model::Program;
-use limen_core::hale::{check_program, Checked};
+use limen_core::hale::Checked;
 use limen_core::json::jsonrpc;
 use limen_core::wire::mcp::{classify, encode_malformed, initialize_result, Incoming};
 use serde_json::{json, Map, Value};
+
+use super::check::check_file;
 
 /// The name the server gives in `initialize`.
 pub const SERVER_NAME: &str = "hale";
@@ -149,13 +151,12 @@ pub struct BadArguments(pub String);
 /// The program at `file` checked: the program, or the failed result with
 /// its diagnostics (and the notes, which `check` reports either way).
 fn checked(file: &str) -> Result<(Program, Vec<String>), ToolResult> {
-    let src = std::fs::read_to_string(file)
-        .map_err(|e| ToolResult::failed(format!("cannot read {file}: {e}"), None))?;
     let Checked {
         program,
         errors,
         notes,
-    } = check_program(file, &src);
+        ..
+    } = check_file(file).map_err(|e| ToolResult::failed(e, None))?;
     let notes: Vec<String> = notes
         .iter()
         .map(|n| format!("{}:{}:{}: note: {}", n.file, n.line, n.col, n.message))

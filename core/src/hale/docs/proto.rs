@@ -93,7 +93,10 @@ pub fn proto(program: &Program, surface: &str) -> Result<String, DocError> {
 pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocError> {
     let mut book = TypeBook::new();
     let (digest, members) = surface_members(program, surface, &mut book)?;
-    if !is_ident(surface) {
+    // An imported surface (`lib::Public`) is the service `lib_Public`, as
+    // an imported type's message is.
+    let service = message_name(surface);
+    if !is_ident(&service) {
         return Err(DocError::Proto(format!(
             "the surface `{surface}` is not a proto3 service name"
         )));
@@ -119,7 +122,7 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
                 uses_empty = true;
                 EMPTY.to_string()
             }
-            Some(Slot::Record(n)) => n.clone(),
+            Some(Slot::Record(n)) => message_name(n),
             Some(Slot::Scalar(s)) => {
                 let name = format!("{rpc}{what}");
                 wrappers.push(MessageDef {
@@ -191,7 +194,7 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
             ],
         )
     });
-    let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(surface, ())]);
+    let mut taken: BTreeMap<&str, ()> = BTreeMap::from([(service.as_str(), ())]);
     for m in &messages {
         if taken.insert(&m.name, ()).is_some() {
             return Err(DocError::Proto(format!(
@@ -219,17 +222,25 @@ pub fn proto_file(program: &Program, surface: &str) -> Result<ProtoFile, DocErro
         package: None,
         header,
         services: vec![ServiceDef {
-            name: surface.to_string(),
+            name: service.clone(),
             methods,
         }],
         messages,
     })
 }
 
-/// The message of the record `name`, refused when a name is no proto3
+/// The message a record is named by: the name the schema documents give
+/// it, the `::` of an imported type (`lib::Item`) written `_` (`lib_Item`),
+/// as § gRPC, the `.proto`, says.
+pub fn message_name(type_name: &str) -> String {
+    type_name.replace("::", "_")
+}
+
+/// The message of the record `type_name`, refused when a name is no proto3
 /// identifier or two fields share a proto3 JSON name.
-fn record(book: &TypeBook, name: &str) -> Result<MessageDef, DocError> {
-    let r = &book.records()[name];
+fn record(book: &TypeBook, type_name: &str) -> Result<MessageDef, DocError> {
+    let r = &book.records()[type_name];
+    let name = &message_name(type_name);
     if !is_ident(name) {
         return Err(DocError::Proto(format!(
             "the type `{name}` is not a proto3 message name"
@@ -258,7 +269,7 @@ fn record(book: &TypeBook, name: &str) -> Result<MessageDef, DocError> {
             Slot::Record(inner) => FieldDef::new(
                 &f.key,
                 n,
-                FieldType::Message(inner.clone()),
+                FieldType::Message(message_name(inner)),
                 Label::Singular,
             ),
         });

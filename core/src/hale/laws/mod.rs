@@ -47,7 +47,7 @@ pub use streams::MAX_STREAM_ROWS;
 mod tests;
 
 use super::model::{parse_program, Handler, Program, Row};
-use super::syntax::{Diagnostic, Pos, Span};
+use super::syntax::{Diagnostic, Pos, Sources, Span};
 
 /// What the check found: the errors that refuse the program, and the notes
 /// it prints beside members. A program is admitted when `errors` is empty.
@@ -70,6 +70,13 @@ impl Check {
 /// Holds `program`, the model of `src` (the text of `file`), to the
 /// admission laws.
 pub fn check(program: &Program, file: &str, src: &str) -> Check {
+    check_in(program, &Sources::single(file, src))
+}
+
+/// Holds `program`, the model of the files of `sources` (a program and
+/// the files it imports), to the admission laws; each finding is rendered
+/// in the file its span is in.
+pub fn check_in(program: &Program, sources: &Sources) -> Check {
     let mut laws = Laws {
         p: program,
         errors: Vec::new(),
@@ -84,7 +91,7 @@ pub fn check(program: &Program, file: &str, src: &str) -> Check {
         found.sort_by_key(|(span, _)| span.start.offset);
         found
             .into_iter()
-            .map(|(span, message)| Diagnostic::at(file, src, span, message))
+            .map(|(span, message)| sources.diagnostic(span, message))
             .collect()
     };
     Check {

@@ -18,6 +18,7 @@ const SHIPPED: &str = "`std::api::test::Rpc`, the in-process transport, `unix::R
 
 pub(super) fn check(l: &mut Laws) {
     exposure_names(l);
+    imported_mains(l);
     let p = l.p;
     for (site, e) in p.serve_sites.iter().zip(&p.exposures) {
         site_laws(l, site, e);
@@ -47,6 +48,44 @@ fn exposure_names(l: &mut Laws) {
             l.error(
                 span,
                 format!("exposure `{name}` is served twice: `as:` names one exposure; name this one apart"),
+            );
+        }
+    }
+}
+
+/// Only the entry program's main locus serves: an imported main locus
+/// with serve sites that the program writes the name of (a param of its
+/// main locus holding it, a literal of it in the main locus or in `fn
+/// main`) is refused where the program writes it. One the program only
+/// imports for its types is not.
+fn imported_mains(l: &mut Laws) {
+    let p = l.p;
+    for (name, _) in &p.imported_mains {
+        let mut at: Vec<Span> = Vec::new();
+        let literal = |e: &Expr| match e {
+            Expr::Struct { path, .. } if path.text() == *name => Some(path.span),
+            _ => None,
+        };
+        if let Some(main) = p.main_locus() {
+            at.extend(main.instances_of(name).iter().map(|param| param.name.span));
+            at.extend(
+                main.fns
+                    .iter()
+                    .flat_map(|f| &f.body.literals)
+                    .filter_map(literal),
+            );
+        }
+        at.extend(
+            p.free_fns
+                .iter()
+                .filter(|f| f.name.name == "main")
+                .flat_map(|f| &f.body.literals)
+                .filter_map(literal),
+        );
+        for span in at {
+            l.error(
+                span,
+                format!("api::serve in {name}, a main locus the program imports: only the entry program’s main locus serves; serve from the entry’s main locus or hold the exposure there"),
             );
         }
     }

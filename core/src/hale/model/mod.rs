@@ -248,6 +248,14 @@ pub struct Program {
     /// Second declarations of a name, kept out of the tables above, in the
     /// order written.
     pub duplicates: Vec<Duplicate>,
+    /// The main loci the program imports that hold serve sites, by the
+    /// name the import gives them (`lib::Head`), each with where its first
+    /// serve site is written. Only the entry's main locus serves: an
+    /// imported one is a plain locus of the program, its serve sites kept
+    /// out of [`serve_sites`](Self::serve_sites) and refused when the
+    /// program writes its name ([`crate::hale::imports`]). Empty for a
+    /// program of one file.
+    pub imported_mains: Vec<(String, Span)>,
     /// Names to table positions, built once with the tables (so the lookups
     /// below stay logarithmic however large the program).
     index: Index,
@@ -354,6 +362,7 @@ impl Program {
             exposures: Vec::new(),
             hubs: Vec::new(),
             duplicates: dups,
+            imported_mains: Vec::new(),
             index,
         };
         let (surfaces, api_dups) = surface::surfaces(&program, &apis);

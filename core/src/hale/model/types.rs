@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::hale::syntax::ast::{FieldDecl, ScalarKind, TypeBody, TypeDecl, TypeExpr, VariantDecl};
+use crate::hale::syntax::ast::{
+    FieldDecl, Path, ScalarKind, TypeBody, TypeDecl, TypeExpr, VariantDecl,
+};
 
 /// A primitive type, by the name a program writes it with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -209,13 +211,20 @@ impl TypeTable {
         self.decls.iter()
     }
 
-    /// The declaration a one-segment, non-generic type expression names.
+    /// The declaration a non-generic type expression names: a one-segment
+    /// name, or an imported type by its path under the import's alias
+    /// (`lib::Item`, the name the import gives its declaration).
     pub fn named(&self, ty: &TypeExpr) -> Option<&TypeDecl> {
-        let path = ty.bare_path()?;
-        if path.segments.len() != 1 {
-            return None;
+        self.by_path(ty.bare_path()?)
+    }
+
+    /// The declaration `path` names, by its text (one segment read without
+    /// building a string: a type is resolved on every decoding).
+    fn by_path(&self, path: &Path) -> Option<&TypeDecl> {
+        match path.segments.as_slice() {
+            [one] => self.get(&one.name),
+            _ => self.get(&path.text()),
         }
-        self.get(path.last())
     }
 
     /// What `ty` stands for: aliases followed to where their chain ends,
@@ -232,11 +241,16 @@ impl TypeTable {
             TypeExpr::Fn { .. } => return Resolved::Opaque(ty.text()),
             TypeExpr::Named { .. } => {}
         }
-        let Some(path) = ty.bare_path().filter(|p| p.segments.len() == 1) else {
+        let Some(path) = ty.bare_path() else {
             return Resolved::Opaque(ty.text());
         };
-        let name = path.last();
-        let Some(decl) = self.get(name) else {
+        // An imported type is declared under its alias path (`lib::Item`);
+        // the prims and builtins are one segment.
+        let Some(decl) = self.by_path(path) else {
+            if path.segments.len() != 1 {
+                return Resolved::Opaque(ty.text());
+            }
+            let name = path.last();
             if let Some(p) = Prim::named(name) {
                 return Resolved::Prim(p);
             }

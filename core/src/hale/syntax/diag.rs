@@ -114,3 +114,75 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+/// The texts of a program of several files, each at the base its spans are
+/// counted from ([`parse_at`](super::parse_at)): one offset names one
+/// place in one file, so a span the model keeps is rendered in the file it
+/// was written in, whichever file the law that refuses it reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sources {
+    files: Vec<SourceFile>,
+}
+
+/// One file of [`Sources`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SourceFile {
+    file: String,
+    src: String,
+    base: usize,
+}
+
+impl Sources {
+    /// The sources of a program of one file, `src` the text of `file`.
+    pub fn single(file: &str, src: &str) -> Sources {
+        let mut s = Sources::default();
+        s.push(file, src);
+        s
+    }
+
+    /// The base the next file pushed is parsed at: past the end of the
+    /// last one, with a byte to spare so an empty file's end names it alone.
+    pub fn next_base(&self) -> usize {
+        self.files.last().map_or(0, |f| f.base + f.src.len() + 1)
+    }
+
+    /// Adds `src`, the text of `file`, at [`next_base`](Self::next_base);
+    /// returns that base.
+    pub fn push(&mut self, file: &str, src: &str) -> usize {
+        let base = self.next_base();
+        self.files.push(SourceFile {
+            file: file.to_string(),
+            src: src.to_string(),
+            base,
+        });
+        base
+    }
+
+    /// The files' names, the entry first, then in the order they were read.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.file.as_str())
+    }
+
+    /// The file a span that starts at `offset` is in (the entry when none
+    /// was pushed after it).
+    pub fn file_at(&self, offset: usize) -> Option<&str> {
+        self.index_at(offset).map(|i| self.files[i].file.as_str())
+    }
+
+    fn index_at(&self, offset: usize) -> Option<usize> {
+        // The bases ascend: the file is the last one starting at or before it.
+        let after = self.files.partition_point(|f| f.base <= offset);
+        after.checked_sub(1)
+    }
+
+    /// A diagnostic for `span`, in the file it was written in.
+    pub fn diagnostic(&self, span: Span, message: impl Into<String>) -> Diagnostic {
+        let Some(f) = self.index_at(span.start.offset).map(|i| &self.files[i]) else {
+            return Diagnostic::at("", "", span, message);
+        };
+        let mut local = span;
+        local.start.offset -= f.base;
+        local.end.offset = local.end.offset.saturating_sub(f.base);
+        Diagnostic::at(&f.file, &f.src, local, message)
+    }
+}

@@ -17,7 +17,7 @@ mod parser;
 #[cfg(test)]
 mod tests;
 
-pub use diag::{Diagnostic, Pos, Span};
+pub use diag::{Diagnostic, Pos, Sources, Span};
 pub use parser::{RETIRED_API_ENTRY, RETIRED_GATED};
 
 /// How deep declaration expressions and types may nest (brackets, operator
@@ -29,5 +29,15 @@ pub const MAX_NESTING: usize = 64;
 /// Parses `src`, the text of the file named `file` (the name is only used
 /// in diagnostics).
 pub fn parse(file: &str, src: &str) -> Result<ast::File, Diagnostic> {
-    parser::Parser::new(file, src)?.file()
+    parse_at(file, src, 0)
+}
+
+/// Parses `src` as [`parse`] does, every [`Pos::offset`] of the result
+/// counted from `base` rather than from 0 (lines and columns stay the
+/// file's own). A program of several files parses each at a base of its
+/// own, so one offset names one place in one file
+/// ([`Sources`]); a syntax error is at the file's own
+/// offsets, as [`parse`] gives it.
+pub fn parse_at(file: &str, src: &str, base: usize) -> Result<ast::File, Diagnostic> {
+    parser::Parser::new(file, src, base)?.file()
 }

@@ -28,7 +28,7 @@ use super::{
 };
 use crate::hale::codec::Shape;
 use crate::hale::docs::book::{Slot, TypeBook};
-use crate::hale::docs::proto::{proto_file, EMPTY, REFUSAL};
+use crate::hale::docs::proto::{message_name, proto_file, EMPTY, REFUSAL};
 use crate::hale::docs::rows::{member, tool_name, ErrorSlot};
 use crate::hale::model::{Exposure, Program};
 use crate::hale::protobuf;
@@ -63,7 +63,8 @@ struct RowCodec {
 /// server reflection answers.
 #[derive(Clone, Debug)]
 pub struct Framing {
-    surface: String,
+    /// The service the paths name ([`Framing::service`]).
+    service: String,
     rows: HashMap<String, RowCodec>,
     reflection: Reflection,
 }
@@ -197,7 +198,7 @@ impl Framing {
             let rpc = tool_name(&row.member);
             let name = |slot: Option<&Slot>, what: &str| match slot {
                 None => EMPTY.to_string(),
-                Some(Slot::Record(n)) => n.clone(),
+                Some(Slot::Record(n)) => message_name(n),
                 Some(Slot::Scalar(_)) => format!("{rpc}{what}"),
             };
             let shape = |ty| {
@@ -217,7 +218,7 @@ impl Framing {
         let file = proto_file(program, &surface)
             .map_err(|e| ServeError(format!("the .proto of `{surface}`: {e}")))?;
         Ok(Framing {
-            surface,
+            service: message_name(&surface),
             rows,
             reflection: Reflection::new(file),
         })
@@ -228,9 +229,11 @@ impl Framing {
         &self.reflection
     }
 
-    /// The surface served (the service every call's path names).
-    pub fn surface(&self) -> &str {
-        &self.surface
+    /// The service every call's path names: the surface served, an
+    /// imported one's `::` written `_` as its `.proto` writes it
+    /// (`lib::Public` is `lib_Public`).
+    pub fn service(&self) -> &str {
+        &self.service
     }
 
     /// Reads a stream's header block. A head that is malformed still
@@ -247,7 +250,7 @@ impl Framing {
         let codec = get("content-type").map(codec_of);
         let route = match (get(":method"), get(":path")) {
             (Some(b"POST"), Some(path)) => match std::str::from_utf8(path) {
-                Ok(path) => route(path, &self.surface),
+                Ok(path) => route(path, &self.service),
                 Err(_) => Err(format!("not_a_grpc_path: {}", text(path))),
             },
             (Some(b"POST"), None) => Err("not_a_grpc_path: no :path".into()),

@@ -35,6 +35,9 @@ pub const RETIRED_GATED: &str = "`@gated` is retired: the roles a caller needs a
 pub(super) struct Parser<'a> {
     file: &'a str,
     src: &'a str,
+    /// Added to every offset the parser hands out (see [`super::parse_at`]);
+    /// taken off again wherever the parser reads its own `src` by a span.
+    base: usize,
     toks: Vec<Token>,
     pos: usize,
     depth: usize,
@@ -52,14 +55,27 @@ fn describe(tok: &Tok) -> String {
 }
 
 impl<'a> Parser<'a> {
-    pub(super) fn new(file: &'a str, src: &'a str) -> PResult<Parser<'a>> {
+    pub(super) fn new(file: &'a str, src: &'a str, base: usize) -> PResult<Parser<'a>> {
+        let mut toks = lex(file, src)?;
+        for t in &mut toks {
+            t.span.start.offset += base;
+            t.span.end.offset += base;
+        }
         Ok(Parser {
             file,
             src,
-            toks: lex(file, src)?,
+            base,
+            toks,
             pos: 0,
             depth: 0,
         })
+    }
+
+    /// `span` as an offset into this parser's own `src`.
+    fn local(&self, mut span: Span) -> Span {
+        span.start.offset = span.start.offset.saturating_sub(self.base);
+        span.end.offset = span.end.offset.saturating_sub(self.base);
+        span
     }
 
     // ── the cursor ──────────────────────────────────────────────────────
@@ -144,7 +160,7 @@ impl<'a> Parser<'a> {
     // ── errors ──────────────────────────────────────────────────────────
 
     fn error(&self, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::at(self.file, self.src, span, message)
+        Diagnostic::at(self.file, self.src, self.local(span), message)
     }
 
     /// "expected {what}, found {the current token}", at the current token.
@@ -310,6 +326,7 @@ impl<'a> Parser<'a> {
 
     /// The source text of a span.
     fn text(&self, span: Span) -> String {
+        let span = self.local(span);
         self.src[span.start.offset..span.end.offset.max(span.start.offset)].to_string()
     }
 

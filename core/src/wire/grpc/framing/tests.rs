@@ -497,3 +497,36 @@ fn grpc_message_is_percent_encoded_and_the_detail_holds_the_text() {
     assert_eq!(got.message, "bad %C3%A9 100%25");
     assert_eq!(got.detail.unwrap().1, "bad é 100%");
 }
+
+/// An imported surface (`lib::Public`) is the service `lib_Public`, its
+/// member `lib::Orders::place` the method `lib__Orders__place`, and its
+/// imported types messages with their `::` written `_`, as its `.proto`
+/// and its reflection say.
+#[test]
+fn an_imported_surface_is_routed_by_its_proto_service_name() {
+    let lib = "type Item { n: Int; }\n\
+               locus Orders { fn place(i: Item) -> Item { return i; } }\n\
+               api Public { rpc Orders::place; }\n";
+    let app = "import \"lib.hl\" as lib;\n\
+               main locus M {\n\
+                 params { o: lib::Orders = lib::Orders { }; }\n\
+                 run() { let s = api::serve(lib::Public, grpc::Rpc { bind: \"127.0.0.1:0\" }, as: \"pub\", bound: 4, on_full: refuse); s.stop(); }\n\
+               }\n";
+    let checked = crate::hale::check_program_with("app.hl", app, &mut |_| Ok(lib.to_string()));
+    assert!(checked.passed(), "{:?}", checked.errors);
+    let p = checked.program.unwrap();
+    let framing = Framing::new(&p, p.exposure("pub").unwrap()).unwrap();
+    assert_eq!(framing.service(), "lib_Public");
+    let head = framing.head(&head_fields(
+        "/lib_Public/lib__Orders__place",
+        "application/grpc",
+        None,
+    ));
+    assert_eq!(head.route, Ok(Route::Call("lib::Orders::place".into())));
+    let proto = crate::hale::docs::proto(&p, "lib::Public").unwrap();
+    assert!(proto.contains("service lib_Public {"), "{proto}");
+    assert!(
+        proto.contains("rpc lib__Orders__place(lib_Item) returns (lib_Item);"),
+        "{proto}"
+    );
+}

@@ -34,12 +34,14 @@
 
 pub mod codegen;
 pub mod convert;
+pub mod publish;
 mod serve;
 
 pub use convert::{Bytes, Dict, FromValue, HostToken, IntoValue, Json, Never, Set};
 pub use limen_core::flow::tool::toolkit::ToolkitLimits;
 pub use limen_core::flow::tool::{CallKey, Reply, Tool};
 pub use limen_core::flow::{Decimal, Duration, Instant, Int, JsonValue, Value};
+pub use publish::publish;
 pub use serve::{
     run_call, serve, serve_listing, serve_on, Context, Error, Options, Service, HAND_OFF,
 };

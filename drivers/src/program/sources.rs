@@ -45,7 +45,7 @@ struct RoleSourceEntry {
 struct Inner {
     tokens: BTreeMap<String, TokenSource>,
     roles: BTreeMap<String, RoleSourceEntry>,
-    seen: Mutex<BTreeMap<PathBuf, Option<SystemTime>>>,
+    seen: Mutex<BTreeMap<PathBuf, Option<(SystemTime, u64)>>>,
     /// The hubs each role source announces its revisions to.
     hubs: Mutex<Vec<(String, HubHandle)>>,
 }
@@ -173,8 +173,12 @@ impl RoleSource for PeerRoles {
     }
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// What tells a file changed: its modification time and its length (a
+/// file system that keeps whole seconds still sees an edit that changed
+/// the length within the second).
+fn modified(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
 }
 
 impl Sources {
@@ -310,12 +314,29 @@ impl Sources {
 
     fn read_again(&self, all: bool) -> Vec<String> {
         let mut errors = Vec::new();
-        let mut seen = self.inner.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let mut changed = |file: &Path| {
-            let now = modified(file);
-            let before = seen.insert(file.to_owned(), now);
-            all || before != Some(now)
+        // Which files moved, each looked at once: two sources may read one
+        // file (a storefront's and a hub's customers), and both are read
+        // again when it changes.
+        let files: std::collections::BTreeSet<&Path> = self
+            .inner
+            .tokens
+            .values()
+            .filter_map(|s| s.file.as_deref())
+            .chain(self.inner.roles.values().filter_map(|s| s.file.as_deref()))
+            .collect();
+        let moved: std::collections::BTreeSet<PathBuf> = {
+            let mut seen = self.inner.seen.lock().unwrap_or_else(|e| e.into_inner());
+            files
+                .into_iter()
+                .filter(|file| {
+                    let now = modified(file);
+                    let before = seen.insert(file.to_path_buf(), now);
+                    all || before != Some(now)
+                })
+                .map(Path::to_path_buf)
+                .collect()
         };
+        let changed = |file: &Path| moved.contains(file);
         for (name, s) in &self.inner.tokens {
             let Some(file) = s.file.as_deref().filter(|f| changed(f)) else {
                 continue;

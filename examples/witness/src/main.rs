@@ -63,8 +63,8 @@ fn main() {
     let instances = limen_witness::Instances::new(&program);
     // `Fills <- Fill { … }`: published through the server's control socket
     // when it gave one (`hale serve --control PATH` sets HALE_CONTROL).
-    if let Some(control) = std::env::var_os("HALE_CONTROL") {
-        let sink = publisher(control.into());
+    if std::env::var_os(limen_toolkit::publish::CONTROL_VAR).is_some() {
+        let sink = publisher();
         instances.orders.publish_to(sink.clone());
         instances.partner_orders.publish_to(sink);
     }
@@ -92,33 +92,11 @@ fn main() {
 }
 
 /// A fill sink that publishes each fill on the topic `Fills` through the
-/// served program's control socket, one line each, its answer read.
-fn publisher(control: std::path::PathBuf) -> limen_witness::FillSink {
-    use std::io::{BufRead, BufReader, Write};
-    use std::os::unix::net::UnixStream;
-    let conn: Mutex<Option<BufReader<UnixStream>>> = Mutex::new(None);
-    limen_witness::FillSink(Arc::new(move |fill| {
-        let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.is_none() {
-            *conn = UnixStream::connect(&control).ok().map(BufReader::new);
-        }
-        let Some(c) = conn.as_mut() else {
-            eprintln!("witness-tool: cannot reach {}", control.display());
-            return;
-        };
-        let line = format!("publish Fills {}\n", fill.to_json());
-        let mut answer = String::new();
-        let sent = c
-            .get_mut()
-            .write_all(line.as_bytes())
-            .and_then(|()| c.read_line(&mut answer));
-        match sent {
-            Ok(_) if answer.trim() == "ok" => {}
-            Ok(_) => eprintln!("witness-tool: publish: {}", answer.trim()),
-            Err(e) => {
-                eprintln!("witness-tool: publish: {e}");
-                *conn = None;
-            }
+/// served program's control socket (`limen_toolkit::publish`).
+fn publisher() -> limen_witness::FillSink {
+    limen_witness::FillSink(Arc::new(|fill| {
+        if let Err(e) = limen_toolkit::publish("Fills", &fill.to_json()) {
+            eprintln!("witness-tool: publish: {e}");
         }
     }))
 }

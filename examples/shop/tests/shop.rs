@@ -1,0 +1,232 @@
+//! The shop (`examples/shop/shop.hl`, a program of two files) served by
+//! `hale serve` with its handlers a Tool process written with
+//! limen-toolkit from generated code, driven by peers nobody here wrote:
+//! curl on the storefront, Python `websockets` on the order stream, and
+//! `hale call` on the back office's Unix socket.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/debug");
+    let bin = dir.join(name);
+    assert!(
+        bin.exists(),
+        "{} is not built: run `cargo build --workspace` (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+fn here() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Shop {
+    child: Child,
+    dir: PathBuf,
+    banner: String,
+}
+
+impl Shop {
+    fn start() -> Shop {
+        let dir = std::env::temp_dir().join(format!("hale-shop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // The example's configuration, its handler built here.
+        let tool = env!("CARGO_BIN_EXE_shop-tool");
+        let config = std::fs::read_to_string(here().join("serve.toml"))
+            .unwrap()
+            .replace("../../target/release/shop-tool", tool)
+            .replace(
+                "/tmp/shop/back.sock",
+                &dir.join("back.sock").display().to_string(),
+            );
+        std::fs::write(dir.join("serve.toml"), config).unwrap();
+        std::fs::copy(here().join("customers.toml"), dir.join("customers.toml")).unwrap();
+        let me = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+        let mut child = Command::new(workspace_bin("hale"))
+            .arg("serve")
+            .arg(here().join("shop.hl"))
+            .arg("--config")
+            .arg(dir.join("serve.toml"))
+            .args([
+                "--bind",
+                "store=127.0.0.1:0",
+                "--bind",
+                "orders=127.0.0.1:0",
+            ])
+            .arg("--grant")
+            .arg(format!("back_roles.clerk=uid:{}", me.trim()))
+            .arg("--control")
+            .arg(dir.join("control"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("hale serve starts");
+        let mut banner = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap_or(0) == 0 {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                panic!("hale serve ended at boot:\n{banner}\n{err}");
+            }
+            banner.push_str(&line);
+            if line.starts_with("stop with Ctrl-C") {
+                break;
+            }
+        }
+        Shop { child, dir, banner }
+    }
+
+    fn endpoint(&self, name: &str) -> String {
+        self.banner
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .next()
+                    .is_some_and(|id| id.ends_with(&format!("/{name}")))
+            })
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no {name} in the banner:\n{}", self.banner))
+            .to_owned()
+    }
+}
+
+impl Drop for Shop {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// curl's POST of `body` to `member` as `token`: the status and the body.
+fn curl(store: &str, token: &str, member: &str, body: &str) -> (u16, serde_json::Value) {
+    let out = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            body,
+        ])
+        .arg(format!("{store}/call/{member}"))
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').expect("a status line");
+    (
+        status.trim().parse().unwrap(),
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+fn peers_python(module: &str) -> Option<PathBuf> {
+    let python = here().join("../../.peers/venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(python)
+    } else {
+        eprintln!("skipped: {module} is not installed (scripts/install-peers)");
+        None
+    }
+}
+
+#[test]
+fn a_customer_buys_and_the_order_reaches_the_stream() {
+    let shop = Shop::start();
+    let store = shop.endpoint("store");
+    // The storefront: an imported record (`catalog::Item`) as the result.
+    let (status, item) = curl(&store, "t-ann", "Catalog::lookup", r#"{"sku":1}"#);
+    assert_eq!(status, 200, "{item}");
+    assert_eq!(
+        item,
+        serde_json::json!({"sku": 1, "name": "tea", "price": 450, "on_hand": 10})
+    );
+    let (status, e) = curl(&store, "t-ann", "Catalog::lookup", r#"{"sku":9}"#);
+    assert_eq!((status, e["code"].as_str()), (422, Some("unknown_sku")));
+    // Refused by the contract before any handler runs.
+    let (status, e) = curl(&store, "t-nobody", "Cart::add", r#"{"sku":1,"qty":1}"#);
+    assert_eq!(
+        (status, e["refusal"]["kind"].as_str()),
+        (401, Some("unauthenticated"))
+    );
+    let (status, e) = curl(&store, "t-ann", "Cart::add", r#"{"sku":"one","qty":1}"#);
+    assert_eq!(
+        (status, e["refusal"]["kind"].as_str()),
+        (400, Some("malformed"))
+    );
+
+    let watcher = peers_python("websockets.sync.client").map(|python| {
+        let mut child = Command::new(python)
+            .arg(here().join("tests/watch_orders.py"))
+            .args([&shop.endpoint("orders"), "t-ann"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        assert!(first.contains(r#""type": "subscribed""#), "{first}");
+        (child, lines)
+    });
+
+    let (status, view) = curl(&store, "t-ann", "Cart::add", r#"{"sku":2,"qty":2}"#);
+    assert_eq!(
+        (status, view),
+        (200, serde_json::json!({"lines": 1, "total": 2400}))
+    );
+    let (status, receipt) = curl(&store, "t-ann", "Cart::checkout", "{}");
+    assert_eq!(
+        (status, receipt),
+        (200, serde_json::json!({"order": 1, "total": 2400}))
+    );
+    let (status, e) = curl(&store, "t-ann", "Cart::checkout", "{}");
+    assert_eq!((status, e["code"].as_str()), (422, Some("empty_cart")));
+
+    if let Some((mut child, mut lines)) = watcher {
+        let event: serde_json::Value =
+            serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(event["type"], "event");
+        assert_eq!(
+            event["payload"],
+            serde_json::json!({"order": 1, "customer": "ann", "total": 2400})
+        );
+        // ann is no customer once the file says so: her stream ends.
+        std::fs::write(shop.dir.join("customers.toml"), "customer = [\"ben\"]\n").unwrap();
+        let end: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(end["type"], "unauthorized", "{end}");
+        assert_eq!(end["reason"], "revoked", "{end}");
+        let _ = child.wait();
+        // And the storefront refuses her too: both sources read the file
+        // in the pass that announced the revision the hub acted on.
+        let (status, _) = curl(&store, "t-ann", "Cart::add", r#"{"sku":1,"qty":1}"#);
+        assert_eq!(status, 403);
+    }
+
+    // The back office, over its Unix socket, as the clerk.
+    let back = shop.endpoint("back");
+    let out = Command::new(workspace_bin("hale"))
+        .args([
+            "call",
+            &back,
+            "Catalog::restock",
+            "--sku",
+            "3",
+            "--qty",
+            "4",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let item: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(item["on_hand"], 5);
+}

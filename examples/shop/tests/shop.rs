@@ -1,8 +1,9 @@
 //! The shop (`examples/shop/shop.hl`, a program of two files) served by
 //! `hale serve` with its handlers a Tool process written with
 //! limen-toolkit from generated code, driven by peers nobody here wrote:
-//! curl on the storefront, Python `websockets` on the order stream, and
-//! `hale call` on the back office's Unix socket.
+//! curl on the storefront, the MCP Python SDK and grpcio on the same
+//! surface over MCP and gRPC, Python `websockets` on the order stream,
+//! and `hale call` on the back office's Unix socket.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -32,7 +33,9 @@ struct Shop {
 
 impl Shop {
     fn start() -> Shop {
-        let dir = std::env::temp_dir().join(format!("hale-shop-{}", std::process::id()));
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("hale-shop-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         // The example's configuration, its handler built here.
@@ -57,6 +60,10 @@ impl Shop {
                 "store=127.0.0.1:0",
                 "--bind",
                 "orders=127.0.0.1:0",
+                "--bind",
+                "store_mcp=127.0.0.1:0",
+                "--bind",
+                "store_grpc=127.0.0.1:0",
             ])
             .arg("--grant")
             .arg(format!("back_roles.clerk=uid:{}", me.trim()))
@@ -229,4 +236,86 @@ fn a_customer_buys_and_the_order_reaches_the_stream() {
     assert!(out.status.success(), "{out:?}");
     let item: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(item["on_hand"], 5);
+}
+
+#[test]
+fn the_storefront_answers_the_mcp_sdk_and_grpcio() {
+    let shop = Shop::start();
+    // The MCP Python SDK's client (drivers/tests/peer/mcp_client.py).
+    if let Some(python) = peers_python("mcp") {
+        let url = shop.endpoint("store_mcp").replace("mcp://", "http://");
+        let plan = serde_json::json!({
+            "transport": "http", "url": format!("{url}/mcp"), "token": "t-ben",
+            "calls": [
+                {"label": "lookup", "name": "Catalog__lookup", "arguments": {"sku": 2}},
+                {"label": "add", "name": "Cart__add", "arguments": {"sku": 2, "qty": 1}},
+            ],
+        });
+        let mut child = Command::new(python)
+            .arg(here().join("../../drivers/tests/peer/mcp_client.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plan.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let tools: Vec<&str> = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(tools, ["Cart__add", "Cart__checkout", "Catalog__lookup"]);
+        assert_eq!(
+            report["calls"]["lookup"]["result"]["structuredContent"],
+            serde_json::json!({"sku": 2, "name": "cup", "price": 1200, "on_hand": 3})
+        );
+        assert_eq!(
+            report["calls"]["add"]["result"]["structuredContent"],
+            serde_json::json!({"lines": 1, "total": 1200})
+        );
+    }
+    // grpcio with stubs from the exported Storefront.proto.
+    if let Some(python) = peers_python("grpc_tools") {
+        let api = shop.dir.join("api");
+        let stubs = shop.dir.join("stubs");
+        std::fs::create_dir_all(&stubs).unwrap();
+        let export = Command::new(workspace_bin("hale"))
+            .args(["api", "export", "--surface", "Storefront", "--out"])
+            .arg(&api)
+            .arg(here().join("shop.hl"))
+            .output()
+            .unwrap();
+        assert!(export.status.success(), "{export:?}");
+        let target = shop.endpoint("store_grpc").replace("grpc://", "");
+        let out = Command::new(python)
+            .arg(here().join("tests/grpc_storefront.py"))
+            .arg(&api)
+            .arg(&stubs)
+            .args([&target, "t-ben"])
+            .args(["Catalog__lookup", r#"{"sku": 3}"#])
+            .args(["Catalog__lookup", r#"{"sku": 9}"#])
+            .args(["Cart__add", r#"{"sku": 3, "qty": 1}"#])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["code"], "OK");
+        assert_eq!(lines[0]["response"]["name"], "pot");
+        // The handler error, in gRPC's column of § Outcomes.
+        assert_eq!(lines[1]["code"], "FAILED_PRECONDITION");
+        // ben's cart is one cart, whichever transport adds to it.
+        assert_eq!(lines[2]["code"], "OK");
+        assert_eq!(lines[2]["response"]["lines"], "2");
+    }
 }

@@ -45,6 +45,38 @@ pub enum HandlerConfig {
     Http(String),
 }
 
+/// Where the upstream is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    /// `host:port`.
+    pub authority: String,
+    /// The path every member's is under (`/desk`, or empty).
+    pub prefix: String,
+}
+
+impl Upstream {
+    /// Reads `http://host:port/prefix`.
+    pub fn parse(url: &str) -> Result<Upstream, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!("`{url}` is not an http:// URL (an upstream is plain HTTP/1.1)")
+        })?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if authority.is_empty() || authority.contains(['@', '?', '#']) {
+            return Err(format!("`{url}` names no host:port"));
+        }
+        if path.contains(['?', '#']) {
+            return Err(format!("`{url}`: a prefix is a path, without query"));
+        }
+        Ok(Upstream {
+            authority: authority.to_owned(),
+            prefix: path.trim_end_matches('/').to_owned(),
+        })
+    }
+}
+
 /// One `[handlers.NAME]` table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handler {
@@ -233,7 +265,7 @@ fn handler(v: &Value, at: &str) -> Result<Handler, ConfigError> {
         ["mcp"] => HandlerConfig::Mcp(words(&t["mcp"], &format!("{at}.mcp"))?),
         ["http"] => {
             let url = text(&t["http"], &format!("{at}.http"))?;
-            super::upstream::Upstream::parse(&url)
+            Upstream::parse(&url)
                 .map_err(|e| ConfigError(format!("{at}.http: {e}")))?;
             HandlerConfig::Http(url)
         }

@@ -309,7 +309,7 @@ fn boot_handlers(
             HandlerConfig::Mcp(w) => (w, Speaks::Mcp),
             HandlerConfig::Http(url) => {
                 // Checked when the configuration was read.
-                let Ok(up) = upstream::Upstream::parse(url) else {
+                let Ok(up) = config::Upstream::parse(url) else {
                     continue;
                 };
                 let timeout = std::time::Duration::from_millis(h.timeout_ms.unwrap_or(60_000));

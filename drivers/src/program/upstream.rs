@@ -23,39 +23,8 @@ use limen_core::hale::runtime::{Completion, Receiver, ServedContext, Supervision
 use limen_core::hale::tools::{RowError, RowTool};
 use limen_core::wire::http1::client::write_request;
 
+use super::config::Upstream;
 use super::control::{wait_open, Gate};
-
-/// Where the upstream is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Upstream {
-    /// `host:port`.
-    pub authority: String,
-    /// The path every member's is under (`/desk`, or empty).
-    pub prefix: String,
-}
-
-impl Upstream {
-    /// Reads `http://host:port/prefix`.
-    pub fn parse(url: &str) -> Result<Upstream, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!("`{url}` is not an http:// URL (an upstream is plain HTTP/1.1)")
-        })?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        if authority.is_empty() || authority.contains(['@', '?', '#']) {
-            return Err(format!("`{url}` names no host:port"));
-        }
-        if path.contains(['?', '#']) {
-            return Err(format!("`{url}`: a prefix is a path, without query"));
-        }
-        Ok(Upstream {
-            authority: authority.to_owned(),
-            prefix: path.trim_end_matches('/').to_owned(),
-        })
-    }
-}
 
 /// The receiver.
 pub struct UpstreamReceiver {

@@ -30,11 +30,9 @@ use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use limen_core::hale::docs::McpDescriber;
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
 use limen_core::hale::runtime::{BearerSource, Describer, Exposure, RoleTable, Supervision};
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
-use limen_core::wire::grpc::Framing as GrpcFraming;
 use limen_witness as witness;
 use limen_witness::exposures::{grpc_exposure, hub_desk_program, mcp_exposure};
 
@@ -273,42 +271,35 @@ impl Demo {
             if let Some(grants) = changed_grants(&program, e, options) {
                 recorded_roles.insert(spec.identity(), grants);
             }
-            let codec = ShapeCodec::new(&program, e).map_err(|err| BootError(err.to_string()))?;
             let over_grpc = listener.transport == TransportKind::Grpc;
-            // A gRPC exposure's codec decodes the protobuf calls too.
-            let codec = if over_grpc {
-                codec.with_protobuf()
-            } else {
-                codec
-            };
-            let identity = spec.identity();
             let over_mcp = listener.transport == TransportKind::Mcp;
-            let docs = if over_mcp {
-                McpDescriber::new(&program, e)
-                    .map(|d| Box::new(d) as Box<dyn Describer + Send>)
-                    .map_err(|err| err.to_string())
-            } else if over_grpc {
-                // The exposure is the demo's, not the program's: it is
-                // described as the program would be were it a serve site
-                // of it.
+            let identity = spec.identity();
+            // An exposure the demo derives (Public over MCP or gRPC) is
+            // described as the program would be were it a serve site of it.
+            let derived;
+            let described = if program.exposures.contains(e) {
+                &program
+            } else {
                 let mut with = program.clone();
                 with.exposures.push(e.clone());
-                describer(&with, e, &bound)
-            } else {
-                describer(&program, e, &bound)
-            }
-            .map_err(|err| BootError(format!("hale demo: cannot describe {name}: {err}")))?;
-            let exposure = Exposure::new(spec, bearer, Box::new(roles), Box::new(codec), docs);
-            if over_mcp {
-                server.serve_mcp(id, exposure, ids)
-            } else if over_grpc {
-                let framing =
-                    GrpcFraming::new(&program, e).map_err(|err| BootError(err.to_string()))?;
-                server.serve_grpc(id, exposure, ids, framing)
-            } else {
-                server.serve(id, exposure, ids)
-            }
-            .map_err(|err| BootError(format!("hale demo: cannot serve {name}: {err}")))?;
+                derived = with;
+                &derived
+            };
+            crate::program::serve_exposure(
+                &mut server,
+                crate::program::Served {
+                    program: described,
+                    exposure: e,
+                    listener: id,
+                    bound: &bound,
+                    spec,
+                    bearer,
+                    roles: Box::new(roles),
+                    workers: ids,
+                },
+                describer,
+            )
+            .map_err(|err| BootError(format!("hale demo: {err}")))?;
             let endpoint = match &bound {
                 BoundAddress::Tcp(a) if over_mcp => format!("mcp://{a}"),
                 BoundAddress::Tcp(a) if over_grpc => format!("grpc://{a}"),

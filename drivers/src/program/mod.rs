@@ -117,6 +117,76 @@ impl std::fmt::Debug for Application {
     }
 }
 
+/// What one exposure is served with: the program it is described from,
+/// where it listens, its spec, its sources and its receivers' workers.
+pub struct Served<'a> {
+    /// The program the exposure is described from (one that holds it).
+    pub program: &'a Program,
+    /// The exposure, of that program.
+    pub exposure: &'a ModelExposure,
+    /// Its listener.
+    pub listener: crate::serve::ListenerId,
+    /// Where the listener is bound.
+    pub bound: &'a BoundAddress,
+    /// The exposure's spec (its bound and hand-ahead set).
+    pub spec: limen_core::hale::runtime::ExposureSpec,
+    /// Its bearer source (none over Unix).
+    pub bearer: Option<Box<dyn BearerSource + Send>>,
+    /// Its role source.
+    pub roles: Box<dyn RoleSource + Send>,
+    /// The worker of each of its receivers, in its spec's order.
+    pub workers: Vec<WorkerId>,
+}
+
+/// Serves one exposure on its listener by its transport — its codec
+/// (protobuf too over gRPC), its describer (the MCP tools over MCP,
+/// `describe` otherwise), its framing — the one path `hale serve` and
+/// `hale demo` serve an exposure by.
+pub fn serve_exposure(
+    server: &mut Server,
+    served: Served<'_>,
+    describe: &crate::demo::DescriberFactory,
+) -> Result<(), String> {
+    let Served {
+        program,
+        exposure: e,
+        listener,
+        bound,
+        spec,
+        bearer,
+        roles,
+        workers,
+    } = served;
+    let name = e.name.clone().unwrap_or_default();
+    let transport = e.listener.as_ref().map(|l| l.transport.clone());
+    let over_grpc = transport == Some(TransportKind::Grpc);
+    let over_mcp = transport == Some(TransportKind::Mcp);
+    let codec = ShapeCodec::new(program, e).map_err(|err| err.to_string())?;
+    let codec = if over_grpc {
+        codec.with_protobuf()
+    } else {
+        codec
+    };
+    let docs = if over_mcp {
+        McpDescriber::new(program, e)
+            .map(|d| Box::new(d) as Box<dyn Describer + Send>)
+            .map_err(|err| err.to_string())
+    } else {
+        describe(program, e, bound)
+    }
+    .map_err(|err| format!("cannot describe {name}: {err}"))?;
+    let exposure = Exposure::new(spec, bearer, roles, Box::new(codec), docs);
+    if over_mcp {
+        server.serve_mcp(listener, exposure, workers)
+    } else if over_grpc {
+        let framing = GrpcFraming::new(program, e).map_err(|err| err.to_string())?;
+        server.serve_grpc(listener, exposure, workers, framing)
+    } else {
+        server.serve(listener, exposure, workers)
+    }
+    .map_err(|err| format!("cannot serve {name}: {err}"))
+}
+
 /// The transport as the banner and the boot diagnostic name it.
 fn transport_name(kind: &TransportKind) -> &'static str {
     match kind {
@@ -541,35 +611,25 @@ impl Application {
                 },
                 _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
             };
-            let over_grpc = listener.transport == TransportKind::Grpc;
-            let over_mcp = listener.transport == TransportKind::Mcp;
-            let codec = ShapeCodec::new(program, e).map_err(|err| one(err.to_string()))?;
-            let codec = if over_grpc {
-                codec.with_protobuf()
-            } else {
-                codec
-            };
             let identity = spec.identity();
-            let docs: Result<Box<dyn Describer + Send>, String> = if over_mcp {
-                McpDescriber::new(program, e)
-                    .map(|d| Box::new(d) as Box<dyn Describer + Send>)
-                    .map_err(|err| err.to_string())
-            } else {
-                crate::hale_cli::describer::model_describer(program, e, &bound)
-                    .map_err(|err| err.to_string())
+            let describe = |p: &Program, e: &ModelExposure, b: &BoundAddress| {
+                crate::hale_cli::describer::model_describer(p, e, b).map_err(|err| err.to_string())
             };
-            let docs =
-                docs.map_err(|err| one(format!("hale serve: cannot describe {name}: {err}")))?;
-            let exposure = Exposure::new(spec, bearer, roles, Box::new(codec), docs);
-            if over_mcp {
-                server.serve_mcp(id, exposure, workers)
-            } else if over_grpc {
-                let framing = GrpcFraming::new(program, e).map_err(|err| one(err.to_string()))?;
-                server.serve_grpc(id, exposure, workers, framing)
-            } else {
-                server.serve(id, exposure, workers)
-            }
-            .map_err(|err| one(format!("hale serve: cannot serve {name}: {err}")))?;
+            serve_exposure(
+                &mut server,
+                Served {
+                    program,
+                    exposure: e,
+                    listener: id,
+                    bound: &bound,
+                    spec,
+                    bearer,
+                    roles,
+                    workers,
+                },
+                &describe,
+            )
+            .map_err(|err| one(format!("hale serve: {err}")))?;
             if let Some(open) = server.connections(id) {
                 gauges.connections.push((name.clone(), open));
             }

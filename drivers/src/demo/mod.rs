@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
 use limen_core::hale::model::{Exposure as ModelExposure, Program, Source, TransportKind};
-use limen_core::hale::runtime::{BearerSource, Describer, Exposure, RoleTable, Supervision};
+use limen_core::hale::runtime::{BearerSource, Exposure, RoleTable, Supervision};
 use limen_core::hale::serving::{exposure_spec, ShapeCodec};
 use limen_witness as witness;
 use limen_witness::exposures::{grpc_exposure, hub_desk_program, mcp_exposure};
@@ -39,10 +39,7 @@ use limen_witness::exposures::{grpc_exposure, hub_desk_program, mcp_exposure};
 use crate::program::control::Gated;
 use crate::serve::{BoundAddress, Command, HubRun, Server, ServerConfig, StopHandle, WorkerId};
 
-/// Builds the live describer of one exposure, given where it was bound, or
-/// says why the exposure cannot be described.
-pub type DescriberFactory =
-    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Result<Box<dyn Describer + Send>, String>;
+pub use crate::program::DescriberFactory;
 
 /// What `hale demo`'s flags set.
 #[derive(Clone, Debug, Default)]
@@ -111,19 +108,6 @@ pub struct BootError(pub String);
 impl std::fmt::Display for BootError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-fn transport_name(kind: &TransportKind) -> &'static str {
-    match kind {
-        TransportKind::Http => "http::Rpc",
-        TransportKind::Unix => "unix::Rpc",
-        TransportKind::Mcp => "mcp::Rpc",
-        TransportKind::Grpc => "grpc::Rpc",
-        TransportKind::Ws => "ws::Hub",
-        TransportKind::Udp => "udp::Hub",
-        TransportKind::Test => "std::api::test::Rpc",
-        TransportKind::Other(_) => "the transport",
     }
 }
 
@@ -213,7 +197,7 @@ impl Demo {
             let fail = |addr: &str, err: std::io::Error| {
                 BootError(format!(
                     "api: {} could not listen on {addr}: {err}",
-                    transport_name(&listener.transport)
+                    crate::program::transport_name(&listener.transport)
                 ))
             };
             let (id, bound) = match listener.transport {

@@ -117,6 +117,11 @@ impl std::fmt::Debug for Application {
     }
 }
 
+/// Builds the live describer of one exposure, given where it was bound, or
+/// says why the exposure cannot be described.
+pub type DescriberFactory =
+    dyn Fn(&Program, &ModelExposure, &BoundAddress) -> Result<Box<dyn Describer + Send>, String>;
+
 /// What one exposure is served with: the program it is described from,
 /// where it listens, its spec, its sources and its receivers' workers.
 pub struct Served<'a> {
@@ -145,7 +150,7 @@ pub struct Served<'a> {
 pub fn serve_exposure(
     server: &mut Server,
     served: Served<'_>,
-    describe: &crate::demo::DescriberFactory,
+    describe: &DescriberFactory,
 ) -> Result<(), String> {
     let Served {
         program,
@@ -188,7 +193,7 @@ pub fn serve_exposure(
 }
 
 /// The transport as the banner and the boot diagnostic name it.
-fn transport_name(kind: &TransportKind) -> &'static str {
+pub(crate) fn transport_name(kind: &TransportKind) -> &'static str {
     match kind {
         TransportKind::Http => "http::Rpc",
         TransportKind::Unix => "unix::Rpc",
@@ -598,19 +603,7 @@ impl Application {
                 })?;
                 workers.push(i.worker);
             }
-            let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
-                Source::Param { param, .. } => sources
-                    .tokens(param)
-                    .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
-                _ => None,
-            };
-            let roles: Box<dyn RoleSource + Send> = match &e.roles {
-                Source::Param { param, .. } => match sources.roles(param) {
-                    Some(r) => Box::new(r),
-                    None => Box::new(limen_core::hale::runtime::RoleTable::new()),
-                },
-                _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
-            };
+            let (bearer, roles) = exposure_sources(e, &sources);
             let identity = spec.identity();
             let describe = |p: &Program, e: &ModelExposure, b: &BoundAddress| {
                 crate::hale_cli::describer::model_describer(p, e, b).map_err(|err| err.to_string())
@@ -789,6 +782,32 @@ impl Application {
     }
 }
 
+/// The bearer and role sources exposure `e` reads, as the configuration
+/// gives its source params (a role source it does not give grants
+/// nothing; a Unix exposure has no bearer source).
+fn exposure_sources(
+    e: &ModelExposure,
+    sources: &Sources,
+) -> (
+    Option<Box<dyn BearerSource + Send>>,
+    Box<dyn RoleSource + Send>,
+) {
+    let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
+        Source::Param { param, .. } => sources
+            .tokens(param)
+            .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
+        _ => None,
+    };
+    let roles: Box<dyn RoleSource + Send> = match &e.roles {
+        Source::Param { param, .. } => match sources.roles(param) {
+            Some(r) => Box::new(r),
+            None => Box::new(limen_core::hale::runtime::RoleTable::new()),
+        },
+        _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
+    };
+    (bearer, roles)
+}
+
 /// Serves exposure `e`, whose transport is a hub the main locus holds,
 /// over that hub's connections: its calls framed by the hub, admitted
 /// under the exposure's sources, answered by its receivers' workers.
@@ -836,19 +855,7 @@ fn serve_over_hub(
                 .worker,
         );
     }
-    let bearer: Option<Box<dyn BearerSource + Send>> = match &e.principals {
-        Source::Param { param, .. } => sources
-            .tokens(param)
-            .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
-        _ => None,
-    };
-    let roles: Box<dyn RoleSource + Send> = match &e.roles {
-        Source::Param { param, .. } => match sources.roles(param) {
-            Some(r) => Box::new(r),
-            None => Box::new(limen_core::hale::runtime::RoleTable::new()),
-        },
-        _ => Box::new(limen_core::hale::runtime::RoleTable::new()),
-    };
+    let (bearer, roles) = exposure_sources(e, sources);
     let codec = ShapeCodec::new(program, e).map_err(|err| fail(err.to_string()))?;
     let docs = crate::hale_cli::describer::model_describer(program, e, &hub.bound)
         .map_err(|err| fail(err.to_string()))?;

@@ -143,7 +143,7 @@ fn peers_python(module: &str) -> Option<PathBuf> {
     if ok {
         Some(python)
     } else {
-        eprintln!("skipped: {module} is not installed (scripts/install-peers)");
+        absent(&format!("{module} is not installed"));
         None
     }
 }
@@ -318,4 +318,14 @@ fn the_storefront_answers_the_mcp_sdk_and_grpcio() {
         assert_eq!(lines[2]["code"], "OK");
         assert_eq!(lines[2]["response"]["lines"], "2");
     }
+}
+
+/// A peer that is not installed: a skip, or a failure under
+/// LIMEN_REQUIRE_PEERS=1 (CI), as the drivers' tests have it.
+fn absent(why: &str) {
+    assert!(
+        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
+    );
+    eprintln!("skipped: {why}; scripts/install-peers installs it");
 }

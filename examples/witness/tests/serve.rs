@@ -599,7 +599,7 @@ fn peers_python() -> Option<PathBuf> {
     if has_sdk {
         Some(python)
     } else {
-        eprintln!("skipped: the MCP SDK is not installed (scripts/install-peers)");
+        absent("the MCP SDK is not installed");
         None
     }
 }
@@ -760,7 +760,7 @@ fn each_call_is_a_log_line_and_a_metric_prometheus_reads() {
             let out = child.wait_with_output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             if stderr.contains("No module named") {
-                eprintln!("skipped the parser: prometheus-client is not installed (scripts/install-peers)");
+                absent("prometheus-client is not installed");
             } else {
                 assert!(out.status.success(), "{stderr}\n{text}");
                 let samples = String::from_utf8_lossy(&out.stdout);
@@ -778,7 +778,7 @@ fn each_call_is_a_log_line_and_a_metric_prometheus_reads() {
                 );
             }
         }
-        Err(e) => eprintln!("skipped the parser: {e}"),
+        Err(e) => absent(&format!("the peers' Python: {e}")),
     }
     let err = served.stop();
     let lines: Vec<serde_json::Value> = err
@@ -858,4 +858,14 @@ fn sigterm_stops_in_order_and_the_hub_writes_closed() {
     // Nothing listens any more.
     let addr = public.trim_start_matches("http://");
     assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+/// A peer that is not installed: a skip, or a failure under
+/// LIMEN_REQUIRE_PEERS=1 (CI), as the drivers' tests have it.
+fn absent(why: &str) {
+    assert!(
+        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
+    );
+    eprintln!("skipped: {why}; scripts/install-peers installs it");
 }

@@ -216,7 +216,13 @@ impl ConnLoop {
             // A message left before the mark is in the mailbox now.
             self.mailbox.take(&mut messages);
             let stop_due = self.id == 0 && self.shared.stop.load(Ordering::SeqCst);
-            let busy = !self.again.is_empty() || self.lingering.has_ready();
+            // Requests framed after this turn's admission (a gRPC
+            // reflection stream frames its next message once the last is
+            // answered, when the answer is written in `flush`) are admitted
+            // at once, not at the next event or timer.
+            let busy = !self.again.is_empty()
+                || self.lingering.has_ready()
+                || !self.to_owner.is_empty();
             let timeout = if busy || !messages.is_empty() || stop_due && !self.finish_sent {
                 Some(Duration::ZERO)
             } else {

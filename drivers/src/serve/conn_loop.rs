@@ -220,9 +220,8 @@ impl ConnLoop {
             // reflection stream frames its next message once the last is
             // answered, when the answer is written in `flush`) are admitted
             // at once, not at the next event or timer.
-            let busy = !self.again.is_empty()
-                || self.lingering.has_ready()
-                || !self.to_owner.is_empty();
+            let busy =
+                !self.again.is_empty() || self.lingering.has_ready() || !self.to_owner.is_empty();
             let timeout = if busy || !messages.is_empty() || stop_due && !self.finish_sent {
                 Some(Duration::ZERO)
             } else {

@@ -876,13 +876,39 @@ fn endpoint(bound: &BoundAddress, transport: &TransportKind) -> String {
     }
 }
 
+/// A value of `shape`: each field its type's zero.
+fn example(shape: &limen_core::hale::codec::Shape) -> serde_json::Value {
+    use limen_core::hale::codec::Shape;
+    match shape {
+        // Zero, or the range's end nearest it.
+        Shape::Int { min, max } => serde_json::json!(match (min, max) {
+            (Some(lo), _) if *lo > 0 => *lo,
+            (_, Some(hi)) if *hi < 0 => *hi,
+            _ => 0,
+        }),
+        Shape::Float => serde_json::json!(0.0),
+        Shape::Bool => serde_json::json!(false),
+        Shape::String => serde_json::json!(""),
+        Shape::Struct(fields) => serde_json::Value::Object(
+            fields
+                .iter()
+                .map(|f| (f.key.clone(), example(&f.shape)))
+                .collect(),
+        ),
+    }
+}
+
 /// The commands to try against one exposure.
 fn try_lines(program: &Program, e: &ModelExposure, endpoint: &str) -> String {
-    let member = program
-        .served_rows(e)
-        .first()
-        .map(|r| r.row.member.clone())
-        .unwrap_or_default();
+    let rows = program.served_rows(e);
+    let first = rows.first();
+    let member = first.map(|r| r.row.member.clone()).unwrap_or_default();
+    // A payload of the request's shape, each field its type's zero, so
+    // the line runs as printed.
+    let payload = first
+        .and_then(|r| r.row.request.as_ref())
+        .and_then(|ty| limen_core::hale::serving::shape_of(&program.types, ty).ok())
+        .map_or_else(|| "{}".to_owned(), |shape| example(&shape).to_string());
     let bearer = match &e.principals {
         Source::Param { .. } => " --bearer TOKEN",
         _ => "",
@@ -896,7 +922,7 @@ fn try_lines(program: &Program, e: &ModelExposure, endpoint: &str) -> String {
         format!("  hale mcp --app {endpoint}{bearer}   (an MCP server on stdio)\n")
     } else {
         format!(
-            "  hale describe {endpoint}{bearer}\n  hale call {endpoint} {member} --json '{{…}}'{bearer}\n"
+            "  hale describe {endpoint}{bearer}\n  hale call {endpoint} {member} --json '{payload}'{bearer}\n"
         )
     }
 }

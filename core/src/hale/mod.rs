@@ -33,6 +33,7 @@
 //! assert_eq!(program.surface_digest("Desk").unwrap().to_string().len(), "fnv1a64:".len() + 16);
 //! ```
 mod check;
+pub mod client;
 pub mod codec;
 pub mod digest;
 pub mod docs;

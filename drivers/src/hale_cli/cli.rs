@@ -78,6 +78,8 @@ pub enum ApiCommand {
     Call(CallArgs),
     /// Print a locus's rows as Flow Tool declarations (a `flow tools` listing).
     Tools(ToolsArgs),
+    /// Write a client of a surface in Hale, TypeScript or Python, or hold a committed one.
+    Client(ClientArgs),
 }
 
 /// `hale check [--api …] FILE`.
@@ -140,6 +142,34 @@ pub struct ExportArgs {
     pub check: Option<PathBuf>,
     /// The Hale program.
     #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+/// `hale api client --surface NAME --lang hale|ts|python [--out FILE | --check FILE] FILE`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The client is a pure function of the surface's rows: the same program gives \
+                        the same bytes on every run. Its first line names the digest it was made \
+                        against; it sends that digest on every call, so a program that changed \
+                        under it answers digest_mismatch. Exit status: 0 written (or current), 1 \
+                        drift (naming the digest the committed client was made against) or a \
+                        failure, 5 usage."
+)]
+pub struct ClientArgs {
+    /// The surface whose client this is.
+    #[arg(long, value_name = "NAME")]
+    pub surface: String,
+    /// The language: hale, ts or python.
+    #[arg(long, value_name = "LANG", value_parser = ["hale", "ts", "python"])]
+    pub lang: String,
+    /// Write the client to FILE (stdout without it).
+    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    pub out: Option<PathBuf>,
+    /// Hold the client committed in FILE against the one the surface now generates.
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+    /// The Hale program.
+    #[arg(value_name = "PROGRAM")]
     pub file: String,
 }
 

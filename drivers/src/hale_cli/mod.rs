@@ -28,6 +28,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod demo;
 pub mod describer;
 pub mod export;
@@ -58,6 +59,7 @@ pub fn main(args: Vec<String>) -> i32 {
             None => mcp::main(),
         },
         Command::Api(ApiCommand::Export(a)) => export::run(&a),
+        Command::Api(ApiCommand::Client(a)) => client::run(&a),
         Command::Api(ApiCommand::Describe(a)) => crate::client::describe_main(&a, false),
         Command::Api(ApiCommand::Call(a)) => crate::client::call_main(&a.words(), false),
         Command::Api(ApiCommand::Tools(a)) => serve::tools(&a),

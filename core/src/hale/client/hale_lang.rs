@@ -15,7 +15,7 @@
 //!   request is built by a function that is a chain of `let`s
 //!   concatenating those constants, the call's arguments and the scalars
 //!   the standard library's JSON encoders write ([`STDLIB`]). The checker
-//!   keeps a `let`'s initializer as an expression, so [`evaluate`] reads a
+//!   keeps a `let`'s initializer as an expression, so [`Reader`] reads a
 //!   request-building function back out of the emitted text and computes
 //!   the exact bytes it writes; the tests hold those bytes to the witness's
 //!   recorded requests, and [`wire_request`] (the same constants, in Rust)
@@ -106,7 +106,7 @@ pub enum Transport {
 /// wire records state a request (`wire/http/*.json`'s `method`, `path`,
 /// `headers`, `body`; `wire/unix/*.json`'s line; a hub's `call` frame),
 /// built from [`WIRE`]: the value the emitted client's request-building
-/// functions write ([`evaluate`]), framing headers ([`HTTP_FRAMING`]) left
+/// functions write ([`Reader::written_call`]), framing headers ([`HTTP_FRAMING`]) left
 /// out. `payload` is the request by codec, `id` the client's correlation
 /// (the line's and the frame's `id`), `digest` the digest the client names.
 pub fn wire_request(
@@ -758,7 +758,7 @@ impl<'s> Writer<'s> {
             .collect();
         for (id, record) in records {
             // encode: one `let` per field, then the object; a chain of lets
-            // is what `evaluate` reads back.
+            // is what `Reader::call` reads back.
             self.line(&format!("fn encode_{id}(value: {id}) -> String {{"));
             let mut parts = Vec::new();
             for (i, f) in record.fields.iter().enumerate() {
@@ -1377,7 +1377,7 @@ fn scalar_reader(json: &str) -> &'static str {
 }
 
 /// A Hale client's text read back: its constants, functions and records,
-/// so the request-building functions can be evaluated ([`evaluate`]).
+/// so the request-building functions can be evaluated ([`Reader::call`]).
 pub struct Reader {
     consts: BTreeMap<String, Expr>,
     fns: BTreeMap<String, FnDecl>,

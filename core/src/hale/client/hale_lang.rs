@@ -1628,6 +1628,27 @@ impl Reader {
         payload: &Value,
         id: &Value,
     ) -> Result<Value, String> {
+        let text = self.written_text(transport, "127.0.0.1:8080", member, bearer, payload, id)?;
+        match transport {
+            Transport::Http => http_request_value(&text),
+            Transport::Unix | Transport::Ws => {
+                serde_json::from_str(&text).map_err(|e| format!("{text}: {e}"))
+            }
+        }
+    }
+
+    /// The bytes the member function for `member` writes over `transport`
+    /// ([`Reader::written_call`]), to `host` over HTTP: the whole request,
+    /// or the line without its newline, or the frame.
+    pub fn written_text(
+        &self,
+        transport: Transport,
+        host: &str,
+        member: &str,
+        bearer: &str,
+        payload: &Value,
+        id: &Value,
+    ) -> Result<String, String> {
         let constant = self
             .constants()
             .into_iter()
@@ -1660,35 +1681,66 @@ impl Reader {
         let member_text = self.eval(&args[2].value, &env, 0)?;
         let payload_text = self.eval(&args[3].value, &env, 0)?;
         let id_text = Value::String(id.to_string());
-        let text = |v: Value| -> Result<String, String> {
-            match v {
-                Value::String(s) => Ok(s),
-                v => Err(format!("a request that is no text: {v}")),
-            }
+        let (f, args) = match transport {
+            Transport::Http => (
+                "api_http_request",
+                vec![
+                    Value::String(host.into()),
+                    Value::String(bearer.into()),
+                    member_text,
+                    payload_text,
+                ],
+            ),
+            Transport::Unix => ("api_line_request", vec![member_text, payload_text, id_text]),
+            Transport::Ws => (
+                "api_ws_call_frame",
+                vec![member_text, payload_text, id_text],
+            ),
         };
-        match transport {
-            Transport::Http => {
-                let written = text(self.call(
-                    "api_http_request",
-                    &[
-                        Value::String("127.0.0.1:8080".into()),
-                        Value::String(bearer.into()),
-                        member_text,
-                        payload_text,
-                    ],
-                )?)?;
-                http_request_value(&written)
-            }
-            Transport::Unix | Transport::Ws => {
-                let f = if transport == Transport::Unix {
-                    "api_line_request"
-                } else {
-                    "api_ws_call_frame"
-                };
-                let written = text(self.call(f, &[member_text, payload_text, id_text])?)?;
-                serde_json::from_str(&written).map_err(|e| format!("{written}: {e}"))
-            }
+        match self.call(f, &args)? {
+            Value::String(s) => Ok(s),
+            v => Err(format!("a request that is no text: {v}")),
         }
+    }
+}
+
+/// Decodes an HTTP response's whole text as the client's `api_http_reply`
+/// does: a text with no whole head (the connection ended first) or a
+/// status the rules do not name is lost; otherwise [`decode_reply`].
+pub fn decode_http_response(text: &str) -> Decoded {
+    let lost = Decoded {
+        outcome: Outcome::Lost,
+        value: None,
+        refusal: None,
+    };
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return lost;
+    };
+    let status = head
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|r| r.get(..3))
+        .and_then(|s| s.parse::<u16>().ok());
+    let Some(status) = status else {
+        return lost;
+    };
+    let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let mut reply = Map::new();
+    reply.insert("status".into(), Value::from(status));
+    reply.insert("body".into(), body);
+    decode_reply(Transport::Http, &Value::Object(reply))
+}
+
+/// Decodes a reply line as the client's `api_line_reply` does: an empty
+/// text (the connection ended first) or one that is no JSON object is
+/// lost; otherwise [`decode_reply`].
+pub fn decode_line(text: &str) -> Decoded {
+    match serde_json::from_str::<Value>(text.trim_end()) {
+        Ok(v @ Value::Object(_)) => decode_reply(Transport::Unix, &v),
+        _ => Decoded {
+            outcome: Outcome::Lost,
+            value: None,
+            refusal: None,
+        },
     }
 }
 

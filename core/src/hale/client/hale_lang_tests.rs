@@ -494,7 +494,12 @@ fn main() { M { }; }
 
 /// A program to generate clients of: its name, its text, its surfaces and
 /// the files it imports.
-type Sample = (&'static str, String, Vec<&'static str>, BTreeMap<String, String>);
+type Sample = (
+    &'static str,
+    String,
+    Vec<&'static str>,
+    BTreeMap<String, String>,
+);
 
 /// Every surface of every case, and the witness's and limen's second
 /// program's: generated twice alike, checked beside its program with no

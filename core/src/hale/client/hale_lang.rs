@@ -398,6 +398,30 @@ const OWN_TYPES: &[&str] = &[
     "ApiListsOutcome",
 ];
 
+/// The functions the client declares itself: a member whose function would
+/// be written as one of them is refused.
+const OWN_FNS: &[&str] = &[
+    "api_http_request",
+    "api_http_describe",
+    "api_line_fields",
+    "api_line_request",
+    "api_ws_call_frame",
+    "api_describe_line",
+    "api_subscribe_frame",
+    "api_http_outcome",
+    "api_line_outcome",
+    "api_frame_kind",
+    "api_lost",
+    "api_refusal",
+    "api_reply",
+    "api_http_reply",
+    "api_line_reply",
+    "api_call",
+    "api_describe_reply",
+    "api_describe",
+    "api_lists",
+];
+
 /// A name the program writes with `::` (an imported `lib::Item`, a member's
 /// locus `lib::Orders`) as one Hale identifier: each `::` written `_`.
 pub fn ident(name: &str) -> String {
@@ -484,7 +508,34 @@ impl<'s> Writer<'s> {
             names.take(format!("{f}Outcome"), owner.clone())?;
             functions.push(f);
         }
+        // The functions: the client's own and the codec's, then the members'.
         let mut fns = Names::default();
+        for own in OWN_FNS {
+            fns.take(own.to_string(), format!("the client's own fn `{own}`"))?;
+        }
+        for (name, id) in &records {
+            for prefix in ["encode_", "valid_", "decode_"] {
+                fns.take(
+                    format!("{prefix}{id}"),
+                    format!("the codec of type `{name}`"),
+                )?;
+            }
+        }
+        for (name, record) in &s.records {
+            let mut keys: BTreeMap<&str, &str> = BTreeMap::new();
+            for f in &record.fields {
+                if let Some(first) = keys.insert(&f.key, &f.name) {
+                    return Err(ClientError::Refused {
+                        owner: format!("type `{name}`"),
+                        field: f.key.clone(),
+                        why: format!(
+                            "`{first}` and `{}` both cross as the JSON key `{}`, so a value cannot be read back; give one a `json:` key of its own",
+                            f.name, f.key
+                        ),
+                    });
+                }
+            }
+        }
         for (f, m) in functions.iter().zip(&s.members) {
             fns.take(f.clone(), format!("rpc `{}`", m.name))?;
         }

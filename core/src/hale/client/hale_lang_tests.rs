@@ -611,6 +611,25 @@ locus Own { fn put(i: lib_Item) -> Int { return 1; } }
     let err = generate_in(&p, "S", Lang::Hale).unwrap_err().to_string();
     assert!(err.contains("ApiRefusal"), "{err}");
 
+    // A member whose function is one of the client's own.
+    let p = program(
+        "m.hl",
+        "api S { rpc api::call; }\nlocus api { fn call() -> Int { return 1; } }\n",
+    );
+    let err = generate_in(&p, "S", Lang::Hale).unwrap_err().to_string();
+    assert!(
+        err.contains("api_call") && err.contains("api::call"),
+        "{err}"
+    );
+
+    // Two fields under one JSON key cannot be read back.
+    let p = program(
+        "m.hl",
+        "type T { a: Int json:\"b\"; b: Int; }\napi S { rpc L::f; }\nlocus L { fn f(t: T) -> Int { return 1; } }\n",
+    );
+    let err = generate_in(&p, "S", Lang::Hale).unwrap_err().to_string();
+    assert!(err.contains("`a` and `b`"), "{err}");
+
     // Two members whose functions would be written alike.
     let p = program(
         "m.hl",
@@ -637,4 +656,70 @@ fn written_call_refuses_what_it_cannot_read() {
     // The head's framing is held.
     assert!(http_request_value("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n{}").is_err());
     assert!(http_request_value("POST / HTTP/1.0\r\n\r\n{}").is_err());
+}
+
+#[test]
+fn the_client_declares_its_own_functions_the_codecs_and_the_members_and_no_other() {
+    let p = program("desk.hl", DESK);
+    let text = client(&p, "Public");
+    let file = crate::hale::syntax::parse("client.hl", &text).unwrap();
+    let mut fns: Vec<String> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Fn(f) => Some(f.name.name.clone()),
+            _ => None,
+        })
+        .collect();
+    fns.sort();
+    let mut want: Vec<String> = OWN_FNS.iter().map(|f| f.to_string()).collect();
+    for r in [
+        "CancelOrder",
+        "Cancelled",
+        "Fill",
+        "OrderError",
+        "OrderReceipt",
+        "PlaceOrder",
+    ] {
+        for prefix in ["encode_", "valid_", "decode_"] {
+            want.push(format!("{prefix}{r}"));
+        }
+    }
+    want.extend(["Orders_cancel".to_string(), "Orders_place".to_string()]);
+    want.sort();
+    assert_eq!(fns, want);
+}
+
+#[test]
+fn a_response_text_decodes_as_the_client_reads_it() {
+    let d = decode_http_response(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n\r\n{\"refusal\": {\"kind\": \"unauthorized\", \"reason\": \"r\", \"requires\": [\"trader\"]}}",
+    );
+    assert_eq!(d.outcome, Outcome::Refusal);
+    assert_eq!(d.refusal.unwrap().requires, ["trader"]);
+    let d = decode_http_response("HTTP/1.1 200 OK\r\n\r\n{\"order\": 41}");
+    assert_eq!(
+        (d.outcome, d.value),
+        (Outcome::Result, Some(json!({"order": 41})))
+    );
+    // The connection ended first, or the answer is none of the contract's.
+    for text in [
+        "",
+        "HTTP/1.1 200 OK\r\n",
+        "HTTP/1.1 302 Found\r\n\r\n",
+        "SSH-2.0\r\n\r\n",
+    ] {
+        assert_eq!(
+            decode_http_response(text).outcome,
+            Outcome::Lost,
+            "{text:?}"
+        );
+    }
+    assert_eq!(decode_line("").outcome, Outcome::Lost);
+    assert_eq!(decode_line("[1]\n").outcome, Outcome::Lost);
+    let d = decode_line("{\"ok\": false, \"error\": {\"code\": \"x\"}}\n");
+    assert_eq!(
+        (d.outcome, d.value),
+        (Outcome::HandlerError, Some(json!({"code": "x"})))
+    );
 }

@@ -8,15 +8,21 @@
 //! Never a panic; each language gives the same bytes twice (the
 //! determinism rule); a client that is made names the surface's digest in
 //! its first line (what `--check` reads back) and every member's wire
-//! name; a refusal names what it refuses.
+//! name; a refusal names what it refuses. The Hale client also passes the
+//! checker, and the request each of its member functions writes, read back
+//! out of its text, is the wire table's.
 #![no_main]
 
 use std::fmt::Write as _;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use limen_core::hale::check_program;
+use limen_core::hale::client::hale_lang::{wire_request, Reader, Transport};
 use limen_core::hale::client::{self, ClientSurface, Lang};
+use limen_core::hale::docs::book::Slot;
 use limen_core::hale::model::parse_program;
+use serde_json::Value;
 
 /// Names the client languages treat specially, beside plain ones.
 const NAMES: &[&str] = &[
@@ -229,6 +235,9 @@ fuzz_target!(|data: &[u8]| {
         match first {
             Ok(made) => {
                 assert_eq!(client::made_against(&made), Some(surface.digest.as_str()));
+                if lang == Lang::Hale {
+                    hold_hale(&surface, &made);
+                }
                 for m in &surface.members {
                     assert!(
                         made.contains(&m.name),
@@ -242,3 +251,55 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A value of the wire form of `slot`: each scalar one of its kind, a
+/// record its fields (a recursive record stops at `depth`, as no value of
+/// it could be written).
+fn sample(slot: &Slot, s: &ClientSurface, depth: usize) -> Option<Value> {
+    Some(match slot {
+        Slot::Scalar(sc) => match sc.json {
+            "integer" => Value::from(7),
+            "number" => Value::from(0.5),
+            "boolean" => Value::Bool(true),
+            _ => Value::String("a \"b\" \\".into()),
+        },
+        Slot::Record(name) => {
+            if depth > 8 {
+                return None;
+            }
+            let mut m = serde_json::Map::new();
+            for f in &s.records.get(name)?.fields {
+                m.insert(f.key.clone(), sample(&f.slot, s, depth + 1)?);
+            }
+            Value::Object(m)
+        }
+    })
+}
+
+/// The Hale client: `hale check`'s checker accepts it, and the request each
+/// member function writes, read back out of its text, is the wire table's
+/// over every transport.
+fn hold_hale(surface: &ClientSurface, made: &str) {
+    let checked = check_program("client.hl", made);
+    assert!(checked.passed(), "{:?}\n{made}", checked.errors);
+    let reader = Reader::new(made).unwrap_or_else(|e| panic!("{e}\n{made}"));
+    for m in &surface.members {
+        let payload = match &m.request {
+            Some(r) => match sample(r, surface, 0) {
+                Some(v) => v,
+                None => continue,
+            },
+            None => Value::Object(serde_json::Map::new()),
+        };
+        let id = Value::from(1);
+        for t in [Transport::Unix, Transport::Ws] {
+            let written = reader
+                .written_call(t, &m.name, "t", &payload, &id)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{made}", m.name));
+            assert_eq!(
+                written,
+                wire_request(t, &m.name, "t", &payload, &id, &surface.digest)
+            );
+        }
+    }
+}

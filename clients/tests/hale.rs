@@ -209,16 +209,19 @@ fn enums(client: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// Every `alias::Enum::Variant` a consumer writes whose enum the client
-/// under `alias` declares and whose variant it does not: what a typing
-/// checker would refuse and `hale check` does not look at.
-fn unknown_variants(consumer: &str, clients: &[(&str, &str)]) -> Vec<String> {
+/// The `alias::Enum::Variant` paths a consumer writes whose enum the client
+/// under `alias` declares: those whose variant it does not declare (what a
+/// typing checker would refuse and `hale check` does not look at), and the
+/// declared variants of each such enum the consumer never names (a switch
+/// that is not exhaustive).
+fn variant_paths(consumer: &str, clients: &[(&str, &str)]) -> (Vec<String>, Vec<String>) {
     let toks: Vec<Tok> = lex("consumer.hl", consumer)
         .unwrap()
         .into_iter()
         .map(|t| t.tok)
         .collect();
     let mut out = Vec::new();
+    let mut named: Vec<(String, String, String)> = Vec::new();
     for (alias, text) in clients {
         let declared = enums(text);
         for w in toks.windows(5) {
@@ -234,10 +237,30 @@ fn unknown_variants(consumer: &str, clients: &[(&str, &str)]) -> Vec<String> {
                 if !vs.contains(v) {
                     out.push(format!("{a}::{e}::{v}"));
                 }
+                named.push((a.clone(), e.clone(), v.clone()));
             }
         }
     }
-    out
+    let mut missing = Vec::new();
+    for (alias, text) in clients {
+        for (e, vs) in enums(text) {
+            if !named.iter().any(|(a, n, _)| a == alias && *n == e) {
+                continue;
+            }
+            for v in vs {
+                if !named
+                    .iter()
+                    .any(|(a, n, w)| a == alias && *n == e && *w == v)
+                {
+                    let path = format!("{alias}::{e}::{v}");
+                    if !missing.contains(&path) {
+                        missing.push(path);
+                    }
+                }
+            }
+        }
+    }
+    (out, missing)
 }
 
 #[test]
@@ -264,11 +287,12 @@ fn the_golden_clients_check_beside_the_witness_and_a_consumer_of_every_outcome()
         assert!(o.status.success(), "{client} alone: {}", stderr(&o));
     }
     let clients = [("public", public.as_str()), ("admin", admin.as_str())];
-    assert_eq!(unknown_variants(CONSUMER, &clients), Vec::<String>::new());
-    assert_eq!(
-        unknown_variants(WRONG_CONSUMER, &clients),
-        ["public::Orders_placeOutcome::HandlerError"]
-    );
+    let none = Vec::<String>::new();
+    // The consumer names every variant of each outcome it switches on, and
+    // no other.
+    assert_eq!(variant_paths(CONSUMER, &clients), (none.clone(), none));
+    let (unknown, _) = variant_paths(WRONG_CONSUMER, &clients);
+    assert_eq!(unknown, ["public::Orders_placeOutcome::HandlerError"]);
     let _ = std::fs::remove_dir_all(dir);
 }
 

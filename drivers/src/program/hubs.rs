@@ -99,7 +99,11 @@ pub fn serve(
             // The same rows and sources over datagrams: described as the
             // program would be were its hub a `udp::Hub`.
             let mut described = program.clone();
-            for d in described.hubs.iter_mut().filter(|d| d.name() == Some(&name)) {
+            for d in described
+                .hubs
+                .iter_mut()
+                .filter(|d| d.name() == Some(&name))
+            {
                 d.literal.kind = TransportKind::Udp;
             }
             let mut hub = h.clone();

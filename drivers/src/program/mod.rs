@@ -441,10 +441,7 @@ fn boot_handlers(
                     tools::has_on_failure(program, &locus),
                 );
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    booted(Box::new(r), gate, on_failure),
-                );
+                out.insert(instance, booted(Box::new(r), gate, on_failure));
                 continue;
             }
         };
@@ -488,10 +485,7 @@ fn boot_handlers(
         match ToolReceiver::boot(handler, &rows, gate.clone()) {
             Ok(r) => {
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    booted(Box::new(r), gate, on_failure),
-                );
+                out.insert(instance, booted(Box::new(r), gate, on_failure));
             }
             Err(es) => errors.extend(es),
         }

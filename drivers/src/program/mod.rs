@@ -397,8 +397,8 @@ fn boot_handlers(
                         limen_core::hale::runtime::Supervision::Restart
                     }
                 });
-                // Run inline, nothing can gate it: it is the loop's to
-                // call without a hop.
+                // Ungated only where it runs inline, with no control
+                // socket open: a gate held shut would stall its loop.
                 let receiver = if options.inline && options.control.is_none() {
                     receiver
                 } else {

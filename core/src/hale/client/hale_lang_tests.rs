@@ -723,3 +723,41 @@ fn a_response_text_decodes_as_the_client_reads_it() {
         (Outcome::HandlerError, Some(json!({"code": "x"})))
     );
 }
+
+#[test]
+fn a_call_goes_through_the_request_builders_the_tests_read_back() {
+    let p = program("desk.hl", DESK);
+    let text = client(&p, "Public");
+    let call = body_lines(&text, "api_call").join("\n");
+    // Each transport writes what its builder returns, and nothing else.
+    for (prefix, writes) in [
+        (
+            "ENDPOINT_UNIX",
+            "stream.write(api_line_request(member, payload, id) + \"\\n\")",
+        ),
+        (
+            "ENDPOINT_HTTP",
+            "stream.write(api_http_request(host, bearer, member, payload))",
+        ),
+        (
+            "ENDPOINT_WS",
+            "socket.send(api_ws_call_frame(member, payload, id))",
+        ),
+    ] {
+        assert!(
+            call.contains(&format!("starts_with(endpoint, {prefix})")),
+            "{prefix}"
+        );
+        assert!(call.contains(writes), "{writes}");
+    }
+    assert_eq!(
+        call.matches(".write(").count() + call.matches(".send(").count(),
+        3
+    );
+    // Every member hands `api_call` its own constant and its request's codec.
+    assert!(text.contains(
+        "let reply = api_call(endpoint, bearer, MEMBER_Orders_place, encode_PlaceOrder(request));"
+    ));
+    // A subscription writes the subscribe frame the tests read back.
+    assert!(text.contains("self.socket.send(api_subscribe_frame(TOPIC_Fills))"));
+}

@@ -586,7 +586,7 @@ impl<'s> Writer<'s> {
 // The Hale client of the surface `{surface}` of `{app}` (§ Generated specs and
 // clients). Import it beside the program (`import \"{surface}.client.hl\" as api;`)
 // and call a member by its function, the endpoint, the bearer and the request:
-// `api::{example}(\"http://127.0.0.1:8080\", \"t-alice\", request)`.
+// `api::{example}({endpoint}, \"BEARER\", request)`.
 //
 // Endpoints: `unix:PATH`, a unix::Rpc socket (the caller is the peer's kernel
 // credentials, and the bearer is not sent); `http://HOST:PORT`, an http::Rpc
@@ -608,6 +608,7 @@ impl<'s> Writer<'s> {
             surface = s.surface,
             app = s.app,
             example = first.as_deref().unwrap_or("Locus_fn"),
+            endpoint = quote(&example_endpoint(s)),
         );
         self.out.push_str(&text);
         for item in STDLIB {
@@ -1395,6 +1396,24 @@ fn api_lists(endpoint: String, bearer: String) -> ApiListsOutcome {
 ";
         self.out.push_str(text);
     }
+}
+
+/// An endpoint of the surface for the header's example: its first
+/// exposure's listener as the program writes it, or a placeholder.
+fn example_endpoint(s: &ClientSurface) -> String {
+    use crate::hale::model::TransportKind;
+    for e in &s.exposures {
+        let Some(a) = e.address.as_deref() else {
+            continue;
+        };
+        match e.transport {
+            TransportKind::Unix => return format!("{}{a}", wire("ENDPOINT_UNIX")),
+            TransportKind::Http => return format!("{}{a}", wire("ENDPOINT_HTTP")),
+            TransportKind::Ws => return format!("{}{a}", wire("ENDPOINT_WS")),
+            _ => {}
+        }
+    }
+    format!("{}HOST:PORT", wire("ENDPOINT_HTTP"))
 }
 
 /// The Hale type a JSON scalar crosses as.

@@ -164,6 +164,11 @@ async function* subscribe$(
     socket.onclose = (c: CloseEvent) => {
         push({ kind: "lost", why: `the connection ended with no closed frame (code ${c.code})` });
     };
+    // Node 20's WebSocket reports a connection that never opened by an
+    // error event and no close event.
+    socket.onerror = () => {
+        push({ kind: "lost", why: `the connection to ${url} failed` });
+    };
     try {
         for (;;) {
             if (signal?.aborted) return;
@@ -182,6 +187,7 @@ async function* subscribe$(
         socket.onopen = null;
         socket.onmessage = null;
         socket.onclose = null;
+        socket.onerror = null;
         if (socket.readyState === WebSocket.CONNECTING || socket.readyState === WebSocket.OPEN) socket.close();
     }
 }

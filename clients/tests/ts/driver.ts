@@ -6,6 +6,7 @@
 //   {"op": "call", "tag": T, "endpoint": E, "member": M, "bearer": B, "payload": P}
 //     -> {"tag": T, "outcome": <the outcome as the client answered it>}
 //     or {"tag": T, "transport_error": <message>} when it threw TransportError
+//     or {"tag": T, "thrown": <error>} when it threw anything else
 //   {"op": "subscribe", "tag": T, "endpoint": E, "bearer": B}
 //     -> {"tag": T, "item": <item>} for each item, as it comes
 //   {"op": "stop", "tag": T}  -> ends that subscription (the loop breaks)
@@ -43,7 +44,7 @@ async function call(tag: string, endpoint: string, member: string, bearer: strin
         say({ tag, outcome: await f(endpoint, bearer, payload) });
     } catch (e) {
         if (e instanceof client.TransportError) say({ tag, transport_error: e.message });
-        else throw e;
+        else say({ tag, thrown: String(e) });
     }
 }
 

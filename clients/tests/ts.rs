@@ -1,0 +1,412 @@
+//! The TypeScript client (`hale api client --lang ts`), held by the real
+//! compiler (`tsc` 7 under the flags the issue names) and run by Node:
+//!
+//! - golden: the witness's Public and Admin clients under
+//!   `clients/golden/ts/` are what the witness generates (`--check`), and a
+//!   client made against an older program fails `--check` naming its digest;
+//! - wire: the client's request for every HTTP record of the witness is the
+//!   record's, and the record's reply decodes to the record's outcome;
+//!   `Mode::Lost` is a TransportError; a unix: endpoint is not spoken;
+//! - live: against `hale demo` over HTTP and the hub, every outcome the
+//!   control socket can provoke and a subscription's every end;
+//! - streams: a scripted hub (Node's `ws`, a peer) for what a real hub does
+//!   not show on demand: a gap in seq, frames outside the contract;
+//! - type-level: an exhaustive consumer compiles, a consumer matching a
+//!   handler error a row does not declare does not;
+//! - many surfaces: a table of programs, each client compiled, each the
+//!   same bytes twice, and the names that would collide refused.
+//!
+//! Every client and the driver (`tests/ts/driver.ts`) are compiled into a
+//! temporary folder outside the checkout (so no `@types` is picked up).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use limen_clients::replay::{witness_records, Mode, Replay, Transport};
+use limen_clients::{hale, node, root, tsc, witness};
+use serde_json::{json, Value};
+
+/// The flags every client is held to (issue #29).
+const TSC_FLAGS: &[&str] = &[
+    "--strict",
+    "--noUnusedLocals",
+    "--noImplicitReturns",
+    "--target",
+    "es2022",
+    "--lib",
+    "es2022,dom",
+    "--module",
+    "es2022",
+];
+
+/// How long any one thing a test waits for may take.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// tsc and node, or `None` after the skip message.
+fn peers() -> Option<(PathBuf, PathBuf)> {
+    Some((tsc()?, node()?))
+}
+
+/// A fresh folder under the system's temporary folder, removed on drop.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(tag: &str) -> Temp {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "limen-ts-{}-{tag}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Temp(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `hale ARGS`: exit status, stdout, stderr.
+fn run_hale(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(hale()).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The TypeScript client of `surface` of the program at `program`.
+fn client_of(program: &Path, surface: &str) -> String {
+    let (code, out, err) = run_hale(&[
+        "api",
+        "client",
+        "--surface",
+        surface,
+        "--lang",
+        "ts",
+        program.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "hale api client --surface {surface}: {err}");
+    out
+}
+
+/// `tsc` over `files` of `dir` (emitting beside them); its exit status and
+/// what it printed.
+fn compile(tsc: &Path, dir: &Path, files: &[&str], emit: bool) -> (bool, String) {
+    let mut cmd = Command::new(tsc);
+    cmd.current_dir(dir).args(TSC_FLAGS);
+    if !emit {
+        cmd.arg("--noEmit");
+    }
+    let out = cmd.args(files).output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The committed file `clients/<rel>`.
+fn committed(rel: &str) -> String {
+    let path = root().join("clients").join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The witness program with `from` replaced by `to` (a row edited), in `dir`.
+fn edited_witness(witness: &Path, dir: &Temp, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(witness.join("program.hl")).unwrap();
+    assert!(text.contains(from), "the witness no longer has {from:?}");
+    let path = dir.path("program.hl");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    path
+}
+
+/// The edit that moves Public's digest and keeps every name of its client:
+/// `PlaceOrder` gains a field with a default.
+const PLACE_ORDER: &str = "type PlaceOrder { symbol: String; qty: Int; limit: Money; }";
+const PLACE_ORDER_NOTE: &str =
+    "type PlaceOrder { symbol: String; qty: Int; limit: Money; note: String = \"\"; }";
+
+/// The driver (`tests/ts/driver.ts`) compiled against `client` (the text
+/// of a Public client) in a folder of its own, and running.
+struct Driver {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<Value>,
+    /// Answers read while waiting for another tag's.
+    held: Vec<Value>,
+    _dir: Temp,
+}
+
+impl Driver {
+    fn start(tsc: &Path, node: &Path, client: &str) -> Driver {
+        let dir = Temp::new("driver");
+        std::fs::write(dir.path("Public.ts"), client).unwrap();
+        std::fs::write(dir.path("driver.ts"), committed("tests/ts/driver.ts")).unwrap();
+        let (ok, text) = compile(tsc, &dir.0, &["Public.ts", "driver.ts"], true);
+        assert!(ok, "the driver does not compile:\n{text}");
+        let mut child = Command::new(node)
+            .arg("--experimental-websocket")
+            .arg("--no-warnings")
+            .arg(dir.path("driver.js"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("the driver wrote {line:?}: {e}"));
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        Driver {
+            child,
+            stdin,
+            lines,
+            held: Vec::new(),
+            _dir: dir,
+        }
+    }
+
+    fn send(&mut self, command: Value) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Calls `member` as `bearer` at `endpoint` under `tag`.
+    fn call(&mut self, tag: &str, endpoint: &str, member: &str, bearer: Option<&str>, payload: &Value) {
+        self.send(json!({"op": "call", "tag": tag, "endpoint": endpoint,
+            "member": member, "bearer": bearer, "payload": payload}));
+    }
+
+    /// Subscribes to Fills as `bearer` at `endpoint` under `tag`.
+    fn subscribe(&mut self, tag: &str, endpoint: &str, bearer: Option<&str>) {
+        self.send(json!({"op": "subscribe", "tag": tag, "endpoint": endpoint, "bearer": bearer}));
+    }
+
+    /// The next answer under `tag`, or `None` when none came within `wait`.
+    fn next_within(&mut self, tag: &str, wait: Duration) -> Option<Value> {
+        if let Some(at) = self.held.iter().position(|v| v["tag"] == tag) {
+            return Some(self.held.remove(at));
+        }
+        let end = Instant::now() + wait;
+        loop {
+            let left = end.checked_duration_since(Instant::now())?;
+            let value = self.lines.recv_timeout(left).ok()?;
+            if let Some(e) = value.get("error") {
+                panic!("the driver failed: {e}");
+            }
+            if value["tag"] == tag {
+                return Some(value);
+            }
+            self.held.push(value);
+        }
+    }
+
+    /// The next answer under `tag`, within the deadline.
+    fn next(&mut self, tag: &str) -> Value {
+        self.next_within(tag, DEADLINE)
+            .unwrap_or_else(|| panic!("no answer under {tag} within {DEADLINE:?}"))
+    }
+
+    /// The outcome of the call under `tag`: the client's, or
+    /// `{"transport_error": message}`.
+    fn outcome(&mut self, tag: &str) -> Value {
+        let mut v = self.next(tag);
+        let o = v.as_object_mut().unwrap();
+        o.remove("tag");
+        match o.remove("outcome") {
+            Some(outcome) => outcome,
+            None => v,
+        }
+    }
+
+    /// The next item of the subscription under `tag`.
+    fn item(&mut self, tag: &str) -> Value {
+        let v = self.next(tag);
+        assert!(v.get("item").is_some(), "{tag}: {v}");
+        v["item"].clone()
+    }
+
+    /// The subscription under `tag` has finished: its iteration ended.
+    fn done(&mut self, tag: &str) {
+        assert_eq!(self.next(tag)["done"], true, "{tag}");
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The outcome the client must answer for a witness reply.
+fn expected_outcome(outcome: &str, body: &Value) -> Value {
+    match outcome {
+        "result" => json!({"kind": "result", "value": body}),
+        "handler_error" => json!({"kind": "handler_error", "error": body}),
+        "refusal" => json!({"kind": "refusal", "refusal": body["refusal"]}),
+        "server_error" => json!({"kind": "server_error"}),
+        other => panic!("an outcome {other}"),
+    }
+}
+
+#[test]
+fn the_golden_clients_are_what_the_witness_generates_and_compile() {
+    let Some(witness) = witness() else { return };
+    let program = witness.join("program.hl");
+    let golden = root().join("clients/golden/ts");
+    for surface in ["Public", "Admin"] {
+        let file = golden.join(format!("{surface}.ts"));
+        let (code, _, err) = run_hale(&[
+            "api",
+            "client",
+            "--surface",
+            surface,
+            "--lang",
+            "ts",
+            "--check",
+            file.to_str().unwrap(),
+            program.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{surface}: {err}");
+    }
+    // A client made against an older program (PlaceOrder without... with a
+    // field more) fails --check against the witness, naming the digest it
+    // was made against.
+    let dir = Temp::new("older");
+    let older = edited_witness(&witness, &dir, PLACE_ORDER, PLACE_ORDER_NOTE);
+    let stale = client_of(&older, "Public");
+    let stale_digest = stale
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().find(|w| w.starts_with("fnv1a64:")))
+        .map(|w| w.trim_end_matches('.').to_string())
+        .unwrap();
+    assert_ne!(stale, committed("golden/ts/Public.ts"));
+    let path = dir.path("Public.ts");
+    std::fs::write(&path, &stale).unwrap();
+    let (code, _, err) = run_hale(&[
+        "api",
+        "client",
+        "--surface",
+        "Public",
+        "--lang",
+        "ts",
+        "--check",
+        path.to_str().unwrap(),
+        program.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&stale_digest), "{err}");
+
+    let Some((tsc, _)) = peers() else { return };
+    let dir = Temp::new("golden");
+    for surface in ["Public", "Admin"] {
+        std::fs::write(
+            dir.path(&format!("{surface}.ts")),
+            committed(&format!("golden/ts/{surface}.ts")),
+        )
+        .unwrap();
+    }
+    let (ok, text) = compile(&tsc, &dir.0, &["Public.ts", "Admin.ts"], false);
+    assert!(ok, "the golden clients do not compile:\n{text}");
+}
+
+#[test]
+fn every_http_record_is_the_request_the_client_writes_and_decodes_to_its_outcome() {
+    let Some(records) = witness_records(Transport::Http) else {
+        return;
+    };
+    let Some((tsc, node)) = peers() else { return };
+    let mut d = Driver::start(&tsc, &node, &committed("golden/ts/Public.ts"));
+    for r in &records {
+        let mut replay = Replay::serve(r, Mode::Answer).unwrap();
+        if r.kind.as_deref() == Some("digest_mismatch") {
+            // The record sends a digest no client generated from the
+            // witness names; this client sends DIGEST, always.
+            replay = replay.ignoring(&["/headers/Hale-Surface-Digest"]);
+        }
+        d.call(&r.name, replay.endpoint(), &r.member, r.bearer.as_deref(), &r.payload);
+        let got = d.outcome(&r.name);
+        replay
+            .finish()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.name));
+        assert_eq!(
+            got,
+            expected_outcome(&r.outcome, &r.reply()["body"]),
+            "{}",
+            r.name
+        );
+    }
+    // What the digest-mismatch refusal carries, typed.
+    let mismatch = records
+        .iter()
+        .find(|r| r.name == "refusal_digest_mismatch")
+        .unwrap();
+    let replay = Replay::serve(mismatch, Mode::Answer).unwrap();
+    d.call("served", replay.endpoint(), &mismatch.member, mismatch.bearer.as_deref(), &mismatch.payload);
+    assert_eq!(
+        d.outcome("served")["refusal"]["served"],
+        "fnv1a64:a8930d6e7998e986"
+    );
+    drop(replay);
+
+    let result = records.iter().find(|r| r.name == "result").unwrap();
+    // The fifth outcome: the connection ends with no reply.
+    let replay = Replay::serve(result, Mode::Lost).unwrap();
+    d.call("lost", replay.endpoint(), &result.member, result.bearer.as_deref(), &result.payload);
+    let lost = d.outcome("lost");
+    replay.finish().unwrap();
+    assert!(
+        lost["transport_error"].as_str().is_some_and(|m| m.contains("did not answer")),
+        "{lost}"
+    );
+    // A reply outside the contract is a TransportError too: a 422 for
+    // `Orders::place`, whose row declares no handler error.
+    let handler = records.iter().find(|r| r.name == "handler_error").unwrap();
+    let replay = Replay::serve(handler, Mode::Answer).unwrap();
+    d.call("outside", replay.endpoint(), "Orders::place", Some("t-alice"), &result.payload);
+    let outside = d.outcome("outside");
+    assert!(
+        outside["transport_error"]
+            .as_str()
+            .is_some_and(|m| m.contains("outside the contract (status 422)")),
+        "{outside}"
+    );
+    // The client does not speak a socket: a unix: endpoint is the caller's
+    // mistake (a TypeError), not an outcome.
+    d.call("unix", "unix:/tmp/nowhere.sock", "Orders::place", None, &result.payload);
+    let unix = d.next("unix");
+    assert!(
+        unix["thrown"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("TypeError") && m.contains("http://")),
+        "{unix}"
+    );
+}

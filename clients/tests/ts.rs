@@ -198,7 +198,14 @@ impl Driver {
     }
 
     /// Calls `member` as `bearer` at `endpoint` under `tag`.
-    fn call(&mut self, tag: &str, endpoint: &str, member: &str, bearer: Option<&str>, payload: &Value) {
+    fn call(
+        &mut self,
+        tag: &str,
+        endpoint: &str,
+        member: &str,
+        bearer: Option<&str>,
+        payload: &Value,
+    ) {
         self.send(json!({"op": "call", "tag": tag, "endpoint": endpoint,
             "member": member, "bearer": bearer, "payload": payload}));
     }
@@ -352,7 +359,13 @@ fn every_http_record_is_the_request_the_client_writes_and_decodes_to_its_outcome
             // witness names; this client sends DIGEST, always.
             replay = replay.ignoring(&["/headers/Hale-Surface-Digest"]);
         }
-        d.call(&r.name, replay.endpoint(), &r.member, r.bearer.as_deref(), &r.payload);
+        d.call(
+            &r.name,
+            replay.endpoint(),
+            &r.member,
+            r.bearer.as_deref(),
+            &r.payload,
+        );
         let got = d.outcome(&r.name);
         replay
             .finish()
@@ -370,7 +383,13 @@ fn every_http_record_is_the_request_the_client_writes_and_decodes_to_its_outcome
         .find(|r| r.name == "refusal_digest_mismatch")
         .unwrap();
     let replay = Replay::serve(mismatch, Mode::Answer).unwrap();
-    d.call("served", replay.endpoint(), &mismatch.member, mismatch.bearer.as_deref(), &mismatch.payload);
+    d.call(
+        "served",
+        replay.endpoint(),
+        &mismatch.member,
+        mismatch.bearer.as_deref(),
+        &mismatch.payload,
+    );
     assert_eq!(
         d.outcome("served")["refusal"]["served"],
         "fnv1a64:a8930d6e7998e986"
@@ -380,18 +399,32 @@ fn every_http_record_is_the_request_the_client_writes_and_decodes_to_its_outcome
     let result = records.iter().find(|r| r.name == "result").unwrap();
     // The fifth outcome: the connection ends with no reply.
     let replay = Replay::serve(result, Mode::Lost).unwrap();
-    d.call("lost", replay.endpoint(), &result.member, result.bearer.as_deref(), &result.payload);
+    d.call(
+        "lost",
+        replay.endpoint(),
+        &result.member,
+        result.bearer.as_deref(),
+        &result.payload,
+    );
     let lost = d.outcome("lost");
     replay.finish().unwrap();
     assert!(
-        lost["transport_error"].as_str().is_some_and(|m| m.contains("did not answer")),
+        lost["transport_error"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not answer")),
         "{lost}"
     );
     // A reply outside the contract is a TransportError too: a 422 for
     // `Orders::place`, whose row declares no handler error.
     let handler = records.iter().find(|r| r.name == "handler_error").unwrap();
     let replay = Replay::serve(handler, Mode::Answer).unwrap();
-    d.call("outside", replay.endpoint(), "Orders::place", Some("t-alice"), &result.payload);
+    d.call(
+        "outside",
+        replay.endpoint(),
+        "Orders::place",
+        Some("t-alice"),
+        &result.payload,
+    );
     let outside = d.outcome("outside");
     assert!(
         outside["transport_error"]
@@ -401,12 +434,321 @@ fn every_http_record_is_the_request_the_client_writes_and_decodes_to_its_outcome
     );
     // The client does not speak a socket: a unix: endpoint is the caller's
     // mistake (a TypeError), not an outcome.
-    d.call("unix", "unix:/tmp/nowhere.sock", "Orders::place", None, &result.payload);
+    d.call(
+        "unix",
+        "unix:/tmp/nowhere.sock",
+        "Orders::place",
+        None,
+        &result.payload,
+    );
     let unix = d.next("unix");
     assert!(
         unix["thrown"]
             .as_str()
             .is_some_and(|m| m.starts_with("TypeError") && m.contains("http://")),
         "{unix}"
+    );
+}
+
+/// `hale demo` on ports of the system's choosing, with a hub and a control
+/// socket, killed when dropped.
+struct Demo {
+    child: Child,
+    public: String,
+    hub: String,
+    control: PathBuf,
+    _dir: Temp,
+}
+
+impl Demo {
+    fn start(extra: &[&str]) -> Demo {
+        let dir = Temp::new("demo");
+        let control = dir.path("control.sock");
+        let admin = dir.path("admin.sock");
+        let mut child = Command::new(hale())
+            .args([
+                "demo",
+                "--public",
+                "127.0.0.1:0",
+                "--partner",
+                "127.0.0.1:0",
+            ])
+            .args(["--mcp", "127.0.0.1:0", "--hub", "127.0.0.1:0"])
+            .arg("--admin-socket")
+            .arg(&admin)
+            .arg("--control")
+            .arg(&control)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The banner names each listener; the control socket is bound
+        // before the banner's last line.
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (mut public, mut hub) = (None, None);
+        let end = Instant::now() + DEADLINE;
+        loop {
+            let left = end
+                .checked_duration_since(Instant::now())
+                .expect("hale demo printed no banner in time");
+            let line = rx.recv_timeout(left).expect("hale demo ended early");
+            let word = |scheme: &str| {
+                line.split_whitespace()
+                    .find(|w| w.starts_with(scheme))
+                    .map(str::to_string)
+            };
+            if line.contains("/public ") {
+                public = word("http://");
+            }
+            if line.contains("hub@") {
+                hub = word("ws://");
+            }
+            if line.starts_with("stop with") {
+                break;
+            }
+        }
+        Demo {
+            child,
+            public: public.expect("public's endpoint in the banner"),
+            hub: hub.expect("the hub's endpoint in the banner"),
+            control,
+            _dir: dir,
+        }
+    }
+
+    /// One control line, answered `ok`.
+    fn control(&self, line: &str) {
+        let mut s = std::os::unix::net::UnixStream::connect(&self.control).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        writeln!(s, "{line}").unwrap();
+        let mut answer = String::new();
+        BufReader::new(s).read_line(&mut answer).unwrap();
+        assert!(answer.starts_with("ok"), "{line}: {answer}");
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on: bound, then released.
+fn dead_port() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}")
+}
+
+#[test]
+fn live_against_hale_demo_every_outcome_and_every_end_of_a_subscription() {
+    let Some(witness) = witness() else { return };
+    let Some((tsc, node)) = peers() else { return };
+    let order = json!({"symbol": "ACME", "qty": 10, "limit": 12500});
+    // bound 2: two calls held at the gate (one executing, one queued) make
+    // the third `full`, and `stop` then refuses the queued one.
+    let demo = Demo::start(&["--bound", "2"]);
+    let mut d = Driver::start(&tsc, &node, &committed("golden/ts/Public.ts"));
+    let (public, hub) = (demo.public.clone(), demo.hub.clone());
+
+    // A subscription sees the fill of every order placed after it is
+    // admitted, with its seq.
+    d.subscribe("fills", &hub, Some("t-dave"));
+    assert_eq!(
+        d.item("fills"),
+        json!({"kind": "subscribed", "topic": "Fills"})
+    );
+    d.call("place", &public, "Orders::place", Some("t-alice"), &order);
+    let placed = d.outcome("place");
+    assert_eq!(placed["kind"], "result", "{placed}");
+    let id = placed["value"]["order"].clone();
+    assert_eq!(placed["value"]["notional"], 125000);
+    assert_eq!(
+        d.item("fills"),
+        json!({"kind": "event", "seq": 1, "shed": 0,
+               "payload": {"order": id, "qty": 10, "price": 12500}})
+    );
+    d.call("place2", &public, "Orders::place", Some("t-alice"), &order);
+    assert_eq!(d.outcome("place2")["kind"], "result");
+    let second = d.item("fills");
+    assert_eq!((&second["seq"], &second["shed"]), (&json!(2), &json!(0)));
+
+    // The handler error, typed; the refusals the sources give.
+    d.call(
+        "cancel",
+        &public,
+        "Orders::cancel",
+        Some("t-alice"),
+        &json!({"order": 999}),
+    );
+    assert_eq!(
+        d.outcome("cancel"),
+        json!({"kind": "handler_error", "error": {"code": "unknown_order", "reason": "no order 999"}})
+    );
+    d.call(
+        "bob",
+        &public,
+        "Orders::cancel",
+        Some("t-bob"),
+        &json!({"order": id}),
+    );
+    assert_eq!(
+        d.outcome("bob"),
+        json!({"kind": "refusal", "refusal": {"kind": "unauthorized",
+               "reason": "Orders::cancel requires trader", "requires": ["trader"]}})
+    );
+    d.call("nobody", &public, "Orders::place", None, &order);
+    assert_eq!(d.outcome("nobody")["refusal"]["kind"], "unauthenticated");
+    // The server error: a violation of place's closure.
+    d.call(
+        "violate",
+        &public,
+        "Orders::place",
+        Some("t-alice"),
+        &json!({"symbol": "ACME", "qty": 100000, "limit": 1}),
+    );
+    assert_eq!(d.outcome("violate"), json!({"kind": "server_error"}));
+    // A dead port is the fifth outcome, never a refusal.
+    d.call(
+        "dead",
+        &dead_port(),
+        "Orders::place",
+        Some("t-alice"),
+        &order,
+    );
+    assert!(d.outcome("dead")["transport_error"].is_string());
+
+    // A client made against a changed program: digest_mismatch, with the
+    // digest served.
+    let dir = Temp::new("changed");
+    let changed = edited_witness(&witness, &dir, PLACE_ORDER, PLACE_ORDER_NOTE);
+    let mut old = Driver::start(&tsc, &node, &client_of(&changed, "Public"));
+    old.call("old", &public, "Orders::place", Some("t-alice"), &order);
+    let mismatch = old.outcome("old");
+    assert_eq!(mismatch["refusal"]["kind"], "digest_mismatch", "{mismatch}");
+    assert_eq!(mismatch["refusal"]["served"], "fnv1a64:a8930d6e7998e986");
+    drop(old);
+
+    // revoked: the grant is taken away; the subscription ends with it.
+    demo.control("revoke dave operator");
+    assert_eq!(d.item("fills"), json!({"kind": "revoked"}));
+    d.done("fills");
+    demo.control("grant dave operator");
+    // expired: a credential stated to expire soon ends the subscription
+    // at that instant.
+    demo.control("expire t-dave 1500");
+    d.subscribe("expiring", &hub, Some("t-dave"));
+    assert_eq!(d.item("expiring")["kind"], "subscribed");
+    assert_eq!(d.item("expiring"), json!({"kind": "expired"}));
+    d.done("expiring");
+    demo.control("expire t-dave 0");
+    // Refused subscriptions: no grant, no credential.
+    d.subscribe("bob", &hub, Some("t-bob"));
+    assert_eq!(
+        d.item("bob"),
+        json!({"kind": "refusal", "refusal": {"kind": "unauthorized",
+               "reason": "Fills requires operator", "requires": ["operator"]}})
+    );
+    d.done("bob");
+    d.subscribe("anon", &hub, None);
+    assert_eq!(d.item("anon")["refusal"]["kind"], "unauthenticated");
+
+    // unavailable: the receiver drains.
+    demo.control("drain orders");
+    d.call("drained", &public, "Orders::place", Some("t-alice"), &order);
+    assert_eq!(d.outcome("drained")["refusal"]["kind"], "unavailable");
+    demo.control("resume orders");
+
+    // full, then shutting_down: the gate holds what is accepted; calls go
+    // in one at a time until one is refused full (each held one is seen
+    // not answered within a short wait, which no gated call can be).
+    d.subscribe("closing", &hub, Some("t-dave"));
+    assert_eq!(d.item("closing")["kind"], "subscribed");
+    demo.control("gate orders");
+    let mut held = Vec::new();
+    let mut full = None;
+    for n in 0..20 {
+        let tag = format!("held{n}");
+        d.call(&tag, &public, "Orders::place", Some("t-alice"), &order);
+        match d.next_within(&tag, Duration::from_millis(500)) {
+            None => held.push(tag),
+            Some(mut v) => {
+                let o = v["outcome"].take();
+                // A receiver resumed after draining refuses the first
+                // call once more, as it is asked again.
+                if o["refusal"]["kind"] == "full" {
+                    full = Some(o);
+                    break;
+                }
+                assert_eq!(o["refusal"]["kind"], "unavailable", "{o}");
+            }
+        }
+    }
+    let full = full.expect("a call refused full");
+    assert_eq!(
+        full["refusal"]["reason"],
+        "the exposure holds its bound of requests accepted and not yet answered"
+    );
+    assert_eq!(held.len(), 2, "{held:?}");
+    // stop: the queued call is refused shutting_down; the executing one
+    // is answered once the gate opens; the hub writes closed.
+    demo.control("stop");
+    let queued = d.outcome(&held[1]);
+    assert_eq!(queued["refusal"]["kind"], "shutting_down", "{queued}");
+    demo.control("open orders");
+    let executed = d.outcome(&held[0]);
+    assert_eq!(executed["kind"], "result", "{executed}");
+    // Its fill reaches the subscription before the hub closes it.
+    let fill = d.item("closing");
+    assert_eq!(
+        (&fill["seq"], &fill["payload"]["order"]),
+        (&json!(1), &executed["value"]["order"])
+    );
+    assert_eq!(
+        d.item("closing"),
+        json!({"kind": "closed", "reason": "shutting_down"})
+    );
+    d.done("closing");
+    drop(demo);
+
+    // lost: the hub dies with no closed frame.
+    let mut demo = Demo::start(&[]);
+    d.subscribe("dying", &demo.hub, Some("t-dave"));
+    assert_eq!(d.item("dying")["kind"], "subscribed");
+    demo.child.kill().unwrap();
+    let lost = d.item("dying");
+    assert_eq!(lost["kind"], "lost", "{lost}");
+    d.done("dying");
+}
+
+#[test]
+fn an_exhaustive_consumer_compiles_and_one_matching_an_undeclared_handler_error_does_not() {
+    let Some((tsc, _)) = peers() else { return };
+    let dir = Temp::new("types");
+    std::fs::write(dir.path("Public.ts"), committed("golden/ts/Public.ts")).unwrap();
+    for f in ["exhaustive.ts", "no_handler_error.ts"] {
+        std::fs::write(dir.path(f), committed(&format!("tests/ts/{f}"))).unwrap();
+    }
+    let (ok, text) = compile(&tsc, &dir.0, &["Public.ts", "exhaustive.ts"], false);
+    assert!(ok, "the exhaustive consumer does not compile:\n{text}");
+    let (ok, text) = compile(&tsc, &dir.0, &["Public.ts", "no_handler_error.ts"], false);
+    assert!(!ok, "a handler error of Orders::place compiled");
+    assert!(
+        text.contains("no_handler_error.ts(9,")
+            && text.contains("TS2678")
+            && text.contains("\"handler_error\""),
+        "{text}"
     );
 }

@@ -752,3 +752,167 @@ fn an_exhaustive_consumer_compiles_and_one_matching_an_undeclared_handler_error_
         "{text}"
     );
 }
+
+/// The library the imports case reads, at `lib/lib.hl` beside the program.
+const LIB: &str = "role trader;\nunit cent;\ntype Money = quantity Int in cent;\ntype Item { sku: String; price: Money; }\n";
+
+/// Programs of varied surfaces (each `S`), the names each client must
+/// declare, or the words its refusal must say.
+const SURFACES: &[(&str, &str, Result<&[&str], &[&str]>)] = &[
+    (
+        "scalars, no request, no response, no hub",
+        "role r;\nunit cent;\ntype Money = quantity Int in cent;\ntype OrderId = distinct Int;\n\
+         api S { rpc L::double requires: [r]; rpc L::ping; rpc L::flag; rpc L::name; rpc L::money; }\n\
+         locus L {\n fn double(n: Int) -> Int { return n + n; }\n fn ping() { }\n\
+         fn flag(b: Bool) -> Float { return 1.5; }\n fn name(s: String) -> String { return s; }\n\
+         fn money(m: Money) -> OrderId fallible(ClosureViolation) { return OrderId(1); }\n}\n",
+        Ok(&[
+            "request: number,",
+            "): Promise<LPingOutcome> {",
+            "| CallResult<null>",
+            "    request: boolean,\n",
+            "export type LFlagOutcome =\n    | CallResult<number>",
+            "export type LNameOutcome =\n    | CallResult<string>",
+        ]),
+    ),
+    (
+        "nested records, json: keys, defaults, a handler error",
+        "role r;\ntype Deep { s: String json:\"the-s\"; n: Int = 7; }\n\
+         type Inner { d: Deep; flag: Bool = true; }\ntype Outer { inner: Inner; k: Int json:\"1st\"; }\n\
+         type Oops { why: String; }\napi S { rpc Nest::go requires: [r]; }\n\
+         locus Nest { fn go(o: Outer) -> Inner fallible(Oops) { return o.inner; } }\n",
+        Ok(&[
+            "    \"the-s\": string;\n",
+            "    n?: number;\n",
+            "    \"1st\": number;\n",
+            "    inner: Inner;\n",
+            "| CallHandlerError<Oops>",
+        ]),
+    ),
+    (
+        "reserved words as types, fields and members",
+        "role r;\ntype Promise { class: Int; delete: String; }\ntype string { new: Bool; constructor: Int; }\n\
+         type Refusal { __proto__: Int; function: Promise; }\n\
+         api S { rpc Class::delete requires: [r]; rpc Class::new requires: [r]; rpc Api::function; }\n\
+         locus Class {\n fn delete(p: Promise) -> string { return string { new: true, constructor: p.class }; }\n\
+         fn new(s: string) -> Refusal fallible(Promise) { return Refusal { __proto__: 1, function: Promise { class: 1, delete: \"\" } }; }\n}\n\
+         locus Api { fn function(x: Refusal) -> Int { return x.__proto__; } }\n",
+        Ok(&[
+            "export interface Promise_ {\n    class: number;\n    delete: string;\n",
+            "export interface string_ {",
+            "export interface Refusal_ {\n    __proto__: number;\n    function: Promise_;\n",
+            "export async function classDelete(",
+            "export async function classNew(",
+            "export async function apiFunction(",
+            "| CallHandlerError<Promise_>",
+        ]),
+    ),
+    (
+        "an imported type",
+        "import \"lib/lib.hl\" as lib;\ntype Ack { ok: Bool; item: lib::Item; }\n\
+         locus Shop { fn buy(i: lib::Item) -> Ack { return Ack { ok: true, item: i }; } }\n\
+         api S { rpc Shop::buy requires: [trader]; }\n",
+        Ok(&[
+            "/** Hale type `lib::Item`. */\nexport interface lib_Item {",
+            "    item: lib_Item;\n",
+            "    request: lib_Item,\n",
+        ]),
+    ),
+    (
+        "a ws:// hub with two streams",
+        HUB_PROGRAM,
+        Ok(&[
+            "export type QuotesItem = StreamItem<Quote>;",
+            "export function subscribeQuotes(opts: SubscribeOptions)",
+            "export type TicksItem = StreamItem<Tick>;",
+            "export function subscribeTicks(opts: SubscribeOptions)",
+        ]),
+    ),
+    (
+        "two names that come out the same: a type and a member's outcome",
+        "role r;\ntype LFOutcome { n: Int; }\napi S { rpc L::f requires: [r]; }\n\
+         locus L { fn f(a: LFOutcome) -> Int { return a.n; } }\n",
+        Err(&["rpc `L::f`", "type `LFOutcome`"]),
+    ),
+    (
+        "two names that come out the same: an imported type and a declared one",
+        "import \"lib/lib.hl\" as lib;\ntype lib_Item { n: Int; }\ntype Both { a: lib::Item; b: lib_Item; }\n\
+         locus Shop { fn buy(i: Both) -> Int { return 1; } }\napi S { rpc Shop::buy requires: [trader]; }\n",
+        Err(&["type `lib_Item`", "type `lib::Item`"]),
+    ),
+];
+
+/// A program with a ws:// hub of two streams (`Ticks`, `Quotes`).
+const HUB_PROGRAM: &str = "role r;\ntype Tick { n: Int; }\ntype Quote { sym: String; px: Float; }\n\
+topic Ticks { payload: Tick; subject: \"t.ticks\"; }\ntopic Quotes { payload: Quote; subject: \"t.quotes\"; }\n\
+api S { rpc B::one requires: [r]; }\n\
+locus B { bus { publish Ticks; publish Quotes; } fn one(t: Tick) -> Tick { return t; } }\n\
+locus G { fn holds(p: std::api::Principal, r: String) -> Bool { return true; } }\n\
+locus T { fn principal(token: String) -> std::api::Principal { return std::api::Principal { mode: \"bearer\", name: token }; } }\n\
+main locus M {\n\
+params { b: B = B { }; g: G = G { }; t: T = T { }; h: ws::Hub = ws::Hub { bind: \"127.0.0.1:0\", principals: self.t, roles: self.g, as: \"feed\" }; }\n\
+bindings { Ticks: self.h requires: [r], bound: 4, on_full: drop_new; Quotes: self.h bound: 8, on_full: drop_old; }\n\
+run() { let s = api::serve(S, http::Rpc { bind: \"127.0.0.1:0\", principals: self.t, roles: self.g }, as: \"front\", receivers: { B: self.b }, bound: 4, on_full: refuse); }\n\
+}\n";
+
+#[test]
+fn varied_surfaces_each_give_a_client_that_compiles_the_same_twice() {
+    let dir = Temp::new("many");
+    std::fs::create_dir_all(dir.path("lib")).unwrap();
+    std::fs::write(dir.path("lib/lib.hl"), LIB).unwrap();
+    // The hub's program with a datagram hub: its streams are listed, not
+    // spoken.
+    let udp = HUB_PROGRAM.replace(
+        "ws::Hub = ws::Hub { bind: \"127.0.0.1:0\", principals: self.t,",
+        "udp::Hub = udp::Hub { bind: \"127.0.0.1:0\",",
+    );
+    let udp_case = (
+        "a udp:// hub",
+        udp.as_str(),
+        Ok(&["Hub `feed` is udp: its streams (`Quotes`, `Ticks`) are not spoken here."][..]),
+    );
+    let mut files = Vec::new();
+    for (i, (what, program, expect)) in SURFACES.iter().copied().chain([udp_case]).enumerate() {
+        let path = dir.path(&format!("p{i}.hl"));
+        std::fs::write(&path, program).unwrap();
+        let args = [
+            "api",
+            "client",
+            "--surface",
+            "S",
+            "--lang",
+            "ts",
+            path.to_str().unwrap(),
+        ];
+        let first = run_hale(&args);
+        assert_eq!(first, run_hale(&args), "{what}: not the same twice");
+        let (code, client, err) = first;
+        match expect {
+            Ok(needles) => {
+                assert_eq!(code, 0, "{what}: {err}");
+                for needle in needles {
+                    assert!(
+                        client.contains(needle),
+                        "{what}: no {needle:?} in\n{client}"
+                    );
+                }
+                if what.contains("udp") {
+                    assert!(!client.contains("subscribe$"), "{what}");
+                }
+                let file = format!("c{i}.ts");
+                std::fs::write(dir.path(&file), client).unwrap();
+                files.push(file);
+            }
+            Err(words) => {
+                assert_eq!(code, 1, "{what}: generated\n{client}");
+                for w in words {
+                    assert!(err.contains(w), "{what}: {w:?} not in {err}");
+                }
+            }
+        }
+    }
+    let Some((tsc, _)) = peers() else { return };
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (ok, text) = compile(&tsc, &dir.0, &files, false);
+    assert!(ok, "the clients do not compile:\n{text}");
+}

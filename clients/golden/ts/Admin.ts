@@ -17,7 +17,11 @@
 /** The surface this client was made against. */
 export const SURFACE = "Admin";
 
-/** The surface's digest, sent on every call (Hale-Surface-Digest): a program that changed answers digest_mismatch. */
+/**
+ * The surface's digest, sent on every call (Hale-Surface-Digest): a program
+ * that changed under this client answers digest_mismatch, with the digest it
+ * serves.
+ */
 export const DIGEST = "fnv1a64:40381db6685c9f75";
 
 /** Hale type `CancelOrder`. */
@@ -272,12 +276,18 @@ export type LedgerRebalanceOutcome =
     | CallServerError;
 
 /**
- * Calls `Ledger::rebalance` (requires `operator`): POST /call/Ledger::rebalance at `endpoint` (`http://host:port`)
- * as `bearer` (null sends no Authorization), with DIGEST. Answers the result
- * (`Rebalanced`), a refusal or the server error; throws TransportError when the
- * endpoint never answered or answered outside the contract.
+ * Calls `Ledger::rebalance` (requires `operator`): POST /call/Ledger::rebalance
+ * at `endpoint` (`http://host:port`) as `bearer` (null sends no Authorization),
+ * with DIGEST. Answers the result (`Rebalanced`), a refusal or the server
+ * error; throws TransportError when the endpoint never answered or answered
+ * outside the contract.
  */
-export async function ledgerRebalance(endpoint: string, bearer: string | null, request: Rebalance, options?: CallOptions): Promise<LedgerRebalanceOutcome> {
+export async function ledgerRebalance(
+    endpoint: string,
+    bearer: string | null,
+    request: Rebalance,
+    options?: CallOptions,
+): Promise<LedgerRebalanceOutcome> {
     const reply = await post$(endpoint, bearer, "Ledger::rebalance", request, options);
     return outcome$("Ledger::rebalance", reply, false, true) as LedgerRebalanceOutcome;
 }
@@ -290,12 +300,18 @@ export type OrdersCancelOutcome =
     | CallServerError;
 
 /**
- * Calls `Orders::cancel` (requires `operator`): POST /call/Orders::cancel at `endpoint` (`http://host:port`)
- * as `bearer` (null sends no Authorization), with DIGEST. Answers the result
- * (`Cancelled`), the handler error (`OrderError`), a refusal or the server error; throws TransportError when the
+ * Calls `Orders::cancel` (requires `operator`): POST /call/Orders::cancel at
+ * `endpoint` (`http://host:port`) as `bearer` (null sends no Authorization),
+ * with DIGEST. Answers the result (`Cancelled`), the handler error
+ * (`OrderError`), a refusal or the server error; throws TransportError when the
  * endpoint never answered or answered outside the contract.
  */
-export async function ordersCancel(endpoint: string, bearer: string | null, request: CancelOrder, options?: CallOptions): Promise<OrdersCancelOutcome> {
+export async function ordersCancel(
+    endpoint: string,
+    bearer: string | null,
+    request: CancelOrder,
+    options?: CallOptions,
+): Promise<OrdersCancelOutcome> {
     const reply = await post$(endpoint, bearer, "Orders::cancel", request, options);
     return outcome$("Orders::cancel", reply, true, true) as OrdersCancelOutcome;
 }
@@ -499,11 +515,11 @@ async function* subscribe$(
 export type FillsItem = StreamItem<Fill>;
 
 /**
- * Subscribes to `Fills` (subject `desk.fills`, requires `operator`) on hub `fills` (hub@fnv1a64:26970854397ab154/fills): its
- * events (`Fill`) with their seq, holding 64 frames and shedding drop_old (a gap
- * in seq is what was shed; no replay on reconnect). Yields `subscribed`,
- * the events, then exactly one end: closed, expired, revoked, refusal or
- * lost.
+ * Subscribes to `Fills` (subject `desk.fills`, requires `operator`) on hub
+ * `fills` (hub@fnv1a64:26970854397ab154/fills): its events (`Fill`) with their
+ * seq, holding 64 frames and shedding drop_old (a gap in seq is what was shed;
+ * no replay on reconnect). Yields `subscribed`, the events, then exactly one
+ * end: closed, expired, revoked, refusal or lost.
  */
 export function subscribeFills(opts: SubscribeOptions): AsyncGenerator<FillsItem, void, undefined> {
     return subscribe$(opts, "Fills") as AsyncGenerator<FillsItem, void, undefined>;

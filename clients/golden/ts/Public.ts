@@ -18,7 +18,11 @@
 /** The surface this client was made against. */
 export const SURFACE = "Public";
 
-/** The surface's digest, sent on every call (Hale-Surface-Digest): a program that changed answers digest_mismatch. */
+/**
+ * The surface's digest, sent on every call (Hale-Surface-Digest): a program
+ * that changed under this client answers digest_mismatch, with the digest it
+ * serves.
+ */
 export const DIGEST = "fnv1a64:a8930d6e7998e986";
 
 /** Hale type `CancelOrder`. */
@@ -279,12 +283,18 @@ export type OrdersCancelOutcome =
     | CallServerError;
 
 /**
- * Calls `Orders::cancel` (requires `trader`): POST /call/Orders::cancel at `endpoint` (`http://host:port`)
- * as `bearer` (null sends no Authorization), with DIGEST. Answers the result
- * (`Cancelled`), the handler error (`OrderError`), a refusal or the server error; throws TransportError when the
+ * Calls `Orders::cancel` (requires `trader`): POST /call/Orders::cancel at
+ * `endpoint` (`http://host:port`) as `bearer` (null sends no Authorization),
+ * with DIGEST. Answers the result (`Cancelled`), the handler error
+ * (`OrderError`), a refusal or the server error; throws TransportError when the
  * endpoint never answered or answered outside the contract.
  */
-export async function ordersCancel(endpoint: string, bearer: string | null, request: CancelOrder, options?: CallOptions): Promise<OrdersCancelOutcome> {
+export async function ordersCancel(
+    endpoint: string,
+    bearer: string | null,
+    request: CancelOrder,
+    options?: CallOptions,
+): Promise<OrdersCancelOutcome> {
     const reply = await post$(endpoint, bearer, "Orders::cancel", request, options);
     return outcome$("Orders::cancel", reply, true, true) as OrdersCancelOutcome;
 }
@@ -296,12 +306,18 @@ export type OrdersPlaceOutcome =
     | CallServerError;
 
 /**
- * Calls `Orders::place` (requires no role): POST /call/Orders::place at `endpoint` (`http://host:port`)
- * as `bearer` (null sends no Authorization), with DIGEST. Answers the result
- * (`OrderReceipt`), a refusal or the server error; throws TransportError when the
- * endpoint never answered or answered outside the contract.
+ * Calls `Orders::place` (requires no role): POST /call/Orders::place at
+ * `endpoint` (`http://host:port`) as `bearer` (null sends no Authorization),
+ * with DIGEST. Answers the result (`OrderReceipt`), a refusal or the server
+ * error; throws TransportError when the endpoint never answered or answered
+ * outside the contract.
  */
-export async function ordersPlace(endpoint: string, bearer: string | null, request: PlaceOrder, options?: CallOptions): Promise<OrdersPlaceOutcome> {
+export async function ordersPlace(
+    endpoint: string,
+    bearer: string | null,
+    request: PlaceOrder,
+    options?: CallOptions,
+): Promise<OrdersPlaceOutcome> {
     const reply = await post$(endpoint, bearer, "Orders::place", request, options);
     return outcome$("Orders::place", reply, false, true) as OrdersPlaceOutcome;
 }
@@ -505,11 +521,11 @@ async function* subscribe$(
 export type FillsItem = StreamItem<Fill>;
 
 /**
- * Subscribes to `Fills` (subject `desk.fills`, requires `operator`) on hub `fills` (hub@fnv1a64:26970854397ab154/fills): its
- * events (`Fill`) with their seq, holding 64 frames and shedding drop_old (a gap
- * in seq is what was shed; no replay on reconnect). Yields `subscribed`,
- * the events, then exactly one end: closed, expired, revoked, refusal or
- * lost.
+ * Subscribes to `Fills` (subject `desk.fills`, requires `operator`) on hub
+ * `fills` (hub@fnv1a64:26970854397ab154/fills): its events (`Fill`) with their
+ * seq, holding 64 frames and shedding drop_old (a gap in seq is what was shed;
+ * no replay on reconnect). Yields `subscribed`, the events, then exactly one
+ * end: closed, expired, revoked, refusal or lost.
  */
 export function subscribeFills(opts: SubscribeOptions): AsyncGenerator<FillsItem, void, undefined> {
     return subscribe$(opts, "Fills") as AsyncGenerator<FillsItem, void, undefined>;

@@ -153,8 +153,11 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
         "\n/** The surface this client was made against. */\nexport const SURFACE = {};\n",
         quote(&surface.surface)
     ));
+    out.push_str(&doc_block(
+        "The surface's digest, sent on every call (Hale-Surface-Digest): a program that changed under this client answers digest_mismatch, with the digest it serves.",
+    ));
     out.push_str(&format!(
-        "\n/** The surface's digest, sent on every call (Hale-Surface-Digest): a program that changed answers digest_mismatch. */\nexport const DIGEST = {};\n",
+        "export const DIGEST = {};\n",
         quote(&surface.digest)
     ));
     for (name, record) in &surface.records {
@@ -221,18 +224,18 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             Some(e) => format!(", the handler error ({})", slot_doc(e)),
             None => String::new(),
         };
-        out.push_str(&format!(
-            "\n/**\n * Calls `{}` ({requires}): POST /call/{} at `endpoint` (`http://host:port`)\n * as `bearer` (null sends no Authorization), with DIGEST. Answers the result\n * ({}){error}, a refusal or the server error; throws TransportError when the\n * endpoint never answered or answered outside the contract.\n */\n",
+        out.push_str(&doc_block(&format!(
+            "Calls `{}` ({requires}): POST /call/{} at `endpoint` (`http://host:port`) as `bearer` (null sends no Authorization), with DIGEST. Answers the result ({}){error}, a refusal or the server error; throws TransportError when the endpoint never answered or answered outside the contract.",
             doc(&m.name),
             doc(&m.name),
             m.response.as_ref().map_or_else(|| "no value".to_string(), slot_doc),
-        ));
+        )));
         let (param, body) = match &m.request {
-            Some(s) => (format!("request: {}, ", names.slot(s)), "request"),
+            Some(s) => (format!("    request: {},\n", names.slot(s)), "request"),
             None => (String::new(), "{}"),
         };
         out.push_str(&format!(
-            "export async function {function}(endpoint: string, bearer: string | null, {param}options?: CallOptions): Promise<{outcome}> {{\n    const reply = await post$(endpoint, bearer, {}, {body}, options);\n    return outcome$({}, reply, {}, {}) as {outcome};\n}}\n",
+            "export async function {function}(\n    endpoint: string,\n    bearer: string | null,\n{param}    options?: CallOptions,\n): Promise<{outcome}> {{\n    const reply = await post$(endpoint, bearer, {}, {body}, options);\n    return outcome$({}, reply, {}, {}) as {outcome};\n}}\n",
             quote(&m.name),
             quote(&m.name),
             m.handler_error().is_some(),
@@ -257,8 +260,8 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
         } else {
             format!("requires {}", list(&s.requires))
         };
-        out.push_str(&format!(
-            "\n/**\n * Subscribes to `{}` (subject `{}`, {}) on hub `{}` ({}): its\n * events ({}) with their seq, holding {} frames and shedding {} (a gap\n * in seq is what was shed; no replay on reconnect). Yields `subscribed`,\n * the events, then exactly one end: closed, expired, revoked, refusal or\n * lost.\n */\n",
+        out.push_str(&doc_block(&format!(
+            "Subscribes to `{}` (subject `{}`, {}) on hub `{}` ({}): its events ({}) with their seq, holding {} frames and shedding {} (a gap in seq is what was shed; no replay on reconnect). Yields `subscribed`, the events, then exactly one end: closed, expired, revoked, refusal or lost.",
             doc(&s.topic),
             doc(&s.subject),
             requires,
@@ -267,7 +270,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             s.payload.as_ref().map_or_else(|| "no declared shape".to_string(), slot_doc),
             s.bound,
             doc(&s.on_full),
-        ));
+        )));
         out.push_str(&format!(
             "export function {function}(opts: SubscribeOptions): AsyncGenerator<{item}, void, undefined> {{\n    return subscribe$(opts, {}) as AsyncGenerator<{item}, void, undefined>;\n}}\n",
             quote(&s.topic)
@@ -444,6 +447,25 @@ fn list(items: &[String]) -> String {
         .map(|r| format!("`{}`", doc(r)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `text` as a `/** … */` block of its own, its words wrapped at 80
+/// columns (a word longer than a line keeps a line of its own).
+fn doc_block(text: &str) -> String {
+    let mut out = String::from("\n/**\n");
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && 3 + line.len() + 1 + word.len() > 80 {
+            out.push_str(&format!(" * {line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&format!(" * {line}\n */\n"));
+    out
 }
 
 /// `text` safe inside a `/** … */` comment.

@@ -25,7 +25,7 @@ fn the_witness_public_client_declares_its_records_members_and_stream() {
         "export interface PlaceOrder {\n    symbol: string;\n    qty: number;\n",
         "export type OrdersCancelOutcome =\n    | CallResult<Cancelled>\n    | CallHandlerError<OrderError>\n    | CallRefusal\n    | CallServerError;\n",
         "export type OrdersPlaceOutcome =\n    | CallResult<OrderReceipt>\n    | CallRefusal\n    | CallServerError;\n",
-        "export async function ordersPlace(endpoint: string, bearer: string | null, request: PlaceOrder, options?: CallOptions): Promise<OrdersPlaceOutcome> {",
+        "export async function ordersPlace(\n    endpoint: string,\n    bearer: string | null,\n    request: PlaceOrder,\n    options?: CallOptions,\n): Promise<OrdersPlaceOutcome> {",
         "return outcome$(\"Orders::cancel\", reply, true, true) as OrdersCancelOutcome;",
         "export type FillsItem = StreamItem<Fill>;",
         "export function subscribeFills(opts: SubscribeOptions): AsyncGenerator<FillsItem, void, undefined> {",
@@ -60,7 +60,7 @@ fn no_request_sends_an_empty_object_and_no_response_answers_null() {
         "S",
     )
     .unwrap();
-    assert!(ts.contains("export async function lPing(endpoint: string, bearer: string | null, options?: CallOptions): Promise<LPingOutcome> {\n    const reply = await post$(endpoint, bearer, \"L::ping\", {}, options);\n    return outcome$(\"L::ping\", reply, false, false) as LPingOutcome;"), "{ts}");
+    assert!(ts.contains("export async function lPing(\n    endpoint: string,\n    bearer: string | null,\n    options?: CallOptions,\n): Promise<LPingOutcome> {\n    const reply = await post$(endpoint, bearer, \"L::ping\", {}, options);\n    return outcome$(\"L::ping\", reply, false, false) as LPingOutcome;"), "{ts}");
     assert!(ts.contains("| CallResult<null>"), "{ts}");
 }
 

@@ -916,3 +916,163 @@ fn varied_surfaces_each_give_a_client_that_compiles_the_same_twice() {
     let (ok, text) = compile(&tsc, &dir.0, &files, false);
     assert!(ok, "the clients do not compile:\n{text}");
 }
+
+/// The scripted hub (`tests/ts/scripted_hub.mjs`) running, and its port.
+struct ScriptedHub {
+    child: Child,
+    endpoint: String,
+    lines: Receiver<Value>,
+    _dir: Temp,
+}
+
+impl ScriptedHub {
+    fn start(node: &Path) -> Option<ScriptedHub> {
+        let ws = root().join(".peers/node/node_modules/ws/wrapper.mjs");
+        if !ws.is_file() {
+            limen_clients::absent(&format!("Node's ws ({}) is absent", ws.display()));
+            return None;
+        }
+        let dir = Temp::new("hub");
+        std::fs::write(dir.path("hub.mjs"), committed("tests/ts/scripted_hub.mjs")).unwrap();
+        let mut child = Command::new(node)
+            .arg(dir.path("hub.mjs"))
+            .arg(&ws)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx
+                    .send(serde_json::from_str::<Value>(&line).unwrap())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let port = lines
+            .recv_timeout(DEADLINE)
+            .expect("the scripted hub's port")["port"]
+            .clone();
+        Some(ScriptedHub {
+            child,
+            endpoint: format!("ws://127.0.0.1:{port}"),
+            lines,
+            _dir: dir,
+        })
+    }
+
+    /// What the next connection sent: its path and its first frame.
+    fn connection(&self) -> Value {
+        self.lines
+            .recv_timeout(DEADLINE)
+            .expect("a connection to the scripted hub")
+    }
+}
+
+impl Drop for ScriptedHub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_subscription_shows_the_gap_ignores_what_is_not_its_own_and_ends_lost_outside_the_contract() {
+    let Some((tsc, node)) = peers() else { return };
+    let Some(hub) = ScriptedHub::start(&node) else {
+        return;
+    };
+    let mut d = Driver::start(&tsc, &node, &committed("golden/ts/Public.ts"));
+    let event = |seq: u64, shed: u64, order: u64| {
+        json!({"kind": "event", "seq": seq, "shed": shed,
+               "payload": {"order": order, "qty": 1, "price": 2}})
+    };
+    let subscribed = json!({"kind": "subscribed", "topic": "Fills"});
+    let closed = json!({"kind": "closed", "reason": "shutting_down"});
+
+    // The gap: seq 2 and 3 were shed.
+    d.subscribe("gap", &hub.endpoint, Some("gap"));
+    let seen = hub.connection();
+    assert_eq!(seen["url"], "/?access_token=gap");
+    assert_eq!(
+        seen["first"],
+        json!({"type": "subscribe", "topic": "Fills"})
+    );
+    for want in [
+        subscribed.clone(),
+        event(1, 0, 41),
+        event(4, 2, 44),
+        event(5, 0, 45),
+        closed.clone(),
+    ] {
+        assert_eq!(d.item("gap"), want);
+    }
+    d.done("gap");
+
+    // A reply and another topic's event are not this subscription's.
+    d.subscribe("shared", &hub.endpoint, Some("shared"));
+    hub.connection();
+    for want in [subscribed.clone(), event(1, 0, 41), closed] {
+        assert_eq!(d.item("shared"), want);
+    }
+    d.done("shared");
+
+    // No closed frame: lost.
+    d.subscribe("cut", &hub.endpoint, Some("cut"));
+    hub.connection();
+    assert_eq!(d.item("cut"), subscribed);
+    assert_eq!(d.item("cut"), event(1, 0, 41));
+    let lost = d.item("cut");
+    assert_eq!(lost["kind"], "lost", "{lost}");
+    d.done("cut");
+
+    // Frames outside the contract end it lost, saying so.
+    for (token, why) in [
+        ("reason", "an unauthorized frame whose reason is \"bored\""),
+        ("backwards", "an event whose seq (2) does not follow 2"),
+        ("text", "a frame that is not JSON"),
+        ("type", "a frame of type \"gossip\""),
+    ] {
+        d.subscribe(token, &hub.endpoint, Some(token));
+        hub.connection();
+        let mut item = d.item(token);
+        if item["kind"] == "subscribed" {
+            item = d.item(token);
+        }
+        if item["kind"] == "event" {
+            item = d.item(token);
+        }
+        assert_eq!(
+            item,
+            json!({"kind": "lost", "why": format!("the hub broke the protocol: {why}")}),
+            "{token}"
+        );
+        d.done(token);
+    }
+
+    // The credential is percent-encoded on the upgrade; the refusal frame's
+    // object is the refusal.
+    d.subscribe("odd", &hub.endpoint, Some("t x&y"));
+    let seen = hub.connection();
+    assert_eq!(
+        (&seen["url"], &seen["token"]),
+        (&json!("/?access_token=t%20x%26y"), &json!("t x&y"))
+    );
+    assert_eq!(
+        d.item("odd"),
+        json!({"kind": "refusal", "refusal": {"kind": "unauthenticated", "reason": "no such token"}})
+    );
+    d.done("odd");
+
+    // The consumer ends a subscription: the iteration finishes, no item.
+    d.subscribe("held", &hub.endpoint, Some("quiet"));
+    hub.connection();
+    assert_eq!(d.item("held"), subscribed);
+    assert!(d.next_within("held", Duration::from_millis(200)).is_none());
+    d.send(json!({"op": "stop", "tag": "held"}));
+    d.done("held");
+}

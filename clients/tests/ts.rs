@@ -756,9 +756,13 @@ fn an_exhaustive_consumer_compiles_and_one_matching_an_undeclared_handler_error_
 /// The library the imports case reads, at `lib/lib.hl` beside the program.
 const LIB: &str = "role trader;\nunit cent;\ntype Money = quantity Int in cent;\ntype Item { sku: String; price: Money; }\n";
 
-/// Programs of varied surfaces (each `S`), the names each client must
-/// declare, or the words its refusal must say.
-const SURFACES: &[(&str, &str, Result<&[&str], &[&str]>)] = &[
+/// What a case of [`SURFACES`] expects: the text its client must contain,
+/// or the words its refusal must say.
+type Expect = Result<&'static [&'static str], &'static [&'static str]>;
+
+/// Programs of varied surfaces (each `S`): what each is, its text, and what
+/// it expects.
+const SURFACES: &[(&str, &str, Expect)] = &[
     (
         "scalars, no request, no response, no hub",
         "role r;\nunit cent;\ntype Money = quantity Int in cent;\ntype OrderId = distinct Int;\n\

@@ -234,6 +234,32 @@ impl Driver {
         }
     }
 
+    /// The outcome of whichever call under `tags` answers first, within the
+    /// deadline; its tag is taken out of `tags`.
+    fn outcome_of_any(&mut self, tags: &mut Vec<String>) -> (String, Value) {
+        let end = Instant::now() + DEADLINE;
+        loop {
+            if let Some(at) = self
+                .held
+                .iter()
+                .position(|v| tags.iter().any(|t| v["tag"] == t.as_str()))
+            {
+                let mut v = self.held.remove(at);
+                let tag = v["tag"].as_str().unwrap().to_string();
+                tags.retain(|t| *t != tag);
+                return (tag, v["outcome"].take());
+            }
+            let left = end
+                .checked_duration_since(Instant::now())
+                .unwrap_or_else(|| panic!("none of {tags:?} answered within {DEADLINE:?}"));
+            let value = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("none of {tags:?} answered within {DEADLINE:?}"));
+            self.held.push(value);
+        }
+    }
+
     /// The next answer under `tag`, within the deadline.
     fn next(&mut self, tag: &str) -> Value {
         self.next_within(tag, DEADLINE)
@@ -648,7 +674,7 @@ fn live_against_hale_demo_every_outcome_and_every_end_of_a_subscription() {
     demo.control("grant dave operator");
     // expired: a credential stated to expire soon ends the subscription
     // at that instant.
-    demo.control("expire t-dave 1500");
+    demo.control("expire t-dave 2500");
     d.subscribe("expiring", &hub, Some("t-dave"));
     assert_eq!(d.item("expiring")["kind"], "subscribed");
     assert_eq!(d.item("expiring"), json!({"kind": "expired"}));
@@ -682,16 +708,16 @@ fn live_against_hale_demo_every_outcome_and_every_end_of_a_subscription() {
     for n in 0..20 {
         let tag = format!("held{n}");
         d.call(&tag, &public, "Orders::place", Some("t-alice"), &order);
-        match d.next_within(&tag, Duration::from_millis(500)) {
+        match d.next_within(&tag, Duration::from_secs(1)) {
             None => held.push(tag),
             Some(mut v) => {
                 let o = v["outcome"].take();
-                // A receiver resumed after draining refuses the first
-                // call once more, as it is asked again.
                 if o["refusal"]["kind"] == "full" {
                     full = Some(o);
                     break;
                 }
+                // A receiver resumed after draining refuses the first
+                // call once more, as it is asked again.
                 assert_eq!(o["refusal"]["kind"], "unavailable", "{o}");
             }
         }
@@ -701,15 +727,30 @@ fn live_against_hale_demo_every_outcome_and_every_end_of_a_subscription() {
         full["refusal"]["reason"],
         "the exposure holds its bound of requests accepted and not yet answered"
     );
-    assert_eq!(held.len(), 2, "{held:?}");
+    // Two are held at the gate (a refusal slower than the wait above
+    // would be among them, answered full below).
+    assert!(held.len() >= 2, "{held:?}");
     // stop: the queued call is refused shutting_down; the executing one
     // is answered once the gate opens; the hub writes closed.
     demo.control("stop");
-    let queued = d.outcome(&held[1]);
-    assert_eq!(queued["refusal"]["kind"], "shutting_down", "{queued}");
+    let mut kinds = Vec::new();
+    while !kinds.contains(&"shutting_down".to_string()) {
+        let (_, o) = d.outcome_of_any(&mut held);
+        kinds.push(o["refusal"]["kind"].as_str().unwrap().to_string());
+    }
     demo.control("open orders");
-    let executed = d.outcome(&held[0]);
+    let mut executed = Value::Null;
+    while !held.is_empty() {
+        let (_, o) = d.outcome_of_any(&mut held);
+        if o["kind"] == "result" {
+            executed = o;
+        } else {
+            kinds.push(o["refusal"]["kind"].as_str().unwrap().to_string());
+        }
+    }
     assert_eq!(executed["kind"], "result", "{executed}");
+    kinds.retain(|k| k != "full");
+    assert_eq!(kinds, ["shutting_down"]);
     // Its fill reaches the subscription before the hub closes it.
     let fill = d.item("closing");
     assert_eq!(

@@ -12,6 +12,8 @@
  *
  * Served by:
  * - `admin`: unix at `/run/desk/admin.sock` (not spoken here)
+ *
+ * Hub `fills` (ws at `127.0.0.1:9000`) carries `Fills`.
  */
 
 /** The surface this client was made against. */

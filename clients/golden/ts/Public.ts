@@ -13,6 +13,8 @@
  * Served by:
  * - `partner`: http at `127.0.0.1:8081`
  * - `public`: http at `127.0.0.1:8080`
+ *
+ * Hub `fills` (ws at `127.0.0.1:9000`) carries `Fills`.
  */
 
 /** The surface this client was made against. */

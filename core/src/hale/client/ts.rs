@@ -261,7 +261,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             format!("requires {}", list(&s.requires))
         };
         out.push_str(&doc_block(&format!(
-            "Subscribes to `{}` (subject `{}`, {}) on hub `{}` ({}): its events ({}) with their seq, holding {} frames and shedding {} (a gap in seq is what was shed; no replay on reconnect). Yields `subscribed`, the events, then exactly one end: closed, expired, revoked, refusal or lost.",
+            "Subscribes to `{}` (subject `{}`, {}) on hub `{}` ({}): its events ({}) with their seq, holding {} frames and shedding {} (a gap in seq is what was shed; {}). Yields `subscribed`, the events, then exactly one end: closed, expired, revoked, refusal or lost.",
             doc(&s.topic),
             doc(&s.subject),
             requires,
@@ -270,6 +270,11 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             s.payload.as_ref().map_or_else(|| "no declared shape".to_string(), slot_doc),
             s.bound,
             doc(&s.on_full),
+            if s.replay {
+                "a reconnect replays"
+            } else {
+                "no replay on reconnect"
+            },
         )));
         out.push_str(&format!(
             "export function {function}(opts: SubscribeOptions): AsyncGenerator<{item}, void, undefined> {{\n    return subscribe$(opts, {}) as AsyncGenerator<{item}, void, undefined>;\n}}\n",
@@ -307,18 +312,26 @@ fn module_doc(surface: &ClientSurface, out: &mut String) {
             ));
         }
     }
-    for h in surface
-        .hubs
-        .iter()
-        .filter(|h| h.transport != TransportKind::Ws && !h.streams.is_empty())
-    {
+    for h in surface.hubs.iter().filter(|h| !h.streams.is_empty()) {
         let topics: Vec<String> = h.streams.iter().map(|s| s.topic.clone()).collect();
-        out.push_str(&format!(
-            " *\n * Hub `{}` is {}: its streams ({}) are not spoken here.\n",
-            doc(&h.name),
-            h.transport.as_str(),
-            list(&topics)
-        ));
+        if h.transport == TransportKind::Ws {
+            out.push_str(&format!(
+                " *\n * Hub `{}` (ws at {}) carries {}.\n",
+                doc(&h.name),
+                h.address.as_deref().map_or_else(
+                    || "no address the program writes".to_string(),
+                    |a| format!("`{}`", doc(a))
+                ),
+                list(&topics)
+            ));
+        } else {
+            out.push_str(&format!(
+                " *\n * Hub `{}` is {}: its streams ({}) are not spoken here.\n",
+                doc(&h.name),
+                h.transport.as_str(),
+                list(&topics)
+            ));
+        }
     }
     out.push_str(" */\n");
 }

@@ -107,3 +107,82 @@ fn names_are_made_as_the_module_doc_says() {
     assert_eq!(doc("a */ b"), "a *\\/ b");
     assert_eq!(quote("a\"b"), "\"a\\\"b\"");
 }
+
+/// A program with a hub of two streams; `kind` is `ws` or `udp`.
+fn hub_program(kind: &str) -> String {
+    let principals = if kind == "ws" {
+        "principals: self.t, "
+    } else {
+        ""
+    };
+    format!(
+        "role r;\ntype Tick {{ n: Int; }}\ntype Quote {{ sym: String; px: Float; }}\n\
+         topic Ticks {{ payload: Tick; subject: \"t.ticks\"; }}\ntopic Quotes {{ payload: Quote; subject: \"t.quotes\"; }}\n\
+         api S {{ rpc B::one requires: [r]; }}\n\
+         locus B {{ bus {{ publish Ticks; publish Quotes; }} fn one(t: Tick) -> Tick {{ return t; }} }}\n\
+         locus G {{ fn holds(p: std::api::Principal, r: String) -> Bool {{ return true; }} }}\n\
+         locus T {{ fn principal(token: String) -> std::api::Principal {{ return std::api::Principal {{ mode: \"bearer\", name: token }}; }} }}\n\
+         main locus M {{\n\
+         params {{ b: B = B {{ }}; g: G = G {{ }}; t: T = T {{ }}; h: {kind}::Hub = {kind}::Hub {{ bind: \"127.0.0.1:9100\", {principals}roles: self.g, as: \"feed\" }}; }}\n\
+         bindings {{ Ticks: self.h requires: [r], bound: 4, on_full: drop_new; Quotes: self.h bound: 8, on_full: drop_old; }}\n\
+         run() {{ let s = api::serve(S, http::Rpc {{ bind: \"127.0.0.1:0\", principals: self.t, roles: self.g }}, as: \"front\", receivers: {{ B: self.b }}, bound: 4, on_full: refuse); }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_ws_hub_s_streams_are_subscribed_to_and_a_datagram_hub_s_are_listed() {
+    let ws = client(&hub_program("ws"), "S").unwrap();
+    for needle in [
+        " * Hub `feed` (ws at `127.0.0.1:9100`) carries `Quotes`, `Ticks`.\n",
+        "export type QuotesItem = StreamItem<Quote>;",
+        "export function subscribeQuotes(opts: SubscribeOptions)",
+        "return subscribe$(opts, \"Ticks\") as AsyncGenerator<TicksItem, void, undefined>;",
+        "holding 4 frames and shedding drop_new",
+        "requires `r`",
+    ] {
+        assert!(ws.contains(needle), "missing {needle:?} in\n{ws}");
+    }
+    assert!(ws.contains(STREAMS));
+    let udp = client(&hub_program("udp"), "S").unwrap();
+    assert!(
+        udp.contains(
+            " * Hub `feed` is udp: its streams (`Quotes`, `Ticks`) are not spoken here.\n"
+        ),
+        "{udp}"
+    );
+    assert!(!udp.contains(STREAMS) && !udp.contains("subscribeTicks"));
+}
+
+#[test]
+fn a_member_whose_function_is_a_topic_s_subscribe_is_refused() {
+    let p = hub_program("ws")
+        .replace(
+            "api S { rpc B::one requires: [r]; }",
+            "api S { rpc B::one requires: [r]; rpc Subscribe::ticks; }",
+        )
+        .replace("locus G {", "locus Subscribe { fn ticks() { } }\nlocus G {");
+    let text = client(&p, "S").unwrap_err().to_string();
+    assert!(
+        text.contains("stream `Ticks`")
+            && text.contains("subscribeTicks")
+            && text.contains("rpc `Subscribe::ticks`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn doc_blocks_wrap_at_80_columns() {
+    let text = "word ".repeat(40);
+    let block = doc_block(&text);
+    assert!(
+        block.starts_with("\n/**\n * word") && block.ends_with(" */\n"),
+        "{block}"
+    );
+    assert!(block.lines().all(|l| l.len() <= 80), "{block}");
+    assert_eq!(block.matches("word").count(), 40);
+    let long = "x".repeat(100);
+    assert_eq!(
+        doc_block(&format!("a {long} b")),
+        format!("\n/**\n * a\n * {long}\n * b\n */\n")
+    );
+}

@@ -44,7 +44,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use limen_core::hale::model::{parse_program, Program};
+use limen_core::hale::model::Program;
 use limen_core::hale::runtime::PeerCredentials;
 use limen_core::hale::serving::exposure_spec;
 use serde_json::Value;
@@ -398,8 +398,8 @@ fn rank(steps: &[Step]) -> u8 {
 
 /// Runs the corpus's records of the endpoint's exposure against it.
 pub fn run(corpus: &Corpus, options: &Options) -> Result<Report, String> {
-    let source = corpus.program_source().map_err(|e| e.to_string())?;
-    let program = parse_program(&corpus.program.to_string_lossy(), &source)
+    let program = corpus
+        .program_model()
         .map_err(|e| format!("the corpus's program: {e}"))?;
     let form = options.form;
     let transport = transport::Transport::from(form);

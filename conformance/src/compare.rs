@@ -74,9 +74,7 @@ fn document_name(r: &Record) -> Option<&str> {
 pub fn run(ours: &Corpus, reference: &Corpus) -> Report {
     let mut report = Report::default();
     // Read once: the tools_list records ask it which exposures share sources.
-    let program = ours.program_source().ok().and_then(|src| {
-        limen_core::hale::model::parse_program(&ours.program.to_string_lossy(), &src).ok()
-    });
+    let program = ours.program_model().ok();
     let referenced = Referenced {
         corpus: reference,
         program: program.as_ref(),

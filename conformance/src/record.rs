@@ -489,6 +489,20 @@ impl Corpus {
             .map_err(|e| CorpusError(format!("{}: {e}", self.program.display())))
     }
 
+    /// The program's model: its file and every file it imports (resolved
+    /// against the importing file's folder, as `hale check` reads them), so
+    /// a corpus of a program of several files replays and checks as one of
+    /// one file does.
+    pub fn program_model(&self) -> Result<limen_core::hale::model::Program, CorpusError> {
+        let src = self.program_source()?;
+        let file = self.program.to_string_lossy();
+        limen_core::hale::imports::load(&file, &src, &mut |path| {
+            std::fs::read_to_string(path).map_err(|e| e.to_string())
+        })
+        .map(|loaded| loaded.program)
+        .map_err(|d| CorpusError(d.to_string()))
+    }
+
     /// The description document `<exposure>.<caller>` (`public.alice`).
     pub fn document(&self, name: &str) -> Option<&Value> {
         self.documents

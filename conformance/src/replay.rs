@@ -2,7 +2,7 @@
 //! sans-I/O machines of a [`World`], its scenario taken first, and what the
 //! machines emit compared with the recorded reply as a value, masked.
 
-use limen_core::hale::model::{parse_program, Program};
+use limen_core::hale::model::Program;
 use limen_core::hale::runtime::PeerCredentials;
 use limen_core::Timestamp;
 use serde_json::Value;
@@ -43,9 +43,7 @@ impl std::fmt::Debug for Options<'_> {
 pub fn run(corpus: &Corpus, options: &Options<'_>) -> Report {
     let mut report = Report::default();
     let source = corpus.program_source().map_err(|e| e.to_string());
-    let program = source.clone().and_then(|src| {
-        parse_program(&corpus.program.to_string_lossy(), &src).map_err(|e| e.to_string())
-    });
+    let program = corpus.program_model().map_err(|e| e.to_string());
     let mut names: Vec<(&str, Result<&Record, &str>)> = corpus
         .records
         .iter()

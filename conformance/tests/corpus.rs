@@ -203,3 +203,34 @@ fn a_record_that_says_otherwise_fails_the_comparison() {
     assert!(!out.contains("http/"), "{out}");
     assert!(out.ends_with("1 passed, 11 failed\n"), "{out}");
 }
+
+/// A corpus whose program imports another file reads as `hale check` reads
+/// it: the imported file resolved against the program's folder, its types
+/// under their alias; an import that is not there names itself.
+#[test]
+fn a_corpus_program_of_several_files_is_read_with_its_imports() {
+    let dir = std::env::temp_dir().join(format!("limen-corpus-imports-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("wire")).unwrap();
+    let shop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop");
+    for f in ["shop.hl", "catalog.hl"] {
+        std::fs::copy(shop.join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.join("corpus.json"),
+        r#"{"corpus": 1, "program": "shop.hl"}"#,
+    )
+    .unwrap();
+    let corpus = Corpus::open(&dir).unwrap();
+    let program = corpus.program_model().unwrap();
+    assert!(program.surface("Storefront").is_some());
+    assert!(
+        program.types.get("catalog::Item").is_some(),
+        "the imported types are named under their alias"
+    );
+    // Without the imported file, the import names what is missing.
+    std::fs::remove_file(dir.join("catalog.hl")).unwrap();
+    let err = corpus.program_model().unwrap_err().to_string();
+    assert!(err.contains("catalog.hl"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -103,6 +103,8 @@ pub struct Application {
     sources: Sources,
     hubs: Vec<ServedHub>,
     publisher: Publisher,
+    /// The call log and the metrics' table, when either is kept.
+    observer: Option<Arc<observe::Observer>>,
     /// The metrics listener, with what it reports.
     metrics: Option<(
         std::net::TcpListener,
@@ -654,7 +656,7 @@ impl Application {
             .iter()
             .map(|h| (h.name.clone(), h.handle.clone()))
             .collect();
-        let metrics = match (&options.metrics, observer) {
+        let metrics = match (&options.metrics, observer.clone()) {
             (Some(addr), Some(observer)) => {
                 let listener = observe::bind(addr).map_err(|err| {
                     one(format!(
@@ -715,6 +717,7 @@ impl Application {
             sources,
             hubs,
             publisher,
+            observer,
             metrics,
         })
     }
@@ -778,7 +781,13 @@ impl Application {
                 })
             })
             .collect();
-        self.server.run_with(hubs)
+        let ran = self.server.run_with(hubs);
+        // Every call answered has its log line written before the process
+        // goes.
+        if let Some(o) = &self.observer {
+            o.close();
+        }
+        ran
     }
 }
 

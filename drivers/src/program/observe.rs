@@ -3,18 +3,25 @@
 //! format (`--metrics ADDR`).
 //!
 //! Both hear every delivery of every exposure through the server's
-//! [`CallObserver`], under the owner's lock: a log line is formatted and
-//! written whole, a metric is a counter bumped in a table keyed by
-//! exposure, member and outcome. What the metrics listener reads of the
-//! hubs (subscribers, connections, events offered) it asks each hub when
-//! it is scraped.
+//! [`CallObserver`], on the loop that completed the call: a log line is
+//! formatted there and handed to a writer thread of its own through a
+//! bounded queue, so a standard error nobody reads (a full pipe) never
+//! stalls the loop — what does not fit is counted and said in one line
+//! when the writer catches up; a metric is a counter bumped in a table
+//! keyed by exposure, member and outcome. What the metrics listener reads
+//! of the hubs (subscribers, connections, events offered) it asks each hub
+//! when it is scraped. The listener answers each scrape on a thread of its
+//! own, each with a deadline and a cap on what it reads, so a silent or
+//! trickling client holds neither the listener nor memory.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use limen_core::hale::runtime::{Delivery, Outcome};
 
@@ -58,19 +65,100 @@ struct Table {
 /// What the server observes, and what `--log` and `--metrics` make of it.
 #[derive(Default)]
 pub struct Observer {
-    log: bool,
+    log: Option<CallLog>,
     metrics: bool,
     table: Mutex<Table>,
 }
 
+/// The lines a call log holds for its writer before it sheds: enough for
+/// a burst of a second at a high call rate, a few MB at most.
+pub const LOG_QUEUE: usize = 16 * 1024;
+
+/// The call log: lines queued for the writer thread, and those shed.
+struct CallLog {
+    lines: Mutex<Option<SyncSender<String>>>,
+    dropped: Arc<AtomicU64>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl CallLog {
+    fn start(out: Box<dyn Write + Send>) -> CallLog {
+        let (tx, rx) = sync_channel(LOG_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let shed = dropped.clone();
+        let writer = std::thread::Builder::new()
+            .name("hale call log".into())
+            .spawn(move || write_lines(rx, out, &shed))
+            .ok();
+        CallLog {
+            lines: Mutex::new(writer.is_some().then_some(tx)),
+            dropped,
+            writer: Mutex::new(writer),
+        }
+    }
+
+    fn push(&self, line: String) {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = lines.as_ref() {
+            if let Err(TrySendError::Full(_)) = tx.try_send(line) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn close(&self) {
+        drop(self.lines.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+    }
+}
+
+/// The writer thread: each line whole in one write, so lines never
+/// interleave with anything else written to the stream; after a line, the
+/// count of lines shed since the last such note, if any.
+fn write_lines(rx: Receiver<String>, mut out: Box<dyn Write + Send>, dropped: &AtomicU64) {
+    let note = |out: &mut Box<dyn Write + Send>| {
+        let n = dropped.swap(0, Ordering::Relaxed);
+        if n > 0 {
+            let line = serde_json::json!({ "log": "dropped", "lines": n });
+            let _ = out.write_all(format!("{line}\n").as_bytes());
+        }
+    };
+    for line in rx {
+        let _ = out.write_all(line.as_bytes());
+        note(&mut out);
+    }
+    note(&mut out);
+    let _ = out.flush();
+}
+
 impl Observer {
-    /// An observer that logs each call (`log`) and keeps metrics
-    /// (`metrics`).
+    /// An observer that logs each call to standard error (`log`) and
+    /// keeps metrics (`metrics`).
     pub fn new(log: bool, metrics: bool) -> Observer {
+        Observer::writing_to(
+            log.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>),
+            metrics,
+        )
+    }
+
+    /// An observer that logs each call to `log` when given.
+    pub fn writing_to(log: Option<Box<dyn Write + Send>>, metrics: bool) -> Observer {
         Observer {
-            log,
+            log: log.map(CallLog::start),
             metrics,
             table: Mutex::default(),
+        }
+    }
+
+    /// Writes out every line logged so far and ends the log's writer: what
+    /// a stopping server calls last, so no line is lost at exit. A call
+    /// delivered afterwards is not logged.
+    pub fn close(&self) {
+        if let Some(log) = &self.log {
+            log.close();
         }
     }
 
@@ -84,7 +172,7 @@ impl CallObserver for Observer {
         let now = unix_now();
         let seconds = now.saturating_sub(delivery.accepted) as f64 / 1e9;
         let outcome = outcome_name(&delivery.outcome);
-        if self.log {
+        if let Some(log) = &self.log {
             let line = serde_json::json!({
                 "exposure": exposure,
                 "member": member,
@@ -93,8 +181,7 @@ impl CallObserver for Observer {
                 "duration_ms": (seconds * 1e6).round() / 1e3,
                 "request_id": delivery.request_id,
             });
-            // One write a line: lines from several loops never interleave.
-            let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+            log.push(format!("{line}\n"));
         }
         if self.metrics {
             let mut t = self.table();
@@ -240,28 +327,75 @@ pub fn bind(addr: &str) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr)
 }
 
-/// Answers `GET /metrics` (any other path 404) on `listener`, one
-/// connection at a time, each read for at most two seconds.
+/// How long a scrape may take to send its request head.
+pub const SCRAPE_DEADLINE: Duration = Duration::from_secs(2);
+/// The most bytes of a request head a scrape may send.
+pub const SCRAPE_HEAD_MAX: usize = 8 * 1024;
+/// The most scrapes answered at once; a connection beyond it is closed.
+pub const SCRAPES_AT_ONCE: usize = 8;
+
+/// Answers `GET /metrics` (any other path 404) on `listener`, each
+/// connection on a thread of its own (at most [`SCRAPES_AT_ONCE`]), each
+/// head read within [`SCRAPE_DEADLINE`] and [`SCRAPE_HEAD_MAX`] bytes.
 pub fn serve_metrics(listener: TcpListener, observer: Arc<Observer>, gauges: Gauges) {
+    let busy = Arc::new(AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let _ = answer(conn, &observer, &gauges);
+        if busy.fetch_add(1, Ordering::AcqRel) >= SCRAPES_AT_ONCE {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            continue;
+        }
+        let (observer, gauges, done) = (observer.clone(), gauges.clone(), busy.clone());
+        let spawned = std::thread::Builder::new()
+            .name("hale metrics scrape".into())
+            .spawn(move || {
+                let _ = answer(conn, &observer, &gauges);
+                done.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Reads a request head up to its blank line, within the deadline and the
+/// cap; `None` when the client did not send one in time.
+fn read_head(conn: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let deadline = Instant::now() + SCRAPE_DEADLINE;
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            return Ok(Some(String::from_utf8_lossy(&head).into_owned()));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || head.len() >= SCRAPE_HEAD_MAX {
+            return Ok(None);
+        }
+        conn.set_read_timeout(Some(left))?;
+        let n = match conn.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        head.extend_from_slice(&buf[..n.min(SCRAPE_HEAD_MAX - head.len())]);
     }
 }
 
 fn answer(mut conn: TcpStream, observer: &Observer, gauges: &Gauges) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut first = String::new();
-    reader.read_line(&mut first)?;
-    // The rest of the head, up to its blank line (bounded).
-    let mut line = String::new();
-    for _ in 0..100 {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line == "\r\n" || line == "\n" {
-            break;
-        }
-    }
+    let Some(head) = read_head(&mut conn)? else {
+        return Ok(());
+    };
+    let first = head.lines().next().unwrap_or("");
     let path = first.split_whitespace().nth(1).unwrap_or("");
     let (status, body, kind) = if first.starts_with("GET ") && path == "/metrics" {
         (
@@ -279,4 +413,140 @@ fn answer(mut conn: TcpStream, observer: &Observer, gauges: &Gauges) -> std::io:
         )
         .as_bytes(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Condvar;
+
+    /// A stream that takes nothing until it is opened, then keeps all.
+    #[derive(Clone, Default)]
+    struct Gated {
+        open: Arc<(Mutex<bool>, Condvar)>,
+        taken: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Write for Gated {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let (lock, cv) = &*self.open;
+            let mut open = lock.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+            self.taken.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_log_nobody_reads_sheds_lines_and_never_holds_the_caller() {
+        let out = Gated::default();
+        let log = Arc::new(CallLog::start(Box::new(out.clone())));
+        let total = LOG_QUEUE + 500;
+        // Every push returns though the stream takes nothing: the loop that
+        // delivers a call is never held by its log.
+        let (done, pushed) = std::sync::mpsc::channel();
+        let pusher = log.clone();
+        std::thread::spawn(move || {
+            for i in 0..total {
+                pusher.push(format!("{{\"call\":{i}}}\n"));
+            }
+            let _ = done.send(());
+        });
+        pushed
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the pushes returned while the stream was stuck");
+        *out.open.0.lock().unwrap() = true;
+        out.open.1.notify_all();
+        log.close();
+        let text = String::from_utf8(out.taken.lock().unwrap().clone()).unwrap();
+        let calls = text.lines().filter(|l| l.starts_with("{\"call\"")).count();
+        let dropped: u64 = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["log"] == "dropped")
+            .map(|v| v["lines"].as_u64().unwrap())
+            .sum();
+        assert!(dropped > 0, "the queue overflowed and said so");
+        assert_eq!(
+            calls as u64 + dropped,
+            total as u64,
+            "each line written or counted"
+        );
+        // What was kept is in order.
+        let order: Vec<u64> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["call"].as_u64())
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_closed_log_has_written_every_line() {
+        let out = Gated::default();
+        *out.open.0.lock().unwrap() = true;
+        let log = CallLog::start(Box::new(out.clone()));
+        for i in 0..100 {
+            log.push(format!("{i}\n"));
+        }
+        log.close();
+        assert_eq!(
+            out.taken
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count(),
+            100
+        );
+        // A push after close is not written, and does not fail.
+        log.push("late\n".into());
+    }
+
+    #[test]
+    fn a_trickling_scraper_is_cut_off_and_holds_no_other_scrape() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let observer = Arc::new(Observer::writing_to(None, true));
+        std::thread::spawn(move || serve_metrics(listener, observer, Gauges::default()));
+        // One byte of a head every 100 ms: each read succeeds, so only a
+        // deadline on the whole head ends it.
+        let trickler = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let start = Instant::now();
+            let mut b = [0u8; 64];
+            loop {
+                assert!(start.elapsed() < Duration::from_secs(20), "never cut off");
+                if c.write_all(b"G").is_err() {
+                    return start.elapsed();
+                }
+                match c.read(&mut b) {
+                    // The 100 ms passed with the head still open: trickle on.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    // Closed (or reset) by the server.
+                    _ => return start.elapsed(),
+                }
+            }
+        });
+        // Meanwhile a scrape is answered.
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+        assert!(reply.contains("# TYPE hale_calls_total counter"), "{reply}");
+        assert!(trickler.join().unwrap() >= SCRAPE_DEADLINE);
+    }
 }

@@ -1,7 +1,7 @@
 """The generated Python clients against `hale demo`, one scenario a run.
 
 Usage: live.py SCENARIO, with the plan as JSON on stdin: {"modules": DIR
-holding public.py, admin.py and changed.py (the Public client of a changed
+holding Public.py, Admin.py (the golden clients) and changed.py (the Public client of a changed
 program), "public": "http://...", "admin": "unix:...", "hub": "ws://...",
 "control": PATH}. Prints one JSON report: {"checks": {NAME: [ok, what was
 seen]}}; clients/tests/python.rs asserts every expected check is there and
@@ -20,9 +20,9 @@ from typing import Any, Callable
 plan = json.load(sys.stdin)
 sys.path.insert(0, plan["modules"])
 
-import admin  # noqa: E402
+import Admin as admin  # noqa: E402
 import changed  # noqa: E402
-import public  # noqa: E402
+import Public as public  # noqa: E402
 
 DEADLINE = 10.0
 checks: dict[str, list[Any]] = {}

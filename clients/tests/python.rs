@@ -7,8 +7,9 @@
 //! does not declare is refused); varied surfaces, each type-checked and
 //! the same bytes on every run; and the clients against `hale demo`
 //! (`tests/python/live.py`): every outcome, each refusal the control socket
-//! provokes, a changed program's digest, a dead port, and a subscription to
-//! its expired, revoked, closed and lost ends.
+//! provokes, a changed program's digest, a dead port, and a subscription's
+//! events with their seq, a gap after shedding, and its expired, revoked,
+//! closed and lost ends.
 //!
 //! A peer that is absent (the venv's Python, mypy, the witness's fixtures)
 //! skips with a message, and fails under `LIMEN_REQUIRE_PEERS=1`.
@@ -530,7 +531,7 @@ fn the_clients_against_hale_demo_see_every_outcome_and_every_end_of_a_subscripti
     let changed = changed_program(&dir, &witness);
     std::fs::write(modules.join("changed.py"), generate("Public", &changed)).unwrap();
 
-    let scenarios: [(&str, &[&str], &[&str]); 4] = [
+    let scenarios: [(&str, &[&str], &[&str]); 5] = [
         (
             "calls",
             &[],
@@ -554,6 +555,11 @@ fn the_clients_against_hale_demo_see_every_outcome_and_every_end_of_a_subscripti
             ],
         ),
         ("full", &["--bound", "1"], &["full", "held_answered"]),
+        (
+            "gap",
+            &["--hub-desk", "--bound", "1000000"],
+            &["placed", "gap"],
+        ),
         (
             "shutting_down",
             &["--bound", "1"],

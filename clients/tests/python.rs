@@ -393,6 +393,232 @@ fn every_surface_gives_a_client_that_type_checks_runs_and_is_the_same_twice() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A small deterministic generator (xorshift64*), so the random surfaces
+/// are the same on every run and a failure names its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+
+    fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+}
+
+/// Field and function names, Python's keywords and the module's own among
+/// plain ones.
+const NAMES: &[&str] = &[
+    "a",
+    "qty",
+    "order",
+    "kind",
+    "value",
+    "seq",
+    "id",
+    "from",
+    "class",
+    "None",
+    "True",
+    "yield",
+    "import",
+    "lambda",
+    "is",
+    "not",
+    "print",
+    "str",
+    "int",
+    "float",
+    "list",
+    "dict",
+    "x_",
+    "_x",
+    "a_b",
+    "to_json",
+    "from_json",
+    "reason",
+    "served",
+    "topic",
+    "payload",
+    "timeout",
+    "bearer",
+    "endpoint",
+    "request",
+    "json",
+    "socket",
+    "match",
+    "case",
+    "type",
+];
+
+/// A random program of one surface `S`: records of scalars and each other
+/// (recursion included), defaults and `json:` keys, members with and
+/// without each slot, and now and then a hub of several streams; the
+/// builder of `fuzz/fuzz_targets/hale_client.rs`, driven by a seed.
+fn random_program(rng: &mut Rng) -> String {
+    const SCALARS: &[&str] = &["Int", "Float", "Bool", "String", "Money", "OrderId"];
+    const LOCI: &[&str] = &["Orders", "Ledger", "Class", "Result", "L"];
+    let mut text = String::from(
+        "role r0;\nunit cent;\ntype Money = quantity Int in cent;\ntype OrderId = distinct Int;\n",
+    );
+    let records = 1 + rng.below(5);
+    let record_names = ["T0", "Event", "Refusal", "T3", "lib_x"];
+    for name in record_names.iter().take(records) {
+        text.push_str(&format!("type {name} {{ "));
+        let mut fields: Vec<&str> = Vec::new();
+        for _ in 0..rng.below(5) {
+            let f = rng.pick(NAMES);
+            if fields.contains(&f) {
+                continue;
+            }
+            fields.push(f);
+            let ty = if rng.one_in(4) {
+                record_names[rng.below(records)]
+            } else {
+                rng.pick(SCALARS)
+            };
+            text.push_str(&format!("{f}: {ty}"));
+            if rng.one_in(6) {
+                text.push_str(&format!(" json:\"{}\"", rng.pick(NAMES)));
+            }
+            if ty == "Int" && rng.one_in(3) {
+                text.push_str(" = 1");
+            }
+            text.push_str("; ");
+        }
+        text.push_str("}\n");
+    }
+    let slot = |rng: &mut Rng| -> Option<String> {
+        match rng.below(4) {
+            0 => None,
+            1 => Some(rng.pick(SCALARS).to_string()),
+            _ => Some(record_names[rng.below(records)].to_string()),
+        }
+    };
+    let topics = if rng.one_in(2) { 1 + rng.below(3) } else { 0 };
+    for p in 0..topics {
+        let payload = record_names[rng.below(records)];
+        text.push_str(&format!(
+            "topic P{p} {{ payload: {payload}; subject: \"s.{p}\"; }}\n"
+        ));
+    }
+    let mut rows: Vec<(&str, &str)> = Vec::new();
+    let mut loci: Vec<(&str, Vec<String>)> = Vec::new();
+    for _ in 0..1 + rng.below(4) {
+        let (locus, function) = (rng.pick(LOCI), rng.pick(NAMES));
+        if rows.contains(&(locus, function)) {
+            continue;
+        }
+        rows.push((locus, function));
+        let request = slot(rng).map_or(String::new(), |t| format!("x: {t}"));
+        let response = slot(rng).map_or(String::new(), |t| format!(" -> {t}"));
+        let error = match rng.below(3) {
+            0 => String::new(),
+            1 => " fallible(ClosureViolation)".to_string(),
+            _ => format!(" fallible({})", record_names[rng.below(records)]),
+        };
+        let f = format!("fn {function}({request}){response}{error} {{ }}");
+        match loci.iter_mut().find(|(l, _)| *l == locus) {
+            Some((_, fns)) => fns.push(f),
+            None => loci.push((locus, vec![f])),
+        }
+    }
+    text.push_str("api S {\n");
+    for (l, f) in &rows {
+        let requires = if rng.one_in(2) { " requires: [r0]" } else { "" };
+        text.push_str(&format!("    rpc {l}::{f}{requires};\n"));
+    }
+    text.push_str("}\n");
+    for (i, (l, fns)) in loci.iter().enumerate() {
+        text.push_str(&format!("locus {l} {{ "));
+        if i == 0 && topics > 0 {
+            text.push_str("bus { ");
+            for p in 0..topics {
+                text.push_str(&format!("publish P{p}; "));
+            }
+            text.push_str("} ");
+        }
+        text.push_str(&fns.join(" "));
+        text.push_str(" }\n");
+    }
+    if topics > 0 {
+        text.push_str(
+            "locus G { fn holds(p: std::api::Principal, r: String) -> Bool { return false; } }\n\
+             main locus M {\n    params { g: G = G { };\n        \
+             hub: ws::Hub = ws::Hub { bind: \"127.0.0.1:0\", roles: self.g, as: \"h\" }; }\n    bindings {\n",
+        );
+        for p in 0..topics {
+            let on_full = rng.pick(&["drop_old", "drop_new"]);
+            text.push_str(&format!(
+                "        P{p}: self.hub requires: [r0], bound: {}, on_full: {on_full};\n",
+                1 + rng.below(64)
+            ));
+        }
+        text.push_str("    }\n}\n");
+    }
+    text
+}
+
+#[test]
+fn random_surfaces_give_clients_that_type_check_and_import_or_a_refusal_naming_both_names() {
+    let (Some(python), Some(mypy)) = (python(), mypy()) else {
+        return;
+    };
+    let dir = scratch("random");
+    let mut files = Vec::new();
+    let mut refused = 0;
+    for seed in 1..=24u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let program = random_program(&mut rng);
+        let path = dir.join(format!("r{seed}.hl"));
+        std::fs::write(&path, &program).unwrap();
+        let out = client_cmd("S", &[&path]);
+        if !out.status.success() {
+            // The only refusal a program of these names meets: two Hale
+            // names one Python name, named both.
+            let said = text(&out);
+            assert!(
+                said.contains("Python name") && said.contains("rename one"),
+                "seed {seed}: {said}\n{program}"
+            );
+            refused += 1;
+            continue;
+        }
+        assert_eq!(
+            out.stdout,
+            client_cmd("S", &[&path]).stdout,
+            "seed {seed}: two runs"
+        );
+        let name = format!("random_{seed}.py");
+        std::fs::write(dir.join(&name), &out.stdout).unwrap();
+        files.push(name);
+    }
+    eprintln!("{} random surfaces made, {refused} refused", files.len());
+    assert!(files.len() >= 16, "{refused} of 24 refused");
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let out = mypy_in(&mypy, &dir, &names);
+    assert!(out.status.success(), "{}", text(&out));
+    let imports: String = files
+        .iter()
+        .map(|f| format!("import {}\n", f.trim_end_matches(".py")))
+        .collect();
+    let out = Command::new(&python)
+        .current_dir(&dir)
+        .args(["-c", &imports])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A running `hale demo`, killed when dropped.
 struct Demo {
     child: Child,

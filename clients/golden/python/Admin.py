@@ -6,7 +6,8 @@ One function per member takes the endpoint (``http://host:port``, or
 caller by the kernel, not a bearer) and the request, and answers the
 outcome: ``Result``, ``HandlerError`` (only a member whose row declares
 one), ``Refusal`` or ``ServerError``. A connection that never answered
-raises ``TransportError``; it is never a refusal.
+raises ``TransportError``; it is never a refusal. Python 3.10 or later,
+the standard library only.
 
 Members:
     ledger_rebalance -- Ledger::rebalance, requires operator
@@ -808,7 +809,7 @@ FillsItem = Union[Event[Fill], StreamEnd]
 def subscribe_fills(
     endpoint: str, bearer: str | None, *, timeout: float = DEFAULT_TIMEOUT
 ) -> Subscription[Fill]:
-    """Subscribes to `Fills` on the hub `fills` (the program binds it at "127.0.0.1:9000"): ``endpoint`` is
+    """Subscribes to `Fills` on the hub `fills` (the program binds it at 127.0.0.1:9000): ``endpoint`` is
     ``ws://host:port``, ``bearer`` the credential presented at the upgrade.
     Requires operator; the hub holds 64 frames per subscription and
     sheds by drop_old; a reconnect does not replay."""

@@ -142,6 +142,10 @@ const CLASS_NAMES: [&str; 9] = [
     "from_json",
 ];
 
+/// Why a Hale name is refused as a Python identifier ([`is_identifier`]).
+const NOT_AN_IDENTIFIER: &str =
+    "is no Python identifier this client can carry (ASCII letters, digits and `_`, not starting with `__`)";
+
 /// The Python client of `surface`.
 pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
     let names = Names::new(surface)?;
@@ -189,7 +193,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
         );
         let requires = roles(&stream.requires);
         let address = hub.address.as_deref().map_or_else(String::new, |a| {
-            format!(" (the program binds it at {})", py_doc(a))
+            format!(" (the program binds it at {})", doc_text(a))
         });
         let _ = write!(
             out,
@@ -199,7 +203,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
              sheds by {on_full}{replay}.\"\"\"\n    \
              return Subscription.open(endpoint, bearer, {topic_str}, {read}, timeout=timeout)\n",
             topic = stream.topic,
-            hub = hub.name,
+            hub = doc_text(&hub.name),
             bound = stream.bound,
             on_full = stream.on_full,
             replay = if stream.replay {
@@ -240,9 +244,10 @@ fn docstring(out: &mut String, surface: &ClientSurface, names: &Names) {
          caller by the kernel, not a bearer) and the request, and answers the\n\
          outcome: ``Result``, ``HandlerError`` (only a member whose row declares\n\
          one), ``Refusal`` or ``ServerError``. A connection that never answered\n\
-         raises ``TransportError``; it is never a refusal.\n",
+         raises ``TransportError``; it is never a refusal. Python 3.10 or later,\n\
+         the standard library only.\n",
         s = surface.surface,
-        app = surface.app,
+        app = doc_text(&surface.app),
         digest = surface.digest,
     );
     if !surface.members.is_empty() {
@@ -266,7 +271,7 @@ fn docstring(out: &mut String, surface: &ClientSurface, names: &Names) {
                 "    {} -- {} on the hub {}, requires {}",
                 names.stream(&hub.name, &st.topic).0,
                 st.topic,
-                hub.name,
+                doc_text(&hub.name),
                 roles(&st.requires)
             );
         }
@@ -287,10 +292,11 @@ fn py_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// `s` made safe inside a docstring: its JSON string literal, quotes and
-/// all, so a backslash or a quote in it cannot end the docstring.
-fn py_doc(s: &str) -> String {
-    py_str(s)
+/// `s` as text inside a docstring: a backslash or a quote escaped, so a
+/// name the program writes as a string (a hub's `as:`, an address) cannot
+/// end the docstring or start an escape.
+fn doc_text(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 fn is_keyword(name: &str) -> bool {
@@ -330,10 +336,16 @@ fn camel(name: &str) -> String {
         .collect()
 }
 
-/// Whether `name` is an identifier Python reads as one (ASCII only: a Hale
-/// name outside ASCII is refused rather than left to Python's NFKC
-/// folding, which could make two names one).
+/// Whether `name` is an identifier Python reads as one and keeps as it is
+/// (ASCII only: a Hale name outside ASCII is refused rather than left to
+/// Python's NFKC folding, which could make two names one).
 fn is_identifier(name: &str) -> bool {
+    // A name starting with `__` is mangled inside a class body (a record's
+    // field, or a record named in another's annotations), so it is refused
+    // too.
+    if name.starts_with("__") {
+        return false;
+    }
     let mut cs = name.chars();
     cs.next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -360,7 +372,7 @@ impl Names {
                 return Err(ClientError::Refused {
                     owner,
                     field: py,
-                    why: "is no Python identifier (ASCII letters, digits and `_`)".to_string(),
+                    why: NOT_AN_IDENTIFIER.to_string(),
                 });
             }
             if let Some(first) = taken.get(&py) {
@@ -416,7 +428,7 @@ impl Names {
                     return Err(ClientError::Refused {
                         owner,
                         field: f.name.clone(),
-                        why: "is no Python identifier (ASCII letters, digits and `_`)".to_string(),
+                        why: NOT_AN_IDENTIFIER.to_string(),
                     });
                 }
                 if let Some(first) = own.get(&py) {

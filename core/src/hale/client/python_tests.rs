@@ -346,4 +346,17 @@ fn names_are_made_as_python_writes_them() {
     assert_eq!(module_safe("Fill".into()), "Fill");
     assert!(is_identifier("_a1") && !is_identifier("1a") && !is_identifier("é"));
     assert_eq!(py_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
+    assert_eq!(doc_text("a\"\"\"b\\"), "a\\\"\\\"\\\"b\\\\");
+    assert!(!is_identifier("__x") && is_identifier("_x") && is_identifier("x__"));
+}
+
+#[test]
+fn a_name_python_would_mangle_is_refused() {
+    let p = program(
+        "role r;\ntype T { __secret: Int; }\napi S { rpc B::f; }\nlocus B { fn f(t: T) -> Int { } }\n",
+    );
+    let text = super::super::generate(&p, "S", Lang::Python)
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("__secret") && text.contains("`T`"), "{text}");
 }

@@ -4,9 +4,9 @@
 //!
 //! What it holds, in this order: the header ([`super::header`]), a
 //! docstring listing the members and streams, `SURFACE` and `DIGEST`, the
-//! runtime every client shares ([`RUNTIME`]: the outcome and stream
-//! classes, `TransportError`, the HTTP and Unix calls, a small RFC 6455
-//! client for the hubs), a frozen dataclass per record with `to_json` and
+//! runtime every client shares (`python_runtime.py`, included as text: the
+//! outcome and stream classes, `TransportError`, the HTTP and Unix calls,
+//! a small RFC 6455 client for the hubs), a frozen dataclass per record with `to_json` and
 //! `from_json`, per member an outcome alias and a function, `MEMBERS`, and
 //! per stream row of a `ws://` hub an item alias and a `subscribe_<topic>`.
 //!

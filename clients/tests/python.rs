@@ -6,8 +6,9 @@
 //! switches exhaustively checks clean, one matching a handler error a row
 //! does not declare is refused); varied surfaces, each type-checked and
 //! the same bytes on every run; and the clients against `hale demo`
-//! (`tests/python/live.py`): every outcome, each refusal the control socket
-//! provokes, a changed program's digest, a dead port, and a subscription's
+//! (`tests/python/live.py`): every outcome over HTTP, the Unix socket and a
+//! hub's call frames, each refusal the control socket provokes, a changed
+//! program's digest, a dead port, and a subscription's
 //! events with their seq, a gap after shedding, and its expired, revoked,
 //! closed and lost ends.
 //!
@@ -757,7 +758,7 @@ fn the_clients_against_hale_demo_see_every_outcome_and_every_end_of_a_subscripti
     let changed = changed_program(&dir, &witness);
     std::fs::write(modules.join("changed.py"), generate("Public", &changed)).unwrap();
 
-    let scenarios: [(&str, &[&str], &[&str]); 5] = [
+    let scenarios: [(&str, &[&str], &[&str]); 6] = [
         (
             "calls",
             &[],
@@ -778,6 +779,18 @@ fn the_clients_against_hale_demo_see_every_outcome_and_every_end_of_a_subscripti
                 "served_again",
                 "dead_port",
                 "dead_socket",
+            ],
+        ),
+        (
+            "hub_calls",
+            &["--hub-desk"],
+            &[
+                "hub_result",
+                "hub_result_numeric_id",
+                "hub_unauthenticated",
+                "hub_unauthorized",
+                "hub_server_error",
+                "hub_digest_mismatch",
             ],
         ),
         ("full", &["--bound", "1"], &["full", "held_answered"]),

@@ -153,6 +153,32 @@ def calls() -> None:
         check("dead_socket", True, e)
 
 
+def hub_calls() -> None:
+    # The demo runs with --hub-desk: Public is served over the hub too, and
+    # a call to a ws:// endpoint is a call frame under the hub's sources.
+    hub = plan["hub"]
+    got = public.orders_place(hub, "t-alice", PLACE, id="c-1")
+    check("hub_result", isinstance(got, public.Result) and got.value.notional == 125000, got)
+    got = public.orders_place(hub, "t-bob", PLACE, id=7)
+    check("hub_result_numeric_id", isinstance(got, public.Result), got)
+    got = public.orders_place(hub, None, PLACE)
+    check("hub_unauthenticated", refused("unauthenticated")(got), got)
+    got = public.orders_cancel(hub, "t-alice", public.CancelOrder(order=41))
+    check(
+        "hub_unauthorized",
+        isinstance(got, public.Refusal) and got.kind == "unauthorized" and got.requires == ("trader",),
+        got,
+    )
+    got = public.orders_place(hub, "t-alice", public.PlaceOrder(symbol="ACME", qty=10001, limit=1))
+    check("hub_server_error", got == public.ServerError(), got)
+    got = changed.orders_place(hub, "t-alice", changed.PlaceOrder(symbol="ACME", qty=1, limit=1))
+    check(
+        "hub_digest_mismatch",
+        isinstance(got, changed.Refusal) and got.kind == "digest_mismatch" and got.served == public.DIGEST,
+        got,
+    )
+
+
 def one_held_one_full() -> tuple[threading.Thread, list[object]] | None:
     """Two calls at once against --bound 1 and a gated Orders: one is
     accepted and held at the gate, the other refused full. The held one,
@@ -296,5 +322,5 @@ def gap() -> None:
     )
 
 
-{"calls": calls, "full": full, "shutting_down": shutting_down, "stream": stream, "gap": gap, "lost": lost}[sys.argv[1]]()
+{"calls": calls, "hub_calls": hub_calls, "full": full, "shutting_down": shutting_down, "stream": stream, "gap": gap, "lost": lost}[sys.argv[1]]()
 print(json.dumps({"checks": checks}), flush=True)

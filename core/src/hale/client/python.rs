@@ -24,7 +24,7 @@ use crate::hale::docs::book::{Record, Scalar, Slot};
 
 /// Python's keywords (3.11): never an identifier. The soft keywords
 /// (`match`, `case`, `type`, `_`) are identifiers and are not here.
-const KEYWORDS: [&str; 35] = [
+const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
     "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
     "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
@@ -35,7 +35,7 @@ const KEYWORDS: [&str; 35] = [
 /// generated part, and the builtins its runtime calls: a record, a member
 /// function or an alias named so would shadow it. A unit test holds this
 /// list to [`RUNTIME`]'s own definitions.
-const MODULE_NAMES: [&str; 85] = [
+const MODULE_NAMES: &[&str] = &[
     // Imports.
     "annotations",
     "base64",
@@ -89,6 +89,8 @@ const MODULE_NAMES: [&str; 85] = [
     "_call",
     "_http",
     "_unix",
+    "_line_reply",
+    "_hub",
     "_value",
     "_answer",
     "_answer_or_error",
@@ -130,7 +132,7 @@ const MODULE_NAMES: [&str; 85] = [
 /// The names a record's class body uses besides the record names: a field
 /// named so would shadow it for the annotations after it (mypy reads a
 /// class body's names first), so it takes a trailing `_`.
-const CLASS_NAMES: [&str; 9] = [
+const CLASS_NAMES: &[&str] = &[
     "int",
     "float",
     "bool",
@@ -239,9 +241,10 @@ fn docstring(out: &mut String, surface: &ClientSurface, names: &Names) {
     let _ = write!(
         out,
         "\"\"\"The Python client of the surface `{s}` of `{app}`, at {digest}.\n\n\
-         One function per member takes the endpoint (``http://host:port``, or\n\
-         ``unix:PATH``), the bearer (``None`` for none; a Unix socket names its\n\
-         caller by the kernel, not a bearer) and the request, and answers the\n\
+         One function per member takes the endpoint (``http://host:port``,\n\
+         ``unix:PATH``, or ``ws://host:port`` for a surface served over a hub),\n\
+         the bearer (``None`` for none; a Unix socket names its caller by the\n\
+         kernel, not a bearer) and the request, and answers the\n\
          outcome: ``Result``, ``HandlerError`` (only a member whose row declares\n\
          one), ``Refusal`` or ``ServerError``. A connection that never answered\n\
          raises ``TransportError``; it is never a refusal. Python 3.10 or later,\n\
@@ -668,7 +671,7 @@ fn member(out: &mut String, m: &ClientMember, names: &Names) {
         out,
         "    *,\n    id: object = None,\n    timeout: float = DEFAULT_TIMEOUT,\n) -> {alias}:\n    \
          \"\"\"Calls `{name}` (requires {requires}): {failure}.{takes}\n    \
-         ``id`` is echoed by a Unix socket; ``timeout`` bounds the wait in seconds.\"\"\"\n    \
+         ``id`` is echoed over a Unix socket or a hub; ``timeout`` bounds each wait, in seconds.\"\"\"\n    \
          reply = _call(endpoint, bearer, {name_str}, {payload}, id, timeout)\n",
         name = m.name,
         requires = roles(&m.requires),

@@ -183,14 +183,17 @@ def _json(value: object) -> bytes:
 def _call(
     endpoint: str, bearer: str | None, member: str, payload: object, id: object, timeout: float
 ) -> _Answered | Refusal | ServerError:
-    # The endpoint decides the transport: http://host:port, or unix:PATH
-    # (a bare path stands for it).
+    # The endpoint decides the transport: http://host:port, unix:PATH (a
+    # bare path stands for it), or ws://host:port for a surface served over
+    # a hub (a call frame on a connection of its own).
     if endpoint.startswith("http://"):
         return _http(endpoint, bearer, member, payload, timeout)
     if endpoint.startswith("unix:"):
         return _unix(endpoint[len("unix:"):], member, payload, id, timeout)
+    if endpoint.startswith("ws://"):
+        return _hub(endpoint, bearer, member, payload, id, timeout)
     if "://" in endpoint:
-        raise ValueError(f"{endpoint}: a call's endpoint is http://host:port or unix:PATH")
+        raise ValueError(f"{endpoint}: a call's endpoint is http://host:port, unix:PATH or ws://host:port")
     return _unix(endpoint, member, payload, id, timeout)
 
 
@@ -253,13 +256,51 @@ def _unix(
         reply: object = json.loads(got[: got.index(b"\n")])
     except ValueError as e:
         raise TransportError(f"unix:{path}: a reply that is not JSON") from e
+    return _line_reply(reply, id, f"unix:{path}")
+
+
+def _line_reply(reply: object, id: object, where: str) -> _Answered | Refusal | ServerError:
+    # A Unix reply line, or a hub's reply frame: § Outcomes' Unix column.
     if not isinstance(reply, dict) or reply.get("id") != id:
-        raise TransportError(f"unix:{path}: a reply to another request")
+        raise TransportError(f"{where}: a reply to another request")
     if reply.get("ok") is True:
         return _Answered(True, reply.get("value"))
     if "error" in reply:
         return _Answered(False, reply["error"])
-    return _refusal(reply.get("refusal"), f"unix:{path}")
+    return _refusal(reply.get("refusal"), where)
+
+
+def _hub(
+    endpoint: str, bearer: str | None, member: str, payload: object, id: object, timeout: float
+) -> _Answered | Refusal | ServerError:
+    # A call frame on a connection of its own, presenting the bearer at the
+    # upgrade; the first reply frame is this call's.
+    ws = _Ws.connect(endpoint, bearer, timeout)
+    frame: dict[str, object] = {"type": "call", "call": member, "payload": payload}
+    if id is not None:
+        frame["id"] = id
+    frame["digest"] = DIGEST
+    try:
+        ws.send(0x1, _json(frame))
+        while True:
+            fin, opcode, data = ws.recv(timeout)
+            if opcode == 0x9:
+                ws.send(0xA, data)
+                continue
+            if opcode == 0x8 or opcode != 0x1 or not fin:
+                raise TransportError(f"{endpoint}: the hub closed the connection before the reply")
+            try:
+                reply: object = json.loads(data)
+            except ValueError as e:
+                raise TransportError(f"{endpoint}: a frame that is not JSON") from e
+            if isinstance(reply, dict) and reply.get("type") == "reply":
+                return _line_reply(reply, id, endpoint)
+            if isinstance(reply, dict) and reply.get("type") == "closed":
+                raise TransportError(f"{endpoint}: the hub stopped before the reply")
+    except (OSError, _Ended) as e:
+        raise TransportError(f"{endpoint}: the hub did not answer ({e!r})") from e
+    finally:
+        ws.close()
 
 
 def _value(body: object, read: Callable[[object, str], _T], member: str) -> _T:

@@ -74,7 +74,7 @@ fn the_witness_public_client_names_its_digest_members_and_stream() {
             "    timeout: float = DEFAULT_TIMEOUT,",
             ") -> OrdersPlaceOutcome:",
             "    \"\"\"Calls `Orders::place` (requires no role): a failure is the ``ServerError`` (ClosureViolation).",
-            "    ``id`` is echoed by a Unix socket; ``timeout`` bounds the wait in seconds.\"\"\"",
+            "    ``id`` is echoed over a Unix socket or a hub; ``timeout`` bounds each wait, in seconds.\"\"\"",
             "    reply = _call(endpoint, bearer, \"Orders::place\", request.to_json(), id, timeout)",
             "    return _answer(reply, \"Orders::place\", OrderReceipt.from_json)",
         ]

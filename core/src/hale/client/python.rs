@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{ClientError, ClientMember, ClientSurface, Lang};
+use super::{ClientError, ClientHub, ClientMember, ClientStream, ClientSurface, Lang};
 use crate::hale::docs::book::{Record, Scalar, Slot};
 
 /// Python's keywords (3.11): never an identifier. The soft keywords
@@ -170,7 +170,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
     out.push_str(RUNTIME);
     for (name, record) in &surface.records {
         out.push_str("\n\n");
-        record_class(&mut out, name, record, &names)?;
+        record_class(&mut out, name, record, &names);
     }
     for m in &surface.members {
         out.push_str("\n\n");
@@ -182,42 +182,47 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
     }
     out.push_str("}\n\"\"\"Each member's function by the name the wire gives the member.\"\"\"\n");
     for (hub, stream) in surface.ws_streams() {
-        let (func, item) = names.stream(&hub.name, &stream.topic);
-        let payload = stream.payload.as_ref();
-        let ty = payload.map_or_else(|| "None".to_string(), |s| names.annotation(s));
-        let _ = write!(
-            out,
-            "\n\n{item} = Union[Event[{ty}], StreamEnd]\n\
-             \"\"\"What a subscription to `{topic}` yields.\"\"\"\n\n\n\
-             def {func}(\n    endpoint: str, bearer: str | None, *, timeout: float = DEFAULT_TIMEOUT\n\
-             ) -> Subscription[{ty}]:\n",
-            topic = stream.topic,
-        );
-        let requires = roles(&stream.requires);
-        let address = hub.address.as_deref().map_or_else(String::new, |a| {
-            format!(" (the program binds it at {})", doc_text(a))
-        });
-        let _ = write!(
-            out,
-            "    \"\"\"Subscribes to `{topic}` on the hub `{hub}`{address}: ``endpoint`` is\n    \
-             ``ws://host:port``, ``bearer`` the credential presented at the upgrade.\n    \
-             Requires {requires}; the hub holds {bound} frames per subscription and\n    \
-             sheds by {on_full}{replay}.\"\"\"\n    \
-             return Subscription.open(endpoint, bearer, {topic_str}, {read}, timeout=timeout)\n",
-            topic = stream.topic,
-            hub = doc_text(&hub.name),
-            bound = stream.bound,
-            on_full = stream.on_full,
-            replay = if stream.replay {
-                "; a reconnect replays"
-            } else {
-                "; a reconnect does not replay"
-            },
-            topic_str = py_str(&stream.topic),
-            read = payload.map_or_else(|| "_none".to_string(), |s| names.reader(s)),
-        );
+        subscription(&mut out, hub, stream, &names);
     }
     Ok(out)
+}
+
+/// A stream row's item alias and its `subscribe_<topic>` function.
+fn subscription(out: &mut String, hub: &ClientHub, stream: &ClientStream, names: &Names) {
+    let (func, item) = names.stream(&hub.name, &stream.topic);
+    let payload = stream.payload.as_ref();
+    let ty = payload.map_or_else(|| "None".to_string(), |s| names.annotation(s));
+    let _ = write!(
+        out,
+        "\n\n{item} = Union[Event[{ty}], StreamEnd]\n\
+         \"\"\"What a subscription to `{topic}` yields.\"\"\"\n\n\n\
+         def {func}(\n    endpoint: str, bearer: str | None, *, timeout: float = DEFAULT_TIMEOUT\n\
+         ) -> Subscription[{ty}]:\n",
+        topic = stream.topic,
+    );
+    let requires = roles(&stream.requires);
+    let address = hub.address.as_deref().map_or_else(String::new, |a| {
+        format!(" (the program binds it at {})", doc_text(a))
+    });
+    let _ = write!(
+        out,
+        "    \"\"\"Subscribes to `{topic}` on the hub `{hub}`{address}: ``endpoint`` is\n    \
+         ``ws://host:port``, ``bearer`` the credential presented at the upgrade.\n    \
+         Requires {requires}; the hub holds {bound} frames per subscription and\n    \
+         sheds by {on_full}{replay}.\"\"\"\n    \
+         return Subscription.open(endpoint, bearer, {topic_str}, {read}, timeout=timeout)\n",
+        topic = stream.topic,
+        hub = doc_text(&hub.name),
+        bound = stream.bound,
+        on_full = stream.on_full,
+        replay = if stream.replay {
+            "; a reconnect replays"
+        } else {
+            "; a reconnect does not replay"
+        },
+        topic_str = py_str(&stream.topic),
+        read = payload.map_or_else(|| "_none".to_string(), |s| names.reader(s)),
+    );
 }
 
 /// What the module imports, after its docstring.
@@ -237,6 +242,7 @@ from typing import Generic, TypeVar, Union, final
 
 ";
 
+/// The module docstring: what the client is, its members and streams.
 fn docstring(out: &mut String, surface: &ClientSurface, names: &Names) {
     let _ = write!(
         out,
@@ -282,6 +288,7 @@ fn docstring(out: &mut String, surface: &ClientSurface, names: &Names) {
     out.push_str("\"\"\"\n");
 }
 
+/// The roles a row requires, as the docstrings name them.
 fn roles(requires: &[String]) -> String {
     if requires.is_empty() {
         "no role".to_string()
@@ -302,6 +309,7 @@ fn doc_text(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
+/// Whether `name` is one of Python's keywords.
 fn is_keyword(name: &str) -> bool {
     KEYWORDS.contains(&name)
 }
@@ -500,6 +508,7 @@ fn module_safe(mut name: String) -> String {
     name
 }
 
+/// The Python type of a scalar the JSON codec carries.
 fn scalar_type(s: &Scalar) -> &'static str {
     match s.json {
         "integer" => "int",
@@ -526,12 +535,8 @@ fn hale_type(s: &Scalar) -> String {
     }
 }
 
-fn record_class(
-    out: &mut String,
-    name: &str,
-    record: &Record,
-    names: &Names,
-) -> Result<(), ClientError> {
+/// A record's frozen dataclass, its `to_json` and its `from_json`.
+fn record_class(out: &mut String, name: &str, record: &Record, names: &Names) {
     let py = names.record(name);
     let fields = names.fields.get(name).cloned().unwrap_or_default();
     let optional = if record.fields.iter().any(|f| !f.required) {
@@ -597,7 +602,7 @@ fn record_class(
     );
     if record.fields.is_empty() {
         let _ = writeln!(out, "        _object(value, at)\n        return {py}()");
-        return Ok(());
+        return;
     }
     let _ = writeln!(out, "        o = _object(value, at)\n        return {py}(");
     for (f, py_field) in record.fields.iter().zip(&fields) {
@@ -610,9 +615,9 @@ fn record_class(
         );
     }
     out.push_str("        )\n");
-    Ok(())
 }
 
+/// A member's outcome alias and its function.
 fn member(out: &mut String, m: &ClientMember, names: &Names) {
     let func = names.member(&m.name);
     let alias = names.outcome(&m.name);

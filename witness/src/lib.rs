@@ -38,13 +38,25 @@ pub fn program() -> Program {
     parse_program("desk.hl", DESK).expect("desk.hl parses")
 }
 
-/// The bearer source `Tokens`: `t-<name>` names `<name>` for alice, bob,
-/// carol and dave; anything else is refused "no such token".
-pub fn tokens() -> TokenTable {
+/// What the bearer source `Tokens` answers a token it does not know.
+pub const REFUSED_TOKEN: &str = "no such token";
+
+/// The (token, principal name) pairs `Tokens` knows: `t-<name>` names
+/// `<name>` for alice, bob, carol and dave.
+pub fn token_pairs() -> Vec<(String, String)> {
     ["alice", "bob", "carol", "dave"]
         .into_iter()
-        .fold(TokenTable::new(Some("no such token")), |t, name| {
-            t.with(&format!("t-{name}"), name)
+        .map(|name| (format!("t-{name}"), name.to_owned()))
+        .collect()
+}
+
+/// The bearer source `Tokens`: [`token_pairs`]; anything else is refused
+/// [`REFUSED_TOKEN`].
+pub fn tokens() -> TokenTable {
+    token_pairs()
+        .into_iter()
+        .fold(TokenTable::new(Some(REFUSED_TOKEN)), |t, (token, name)| {
+            t.with(&token, &name)
         })
 }
 

@@ -287,7 +287,8 @@ pub struct DemoArgs {
     /// less where the descriptor limit would not allow them all.
     #[arg(long = "max-connections", value_name = "NAME=N", value_parser = named_cap)]
     pub max_connections: Vec<(String, usize)>,
-    /// A control socket for tests.
+    /// A control socket for tests: `hale serve --control`'s (gate, open,
+    /// drain, resume, grant, revoke, expire, hub, stop).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
     /// Write every exchange as a conformance record under DIR.
@@ -326,7 +327,8 @@ pub struct ServeArgs {
     #[arg(long = "check-config")]
     pub check_config: bool,
     /// A control socket (gate, open, drain, resume, grant, revoke,
-    /// expire, reload, stop); its file permissions are its access control.
+    /// expire, reload, publish, hub, stop); its file permissions are its
+    /// access control.
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
     /// How many connection loops serve (one per core unless given).

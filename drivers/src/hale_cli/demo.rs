@@ -1,7 +1,7 @@
 //! `hale demo [--public ADDR] [--partner ADDR] [--admin-socket PATH]
 //! [--mcp ADDR] [--grpc ADDR] [--hub ADDR [--hub-desk]] [--udp-hub ADDR] [--operator uid:N] [--bound N] [--loops N] [--max-connections NAME=N]... [--control PATH] [--record DIR]`:
-//! the witness program served on its embedded default (see
-//! [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`](super::cli::DEFAULT_MCP) unless
+//! the witness program served on its embedded default by `hale serve`'s
+//! path with the witness's own handlers (see [`crate::demo`]), Public over MCP too (`--mcp`, [`DEFAULT_MCP`](super::cli::DEFAULT_MCP) unless
 //! given) and over gRPC when `--grpc` is given; `--max-connections NAME=N`
 //! caps one listener's connections (each listener counts its own);
 //! `--record DIR` writes every exchange as a conformance record.

@@ -36,6 +36,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         log_calls: args.log == "calls",
         metrics: args.metrics.clone(),
         control: args.control.clone(),
+        ..ServeOptions::default()
     };
     if args.check_config {
         return match Application::check(&program, &options) {

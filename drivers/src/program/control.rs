@@ -14,6 +14,9 @@
 //! - `reload`: the identity files read again, as SIGHUP does;
 //! - `publish <topic> <json>`: an event published on a topic the program
 //!   declares, its payload held to the topic's shape (`hale publish`);
+//! - `hub`: each hub listener's counts, in the order served (`ok events=E
+//!   subscribers=S connections=C`, one triple per listener, separated by
+//!   `;`);
 //! - `stop`: the spec's `stop()`.
 
 use std::collections::BTreeMap;
@@ -25,6 +28,7 @@ use limen_core::hale::runtime::{Completion, Receiver, ServedContext};
 
 use super::hubs::Publisher;
 use super::sources::Sources;
+use crate::serve::hub::HubHandle;
 use crate::serve::{Command, StopHandle, WorkerId};
 
 /// One receiver instance as the control socket steers it.
@@ -141,14 +145,43 @@ fn act(
     }
 }
 
+/// The `hub` line's answer: each hub listener's counts, in the order
+/// served.
+fn hub_report(hubs: &[HubHandle]) -> String {
+    if hubs.is_empty() {
+        return "error: no hub is served\n".to_owned();
+    }
+    let counts: Vec<String> = hubs
+        .iter()
+        .map(|h| match h.report() {
+            Some(r) => format!(
+                "events={} subscribers={} connections={}",
+                r.events, r.subscribers, r.connections
+            ),
+            None => "ended".to_owned(),
+        })
+        .collect();
+    format!("ok {}\n", counts.join("; "))
+}
+
+/// What a control connection steers.
+struct Steered {
+    instances: BTreeMap<String, Instance>,
+    stop: StopHandle,
+    sources: Sources,
+    publisher: Publisher,
+    hubs: Vec<HubHandle>,
+}
+
 /// One control connection: each line answered in turn.
-fn session(
-    conn: std::os::unix::net::UnixStream,
-    instances: &BTreeMap<String, Instance>,
-    stop: &StopHandle,
-    sources: &Sources,
-    publisher: &Publisher,
-) {
+fn session(conn: std::os::unix::net::UnixStream, steered: &Steered) {
+    let Steered {
+        instances,
+        stop,
+        sources,
+        publisher,
+        hubs,
+    } = steered;
     let Ok(mut out) = conn.try_clone() else {
         return;
     };
@@ -158,6 +191,12 @@ fn session(
         // Answered before they act: each may let the server finish
         // stopping, and its process end, at once.
         match words.as_slice() {
+            ["hub"] => {
+                if out.write_all(hub_report(hubs).as_bytes()).is_err() {
+                    break;
+                }
+                continue;
+            }
             ["stop"] => {
                 if out.write_all(b"ok\n").is_err() {
                     break;
@@ -197,7 +236,8 @@ fn session(
 
 /// Serves the control socket until the process ends, each connection on
 /// a thread of its own: a handler process keeps one open to publish
-/// through, and an operator's must not wait for it.
+/// through, and an operator's must not wait for it. `hubs` are the hub
+/// listeners `hub` reports on.
 pub fn serve(
     listener: UnixListener,
     path: &Path,
@@ -205,19 +245,21 @@ pub fn serve(
     stop: StopHandle,
     sources: Sources,
     publisher: Publisher,
+    hubs: Vec<HubHandle>,
 ) {
-    let instances = std::sync::Arc::new(instances);
+    let steered = std::sync::Arc::new(Steered {
+        instances,
+        stop,
+        sources,
+        publisher,
+        hubs,
+    });
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let (instances, stop, sources, publisher) = (
-            instances.clone(),
-            stop.clone(),
-            sources.clone(),
-            publisher.clone(),
-        );
+        let steered = steered.clone();
         let spawned = std::thread::Builder::new()
             .name("hale serve control".into())
-            .spawn(move || session(conn, &instances, &stop, &sources, &publisher));
+            .spawn(move || session(conn, &steered));
         if let Err(e) = spawned {
             eprintln!("hale serve: a control connection refused: {e}");
         }

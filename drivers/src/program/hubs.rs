@@ -50,7 +50,8 @@ impl HubLoop {
 
 /// One hub served.
 pub struct ServedHub {
-    /// Its name (`as:`).
+    /// Its name (`as:`; `NAME-udp` for its datagram listener that
+    /// [`ServeOptions::udp_hubs`] adds).
     pub name: String,
     /// The main locus's param that holds it (`hub`).
     pub param: String,
@@ -70,96 +71,124 @@ pub struct ServedHub {
     pub roles: Option<String>,
 }
 
-/// Binds every hub of the program.
+/// Binds every hub of the program but the [`ServeOptions::unserved`], and
+/// each of [`ServeOptions::udp_hubs`] over datagrams as well (after the
+/// hubs' own listeners).
 pub fn serve(
     program: &Program,
     options: &ServeOptions,
     sources: &Sources,
 ) -> Result<Vec<ServedHub>, String> {
     let mut out = Vec::new();
+    let mut over_udp = Vec::new();
     for h in &program.hubs {
         let Some(name) = h.name().map(str::to_owned) else {
             continue;
         };
-        let fail = |err: String| format!("hale serve: cannot serve the hub {name}: {err}");
-        let spec = HubSpec::from_program(program, &name).map_err(fail)?;
-        let identity = program
-            .hub_exposure_id(&name)
-            .map_err(|err| fail(err.to_string()))?;
-        let address = options
-            .binds
-            .get(&name)
-            .or_else(|| options.config.bind.get(&name))
-            .cloned()
-            .or_else(|| h.literal.address.clone())
-            .unwrap_or_default();
-        let bearer = |_: ()| -> Option<Box<dyn BearerSource + Send>> {
-            match &h.literal.principals {
-                Source::Param { param, .. } => sources
-                    .tokens(param)
-                    .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
-                _ => None,
+        if !options.unserved.contains(&name) {
+            let address = options
+                .binds
+                .get(&name)
+                .or_else(|| options.config.bind.get(&name))
+                .cloned()
+                .or_else(|| h.literal.address.clone())
+                .unwrap_or_default();
+            out.push(serve_one(program, h, &name, &address, sources)?);
+        }
+        if let Some(address) = options.udp_hubs.get(&name) {
+            // The same rows and sources over datagrams: described as the
+            // program would be were its hub a `udp::Hub`.
+            let mut described = program.clone();
+            for d in described
+                .hubs
+                .iter_mut()
+                .filter(|d| d.name() == Some(&name))
+            {
+                d.literal.kind = TransportKind::Udp;
             }
-        };
-        let roles_param = match &h.literal.roles {
-            Source::Param { param, .. } => Some(param.clone()),
-            _ => None,
-        };
-        let roles = |_: ()| -> Box<dyn RoleSource + Send> {
-            match roles_param.as_deref().and_then(|p| sources.roles(p)) {
-                Some(r) => Box::new(r),
-                None => Box::new(RoleTable::new()),
-            }
-        };
-        let topics: Vec<String> = h.streams.iter().map(|s| s.topic.name.clone()).collect();
-        let (bound, scheme, handle, run) = match h.literal.kind {
-            TransportKind::Udp => {
-                let (socket, bound) = UdpHubServer::bind(&address)
-                    .map_err(|err| format!("api: udp::Hub could not listen on {address}: {err}"))?;
-                let describer = ExposureDescriber::new(program, &name, Some(&bound.to_string()))
-                    .map_err(|err| fail(err.to_string()))?;
-                let machine = limen_core::wire::udp::Hub::new(
-                    spec,
-                    bearer(()),
-                    roles(()),
-                    Box::new(describer),
-                );
-                let server =
-                    UdpHubServer::new(socket, machine).map_err(|err| fail(err.to_string()))?;
-                let handle = server.handle();
-                (
-                    BoundAddress::Tcp(bound),
-                    "udp",
-                    handle,
-                    HubLoop::Udp(server),
-                )
-            }
-            _ => {
-                let listener = Listener::bind_tcp(&address)
-                    .map_err(|err| format!("api: ws::Hub could not listen on {address}: {err}"))?;
-                let bound = listener.bound();
-                let describer = ExposureDescriber::new(program, &name, Some(&bound.to_string()))
-                    .map_err(|err| fail(err.to_string()))?;
-                let machine = Hub::new(spec, bearer(()), roles(()), Box::new(describer));
-                let server =
-                    HubServer::new(listener, machine).map_err(|err| fail(err.to_string()))?;
-                let handle = server.handle();
-                (bound, "ws", handle, HubLoop::Ws(server))
-            }
-        };
-        out.push(ServedHub {
-            param: h.param.name.clone(),
-            name,
-            identity,
-            bound,
-            scheme,
-            handle,
-            run: Some(run),
-            topics,
-            roles: roles_param,
-        });
+            let mut hub = h.clone();
+            hub.literal.kind = TransportKind::Udp;
+            let mut served = serve_one(&described, &hub, &name, address, sources)?;
+            served.name = format!("{name}-udp");
+            over_udp.push(served);
+        }
     }
+    out.extend(over_udp);
     Ok(out)
+}
+
+/// Binds hub `h` of `program`, named `name`, at `address`.
+fn serve_one(
+    program: &Program,
+    h: &limen_core::hale::model::Hub,
+    name: &str,
+    address: &str,
+    sources: &Sources,
+) -> Result<ServedHub, String> {
+    let fail = |err: String| format!("hale serve: cannot serve the hub {name}: {err}");
+    let spec = HubSpec::from_program(program, name).map_err(fail)?;
+    let identity = program
+        .hub_exposure_id(name)
+        .map_err(|err| fail(err.to_string()))?;
+    let bearer = || -> Option<Box<dyn BearerSource + Send>> {
+        match &h.literal.principals {
+            Source::Param { param, .. } => sources
+                .tokens(param)
+                .map(|t| Box::new(t) as Box<dyn BearerSource + Send>),
+            _ => None,
+        }
+    };
+    let roles_param = match &h.literal.roles {
+        Source::Param { param, .. } => Some(param.clone()),
+        _ => None,
+    };
+    let roles = || -> Box<dyn RoleSource + Send> {
+        match roles_param.as_deref().and_then(|p| sources.roles(p)) {
+            Some(r) => Box::new(r),
+            None => Box::new(RoleTable::new()),
+        }
+    };
+    let topics: Vec<String> = h.streams.iter().map(|s| s.topic.name.clone()).collect();
+    let (bound, scheme, handle, run) = match h.literal.kind {
+        TransportKind::Udp => {
+            let (socket, bound) = UdpHubServer::bind(address)
+                .map_err(|err| format!("api: udp::Hub could not listen on {address}: {err}"))?;
+            let describer = ExposureDescriber::new(program, name, Some(&bound.to_string()))
+                .map_err(|err| fail(err.to_string()))?;
+            let machine =
+                limen_core::wire::udp::Hub::new(spec, bearer(), roles(), Box::new(describer));
+            let server = UdpHubServer::new(socket, machine).map_err(|err| fail(err.to_string()))?;
+            let handle = server.handle();
+            (
+                BoundAddress::Tcp(bound),
+                "udp",
+                handle,
+                HubLoop::Udp(server),
+            )
+        }
+        _ => {
+            let listener = Listener::bind_tcp(address)
+                .map_err(|err| format!("api: ws::Hub could not listen on {address}: {err}"))?;
+            let bound = listener.bound();
+            let describer = ExposureDescriber::new(program, name, Some(&bound.to_string()))
+                .map_err(|err| fail(err.to_string()))?;
+            let machine = Hub::new(spec, bearer(), roles(), Box::new(describer));
+            let server = HubServer::new(listener, machine).map_err(|err| fail(err.to_string()))?;
+            let handle = server.handle();
+            (bound, "ws", handle, HubLoop::Ws(server))
+        }
+    };
+    Ok(ServedHub {
+        param: h.param.name.clone(),
+        name: name.to_owned(),
+        identity,
+        bound,
+        scheme,
+        handle,
+        run: Some(run),
+        topics,
+        roles: roles_param,
+    })
 }
 
 /// Publishes to a served program's topics: each payload held to its

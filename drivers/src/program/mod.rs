@@ -26,7 +26,7 @@ pub mod sources;
 pub mod tool_receiver;
 pub mod upstream;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -69,6 +69,22 @@ pub struct ServeOptions {
     pub log_calls: bool,
     /// Where the metrics listener listens (`--metrics ADDR`).
     pub metrics: Option<String>,
+    /// The most connections a listener holds, by exposure name
+    /// (`--max-connections public=N`); the server's default for the others
+    /// ([`crate::serve::connection_caps`]).
+    pub max_connections: BTreeMap<String, usize>,
+    /// Hubs, by name, not served on a listener of their own kind (`hale
+    /// demo` serves its hub only when `--hub` is given).
+    pub unserved: BTreeSet<String>,
+    /// Hubs, by name, served over datagrams as well, at an address (`hale
+    /// demo --udp-hub`): the hub's rows and sources on a `udp::Hub`
+    /// listener, its endpoint named `NAME-udp`.
+    pub udp_hubs: BTreeMap<String, String>,
+    /// Run the receivers given in process ([`Handlers`]) inline on the
+    /// loops ([`Server::add_inline_receiver`]) when no control socket can
+    /// hold them at a gate: for handlers that compute and return without
+    /// blocking, as the witness's do (`hale demo`).
+    pub inline: bool,
 }
 
 /// How many calls an exposure hands a receiver beyond the one it runs:
@@ -269,6 +285,15 @@ fn check_names(
             }
         }
     }
+    let hub_names: Vec<&str> = program.hubs.iter().filter_map(|h| h.name()).collect();
+    for name in options.unserved.iter().chain(options.udp_hubs.keys()) {
+        if !hub_names.contains(&name.as_str()) {
+            errors.push(format!(
+                "hub {name}: the program has no hub `{name}` (its hubs: {})",
+                listing(&hub_names)
+            ));
+        }
+    }
     let instances = tools::instances(program);
     let instance_names: Vec<&str> = instances.iter().map(|(n, _)| n.as_str()).collect();
     for name in options.config.handlers.keys() {
@@ -331,6 +356,19 @@ fn check_names(
     }
 }
 
+/// One receiver instance's handler, booted.
+struct Booted {
+    /// What answers its calls.
+    receiver: Box<dyn Receiver + Send>,
+    /// The gate the control socket holds it at.
+    gate: Gate,
+    /// Its owner's `on_failure`.
+    on_failure: crate::serve::worker::OnFailure,
+    /// Whether it was given in process ([`Handlers`]) rather than named by
+    /// the configuration.
+    in_process: bool,
+}
+
 /// The handler of each receiver instance, booted: its Tools held to its
 /// rows. Every diagnostic goes to `errors`.
 fn boot_handlers(
@@ -338,15 +376,14 @@ fn boot_handlers(
     options: &ServeOptions,
     mut given: Handlers,
     errors: &mut Vec<String>,
-) -> BTreeMap<
-    String,
-    (
-        Box<dyn Receiver + Send>,
-        Gate,
-        crate::serve::worker::OnFailure,
-    ),
-> {
+) -> BTreeMap<String, Booted> {
     let mut out = BTreeMap::new();
+    let booted = |receiver: Box<dyn Receiver + Send>, gate: Gate, on_failure| Booted {
+        receiver,
+        gate,
+        on_failure,
+        in_process: false,
+    };
     for (instance, locus) in tools::instances(program) {
         let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
         let Some(h) = options.config.handlers.get(&instance) else {
@@ -362,14 +399,21 @@ fn boot_handlers(
                         limen_core::hale::runtime::Supervision::Restart
                     }
                 });
+                // Ungated only where it runs inline, with no control
+                // socket open: a gate held shut would stall its loop.
+                let receiver = if options.inline && options.control.is_none() {
+                    receiver
+                } else {
+                    Box::new(control::Gated::new(receiver, gate.clone()))
+                };
                 out.insert(
                     instance,
-                    (
-                        Box::new(control::Gated::new(receiver, gate.clone()))
-                            as Box<dyn Receiver + Send>,
+                    Booted {
+                        receiver,
                         gate,
                         on_failure,
-                    ),
+                        in_process: true,
+                    },
                 );
             }
             continue;
@@ -399,10 +443,7 @@ fn boot_handlers(
                     tools::has_on_failure(program, &locus),
                 );
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
-                );
+                out.insert(instance, booted(Box::new(r), gate, on_failure));
                 continue;
             }
         };
@@ -446,10 +487,7 @@ fn boot_handlers(
         match ToolReceiver::boot(handler, &rows, gate.clone()) {
             Ok(r) => {
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
-                );
+                out.insert(instance, booted(Box::new(r), gate, on_failure));
             }
             Err(es) => errors.extend(es),
         }
@@ -508,11 +546,24 @@ impl Application {
         })
         .map_err(|e| one(format!("hale serve: cannot start the event loop: {e}")))?;
         let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
-        for (name, (receiver, gate, on_failure)) in handlers {
-            let worker = server
-                .add_worker(&name, 1, receiver, on_failure)
-                .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
-            instances.insert(name, Instance { worker, gate });
+        let mut in_process = BTreeSet::new();
+        for (name, b) in handlers {
+            let worker = if b.in_process && options.inline && options.control.is_none() {
+                server.add_inline_receiver(&name, 1, b.receiver, b.on_failure)
+            } else {
+                server.add_worker(&name, 1, b.receiver, b.on_failure)
+            }
+            .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
+            if b.in_process {
+                in_process.insert(name.clone());
+            }
+            instances.insert(
+                name,
+                Instance {
+                    worker,
+                    gate: b.gate,
+                },
+            );
         }
         let observer = (options.log_calls || options.metrics.is_some()).then(|| {
             Arc::new(observe::Observer::new(
@@ -550,11 +601,12 @@ impl Application {
                         options,
                         &mut server,
                         &mut hubs,
-                        &instances,
+                        (&instances, &in_process),
                         &sources,
                     )
                     .map_err(one)?;
-                    banner.push_str(&format!("  {identity:<42} ws://{bound}\n"));
+                    let endpoint = endpoint(&bound, &TransportKind::Ws);
+                    banner.push_str(&format!("  {identity:<42} {endpoint}\n"));
                     endpoints.push((name, identity, bound));
                     continue;
                 }
@@ -564,7 +616,7 @@ impl Application {
                 }
             };
             let mut spec = exposure_spec(program, e, via).map_err(|err| one(err.to_string()))?;
-            spec.limits.dispatch_ahead = DISPATCH_AHEAD;
+            spec.limits.dispatch_ahead = dispatch_ahead(&spec, &in_process);
             if let Some(bound) = options.bound {
                 spec.bound = bound;
             }
@@ -597,6 +649,11 @@ impl Application {
                     }
                 }
             };
+            if let Some(&cap) = options.max_connections.get(&name) {
+                server
+                    .set_max_connections(id, cap)
+                    .map_err(|err| one(format!("hale serve: {name}: {err}")))?;
+            }
             let mut workers: Vec<WorkerId> = Vec::new();
             for r in &spec.receivers {
                 let instance = tools::instance_name(r);
@@ -639,6 +696,7 @@ impl Application {
             }
             let endpoint = format!("{}://{}", h.scheme, h.bound);
             banner.push_str(&format!("  {:<42} {endpoint}\n", h.identity));
+            endpoints.push((h.name.clone(), h.identity.clone(), h.bound.clone()));
             if let Some(topic) = h.topics.first() {
                 let watch = if h.scheme == "ws" {
                     format!("  hale watch {endpoint} {topic} --token TOKEN\n")
@@ -650,6 +708,15 @@ impl Application {
                 };
                 tries.push(watch);
             }
+        }
+        if let Some(unknown) = options
+            .max_connections
+            .keys()
+            .find(|n| !endpoints.iter().any(|(name, _, _)| name == *n))
+        {
+            return Err(one(format!(
+                "--max-connections {unknown}=…: no listener is named {unknown}"
+            )));
         }
         let publisher = Publisher::new(program, &hubs);
         gauges.hubs = hubs
@@ -748,6 +815,18 @@ impl Application {
         self.publisher.clone()
     }
 
+    /// Whether any hub is served (a handler given in process publishes
+    /// through [`publisher`](Application::publisher) only then).
+    pub fn serves_hubs(&self) -> bool {
+        !self.hubs.is_empty()
+    }
+
+    /// Writes every exchange the exposures answer to `recorder` (`hale
+    /// demo --record DIR`).
+    pub fn record(&mut self, recorder: Box<dyn crate::serve::Recorder>) {
+        self.server.set_recorder(recorder);
+    }
+
     /// Serves until stopped. The hubs run on threads of their own and
     /// stop once the exposures have: `closed` to each connection after
     /// what was queued for it.
@@ -757,10 +836,11 @@ impl Application {
             let instances = std::mem::take(&mut self.instances);
             let sources = self.sources.clone();
             let publisher = self.publisher.clone();
+            let hubs = self.hubs.iter().map(|h| h.handle.clone()).collect();
             std::thread::Builder::new()
                 .name("hale serve control".into())
                 .spawn(move || {
-                    control::serve(listener, &path, instances, stop, sources, publisher)
+                    control::serve(listener, &path, instances, stop, sources, publisher, hubs)
                 })?;
         }
         self.sources.watch()?;
@@ -827,7 +907,7 @@ fn serve_over_hub(
     options: &ServeOptions,
     server: &mut Server,
     hubs: &mut [ServedHub],
-    instances: &BTreeMap<String, Instance>,
+    (instances, in_process): (&BTreeMap<String, Instance>, &BTreeSet<String>),
     sources: &Sources,
 ) -> Result<(String, BoundAddress), String> {
     let name = e.name.clone().unwrap_or_default();
@@ -842,15 +922,16 @@ fn serve_over_hub(
             _ => None,
         })
         .ok_or_else(|| fail("its transport is no hub the main locus holds".into()))?;
+    // The hub's own listener: not the datagram one `udp_hubs` adds.
     let hub = hubs
         .iter_mut()
-        .find(|h| h.param == param)
-        .ok_or_else(|| fail(format!("no hub is served as `self.{param}`")))?;
+        .find(|h| h.param == param && h.scheme == "ws")
+        .ok_or_else(|| fail(format!("no WebSocket hub is served as `self.{param}`")))?;
     let Some(hubs::HubLoop::Ws(hub_server)) = hub.run.as_mut() else {
         return Err(fail(format!("`self.{param}` is not a WebSocket hub")));
     };
     let mut spec = exposure_spec(program, e, "ws").map_err(|err| fail(err.to_string()))?;
-    spec.limits.dispatch_ahead = DISPATCH_AHEAD;
+    spec.limits.dispatch_ahead = dispatch_ahead(&spec, in_process);
     if let Some(bound) = options.bound {
         spec.bound = bound;
     }
@@ -876,10 +957,33 @@ fn serve_over_hub(
     Ok((identity, hub.bound.clone()))
 }
 
-fn endpoint(bound: &BoundAddress, transport: &TransportKind) -> String {
+/// How many calls an exposure hands its receivers ahead of the one each
+/// runs: a handler process takes a batch ([`DISPATCH_AHEAD`]); receivers
+/// given in process run on the server's own threads, where a stop or a
+/// drain has less to take back ([`crate::serve::DISPATCH_AHEAD`]).
+fn dispatch_ahead(
+    spec: &limen_core::hale::runtime::ExposureSpec,
+    in_process: &BTreeSet<String>,
+) -> usize {
+    if spec
+        .receivers
+        .iter()
+        .all(|r| in_process.contains(tools::instance_name(r)))
+    {
+        crate::serve::DISPATCH_AHEAD
+    } else {
+        DISPATCH_AHEAD
+    }
+}
+
+/// Where an exposure over `transport` bound at `bound` is called, as the
+/// banner writes it (`http://…`, `unix:…`).
+pub(crate) fn endpoint(bound: &BoundAddress, transport: &TransportKind) -> String {
     match (bound, transport) {
         (BoundAddress::Tcp(a), TransportKind::Mcp) => format!("mcp://{a}"),
         (BoundAddress::Tcp(a), TransportKind::Grpc) => format!("grpc://{a}"),
+        (BoundAddress::Tcp(a), TransportKind::Ws) => format!("ws://{a}"),
+        (BoundAddress::Tcp(a), TransportKind::Udp) => format!("udp://{a}"),
         (BoundAddress::Tcp(a), _) => format!("http://{a}"),
         (BoundAddress::Unix(p), _) => format!("unix:{}", p.display()),
     }

@@ -333,8 +333,10 @@ def _hub(
             if opcode == 0x9:
                 ws.send(0xA, data)
                 continue
-            if opcode == 0x8 or opcode != 0x1 or not fin:
+            if opcode == 0x8:
                 raise TransportError(f"{endpoint}: the hub closed the connection before the reply")
+            if opcode != 0x1 or not fin:
+                raise TransportError(f"{endpoint}: a frame the hub does not write (binary or fragmented)")
             try:
                 reply: object = json.loads(data)
             except ValueError as e:

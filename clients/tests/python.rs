@@ -366,7 +366,8 @@ fn every_surface_gives_a_client_that_type_checks_runs_and_is_the_same_twice() {
     let names: Vec<&str> = files.iter().map(String::as_str).collect();
     let out = mypy_in(&mypy, &dir, &names);
     assert!(out.status.success(), "{}", text(&out));
-    // Each runs: imported, a record round-trips through its JSON.
+    // Each runs: imported, a record round-trips through its JSON, and the
+    // WebSocket framing round-trips a frame of each length encoding.
     let imports = files
         .iter()
         .map(|f| format!("import {}", f.trim_end_matches(".py")))
@@ -383,6 +384,14 @@ fn every_surface_gives_a_client_that_type_checks_runs_and_is_the_same_twice() {
          except c.DecodeError as e:\n    assert str(e) == 'missing_field: class', e\n\
          try:\n    c.Deep.from_json({{'s': 1, 'the int': 3, 'Out': {{'ok': True}}}})\n    raise SystemExit('no error')\n\
          except c.DecodeError as e:\n    assert str(e) == 'wrong_type: s', e\n\
+         import socket, threading\n\
+         a, b = socket.socketpair()\n\
+         out, back = c._Ws(a, bytearray()), c._Ws(b, bytearray())\n\
+         sizes = [0, 5, 125, 126, 200, 65535, 65536, 70000]\n\
+         t = threading.Thread(target=lambda: [out.send(0x1, bytes([n % 251]) * n) for n in sizes])\n\
+         t.start()\n\
+         for n in sizes:\n    assert back.recv(5.0) == (True, 0x1, bytes([n % 251]) * n), n\n\
+         t.join()\n\
          print('ok')\n"
     );
     let out = Command::new(&python)

@@ -331,6 +331,18 @@ fn check_names(
     }
 }
 
+/// A receiver instance's handler, booted.
+enum Booted {
+    /// Run on a worker thread (in-process handlers, an MCP server, an
+    /// upstream service).
+    Worker(Box<dyn Receiver + Send>),
+    /// A Tool process whose pipes the connection loops drive.
+    Piped(
+        Box<dyn limen_core::flow::tool::ToolConn + Send>,
+        Box<tool_receiver::ToolPipe>,
+    ),
+}
+
 /// The handler of each receiver instance, booted: its Tools held to its
 /// rows. Every diagnostic goes to `errors`.
 fn boot_handlers(
@@ -338,14 +350,7 @@ fn boot_handlers(
     options: &ServeOptions,
     mut given: Handlers,
     errors: &mut Vec<String>,
-) -> BTreeMap<
-    String,
-    (
-        Box<dyn Receiver + Send>,
-        Gate,
-        crate::serve::worker::OnFailure,
-    ),
-> {
+) -> BTreeMap<String, (Booted, Gate, crate::serve::worker::OnFailure)> {
     let mut out = BTreeMap::new();
     for (instance, locus) in tools::instances(program) {
         let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
@@ -365,8 +370,7 @@ fn boot_handlers(
                 out.insert(
                     instance,
                     (
-                        Box::new(control::Gated::new(receiver, gate.clone()))
-                            as Box<dyn Receiver + Send>,
+                        Booted::Worker(Box::new(control::Gated::new(receiver, gate.clone()))),
                         gate,
                         on_failure,
                     ),
@@ -399,10 +403,7 @@ fn boot_handlers(
                     tools::has_on_failure(program, &locus),
                 );
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
-                );
+                out.insert(instance, (Booted::Worker(Box::new(r)), gate, on_failure));
                 continue;
             }
         };
@@ -446,10 +447,13 @@ fn boot_handlers(
         match ToolReceiver::boot(handler, &rows, gate.clone()) {
             Ok(r) => {
                 let on_failure = r.on_failure();
-                out.insert(
-                    instance,
-                    (Box::new(r) as Box<dyn Receiver + Send>, gate, on_failure),
-                );
+                // A Tool process's pipes are driven by the loops; an MCP
+                // server's receiver stays on a worker.
+                let booted = match r.into_piped_or_self() {
+                    Ok((conn, pipe)) => Booted::Piped(conn, Box::new(pipe)),
+                    Err(r) => Booted::Worker(Box::new(r)),
+                };
+                out.insert(instance, (booted, gate, on_failure));
             }
             Err(es) => errors.extend(es),
         }
@@ -508,10 +512,14 @@ impl Application {
         })
         .map_err(|e| one(format!("hale serve: cannot start the event loop: {e}")))?;
         let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
-        for (name, (receiver, gate, on_failure)) in handlers {
-            let worker = server
-                .add_worker(&name, 1, receiver, on_failure)
-                .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
+        for (name, (booted, gate, on_failure)) in handlers {
+            let worker = match booted {
+                Booted::Worker(receiver) => server.add_worker(&name, 1, receiver, on_failure),
+                Booted::Piped(conn, pipe) => {
+                    server.add_piped_receiver(&name, 1, conn, pipe, on_failure)
+                }
+            }
+            .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
             instances.insert(name, Instance { worker, gate });
         }
         let observer = (options.log_calls || options.metrics.is_some()).then(|| {

@@ -25,6 +25,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 
 use super::owner::Owner;
+use super::piped::PIPE_BASE;
 use super::reactor::{earliest, wait_until, Reactor, ReadBudget, WAKER};
 use slab::Slab;
 
@@ -132,6 +133,9 @@ pub(super) struct ConnLoop {
     reply_time: Option<Timestamp>,
     finishing: bool,
     finish_sent: bool,
+    /// Piped receivers' pipes ready this turn (loop 0's poll holds them),
+    /// by token less [`PIPE_BASE`]: acted on at the turn with the owner.
+    pipes_ready: Vec<usize>,
 }
 
 impl ConnLoop {
@@ -192,6 +196,7 @@ impl ConnLoop {
             reply_time: None,
             finishing: false,
             finish_sent: false,
+            pipes_ready: Vec::new(),
         })
     }
 
@@ -238,6 +243,10 @@ impl ConnLoop {
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKER {
+                    continue;
+                }
+                if let Some(pipe) = token.0.checked_sub(PIPE_BASE) {
+                    self.pipes_ready.push(pipe);
                     continue;
                 }
                 if self.lingering.owns(token) {
@@ -293,6 +302,10 @@ impl ConnLoop {
             {
                 let mut owner = lock(&self.shared.owner);
                 commands(&self.shared, &mut owner, now);
+                // A piped receiver's replies, read and reported here.
+                for pipe in self.pipes_ready.drain(..) {
+                    owner.pipe_ready(now, pipe);
+                }
                 if !self.to_owner.is_empty() {
                     let items = std::mem::take(&mut self.to_owner);
                     owner.take_framed(now, unix_now(), items);

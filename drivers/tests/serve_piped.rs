@@ -162,7 +162,12 @@ fn start(
     let (unix_path, seen2, violations2) = (unix.clone(), seen.clone(), violations.clone());
     let spawn = Spawn::new(program, args);
     let thread = thread::spawn(move || {
-        let mut server = Server::new(ServerConfig::default()).unwrap();
+        // Two loops, whatever the machine: replies read by either.
+        let mut server = Server::new(ServerConfig {
+            loops: 2,
+            ..ServerConfig::default()
+        })
+        .unwrap();
         let (u, BoundAddress::Unix(_)) = server.bind_unix(&unix_path).unwrap().unwrap() else {
             panic!("a Unix listener")
         };
@@ -256,11 +261,36 @@ fn pipelined_calls_are_written_and_read_by_the_loops_with_no_thread_of_their_own
         Limits::default(),
         Supervision::Restart,
     );
-    let texts: Vec<String> = (0..2000).map(|i| format!("t{i}")).collect();
+    let texts: Vec<String> = (0..1000).map(|i| format!("t{i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let got = calls(&r.unix, &texts);
     for (i, v) in got.iter().enumerate() {
         assert_eq!(v["value"], serde_json::json!(format!("t{i}")), "{v}");
+    }
+    // Connections landing on either loop, each sending window after
+    // window: the process's standard output follows the loop that writes
+    // its calls, and no reply is lost or crossed on the way.
+    for c in 0..6 {
+        let s = UnixStream::connect(&r.unix).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut lines = BufReader::new(s);
+        for window in 0..40 {
+            let mut batch = String::new();
+            for i in 0..32 {
+                batch.push_str(&format!(
+                    "{{\"call\":\"Echo::say\",\"payload\":\"{c}.{window}.{i}\",\"id\":{i}}}\n"
+                ));
+            }
+            w.write_all(batch.as_bytes()).unwrap();
+            for _ in 0..32 {
+                let mut line = String::new();
+                lines.read_line(&mut line).unwrap();
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                let i = v["id"].as_u64().unwrap();
+                assert_eq!(v["value"], format!("{c}.{window}.{i}"), "{v}");
+            }
+        }
     }
     // Neither a worker (named after its receiver) nor a process's reader
     // and writer threads.

@@ -300,7 +300,7 @@ impl ConnLoop {
         loop {
             let mut released = Vec::new();
             {
-                let mut owner = lock(&self.shared.owner);
+                let mut owner = owner_at(&self.shared, self.id);
                 commands(&self.shared, &mut owner, now);
                 // A piped receiver's replies, read and reported here.
                 for pipe in self.pipes_ready.drain(..) {
@@ -368,11 +368,11 @@ impl ConnLoop {
             Message::CloseListener(l) => self.close_listener(l, false),
             Message::Finish => self.finishing = true,
             Message::FromLoop(items) => {
-                lock(&self.shared.owner).take_framed(now, unix_now(), items);
+                owner_at(&self.shared, self.id).take_framed(now, unix_now(), items);
             }
-            Message::Worker(report) => lock(&self.shared.owner).take_report(now, report),
+            Message::Worker(report) => owner_at(&self.shared, self.id).take_report(now, report),
             Message::Commands => {
-                let mut owner = lock(&self.shared.owner);
+                let mut owner = owner_at(&self.shared, self.id);
                 commands(&self.shared, &mut owner, now);
             }
         }
@@ -827,6 +827,13 @@ impl ConnLoop {
         // replies a connection earned together go out in one write.
         self.dirty.push(key);
     }
+}
+
+/// The owner, behind its lock, told which loop (`id`) holds it.
+fn owner_at(shared: &Shared, id: usize) -> std::sync::MutexGuard<'_, Owner> {
+    let mut owner = lock(&shared.owner);
+    owner.at = id;
+    owner
 }
 
 /// Acts on the operators' commands not yet acted on, in the order given.

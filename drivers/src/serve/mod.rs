@@ -683,6 +683,11 @@ impl Server {
             reactors.push(reactor);
         }
         owner.set_loops(boxes.clone());
+        let polls = reactors
+            .iter()
+            .map(|r| r.registry().try_clone())
+            .collect::<io::Result<Vec<_>>>()?;
+        owner.set_polls(&polls)?;
         let kinds: Vec<(bool, Option<usize>)> = listeners
             .iter()
             .zip(&caps)

@@ -108,6 +108,9 @@ pub(super) struct Owner {
     pub(super) closed_listeners: Vec<ListenerId>,
     /// Told of every delivery (a call log, metrics).
     pub(super) observer: Option<Arc<dyn CallObserver>>,
+    /// The loop holding the owner's lock now (a piped receiver's standard
+    /// output follows the loop that writes its calls).
+    pub(super) at: usize,
 }
 
 impl Owner {
@@ -128,6 +131,7 @@ impl Owner {
             stopping: false,
             closed_listeners: Vec::new(),
             observer: None,
+            at: 0,
         }
     }
 
@@ -138,6 +142,20 @@ impl Owner {
         self.draining.push(false);
         self.handed.push(Default::default());
         self.workers.len() - 1
+    }
+
+    /// Gives every piped receiver the loops' polls, by loop id.
+    pub(super) fn set_polls(&mut self, polls: &[mio::Registry]) -> std::io::Result<()> {
+        for actor in &mut self.workers {
+            if let Actor::Piped(piped) = actor {
+                let polls = polls
+                    .iter()
+                    .map(mio::Registry::try_clone)
+                    .collect::<std::io::Result<Vec<_>>>()?;
+                piped.set_loops(polls);
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn set_loops(&mut self, loops: Vec<Arc<Mailbox<Message>>>) {
@@ -219,7 +237,7 @@ impl Owner {
         while let Some(w) = self.inline_ready.pop() {
             if let Actor::Piped(piped) = &mut self.workers[w] {
                 let mut reports = Vec::new();
-                piped.run(now, &mut reports);
+                piped.run(now, self.at, &mut reports);
                 for report in reports {
                     self.report(now, report);
                 }
@@ -390,13 +408,13 @@ impl Owner {
     }
 
     /// A piped receiver's pipe is ready (`token`: its poll token less
-    /// [`super::piped::PIPE_BASE`]), on loop 0: its replies read and
-    /// reported here.
+    /// [`super::piped::PIPE_BASE`]), on the loop whose poll holds it: its
+    /// replies read and reported here.
     pub(super) fn pipe_ready(&mut self, now: Timestamp, token: usize) {
         let (w, which) = (token / PIPE_TOKENS, token % PIPE_TOKENS);
         let mut reports = Vec::new();
         if let Some(Actor::Piped(piped)) = self.workers.get_mut(w) {
-            piped.on_ready(now, which, &mut reports);
+            piped.on_ready(now, which, self.at, &mut reports);
         }
         for report in reports {
             self.report(now, report);
@@ -420,7 +438,7 @@ impl Owner {
             let mut reports = Vec::new();
             if let Actor::Piped(piped) = &mut self.workers[w] {
                 if piped.poll_timeout().is_some_and(|t| t <= now) {
-                    piped.handle_timeout(now, &mut reports);
+                    piped.handle_timeout(now, self.at, &mut reports);
                 }
             }
             for report in reports {

@@ -11,11 +11,14 @@
 //! sans-I/O [`ToolConn`]) is held by the exposures' owner: a call handed
 //! to the receiver is encoded and written to the process's standard input
 //! by the loop that holds the owner's lock (non-blocking: what does not
-//! fit waits for the pipe's writable event), and the process's standard
-//! output and standard error are registered with loop 0's poll, so a reply
-//! is read, decoded and reported to the owner by loop 0, under the same
-//! lock, in the turn that read it. The process's replies are the only
-//! thing that wakes the server for it.
+//! fit waits for the pipe's writable event). The process's standard error
+//! and standard input are in loop 0's poll; its standard output is in the
+//! poll of one loop, loop 0 at first, and moves to the loop that writes its
+//! calls once that loop has written them [`FOLLOW_AFTER`] turns in a row
+//! (a pipelined connection's loop), so a reply is read, decoded and
+//! reported to the owner under the same lock, in the turn that read it,
+//! by the loop that writes it to its caller. The process's replies are
+//! the only thing that wakes the server for it.
 //!
 //! It keeps every guarantee of a worker: each call handed ahead carries a
 //! claim, taken just before the call is written (a recalled call is never
@@ -84,6 +87,12 @@ const BACKOFF_FIRST: Timestamp = 50 * MILLISECOND;
 /// The longest wait before a replaced process is started again.
 const BACKOFF_MOST: Timestamp = 2_000 * MILLISECOND;
 const MILLISECOND: Timestamp = 1_000_000;
+/// After how many turns in a row that wrote calls from one other loop the
+/// process's standard output moves to that loop's poll (two `epoll_ctl`):
+/// a pipelined connection's replies are then read by the loop that writes
+/// them to it, with no hop through a mailbox, while calls that come from
+/// every loop by turns (HTTP) leave it where it is.
+const FOLLOW_AFTER: u32 = 16;
 
 /// What a piped receiver asks of whoever knows its protocol's calls (the
 /// program's Tool receiver, `program/tool_receiver.rs`): how to start the
@@ -146,8 +155,15 @@ pub(super) struct Piped {
     conn: Box<dyn ToolConn + Send>,
     handler: Box<dyn PipedHandler>,
     on_failure: OnFailure,
-    /// Loop 0's poll, where the pipes are registered.
+    /// Loop 0's poll, where standard input and standard error are
+    /// registered (and standard output, until the loops' are known).
     registry: Registry,
+    /// Every loop's poll, by loop id, once the server runs.
+    loops: Vec<Registry>,
+    /// The loop whose poll holds standard output.
+    polled_by: usize,
+    /// Turns in a row that wrote calls from a loop other than `polled_by`.
+    streak: u32,
     /// Calls handed and not claimed yet, in the order handed.
     jobs: VecDeque<Job>,
     /// The first call handed, claimed, waiting for the gate or the
@@ -197,6 +213,9 @@ impl Piped {
             handler,
             on_failure,
             registry,
+            loops: Vec::new(),
+            polled_by: 0,
+            streak: 0,
             jobs: VecDeque::new(),
             head: None,
             open: HashMap::new(),
@@ -217,6 +236,52 @@ impl Piped {
         self.stamp
     }
 
+    /// Every loop's poll, by loop id (the server's loops are made when it
+    /// runs): standard output may move to the loop that writes the calls.
+    pub(super) fn set_loops(&mut self, loops: Vec<Registry>) {
+        self.loops = loops;
+    }
+
+    /// The poll that holds standard output.
+    fn stdout_poll(&self) -> &Registry {
+        self.loops.get(self.polled_by).unwrap_or(&self.registry)
+    }
+
+    /// Calls were written from loop `at`: after [`FOLLOW_AFTER`] turns in a
+    /// row from one other loop, standard output moves to its poll.
+    fn follow(&mut self, at: usize) {
+        if at == self.polled_by || at >= self.loops.len() {
+            self.streak = 0;
+            return;
+        }
+        self.streak += 1;
+        if self.streak < FOLLOW_AFTER {
+            return;
+        }
+        self.streak = 0;
+        let token = Token(PIPE_BASE + self.id * PIPE_TOKENS + STDOUT);
+        let Some(r) = self.running.as_mut() else {
+            self.polled_by = at;
+            return;
+        };
+        let from = self.loops.get(self.polled_by).unwrap_or(&self.registry);
+        let _ = from.deregister(&mut r.stdout);
+        // An add reports the pipe's readiness at once: replies already
+        // waiting are not missed.
+        if self.loops[at]
+            .register(&mut r.stdout, token, Interest::READABLE)
+            .is_ok()
+        {
+            self.polled_by = at;
+        } else if from
+            .register(&mut r.stdout, token, Interest::READABLE)
+            .is_err()
+        {
+            // Unwatched, its replies would never be read: it ends.
+            let _ = r.child.kill();
+        }
+    }
+
     /// Queues a call; the owner starts it with [`Piped::run`] once the
     /// input that handed it has been acted on.
     pub(super) fn hand(&mut self, job: Job) {
@@ -235,17 +300,19 @@ impl Piped {
 
     /// Starts what may start: every call handed and still its to take is
     /// given to the machine and written to the process, unless the gate is
-    /// shut, a backoff runs, or the running process failed. Reports go to
-    /// `reports`.
-    pub(super) fn run(&mut self, now: Timestamp, reports: &mut Vec<Report>) {
-        self.start_calls(now, reports);
+    /// shut, a backoff runs, or the running process failed; `at` is the
+    /// loop running it. Reports go to `reports`.
+    pub(super) fn run(&mut self, now: Timestamp, at: usize, reports: &mut Vec<Report>) {
+        if self.start_calls(now, reports) > 0 {
+            self.follow(at);
+        }
         self.settle(now, reports);
     }
 
     /// Claims and writes the calls that may start. A claimed call always
     /// runs (as a worker's and an inline receiver's do): a pause stops
     /// only the claiming.
-    fn start_calls(&mut self, now: Timestamp, reports: &mut Vec<Report>) {
+    fn start_calls(&mut self, now: Timestamp, reports: &mut Vec<Report>) -> usize {
         if self.head.is_none() && !self.paused {
             // The first call starts: it is claimed now, as a worker claims
             // the call it starts before it waits for a gate or a backoff;
@@ -258,19 +325,21 @@ impl Piped {
             }
         }
         if self.head.is_none() || !self.failed.is_empty() {
-            return;
+            return 0;
         }
         if self.not_before.is_some_and(|t| now < t) {
-            return;
+            return 0;
         }
         self.not_before = None;
         if !self.handler.may_start() {
             self.gate_look = Some(now + GATE_LOOK);
-            return;
+            return 0;
         }
         self.gate_look = None;
+        let mut sent = 0;
         if let Some(job) = self.head.take() {
             self.send(now, job, reports);
+            sent += 1;
         }
         while !self.paused {
             let Some(job) = self.jobs.pop_front() else {
@@ -278,8 +347,10 @@ impl Piped {
             };
             if take(&job.claim) {
                 self.send(now, job, reports);
+                sent += 1;
             }
         }
+        sent
     }
 
     /// Gives one claimed call to the machine.
@@ -470,7 +541,9 @@ impl Piped {
             stdin.set_nonblocking(true)?;
             stdout.set_nonblocking(true)?;
             stderr.set_nonblocking(true)?;
-            self.registry
+            self.loops
+                .get(self.polled_by)
+                .unwrap_or(&self.registry)
                 .register(&mut stdout, Token(base + STDOUT), Interest::READABLE)?;
             self.registry
                 .register(&mut stdin, Token(base + STDIN), Interest::WRITABLE)?;
@@ -481,7 +554,7 @@ impl Piped {
         match registered {
             Ok(()) => Ok((stdin, stdout, stderr)),
             Err(e) => {
-                let _ = self.registry.deregister(&mut stdout);
+                let _ = self.stdout_poll().deregister(&mut stdout);
                 let _ = self.registry.deregister(&mut stdin);
                 let _ = self.registry.deregister(&mut stderr);
                 Err(format!("its pipes: {e}"))
@@ -496,7 +569,7 @@ impl Piped {
             return;
         };
         self.read_stderr_of(&mut r);
-        let _ = self.registry.deregister(&mut r.stdout);
+        let _ = self.stdout_poll().deregister(&mut r.stdout);
         if let Some(stdin) = r.stdin.as_mut() {
             let _ = self.registry.deregister(stdin);
         }
@@ -631,14 +704,20 @@ impl Piped {
     }
 
     /// One of its pipes is ready (`which`: its token's offset).
-    pub(super) fn on_ready(&mut self, now: Timestamp, which: usize, reports: &mut Vec<Report>) {
+    pub(super) fn on_ready(
+        &mut self,
+        now: Timestamp,
+        which: usize,
+        at: usize,
+        reports: &mut Vec<Report>,
+    ) {
         match which {
             STDOUT => self.read_stdout(now, reports),
             STDERR => self.read_stderr(),
             // Written by `settle`.
             _ => {}
         }
-        self.run(now, reports);
+        self.run(now, at, reports);
     }
 
     /// When it next needs the loop's time: the machine's deadlines (a
@@ -659,14 +738,14 @@ impl Piped {
 
     /// Time passes: the machine's deadlines, standard output left unread,
     /// and the calls that waited for the gate or the backoff.
-    pub(super) fn handle_timeout(&mut self, now: Timestamp, reports: &mut Vec<Report>) {
+    pub(super) fn handle_timeout(&mut self, now: Timestamp, at: usize, reports: &mut Vec<Report>) {
         if self.conn.poll_timeout().is_some_and(|t| t <= now) {
             self.conn.handle_timeout(now);
         }
         if std::mem::take(&mut self.more) {
             self.read_stdout(now, reports);
         }
-        self.run(now, reports);
+        self.run(now, at, reports);
     }
 }
 

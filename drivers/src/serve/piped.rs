@@ -169,8 +169,9 @@ pub(super) struct Piped {
     /// The first call handed, claimed, waiting for the gate or the
     /// backoff.
     head: Option<Job>,
-    /// Calls given to the machine and not closed, by key.
-    open: HashMap<CallKey, OpenCall>,
+    /// Calls given to the machine and not closed, by key (keys the
+    /// handler makes, so a fixed hasher, as the machine's own map).
+    open: HashMap<CallKey, OpenCall, limen_core::hash::Fixed>,
     /// Set after a violation its supervision drains, cleared by the
     /// resume: while set, nothing starts.
     paused: bool,
@@ -218,7 +219,7 @@ impl Piped {
             streak: 0,
             jobs: VecDeque::new(),
             head: None,
-            open: HashMap::new(),
+            open: HashMap::default(),
             paused: false,
             running: None,
             failed: Vec::new(),
@@ -684,7 +685,11 @@ impl Piped {
             return;
         };
         let mut buf = [0u8; 8 << 10];
-        loop {
+        // A process that floods its standard error is read a bounded part
+        // a wake (only the latest part is kept): what it writes next is a
+        // new edge.
+        let mut budget = READ_MOST;
+        while budget > 0 {
             match stderr.read(&mut buf) {
                 Ok(0) => {
                     if let Some(mut stderr) = r.stderr.take() {
@@ -693,6 +698,7 @@ impl Piped {
                     return;
                 }
                 Ok(n) => {
+                    budget = budget.saturating_sub(n);
                     self.stderr.extend(&buf[..n]);
                     let excess = self.stderr.len().saturating_sub(STDERR_KEPT);
                     self.stderr.drain(..excess);

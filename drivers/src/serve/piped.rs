@@ -40,7 +40,8 @@
 //!
 //! Every system call it makes is a non-blocking read or write of a pipe,
 //! under the owner's lock (as an inline receiver's handler runs there),
-//! but starting a process (a fork and exec) and reaping one that ended or
+//! but moving standard output to another loop's poll (two `epoll_ctl`),
+//! and starting a process (a fork and exec) and reaping one that ended or
 //! was killed: rare, at the first call and after a failure.
 
 use std::collections::{HashMap, VecDeque};

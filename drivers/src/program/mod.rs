@@ -356,10 +356,22 @@ fn check_names(
     }
 }
 
+/// What answers a receiver instance's calls.
+enum Handler {
+    /// A receiver run on a worker thread, or inline (in-process handlers,
+    /// an MCP server, an upstream service).
+    Receiver(Box<dyn Receiver + Send>),
+    /// A Tool process whose pipes the connection loops drive.
+    Piped(
+        Box<dyn limen_core::flow::tool::ToolConn + Send>,
+        Box<tool_receiver::ToolPipe>,
+    ),
+}
+
 /// One receiver instance's handler, booted.
 struct Booted {
     /// What answers its calls.
-    receiver: Box<dyn Receiver + Send>,
+    handler: Handler,
     /// The gate the control socket holds it at.
     gate: Gate,
     /// Its owner's `on_failure`.
@@ -378,8 +390,8 @@ fn boot_handlers(
     errors: &mut Vec<String>,
 ) -> BTreeMap<String, Booted> {
     let mut out = BTreeMap::new();
-    let booted = |receiver: Box<dyn Receiver + Send>, gate: Gate, on_failure| Booted {
-        receiver,
+    let booted = |handler: Handler, gate: Gate, on_failure| Booted {
+        handler,
         gate,
         on_failure,
         in_process: false,
@@ -409,7 +421,7 @@ fn boot_handlers(
                 out.insert(
                     instance,
                     Booted {
-                        receiver,
+                        handler: Handler::Receiver(receiver),
                         gate,
                         on_failure,
                         in_process: true,
@@ -443,7 +455,10 @@ fn boot_handlers(
                     tools::has_on_failure(program, &locus),
                 );
                 let on_failure = r.on_failure();
-                out.insert(instance, booted(Box::new(r), gate, on_failure));
+                out.insert(
+                    instance,
+                    booted(Handler::Receiver(Box::new(r)), gate, on_failure),
+                );
                 continue;
             }
         };
@@ -487,7 +502,13 @@ fn boot_handlers(
         match ToolReceiver::boot(handler, &rows, gate.clone()) {
             Ok(r) => {
                 let on_failure = r.on_failure();
-                out.insert(instance, booted(Box::new(r), gate, on_failure));
+                // A Tool process's pipes are driven by the loops; an MCP
+                // server's receiver stays on a worker.
+                let handler = match r.into_piped_or_self() {
+                    Ok((conn, pipe)) => Handler::Piped(conn, Box::new(pipe)),
+                    Err(r) => Handler::Receiver(Box::new(r)),
+                };
+                out.insert(instance, booted(handler, gate, on_failure));
             }
             Err(es) => errors.extend(es),
         }
@@ -548,10 +569,15 @@ impl Application {
         let mut instances: BTreeMap<String, Instance> = BTreeMap::new();
         let mut in_process = BTreeSet::new();
         for (name, b) in handlers {
-            let worker = if b.in_process && options.inline && options.control.is_none() {
-                server.add_inline_receiver(&name, 1, b.receiver, b.on_failure)
-            } else {
-                server.add_worker(&name, 1, b.receiver, b.on_failure)
+            let inline = b.in_process && options.inline && options.control.is_none();
+            let worker = match b.handler {
+                Handler::Receiver(receiver) if inline => {
+                    server.add_inline_receiver(&name, 1, receiver, b.on_failure)
+                }
+                Handler::Receiver(receiver) => server.add_worker(&name, 1, receiver, b.on_failure),
+                Handler::Piped(conn, pipe) => {
+                    server.add_piped_receiver(&name, 1, conn, pipe, b.on_failure)
+                }
             }
             .map_err(|e| one(format!("hale serve: cannot start a worker: {e}")))?;
             if b.in_process {

@@ -3,9 +3,13 @@
 //! the process, held to its row when the server boots
 //! ([`limen_core::hale::tools`]).
 //!
-//! The receiver runs on a worker thread of its own, one call at a time (§
-//! Dispatch: at most one call per receiver is executing): it writes the
-//! call to the process and reads its outcome on that thread
+//! A Tool process's receiver is driven by the connection loops
+//! ([`ToolPipe`], `serve/piped.rs`): its calls written to the process's
+//! pipe by the loop that hands them, its replies read by the loop that
+//! polls the pipe, with no thread of its own. An MCP server's
+//! ([`ToolReceiver`]) runs on a worker thread of its own, one call at a
+//! time (§ Dispatch: at most one call per receiver is executing): it writes
+//! the call to the process and reads its outcome on that thread
 //! ([`Process::queued`], so no other thread reads the pipe). A structural
 //! failure — the process died, never answered within the reply deadline,
 //! answered what the host cannot decode or what is not the row's — is the
@@ -19,11 +23,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limen_core::flow::tool::{Call, CallKey, HostConn, Limits, Listing, McpConn, Tool};
+use limen_core::flow::tool::{
+    Call, CallKey, HostConn, Limits, Listing, McpConn, Outcome, Tool, ToolConn,
+};
 use limen_core::hale::runtime::{BatchCall, Completion, Receiver, ServedContext, Supervision};
 use limen_core::hale::tools::{self, Answer, Held, RowTool};
 
 use super::control::{wait_open, Gate};
+use crate::serve::PipedHandler;
 use crate::tool::{Process, Spawn};
 
 /// The first wait before a replaced process is started again.
@@ -231,6 +238,121 @@ impl ToolReceiver {
             .saturating_mul(1 << self.failures.min(16).saturating_sub(1))
             .min(BACKOFF_MOST);
         self.not_before = Some(Instant::now() + wait);
+    }
+}
+
+/// A Tool process's receiver as the connection loops drive it
+/// ([`crate::serve::Server::add_piped_receiver`]): the rows held at boot,
+/// each call made a Tool call of its row's Tool and each outcome held to
+/// the row, as [`ToolReceiver`] does on a worker.
+pub struct ToolPipe {
+    instance: String,
+    spawn: Spawn,
+    limits: Limits,
+    held: BTreeMap<String, Held>,
+    run_id: String,
+    next_call: u64,
+    gate: Gate,
+    /// Shared with the on_failure [`ToolReceiver::on_failure`] made.
+    restart: Arc<AtomicUsize>,
+}
+
+impl ToolReceiver {
+    /// The receiver as the loops drive it, with the machine its process is
+    /// spoken to through; an MCP server's is given back (it stays on a
+    /// worker).
+    /// The process that described itself at boot is ended: the first call
+    /// starts the next, which describes itself again before any call is
+    /// written to it (the machine holds each call to what it describes).
+    #[allow(clippy::result_large_err)]
+    pub fn into_piped_or_self(self) -> Result<(Box<dyn ToolConn + Send>, ToolPipe), ToolReceiver> {
+        if self.handler.speaks != Speaks::Tool {
+            return Err(self);
+        }
+        let ToolReceiver {
+            handler,
+            held,
+            process,
+            run_id,
+            next_call,
+            gate,
+            restart,
+            ..
+        } = self;
+        process.shutdown();
+        let conn = Box::new(HostConn::new(handler.limits.clone()));
+        Ok((
+            conn,
+            ToolPipe {
+                instance: handler.instance,
+                spawn: handler.spawn,
+                limits: handler.limits,
+                held,
+                run_id,
+                next_call,
+                gate,
+                restart,
+            },
+        ))
+    }
+}
+
+impl PipedHandler for ToolPipe {
+    fn spawn(&self) -> &Spawn {
+        &self.spawn
+    }
+
+    fn call(
+        &mut self,
+        member: &str,
+        payload: &serde_json::Value,
+        ctx: &ServedContext,
+    ) -> Result<Call, String> {
+        let held = self
+            .held
+            .get(member)
+            .ok_or_else(|| format!("no Tool answers `{member}`"))?;
+        let args = tools::arguments(held, payload, ctx, &self.limits.decode)?;
+        self.next_call += 1;
+        Ok(Call {
+            key: CallKey::new(&self.run_id, &self.next_call.to_string()),
+            tool: held.tool.clone(),
+            args,
+            type_args: Vec::new(),
+        })
+    }
+
+    fn answer(&mut self, member: &str, outcome: Outcome) -> Result<Completion, String> {
+        let held = self
+            .held
+            .get(member)
+            .ok_or_else(|| format!("no Tool answers `{member}`"))?;
+        match tools::answer(&held.row, outcome) {
+            Answer::Completed(c) => Ok(c.into()),
+            Answer::Violated => Ok(Completion::Violated),
+            Answer::Failed(why) => Err(why),
+        }
+    }
+
+    fn failed(&mut self) {
+        // Counted before the report: the on_failure it runs reads it.
+        self.restart.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn may_start(&self) -> bool {
+        !*self.gate.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn replaced(&mut self, why: &str, stderr: &str) {
+        eprintln!(
+            "hale serve: the handler of `{}` failed: {why}{}",
+            self.instance,
+            if stderr.is_empty() {
+                String::new()
+            } else {
+                format!(" (its standard error: {stderr})")
+            }
+        );
     }
 }
 

@@ -25,6 +25,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 
 use super::owner::Owner;
+use super::piped::PIPE_BASE;
 use super::reactor::{earliest, wait_until, Reactor, ReadBudget, WAKER};
 use slab::Slab;
 
@@ -132,6 +133,9 @@ pub(super) struct ConnLoop {
     reply_time: Option<Timestamp>,
     finishing: bool,
     finish_sent: bool,
+    /// Piped receivers' pipes ready this turn (loop 0's poll holds them),
+    /// by token less [`PIPE_BASE`]: acted on at the turn with the owner.
+    pipes_ready: Vec<usize>,
 }
 
 impl ConnLoop {
@@ -192,6 +196,7 @@ impl ConnLoop {
             reply_time: None,
             finishing: false,
             finish_sent: false,
+            pipes_ready: Vec::new(),
         })
     }
 
@@ -238,6 +243,10 @@ impl ConnLoop {
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKER {
+                    continue;
+                }
+                if let Some(pipe) = token.0.checked_sub(PIPE_BASE) {
+                    self.pipes_ready.push(pipe);
                     continue;
                 }
                 if self.lingering.owns(token) {
@@ -291,8 +300,12 @@ impl ConnLoop {
         loop {
             let mut released = Vec::new();
             {
-                let mut owner = lock(&self.shared.owner);
+                let mut owner = owner_at(&self.shared, self.id);
                 commands(&self.shared, &mut owner, now);
+                // A piped receiver's replies, read and reported here.
+                for pipe in self.pipes_ready.drain(..) {
+                    owner.pipe_ready(now, pipe);
+                }
                 if !self.to_owner.is_empty() {
                     let items = std::mem::take(&mut self.to_owner);
                     owner.take_framed(now, unix_now(), items);
@@ -355,11 +368,11 @@ impl ConnLoop {
             Message::CloseListener(l) => self.close_listener(l, false),
             Message::Finish => self.finishing = true,
             Message::FromLoop(items) => {
-                lock(&self.shared.owner).take_framed(now, unix_now(), items);
+                owner_at(&self.shared, self.id).take_framed(now, unix_now(), items);
             }
-            Message::Worker(report) => lock(&self.shared.owner).take_report(now, report),
+            Message::Worker(report) => owner_at(&self.shared, self.id).take_report(now, report),
             Message::Commands => {
-                let mut owner = lock(&self.shared.owner);
+                let mut owner = owner_at(&self.shared, self.id);
                 commands(&self.shared, &mut owner, now);
             }
         }
@@ -814,6 +827,13 @@ impl ConnLoop {
         // replies a connection earned together go out in one write.
         self.dirty.push(key);
     }
+}
+
+/// The owner, behind its lock, told which loop (`id`) holds it.
+fn owner_at(shared: &Shared, id: usize) -> std::sync::MutexGuard<'_, Owner> {
+    let mut owner = lock(&shared.owner);
+    owner.at = id;
+    owner
 }
 
 /// Acts on the operators' commands not yet acted on, in the order given.

@@ -20,7 +20,10 @@
 //!   a panic boundary, and reports how it ended to the owner. A receiver
 //!   declared non-blocking (`inline.rs`, [`Server::add_inline_receiver`])
 //!   runs under the owner's lock instead, on the loop that handed it the
-//!   call, behind the same boundary.
+//!   call, behind the same boundary. A receiver whose handlers are a
+//!   process (`piped.rs`, [`Server::add_piped_receiver`]) has no thread
+//!   either: its calls are written to the process's pipe by the loop that
+//!   hands them, and its replies read by loop 0, which polls the pipe.
 //! - A WebSocket hub ([`hub`]) runs on a loop of its own: its one machine
 //!   holds every connection of the hub, and its sends are spread over the
 //!   loop's thread and a few writer threads (`fanout.rs`); a datagram hub
@@ -43,6 +46,7 @@ mod linger;
 mod mailbox;
 mod net;
 mod owner;
+mod piped;
 mod reactor;
 pub mod record;
 pub mod udp_hub;
@@ -66,6 +70,7 @@ pub use linger::LingerLimits;
 use mailbox::Mailbox;
 pub use net::{BoundAddress, Listener};
 use owner::{Actor, OwnedExposure, Owner};
+pub use piped::PipedHandler;
 use reactor::{Clock, Reactor};
 pub use record::{Exchange, RecordedRequest, Recorder};
 use worker::{OnFailure, Report, Worker};
@@ -476,6 +481,32 @@ impl Server {
         Ok(self.owner.add_actor(Actor::Inline(inline)))
     }
 
+    /// Adds a receiver instance whose handlers are a process spoken to over
+    /// its pipes through `conn` (a Flow Tool process), with no thread of
+    /// its own: a call handed to it is written to the process's standard
+    /// input by the loop that admitted it, and its reply is read by loop 0,
+    /// whose poll holds the process's standard output, and reported to the
+    /// exposure there (`serve/piped.rs`). One call handed after another,
+    /// each claimed as it is written, with the same reports, drain, resume
+    /// and on_failure as a worker's ([`add_worker`](Server::add_worker));
+    /// a process that fails structurally is replaced, after a backoff, as
+    /// the receiver's next generation. `handler` says how its process is
+    /// started, how a call becomes a protocol call and how an outcome ends
+    /// it.
+    pub fn add_piped_receiver(
+        &mut self,
+        name: &str,
+        stamp: u64,
+        conn: Box<dyn limen_core::flow::tool::ToolConn + Send>,
+        handler: Box<dyn PipedHandler>,
+        on_failure: OnFailure,
+    ) -> io::Result<WorkerId> {
+        let id = self.owner.workers.len();
+        let registry = self.reactor.registry().try_clone()?;
+        let piped = piped::Piped::new(id, name, stamp, conn, handler, on_failure, registry);
+        Ok(self.owner.add_actor(Actor::Piped(Box::new(piped))))
+    }
+
     /// Serves `exposure` on `listener`, its receivers answered by `workers`
     /// (one per entry of its spec's receivers). Accepting starts with
     /// [`run`](Server::run).
@@ -652,6 +683,11 @@ impl Server {
             reactors.push(reactor);
         }
         owner.set_loops(boxes.clone());
+        let polls = reactors
+            .iter()
+            .map(|r| r.registry().try_clone())
+            .collect::<io::Result<Vec<_>>>()?;
+        owner.set_polls(&polls)?;
         let kinds: Vec<(bool, Option<usize>)> = listeners
             .iter()
             .zip(&caps)

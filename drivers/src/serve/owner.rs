@@ -30,6 +30,7 @@ use limen_core::Timestamp;
 use super::hub::HubCommand;
 use super::inline::Inline;
 use super::mailbox::Mailbox;
+use super::piped::{Piped, PIPE_TOKENS};
 use super::worker::{take, Claim, Job, Report, Worker};
 use super::CallObserver;
 use super::{loop_of, Command, ListenerId, Message, ToOwner, WorkerId, HUB_ROUTE_BASE};
@@ -54,6 +55,10 @@ pub(super) enum Actor {
     /// Run under the owner's lock, by the loop holding it
     /// ([`super::inline`]).
     Inline(Inline),
+    /// A process whose pipes the loops drive ([`super::piped`]): its
+    /// calls written by the loop holding the owner's lock, its replies
+    /// read by loop 0.
+    Piped(Box<Piped>),
 }
 
 impl Actor {
@@ -62,6 +67,7 @@ impl Actor {
         match self {
             Actor::Thread(w) => w.stamp(),
             Actor::Inline(i) => i.stamp(),
+            Actor::Piped(p) => p.stamp(),
         }
     }
 }
@@ -102,6 +108,9 @@ pub(super) struct Owner {
     pub(super) closed_listeners: Vec<ListenerId>,
     /// Told of every delivery (a call log, metrics).
     pub(super) observer: Option<Arc<dyn CallObserver>>,
+    /// The loop holding the owner's lock now (a piped receiver's standard
+    /// output follows the loop that writes its calls).
+    pub(super) at: usize,
 }
 
 impl Owner {
@@ -122,6 +131,7 @@ impl Owner {
             stopping: false,
             closed_listeners: Vec::new(),
             observer: None,
+            at: 0,
         }
     }
 
@@ -132,6 +142,20 @@ impl Owner {
         self.draining.push(false);
         self.handed.push(Default::default());
         self.workers.len() - 1
+    }
+
+    /// Gives every piped receiver the loops' polls, by loop id.
+    pub(super) fn set_polls(&mut self, polls: &[mio::Registry]) -> std::io::Result<()> {
+        for actor in &mut self.workers {
+            if let Actor::Piped(piped) = actor {
+                let polls = polls
+                    .iter()
+                    .map(mio::Registry::try_clone)
+                    .collect::<std::io::Result<Vec<_>>>()?;
+                piped.set_loops(polls);
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn set_loops(&mut self, loops: Vec<Arc<Mailbox<Message>>>) {
@@ -211,6 +235,14 @@ impl Owner {
     /// handed it.
     fn run_inline(&mut self, now: Timestamp) {
         while let Some(w) = self.inline_ready.pop() {
+            if let Actor::Piped(piped) = &mut self.workers[w] {
+                let mut reports = Vec::new();
+                piped.run(now, self.at, &mut reports);
+                for report in reports {
+                    self.report(now, report);
+                }
+                continue;
+            }
             // A pipelined burst goes to the receiver's spill worker, in
             // order.
             let burst = match &mut self.workers[w] {
@@ -228,7 +260,7 @@ impl Owner {
             }
             while let Some(report) = match &mut self.workers[w] {
                 Actor::Inline(inline) => inline.run_next(),
-                Actor::Thread(_) => None,
+                Actor::Thread(_) | Actor::Piped(_) => None,
             } {
                 self.report(now, report);
             }
@@ -314,6 +346,12 @@ impl Owner {
                             self.inline_ready.push(w);
                         }
                     }
+                    Actor::Piped(piped) => {
+                        piped.resume();
+                        if piped.ready() {
+                            self.inline_ready.push(w);
+                        }
+                    }
                 }
             }
         }
@@ -355,12 +393,33 @@ impl Owner {
         self.stopping && self.exposures.iter().all(|e| e.exposure.is_stopped())
     }
 
-    /// The earliest deadline of an exposure.
+    /// The earliest deadline of an exposure or of a piped receiver (its
+    /// process's reply deadlines, its backoff).
     pub(super) fn poll_timeout(&self) -> Option<Timestamp> {
-        self.exposures
+        let exposures = self
+            .exposures
             .iter()
-            .filter_map(|e| e.exposure.poll_timeout())
-            .min()
+            .filter_map(|e| e.exposure.poll_timeout());
+        let piped = self.workers.iter().filter_map(|w| match w {
+            Actor::Piped(p) => p.poll_timeout(),
+            _ => None,
+        });
+        exposures.chain(piped).min()
+    }
+
+    /// A piped receiver's pipe is ready (`token`: its poll token less
+    /// [`super::piped::PIPE_BASE`]), on the loop whose poll holds it: its
+    /// replies read and reported here.
+    pub(super) fn pipe_ready(&mut self, now: Timestamp, token: usize) {
+        let (w, which) = (token / PIPE_TOKENS, token % PIPE_TOKENS);
+        let mut reports = Vec::new();
+        if let Some(Actor::Piped(piped)) = self.workers.get_mut(w) {
+            piped.on_ready(now, which, self.at, &mut reports);
+        }
+        for report in reports {
+            self.report(now, report);
+        }
+        self.run_inline(now);
     }
 
     /// Time passes for every exposure whose deadline is due.
@@ -373,6 +432,17 @@ impl Owner {
             {
                 self.exposures[i].exposure.handle_input(now, Input::Timeout);
                 self.pump(now, i);
+            }
+        }
+        for w in 0..self.workers.len() {
+            let mut reports = Vec::new();
+            if let Actor::Piped(piped) = &mut self.workers[w] {
+                if piped.poll_timeout().is_some_and(|t| t <= now) {
+                    piped.handle_timeout(now, self.at, &mut reports);
+                }
+            }
+            for report in reports {
+                self.report(now, report);
             }
         }
         self.run_inline(now);
@@ -515,6 +585,15 @@ impl ExposureDriver for OwnerDriver<'_> {
                     true
                 }
             },
+            // Written once the input that handed it has been acted on
+            // (`run_inline`), with the other calls it handed.
+            Actor::Piped(piped) => {
+                piped.hand(job);
+                if self.inline_ready.last() != Some(&worker) {
+                    self.inline_ready.push(worker);
+                }
+                true
+            }
         };
         if taken {
             Handed::Taken

@@ -538,7 +538,7 @@ fn run_batch(
 
 /// The report of a call that ran: after a violation, with what the owner's
 /// on_failure decided.
-fn ended(
+pub(super) fn ended(
     id: usize,
     owner: &str,
     exposure: ExposureIndex,

@@ -519,6 +519,23 @@ fn note(inner: &mut Inner, line: String) {
     inner.log.push_back(line);
 }
 
+/// The command that starts `spawn`'s process, its three standard streams
+/// piped: one place for every host of a process (this one, and the
+/// loop-driven receiver of `serve/piped.rs`).
+pub(crate) fn command(spawn: &Spawn) -> Command {
+    let mut command = Command::new(&spawn.program);
+    command
+        .args(&spawn.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = &spawn.dir {
+        command.current_dir(dir);
+    }
+    command.envs(spawn.env.iter().map(|(k, v)| (k, v)));
+    command
+}
+
 fn start(shared: &Arc<Shared>, inner: &mut Inner) {
     let now = shared.now();
     if inner.closed {
@@ -527,17 +544,7 @@ fn start(shared: &Arc<Shared>, inner: &mut Inner) {
             .handle_start_failed(now, "the host is shutting down");
         return;
     }
-    let mut command = Command::new(&inner.spawn.program);
-    command
-        .args(&inner.spawn.args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(dir) = &inner.spawn.dir {
-        command.current_dir(dir);
-    }
-    command.envs(inner.spawn.env.iter().map(|(k, v)| (k, v)));
-    let mut child = match command.spawn() {
+    let mut child = match command(&inner.spawn).spawn() {
         Ok(child) => child,
         Err(e) => {
             let why = format!("`{}`: {e}", inner.spawn.program);

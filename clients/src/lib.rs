@@ -1,5 +1,7 @@
 //! Test support for the generated clients of `hale api client` (issue #29):
-//! what `tests/ts.rs`, `tests/python.rs` and `tests/hale.rs` share.
+//! what `tests/ts.rs`, `tests/python.rs` and `tests/hale.rs` share, and
+//! what the other crates' live tests share with them (the examples' and
+//! the drivers' tests depend on it as a dev-dependency).
 //!
 //! - [`replay`]: a server that answers one witness wire record
 //!   (`../shared/hale-witness/wire/`) over HTTP or a Unix socket and holds
@@ -8,8 +10,13 @@
 //!   `.peers/` (`scripts/install-peers` puts them there): [`tsc`], [`node`],
 //!   [`python`], [`mypy`]; and the workspace's [`hale`] binary.
 //! - [`absent`]: the rule every peer test follows when a peer is missing.
+//! - [`served`]: a served program's banner and endpoints, a workspace
+//!   binary, and a peer script driven by a JSON plan and report.
 
 pub mod replay;
+pub mod served;
+
+pub use served::{banner_endpoint, read_banner, report, spawn_plan, workspace_bin};
 
 use std::path::{Path, PathBuf};
 
@@ -107,18 +114,5 @@ pub fn mypy() -> Option<PathBuf> {
 /// limen-drivers) builds it: a test of this crate alone does not, so its
 /// absence panics with the command that builds it.
 pub fn hale() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    // target/debug/deps/<test> -> target/debug
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("a test runs from target/<profile>/deps");
-    let bin = dir.join("hale");
-    assert!(
-        bin.is_file(),
-        "{} is not built: run `cargo build -p limen-drivers --bin hale` \
-         (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
+    workspace_bin("hale")
 }

@@ -709,22 +709,12 @@ impl Demo {
 
 /// Starts `live.py SCENARIO` with `plan` on its stdin.
 fn live(python: &Path, scenario: &str, plan: &Value) -> Child {
-    let mut child = Command::new(python)
-        .arg(scripts().join("live.py"))
-        .arg(scenario)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(plan.to_string().as_bytes())
-        .unwrap();
-    child
+    limen_clients::spawn_plan(
+        Command::new(python)
+            .arg(scripts().join("live.py"))
+            .arg(scenario),
+        plan,
+    )
 }
 
 /// Reads a scenario's report (its last stdout line) and asserts each of

@@ -8,8 +8,6 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
-
 /// The `hale` binary under test.
 pub const HALE: &str = env!("CARGO_BIN_EXE_hale");
 
@@ -50,38 +48,9 @@ pub fn scratch(prefix: &str, tag: &str) -> PathBuf {
     dir
 }
 
-/// Spawns a peer script that reads its plan as JSON on stdin and prints
-/// one JSON report on stdout; the plan is written at once so the caller
-/// can start several peers before collecting any with [`report`].
-pub fn spawn_plan(command: &mut Command, plan: &Value) -> Child {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(plan.to_string().as_bytes())
-        .unwrap();
-    child
-}
-
-/// Waits for a peer started by [`spawn_plan`] and parses its report; a
-/// peer that printed none fails the test with both of its streams, `who`
-/// naming it.
-pub fn report(child: Child, who: &str) -> Value {
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|_| {
-        panic!(
-            "{who}: no report; stdout {text}, stderr {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+// A peer script's plan and report, as every test crate's tests share them.
+#[allow(unused_imports)]
+pub use limen_clients::{report, spawn_plan};
 
 /// The venv's Python when it imports `modules` (comma-separated, as an
 /// `import` line takes them); [`absent`] naming `what` when not.

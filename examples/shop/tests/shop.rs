@@ -5,21 +5,10 @@
 //! surface over MCP and gRPC, Python `websockets` on the order stream,
 //! and `hale call` on the back office's Unix socket.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use limen_clients::{absent, banner_endpoint, read_banner, workspace_bin};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-
-fn workspace_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/debug");
-    let bin = dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build --workspace` (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
 
 fn here() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -73,34 +62,12 @@ impl Shop {
             .stderr(Stdio::piped())
             .spawn()
             .expect("hale serve starts");
-        let mut banner = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        loop {
-            let mut line = String::new();
-            if out.read_line(&mut line).unwrap_or(0) == 0 {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-                panic!("hale serve ended at boot:\n{banner}\n{err}");
-            }
-            banner.push_str(&line);
-            if line.starts_with("stop with Ctrl-C") {
-                break;
-            }
-        }
+        let banner = read_banner(&mut child, "hale serve");
         Shop { child, dir, banner }
     }
 
     fn endpoint(&self, name: &str) -> String {
-        self.banner
-            .lines()
-            .find(|l| {
-                l.split_whitespace()
-                    .next()
-                    .is_some_and(|id| id.ends_with(&format!("/{name}")))
-            })
-            .and_then(|l| l.split_whitespace().nth(1))
-            .unwrap_or_else(|| panic!("no {name} in the banner:\n{}", self.banner))
-            .to_owned()
+        banner_endpoint(&self.banner, name)
     }
 }
 
@@ -318,14 +285,4 @@ fn the_storefront_answers_the_mcp_sdk_and_grpcio() {
         assert_eq!(lines[2]["code"], "OK");
         assert_eq!(lines[2]["response"]["lines"], "2");
     }
-}
-
-/// A peer that is not installed: a skip, or a failure under
-/// LIMEN_REQUIRE_PEERS=1 (CI), as the drivers' tests have it.
-fn absent(why: &str) {
-    assert!(
-        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
-    );
-    eprintln!("skipped: {why}; scripts/install-peers installs it");
 }

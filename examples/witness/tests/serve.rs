@@ -8,24 +8,12 @@
 //! `hale` and `limen-conformance` are found beside this test's binary
 //! (`cargo test --workspace` builds them); `witness-tool` is this crate's.
 
+use limen_clients::{absent, banner_endpoint, read_banner, workspace_bin};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// A binary of the workspace, beside this test's (`target/debug`).
-fn workspace_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/debug");
-    let bin = dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is not built: run `cargo build --workspace` (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
-}
 
 fn program() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hale-witness/program.hl");
@@ -159,35 +147,13 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("hale serve starts");
-        let mut banner = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        loop {
-            let mut line = String::new();
-            if out.read_line(&mut line).unwrap_or(0) == 0 {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-                panic!("hale serve ended at boot:\n{banner}\n{err}");
-            }
-            banner.push_str(&line);
-            if line.starts_with("stop with Ctrl-C") {
-                break;
-            }
-        }
+        let banner = read_banner(&mut child, "hale serve");
         Served { child, dir, banner }
     }
 
     /// The endpoint the banner prints for exposure `name`.
     fn endpoint(&self, name: &str) -> String {
-        self.banner
-            .lines()
-            .find(|l| {
-                l.split_whitespace()
-                    .next()
-                    .is_some_and(|id| id.ends_with(&format!("/{name}")))
-            })
-            .and_then(|l| l.split_whitespace().nth(1))
-            .unwrap_or_else(|| panic!("no {name} in the banner:\n{}", self.banner))
-            .to_owned()
+        banner_endpoint(&self.banner, name)
     }
 
     fn control(&self) -> String {
@@ -865,14 +831,4 @@ fn sigterm_stops_in_order_and_the_hub_writes_closed() {
     // Nothing listens any more.
     let addr = public.trim_start_matches("http://");
     assert!(std::net::TcpStream::connect(addr).is_err());
-}
-
-/// A peer that is not installed: a skip, or a failure under
-/// LIMEN_REQUIRE_PEERS=1 (CI), as the drivers' tests have it.
-fn absent(why: &str) {
-    assert!(
-        std::env::var("LIMEN_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "{why} (LIMEN_REQUIRE_PEERS=1); run scripts/install-peers"
-    );
-    eprintln!("skipped: {why}; scripts/install-peers installs it");
 }

@@ -29,14 +29,21 @@
 //! Int is the exact [`Int`], Decimal the exact [`Decimal`]; a generic
 //! Tool's type parameter values are [`Json`], with the schema the call
 //! carries in [`Context::expects`].
+//!
+//! The host's `cancel` reaches the call's code as [`Context::cancel`], a
+//! [`Cancel`] token to poll or wait on; a call cancelled before its code
+//! started is answered NotRun, one that started is answered with what its
+//! code returns, and no call's thread is ever killed.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod cancel;
 pub mod codegen;
 pub mod convert;
 pub mod publish;
 mod serve;
 
+pub use cancel::Cancel;
 pub use convert::{Bytes, Dict, FromValue, HostToken, IntoValue, Json, Never, Set};
 pub use limen_core::flow::tool::toolkit::ToolkitLimits;
 pub use limen_core::flow::tool::{CallKey, Reply, Tool};

@@ -2,6 +2,7 @@
 //! thread that reads them (`Options::workers` = 0), or on a pool of
 //! worker threads ([`pool`]).
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,8 @@ use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{CallKey, Listing, Reply, Tool, ToolkitConn, ToolkitEvent};
 use limen_core::flow::Value;
 
+use crate::cancel::Cancel;
+
 /// One call, as the author's code sees it beside its arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Context {
@@ -23,6 +26,25 @@ pub struct Context {
     /// For a generic Tool, the schema of the success type the caller
     /// expects; a type parameter's values are JSON of that shape.
     pub expects: Option<serde_json::Value>,
+    /// Tripped when the host cancels the call: poll it between steps, or
+    /// wait on it where the call would sleep, and return early if the
+    /// work can stop. A cancel proves nothing, so the call is still
+    /// answered with what its code returns (an [`Error::NotRun`] says that
+    /// nothing was done; an [`Error::Unknown`] that it stopped midway). A
+    /// call cancelled before its code started is answered NotRun without
+    /// running it.
+    pub cancel: Cancel,
+}
+
+impl Context {
+    /// A call's context, not cancelled.
+    pub fn new(key: CallKey, expects: Option<serde_json::Value>) -> Context {
+        Context {
+            key,
+            expects,
+            cancel: Cancel::new(),
+        }
+    }
 }
 
 /// How the author's code ended a call other than by success.
@@ -92,8 +114,12 @@ impl Default for Options {
 }
 
 /// Runs `service` for one call, a panic or an error other than the
-/// declared one being Unknown.
+/// declared one being Unknown; a call cancelled before it starts is not
+/// run, and is NotRun.
 pub fn run_call(service: &dyn Service, tool: usize, cx: &Context, args: Vec<Value>) -> Reply {
+    if cx.cancel.is_cancelled() {
+        return Reply::NotRun(CANCELLED_BEFORE.to_owned());
+    }
     match catch_unwind(AssertUnwindSafe(|| service.call(tool, cx, args))) {
         Ok(reply) => reply,
         Err(panic) => Reply::Unknown(format!(
@@ -102,6 +128,9 @@ pub fn run_call(service: &dyn Service, tool: usize, cx: &Context, args: Vec<Valu
         )),
     }
 }
+
+/// The NotRun reason of a call cancelled before its code started.
+const CANCELLED_BEFORE: &str = "cancelled before the Tool's code started";
 
 /// Serves the declarations of a listing's text with `service` on standard
 /// input and output until standard input ends.
@@ -151,19 +180,30 @@ fn serve_inline(
         for piece in pieces(&buf[..n], PIECE_LINES) {
             let now = clock.now();
             conn.handle_data(now, piece);
+            // The piece's events are taken before any call runs, so that a
+            // cancel behind a call in the same piece reaches it before it
+            // starts. A call that runs holds this thread, so a cancel read
+            // later finds it answered: to reach running calls, use workers.
+            let mut calls = Vec::new();
+            let mut open = HashMap::new();
             while let Some(event) = conn.poll_event() {
                 match event {
                     ToolkitEvent::Call(incoming) => {
-                        let cx = Context {
-                            key: incoming.key,
-                            expects: incoming.expects,
-                        };
-                        let reply = run_call(service, incoming.tool, &cx, incoming.args);
-                        conn.reply(now, &cx.key, &reply);
+                        let cx = Context::new(incoming.key, incoming.expects);
+                        open.insert(cx.key.clone(), cx.cancel.clone());
+                        calls.push((incoming.tool, cx, incoming.args));
                     }
-                    ToolkitEvent::Cancel(_) => {}
+                    ToolkitEvent::Cancel(key) => {
+                        if let Some(cancel) = open.get(&key) {
+                            cancel.cancel();
+                        }
+                    }
                     ToolkitEvent::Dropped(why) => log(&why),
                 }
+            }
+            for (tool, cx, args) in calls {
+                let reply = run_call(service, tool, &cx, args);
+                conn.reply(now, &cx.key, &reply);
             }
             write_pending(&mut conn, &mut output, clock.now())?;
         }

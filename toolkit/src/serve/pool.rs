@@ -27,15 +27,17 @@
 //! another from reading), one writer at a time, who takes along what was
 //! queued meanwhile.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
-use limen_core::flow::tool::{ToolkitConn, ToolkitEvent};
+use limen_core::flow::tool::{CallKey, ToolkitConn, ToolkitEvent};
 use limen_core::flow::Value;
 use limen_core::Timestamp;
+
+use crate::cancel::Cancel;
 
 use super::{lock, log, pieces, read, run_call, Clock, Context, Service, PIECE_LINES, READ_BUF};
 
@@ -80,6 +82,9 @@ struct State<R> {
     ended: bool,
     read_error: Option<io::Error>,
     queue: VecDeque<Job>,
+    /// The cancellation of each call queued or running, until it is
+    /// answered: the host's cancel trips it.
+    cancels: HashMap<CallKey, Cancel>,
     /// Threads inside a call.
     running: usize,
     /// Threads waiting to be woken.
@@ -129,6 +134,7 @@ pub(super) fn serve<R: Read + Send, W: Write + Send>(
             ended: false,
             read_error: None,
             queue: VecDeque::new(),
+            cancels: HashMap::new(),
             running: 0,
             sleeping: 0,
             writing: false,
@@ -174,6 +180,7 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
                 let reply = run_call(self.service, job.tool, &job.cx, job.args);
                 st = lock(&self.state);
                 st.running -= 1;
+                st.cancels.remove(&job.cx.key);
                 let now = st.now;
                 st.conn.reply(now, &job.cx.key, &reply);
                 continue;
@@ -241,20 +248,28 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
         st.now
     }
 
-    /// Queues the calls the machine yielded.
+    /// Queues the calls the machine yielded, and trips the cancellation of
+    /// those the host cancels (a call queued then is not run: NotRun).
     fn take_events(&self, st: &mut State<R>, now: Timestamp) {
         while let Some(event) = st.conn.poll_event() {
             match event {
-                ToolkitEvent::Call(incoming) => st.queue.push_back(Job {
-                    tool: incoming.tool,
-                    cx: Context {
-                        key: incoming.key,
-                        expects: incoming.expects,
-                    },
-                    args: incoming.args,
-                    queued: now,
-                }),
-                ToolkitEvent::Cancel(_) => {}
+                ToolkitEvent::Call(incoming) => {
+                    let cx = Context::new(incoming.key, incoming.expects);
+                    st.cancels.insert(cx.key.clone(), cx.cancel.clone());
+                    st.queue.push_back(Job {
+                        tool: incoming.tool,
+                        cx,
+                        args: incoming.args,
+                        queued: now,
+                    });
+                }
+                ToolkitEvent::Cancel(key) => {
+                    // The machine yields a cancel only for a call open on
+                    // it, so one not found here has just been answered.
+                    if let Some(cancel) = st.cancels.get(&key) {
+                        cancel.cancel();
+                    }
+                }
                 ToolkitEvent::Dropped(why) => log(&why),
             }
         }

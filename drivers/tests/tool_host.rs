@@ -547,3 +547,37 @@ fn a_path_identity_is_bound_only_by_the_host() {
          the host must bind it"
     );
 }
+
+/// The host's cancel reaches the code of a call that a toolkit process is
+/// running: the handler, waiting on its token, stops, and its own outcome
+/// is the call's (Unknown: it stopped midway), long before its own half minute.
+#[test]
+fn a_cancel_reaches_the_toolkit_handler_of_a_running_call() {
+    let host = echo_host();
+    let started = std::time::Instant::now();
+    let outcome = std::thread::scope(|s| {
+        let call = s.spawn(|| {
+            host.call(
+                key("c"),
+                &id("crash"),
+                vec![Value::text("when cancelled")],
+                vec![],
+            )
+        });
+        // Let the call reach the process and start before it is cancelled.
+        std::thread::sleep(Duration::from_millis(300));
+        host.cancel(&id("crash"), &key("c"));
+        call.join().unwrap()
+    });
+    assert_eq!(
+        outcome,
+        Outcome::Unknown("stopped: the host cancelled the call".into())
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // The process serves on.
+    assert_eq!(
+        text(&host, "after", "still"),
+        Outcome::Ok(Value::text("still"))
+    );
+    host.shutdown();
+}

@@ -32,9 +32,17 @@ impl Tools for Echo {
         Err(EchoError::Refused(reason).into())
     }
 
-    fn crash(&self, _cx: &Context, how: String) -> Result<String, Error<EchoError>> {
+    fn crash(&self, cx: &Context, how: String) -> Result<String, Error<EchoError>> {
         if how == "panic" {
             panic!("asked to panic");
+        }
+        if how == "when cancelled" {
+            // Works until the host cancels the call (half a minute at most),
+            // then stops midway: what it did is not known.
+            if cx.cancel.wait_timeout(std::time::Duration::from_secs(30)) {
+                return Err(Error::unknown("stopped: the host cancelled the call"));
+            }
+            return Err(Error::unknown("never cancelled"));
         }
         Err(Error::unknown(format!("asked to stop: {how}")))
     }

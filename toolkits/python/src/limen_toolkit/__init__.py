@@ -1,0 +1,30 @@
+"""limen's Python toolkit: write a Flow Tool in Python.
+
+The toolkit converts values under the value encoding of
+flow-host-boundary.txt (§ Value encoding, § Toolkits): ``Int`` is a Python
+``int`` of any size, ``Decimal`` a ``decimal.Decimal`` (never a float),
+``Instant`` and ``Duration`` exact to the nanosecond. It uses the standard
+library only.
+
+- :mod:`limen_toolkit.types`: the type model, read from the schemas
+  ``flow tools`` lists (:func:`type_from_schema`).
+- :mod:`limen_toolkit.values`: the Python values of each Flow type.
+- :mod:`limen_toolkit.codec`: :func:`decode` (type-directed, strict; a
+  refusal is :class:`Refused` with the JSON path and the reason) and
+  :func:`encode` (the canonical text; strict as well).
+"""
+
+from .codec import Limits, Refused, decode, encode
+from .types import SchemaError, type_from_schema
+from .values import (
+    Duration, Err, FlowDict, FlowSet, HostToken, Instant, JsonValue, Ok,
+    RecordValue, Some, Variant,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Duration", "Err", "FlowDict", "FlowSet", "HostToken", "Instant",
+    "JsonValue", "Limits", "Ok", "RecordValue", "Refused", "SchemaError",
+    "Some", "Variant", "__version__", "decode", "encode", "type_from_schema",
+]

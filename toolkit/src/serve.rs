@@ -2,7 +2,6 @@
 //! thread that reads them (`Options::workers` = 0), or on a pool of
 //! worker threads ([`pool`]).
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -176,6 +175,8 @@ fn serve_inline(
 ) -> io::Result<()> {
     let clock = Clock::new();
     let mut buf = vec![0u8; READ_BUF];
+    // A piece's calls, kept from one piece to the next.
+    let mut calls = Vec::new();
     while let Some(n) = read(&mut input, &mut buf)? {
         for piece in pieces(&buf[..n], PIECE_LINES) {
             let now = clock.now();
@@ -184,24 +185,23 @@ fn serve_inline(
             // cancel behind a call in the same piece reaches it before it
             // starts. A call that runs holds this thread, so a cancel read
             // later finds it answered: to reach running calls, use workers.
-            let mut calls = Vec::new();
-            let mut open = HashMap::new();
             while let Some(event) = conn.poll_event() {
                 match event {
                     ToolkitEvent::Call(incoming) => {
                         let cx = Context::new(incoming.key, incoming.expects);
-                        open.insert(cx.key.clone(), cx.cancel.clone());
                         calls.push((incoming.tool, cx, incoming.args));
                     }
+                    // Found by a scan, not a map: a cancel is rare, and a
+                    // call must not pay for hashing its key.
                     ToolkitEvent::Cancel(key) => {
-                        if let Some(cancel) = open.get(&key) {
-                            cancel.cancel();
+                        if let Some((_, cx, _)) = calls.iter().find(|(_, cx, _)| cx.key == key) {
+                            cx.cancel.cancel();
                         }
                     }
                     ToolkitEvent::Dropped(why) => log(&why),
                 }
             }
-            for (tool, cx, args) in calls {
+            for (tool, cx, args) in calls.drain(..) {
                 let reply = run_call(service, tool, &cx, args);
                 conn.reply(now, &cx.key, &reply);
             }

@@ -911,18 +911,7 @@ impl<'s> Writer<'s> {
             .collect();
         for (f, m) in members {
             let o = format!("{f}Outcome");
-            let requires = if m.requires.is_empty() {
-                "requires no role".to_string()
-            } else {
-                format!(
-                    "requires {}",
-                    m.requires
-                        .iter()
-                        .map(|r| format!("`{r}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
+            let requires = super::requires_phrase(&m.requires, |r| format!("`{r}`"));
             let error = match (&m.error, m.handler_error()) {
                 (_, Some(e)) => format!("its handler error is `{}`", self.hale_type(e)),
                 (crate::hale::docs::rows::ErrorSlot::ClosureViolation, None) => {
@@ -1022,18 +1011,7 @@ impl<'s> Writer<'s> {
         );
         self.line("// ended with no `closed`); `next_for(ms)` waits at most `ms` (`Timeout`).");
         for (t, hub, endpoint, st) in streams {
-            let requires = if st.requires.is_empty() {
-                "requires no role".to_string()
-            } else {
-                format!(
-                    "requires {}",
-                    st.requires
-                        .iter()
-                        .map(|r| format!("`{r}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
+            let requires = super::requires_phrase(&st.requires, |r| format!("`{r}`"));
             self.line(&format!(
                 "// `{}` of {hub}: subject `{}`, {requires}, bound {}, {}, {}.",
                 st.topic,

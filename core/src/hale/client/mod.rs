@@ -124,6 +124,16 @@ pub fn made_against(client: &str) -> Option<&str> {
         .then_some(digest)
 }
 
+/// How a client's doc comment says what a row requires: `requires no
+/// role`, or `requires` and each role as `quote` writes it, comma-joined.
+pub(crate) fn requires_phrase(roles: &[String], quote: impl Fn(&str) -> String) -> String {
+    if roles.is_empty() {
+        return "requires no role".to_string();
+    }
+    let roles: Vec<String> = roles.iter().map(|r| quote(r)).collect();
+    format!("requires {}", roles.join(", "))
+}
+
 /// The client of `surface` in `lang`.
 pub fn generate(program: &Program, surface: &str, lang: Lang) -> Result<String, ClientError> {
     let model = ClientSurface::read(program, surface)?;

@@ -215,11 +215,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             doc(&m.name),
             union.join("\n    | ")
         ));
-        let requires = if m.requires.is_empty() {
-            "requires no role".to_string()
-        } else {
-            format!("requires {}", list(&m.requires))
-        };
+        let requires = super::requires_phrase(&m.requires, |r| format!("`{}`", doc(r)));
         let error = match m.handler_error() {
             Some(e) => format!(", the handler error ({})", slot_doc(e)),
             None => String::new(),
@@ -255,11 +251,7 @@ pub fn generate(surface: &ClientSurface) -> Result<String, ClientError> {
             "\n/** What a subscription to `{}` yields. */\nexport type {item} = StreamItem<{payload}>;\n",
             doc(&s.topic)
         ));
-        let requires = if s.requires.is_empty() {
-            "requires no role".to_string()
-        } else {
-            format!("requires {}", list(&s.requires))
-        };
+        let requires = super::requires_phrase(&s.requires, |r| format!("`{}`", doc(r)));
         out.push_str(&doc_block(&format!(
             "Subscribes to `{}` (subject `{}`, {}) on hub `{}` ({}): its events ({}) with their seq, holding {} frames and shedding {} (a gap in seq is what was shed; {}). Yields `subscribed`, the events, then exactly one end: closed, expired, revoked, refusal or lost.",
             doc(&s.topic),

@@ -212,13 +212,13 @@ pub fn duration(v: &str) -> Result<Duration, String> {
 #[derive(Debug, Subcommand)]
 pub enum ToolkitCommand {
     /// Rust types and a typed trait for a listing's Tools.
-    Rust(RustArgs),
+    Rust(ListingArgs),
 }
 
-/// `flow toolkit rust LISTING [-o FILE]`.
+/// `flow toolkit LANG LISTING [-o FILE]`.
 #[derive(Debug, Args)]
 #[command(after_help = "Exit status: 0 written, 1 the listing refused, 64 usage.")]
-pub struct RustArgs {
+pub struct ListingArgs {
     /// The listing.
     #[arg(value_name = "LISTING")]
     pub listing: String,

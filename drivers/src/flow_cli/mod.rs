@@ -43,7 +43,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Tools(ToolsCommand::Describe(a)) => tools::describe(&a),
         Command::Tools(ToolsCommand::Check(a)) => tools::check(&a),
         Command::Tools(ToolsCommand::Call(a)) => tools::call(&a),
-        Command::Toolkit(ToolkitCommand::Rust(a)) => toolkit::rust(&a),
+        Command::Toolkit(ToolkitCommand::Rust(a)) => {
+            toolkit::generate("rust", limen_toolkit::codegen::rust, &a)
+        }
         Command::Completions(a) => {
             crate::cli_support::print_completions(a.shell, Cli::command(), "flow")
         }

@@ -1,22 +1,25 @@
-//! `flow toolkit rust LISTING [-o FILE]`: Rust types and a typed trait for
-//! a listing's Tools (see `limen_toolkit::codegen`).
+//! `flow toolkit LANG LISTING [-o FILE]`: a language's types and a typed
+//! interface for a listing's Tools (see `limen_toolkit::codegen`).
 
-use super::cli::RustArgs;
+use super::cli::ListingArgs;
 
-/// Runs `flow toolkit rust` with its arguments.
-pub fn rust(a: &RustArgs) -> i32 {
+/// A generator: the listing's JSON text in, the code (or why not) out.
+pub type Generator = fn(&str) -> Result<String, String>;
+
+/// Runs `flow toolkit LANG` (`lang` names it in messages) with `generate`.
+pub fn generate(lang: &str, generate: Generator, a: &ListingArgs) -> i32 {
     let (listing, out) = (&a.listing, &a.out);
     let text = match std::fs::read_to_string(listing) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("flow toolkit rust: {listing}: {e}");
+            eprintln!("flow toolkit {lang}: {listing}: {e}");
             return 1;
         }
     };
-    let code = match limen_toolkit::codegen::rust(&text) {
+    let code = match generate(&text) {
         Ok(code) => code,
         Err(why) => {
-            eprintln!("flow toolkit rust: {listing}: {why}");
+            eprintln!("flow toolkit {lang}: {listing}: {why}");
             return 1;
         }
     };
@@ -28,7 +31,7 @@ pub fn rust(a: &RustArgs) -> i32 {
         Some(file) => match std::fs::write(file, code) {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("flow toolkit rust: {file}: {e}");
+                eprintln!("flow toolkit {lang}: {file}: {e}");
                 1
             }
         },

@@ -12,28 +12,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use limen_core::flow::tool::Listing;
-use limen_core::flow::{Identity, Origin, Payload, Type, TypeBody, TypeDecl, TypeEnv};
+use limen_core::flow::{Identity, Payload, Type, TypeBody, TypeDecl, TypeEnv};
+
+use super::{file_stem, listing_env, snake, type_names};
 
 /// Generates the Rust file for the listing whose JSON text is `listing`.
 pub fn rust(listing: &str) -> Result<String, String> {
-    let parsed = Listing::parse(listing.as_bytes()).map_err(|e| format!("the listing: {e}"))?;
-    let mut env = TypeEnv::new();
-    for tool in &parsed.tools {
-        for decl in tool.env.iter() {
-            match env.get(&decl.identity) {
-                Some(known) if known != decl => {
-                    return Err(format!(
-                        "the listing declares {} twice, differently",
-                        decl.identity
-                    ))
-                }
-                Some(_) => {}
-                None => env.declare(decl.clone()),
-            }
-        }
-    }
-    let names = type_names(&env);
+    let (parsed, env) = listing_env(listing)?;
+    let names = type_names(&env, ident);
     let g = Gen {
         env: &env,
         names: &names,
@@ -463,97 +449,6 @@ impl Gen<'_> {
                 out.push_str("        }\n    }\n}\n\n");
             }
         }
-    }
-}
-
-/// A Rust name for every named type: its own name when that is unique in
-/// the listing, else prefixed by its file's stem.
-fn type_names(env: &TypeEnv) -> BTreeMap<Identity, String> {
-    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-    for decl in env.iter() {
-        *count.entry(decl.identity.name.as_str()).or_default() += 1;
-    }
-    let mut taken = BTreeSet::new();
-    let mut names = BTreeMap::new();
-    for decl in env.iter() {
-        let id = &decl.identity;
-        let mut name = if count[id.name.as_str()] == 1 {
-            pascal(&id.name)
-        } else {
-            format!("{}{}", pascal(&file_stem(id)), pascal(&id.name))
-        };
-        let base = name.clone();
-        let mut n = 2;
-        while !taken.insert(name.clone()) {
-            name = format!("{base}{n}");
-            n += 1;
-        }
-        names.insert(id.clone(), ident(&name));
-    }
-    names
-}
-
-fn file_stem(id: &Identity) -> String {
-    let file = match &id.origin {
-        Origin::Repository { file, .. } => file.as_str(),
-        Origin::Path { path } => path.as_str(),
-    };
-    let base = file.rsplit('/').next().unwrap_or(file);
-    base.split('.').next().unwrap_or(base).to_owned()
-}
-
-fn words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if !c.is_alphanumeric() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        word.push(c);
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
-
-fn pascal(s: &str) -> String {
-    let out: String = words(s)
-        .iter()
-        .map(|w| {
-            let mut cs = w.chars();
-            match cs.next() {
-                Some(first) => first.to_uppercase().chain(cs).collect::<String>(),
-                None => String::new(),
-            }
-        })
-        .collect();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("T{out}")
-    } else {
-        out
-    }
-}
-
-fn snake(s: &str) -> String {
-    let out = words(s)
-        .iter()
-        .map(|w| w.to_lowercase())
-        .collect::<Vec<_>>()
-        .join("_");
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("t_{out}")
-    } else {
-        out
     }
 }
 

@@ -325,6 +325,7 @@ written (the Rust toolkit's pieces): a read can hold hundreds of calls,
 and answering all before writing any keeps the host idle meanwhile."""
 _ASCII_WS = " \t\n\r\x0c"
 _ABSENT: Any = object()
+_UNSTARTED: Any = object()
 
 
 def _q(s: str) -> str:
@@ -505,8 +506,10 @@ class _Server(asyncio.Protocol):
     and the Rust toolkit's serve loop in one): reads lines, answers
     describe, runs calls, writes replies."""
 
-    def __init__(self, listing: _Listing, handlers: Mapping[str, Handler], limits: ToolkitLimits) -> None:
+    def __init__(self, listing: _Listing, handlers: Mapping[str, Handler], limits: ToolkitLimits,
+                 eager: bool = True) -> None:
         self.loop = asyncio.get_running_loop()
+        self.eager = eager
         self.limits = limits
         self.tools: dict[str, _Tool] = {}
         missing = [t for t, _ in listing.tools if t not in handlers]
@@ -661,6 +664,7 @@ class _Server(asyncio.Protocol):
         append = self.out.append
         call_match = _CALL
         max_body = self.limits.decode.max_string_bytes >> 2
+        eager = self.eager
         for line in lines:
             m = call_match(line)
             if m is not None:
@@ -670,6 +674,9 @@ class _Server(asyncio.Protocol):
                         and not (running and (run, call) in running):
                     _, convert, handler, text_ok, tool = plan
                     cx = Context(run, call)
+                    if not eager:
+                        self.start(tool, cx, convert(am.groups()))
+                        continue
                     try:
                         coro: Any = handler(cx, convert(am.groups()))
                         if type(coro) is not types.CoroutineType:
@@ -730,6 +737,10 @@ class _Server(asyncio.Protocol):
         run, call = cx.run_id, cx.call_id
         if cx._cancelled:
             return self.answer(run, call, '"NotRun":' + _q(CANCELLED_BEFORE))
+        if not self.eager:
+            # The handler is called in its task, so even a plain function
+            # that raises is answered there.
+            return self.suspended(tool, cx, (tool.handler, args), _UNSTARTED)
         try:
             coro: Any = tool.handler(cx, args)
             if type(coro) is not types.CoroutineType:
@@ -749,7 +760,13 @@ class _Server(asyncio.Protocol):
 
     async def finish(self, tool: _Tool, cx: Context, coro: Any, first: Any) -> None:
         try:
-            value = await _resume(coro, first)
+            if first is _UNSTARTED:
+                handler, args = coro
+                value = handler(cx, args)
+                if inspect.isawaitable(value):
+                    value = await value
+            else:
+                value = await _resume(coro, first)
         except BaseException as e:
             outcome = self.outcome_of(tool, e, cx)
         else:
@@ -1003,7 +1020,10 @@ class _Server(asyncio.Protocol):
             return
         task, cx = entry
         cx._cancelled = True
-        task.cancel()
+        # Delivered after the task's first step, which is already due: a
+        # task cancelled before its first step would never run the code it
+        # goes on with, nor answer the call.
+        self.loop.call_soon(task.cancel)
 
     def is_open(self, run: str, call: str) -> bool:
         key = (run, call)
@@ -1053,18 +1073,19 @@ def _fileno(stream: Any) -> Optional[int]:
 
 
 async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
-                      limits: ToolkitLimits = ToolkitLimits(),
+                      limits: ToolkitLimits = ToolkitLimits(), eager: bool = True,
                       stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
     """:func:`serve` on the running event loop: returns once standard input
     has ended and every call read has been answered."""
     loop = asyncio.get_running_loop()
-    server = _Server(_read_listing(listing), handlers, limits)
+    server = _Server(_read_listing(listing), handlers, limits, eager)
     guard = stdout is None
     saved: Optional[tuple[Any, int]] = None
     if guard:
         # The protocol takes the real standard output; fd 1 and sys.stdout
         # no longer reach it.
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         out_fd = os.dup(1)
         saved = (sys.stdout, os.dup(1))
         os.dup2(2, 1)
@@ -1127,7 +1148,7 @@ async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
 
 
 def serve(listing: str, handlers: Mapping[str, Handler], *,
-          limits: ToolkitLimits = ToolkitLimits(),
+          limits: ToolkitLimits = ToolkitLimits(), eager: bool = True,
           stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
     """Serves the declarations of ``listing`` (the text ``flow tools``
     writes) with ``handlers`` (one per declaration, keyed by its identity,
@@ -1135,5 +1156,14 @@ def serve(listing: str, handlers: Mapping[str, Handler], *,
     output, until standard input ends and every call read has been
     answered. ``stdin`` and ``stdout`` replace them (binary streams); with
     the real standard output, ``sys.stdout`` refuses writes while serving
-    (:class:`StdoutIsTheProtocol`)."""
-    asyncio.run(serve_async(listing, handlers, limits=limits, stdin=stdin, stdout=stdout))
+    (:class:`StdoutIsTheProtocol`).
+
+    ``eager`` (the default) runs each handler at once, in the callback that
+    read its call, and makes an ``asyncio.Task`` only when it first
+    suspends: a call that never awaits costs no task. Until then the code
+    runs outside any task (``asyncio.current_task()`` is ``None``), so code
+    that needs its task before its first ``await`` (``asyncio.timeout()``
+    on Python 3.11) either awaits first or is served with ``eager=False``,
+    which gives every call a task of its own from the start."""
+    asyncio.run(serve_async(listing, handlers, limits=limits, eager=eager, stdin=stdin,
+                            stdout=stdout))

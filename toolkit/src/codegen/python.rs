@@ -41,9 +41,19 @@ const KEYWORDS: &[&str] = &[
     "with", "yield",
 ];
 
-/// The builtins the generated annotations name: a class attribute (a
-/// field, a method) of the same name would shadow them in the class body.
-const ANNOTATION_BUILTINS: &[&str] = &["bool", "bytes", "dict", "int", "list", "str", "tuple"];
+/// The builtins the generated code names: a module-level name (a
+/// `TypeVar`) or a class attribute (a field, a method) of the same name
+/// would shadow them.
+const BUILTINS: &[&str] = &[
+    "bool",
+    "bytes",
+    "dict",
+    "int",
+    "list",
+    "str",
+    "tuple",
+    "isinstance",
+];
 
 /// The module-level names the module defines besides the types'.
 const RESERVED: &[&str] = &["LISTING", "Tools", "handlers", "serve", "annotations"];
@@ -116,7 +126,11 @@ struct Names {
 impl Names {
     fn new(env: &TypeEnv, tools: &[std::sync::Arc<Tool>]) -> Names {
         let types = type_names(env, type_escape);
-        let mut taken: BTreeSet<String> = RESERVED.iter().map(|s| s.to_string()).collect();
+        let mut taken: BTreeSet<String> = RESERVED
+            .iter()
+            .chain(BUILTINS)
+            .map(|s| s.to_string())
+            .collect();
         taken.extend(types.values().cloned());
         let mut constructors = BTreeMap::new();
         let mut functions = BTreeMap::new();
@@ -154,8 +168,7 @@ impl Names {
                 }
             }
         }
-        let mut shadowing = taken;
-        shadowing.extend(ANNOTATION_BUILTINS.iter().map(|s| s.to_string()));
+        let shadowing = taken;
         let mut methods: Vec<String> = Vec::new();
         let mut in_class = shadowing.clone();
         for tool in tools {
@@ -323,6 +336,17 @@ impl Gen<'_> {
         let (x, k) = (format!("_x{depth}"), format!("_k{depth}"));
         let c = |t: &Type, e: &str| self.conv(t, e, scope, to, depth + 1);
         match ty {
+            // A collection of `Never` is empty; a comprehension over one
+            // would bind a variable of no type, which mypy refuses.
+            Type::List(item) if **item == Type::Never => "[]".into(),
+            Type::Set(item) if **item == Type::Never => "_values.FlowSet(())".into(),
+            Type::Dict(key, v) if **key == Type::Never || **v == Type::Never => {
+                if **key == Type::Text {
+                    "{}".into()
+                } else {
+                    "_values.FlowDict(())".into()
+                }
+            }
             Type::List(item) => format!("[{} for {x} in {expr}]", c(item, &x)),
             Type::Set(item) => format!(
                 "_values.FlowSet(tuple({} for {x} in {expr}.items))",
@@ -712,9 +736,10 @@ impl Gen<'_> {
             let _ = writeln!(
                 out,
                 "\n    async def _tool{n}(cx: _serve.Context, args: list[_typing.Any]) -> _typing.Any:\n        \
-                 try:\n            ok = await tools.{method}(cx{})\n        \
+                 try:\n            ok: {} = await tools.{method}(cx{})\n        \
                  except _serve.Failed as e:\n            raise _serve.Failed({}) from e\n        \
                  return {}",
+                self.ty(&d.ok, Scope::Tool),
                 args.concat(),
                 self.conv(&d.err, "e.value", Scope::Tool, true, 0),
                 self.conv(&d.ok, "ok", Scope::Tool, true, 0),

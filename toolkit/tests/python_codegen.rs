@@ -3,8 +3,9 @@
 //! grammar can produce, imports, and converts values both ways — each
 //! echo Tool's handler, over an implementation answering its argument,
 //! turns a value core decoded into the generated classes and back to the
-//! same canonical text. The fixture listing's module (committed) passes
-//! `mypy --strict` too.
+//! same canonical text, called directly and through `limen_toolkit.serve`
+//! (which also answers describe with the module's `LISTING`). The fixture
+//! listing's module (committed) passes `mypy --strict` too.
 //!
 //! Python and mypy are peers (`.peers/venv`): absent, the tests skip
 //! (`LIMEN_REQUIRE_PEERS=1` fails instead). The generated code imports
@@ -111,6 +112,38 @@ async def main() -> None:
     print(f"{len(cases)} round trips")
 
 asyncio.run(main())
+
+# The same cases through the serve loop, one run per module: describe
+# answers the listing, and each call's reply is the value's canonical text.
+from decimal import Decimal
+import io
+from limen_toolkit.serve import serve
+
+def parse(text: str) -> Any:
+    return json.loads(text, parse_float=Decimal)
+
+by_module: dict[str, list[Any]] = {}
+for case in json.load(open(sys.argv[1])):
+    by_module.setdefault(case["module"], []).append(case)
+for name, cases in by_module.items():
+    module = importlib.import_module(name)
+    lines = ['{"jsonrpc":"2.0","id":1,"method":"describe"}']
+    for i, case in enumerate(cases):
+        lines.append(
+            '{"jsonrpc":"2.0","method":"call","params":{"runId":"r","callId":"%d","tool":%s,"args":{"value":%s}}}'
+            % (i, json.dumps(case["tool"]), case["text"])
+        )
+    out = io.BytesIO()
+    serve(module.LISTING, module.handlers(Echo()), stdin=io.BytesIO(("\n".join(lines) + "\n").encode()), stdout=out)
+    replies = [parse(line) for line in out.getvalue().decode().splitlines()]
+    described = [r for r in replies if r.get("id") == 1]
+    if described != [{"jsonrpc": "2.0", "id": 1, "result": parse(module.LISTING)}]:
+        raise AssertionError(f"{name}: describe answered {described}")
+    outcomes = {r["params"]["callId"]: r["params"]["outcome"] for r in replies if r.get("method") == "reply"}
+    for i, case in enumerate(cases):
+        if outcomes.get(str(i)) != {"Ok": parse(case["canonical"])}:
+            raise AssertionError(f"{name} {case['tool']}: {outcomes.get(str(i))} for {case['text']}")
+print(f"{len(by_module)} modules served")
 "#;
 
 #[test]

@@ -206,13 +206,48 @@ fn generated_python_is_mypy_strict_clean_and_round_trips_values() {
     assert!(cases.len() > SEEDS as usize * 4, "{} cases", cases.len());
 }
 
+/// Methods of the fixture's `Tools` with their types wrong: `add`
+/// answering a `float` (never an Int), `reshape` taking the generic
+/// `Variant` for the generated union.
+const WRONG_TOOLS: &str = r#"
+from echo_tools import Tools
+from limen_toolkit.serve import Context
+from limen_toolkit.values import Variant
+
+class Wrong(Tools):
+    async def add(self, cx: Context, a: int, b: int) -> float:
+        return a / b
+
+    async def reshape(self, cx: Context, shape: Variant) -> Variant:
+        return shape
+"#;
+
 #[test]
-fn the_fixture_module_is_mypy_strict_clean() {
+fn the_fixture_module_is_mypy_strict_clean_and_types_what_an_author_writes() {
     let Some((_, mypy)) = peers() else {
         return;
     };
-    mypy_strict(
-        &mypy,
-        &[root().join("toolkits/python/tests/fixture/echo_tools.py")],
+    let fixture = root().join("toolkits/python/tests/fixture");
+    mypy_strict(&mypy, &[fixture.join("echo_tools.py")]);
+    // The protocol is typed, not `Any`: a wrong implementation is refused.
+    let dir = scratch("python_codegen_wrong");
+    let wrong = dir.join("wrong_tools.py");
+    std::fs::write(&wrong, WRONG_TOOLS).unwrap();
+    let path = std::env::join_paths([package(), fixture]).unwrap();
+    let out = Command::new(&mypy)
+        .args(["--strict", "--no-incremental", "--cache-dir=/dev/null"])
+        .arg(&wrong)
+        .env("MYPYPATH", path)
+        .output()
+        .expect("mypy runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "mypy took a wrong implementation: {said}"
+    );
+    assert!(
+        said.contains("\"add\" incompatible with")
+            && said.contains("\"reshape\" incompatible with"),
+        "{said}"
     );
 }

@@ -8,9 +8,7 @@
 //! listing's module (committed) passes `mypy --strict` too.
 //!
 //! Python and mypy are peers (`.peers/venv`): absent, the tests skip
-//! (`LIMEN_REQUIRE_PEERS=1` fails instead). The generated code imports
-//! `limen_toolkit.serve`; until that module is in the package the checks
-//! that run Python skip with a message.
+//! (`LIMEN_REQUIRE_PEERS=1` fails instead).
 
 #[path = "support/random_listing.rs"]
 mod random_listing;
@@ -37,15 +35,9 @@ fn package() -> PathBuf {
     root().join("toolkits/python/src")
 }
 
-/// Python and mypy, and the toolkit's serve module the generated code
-/// imports; `None` after a skip message.
+/// Python and mypy; `None` after a skip message.
 fn peers() -> Option<(PathBuf, PathBuf)> {
-    let (python, mypy) = (limen_clients::python()?, limen_clients::mypy()?);
-    if !package().join("limen_toolkit/serve.py").is_file() {
-        eprintln!("skipped: limen_toolkit/serve.py is absent, and the generated code imports it");
-        return None;
-    }
-    Some((python, mypy))
+    Some((limen_clients::python()?, limen_clients::mypy()?))
 }
 
 fn scratch(name: &str) -> PathBuf {

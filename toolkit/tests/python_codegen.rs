@@ -5,7 +5,9 @@
 //! turns a value core decoded into the generated classes and back to the
 //! same canonical text, called directly and through `limen_toolkit.serve`
 //! (which also answers describe with the module's `LISTING`). The fixture
-//! listing's module (committed) passes `mypy --strict` too.
+//! listing's module (committed) passes `mypy --strict` too, mypy refuses
+//! an implementation of its `Tools` with wrong types, and its conversions
+//! refuse values they cannot take with a `TypeError` saying why.
 //!
 //! Python and mypy are peers (`.peers/venv`): absent, the tests skip
 //! (`LIMEN_REQUIRE_PEERS=1` fails instead).
@@ -241,5 +243,51 @@ fn the_fixture_module_is_mypy_strict_clean_and_types_what_an_author_writes() {
         said.contains("\"add\" incompatible with")
             && said.contains("\"reshape\" incompatible with"),
         "{said}"
+    );
+}
+
+/// The fixture module's conversions on values they cannot take: each
+/// raises `TypeError` saying what it expected (`limen_toolkit.glue`).
+const REFUSALS: &str = r#"
+import sys
+from echo_tools import note_from_value, shape_from_value, shape_to_value, tree_from_value
+from limen_toolkit.values import RecordValue, Variant
+
+SHAPE = "example.com/limen-fixtures@0.3.0/echo.flow.Shape"
+NOTE = "example.com/limen-fixtures@0.3.0/echo.flow.Note"
+cases = [
+    (lambda: note_from_value(42), "expected a record value of " + NOTE),
+    (lambda: tree_from_value(RecordValue(NOTE, ())), "expected a record value of"),
+    (lambda: shape_from_value(RecordValue(SHAPE, ())), "expected an enum value of " + SHAPE),
+    (lambda: shape_from_value(Variant(SHAPE, "Hexagon")), SHAPE + " has no constructor 'Hexagon'"),
+    (lambda: shape_to_value("round"), "expected a value of Shape, found a Python str"),
+]
+for call, want in cases:
+    try:
+        call()
+    except TypeError as e:
+        if want not in str(e):
+            sys.exit(f"{want!r} not in {e}")
+    else:
+        sys.exit(f"no TypeError; wanted {want!r}")
+"#;
+
+#[test]
+fn the_generated_conversions_refuse_what_they_cannot_take() {
+    let Some((python, _)) = peers() else {
+        return;
+    };
+    let path =
+        std::env::join_paths([package(), root().join("toolkits/python/tests/fixture")]).unwrap();
+    let out = Command::new(python)
+        .args(["-c", REFUSALS])
+        .env("PYTHONPATH", path)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

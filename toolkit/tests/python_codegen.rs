@@ -297,3 +297,54 @@ fn the_generated_conversions_refuse_what_they_cannot_take() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The seeds together reach what the property test is for: every kind of
+/// constructor, an enum without any, generic and recursive declarations,
+/// one name declared in two files, generic Tools, Tool names that meet.
+#[test]
+fn the_random_listings_reach_every_form() {
+    use limen_core::flow::{Payload, TypeBody};
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..SEEDS {
+        let listing = random_listing(seed);
+        let mut names = std::collections::BTreeSet::new();
+        for decl in listing.env.iter() {
+            if !names.insert(decl.identity.name.clone()) {
+                seen.insert("a type name in two files");
+            }
+            if !decl.params.is_empty() {
+                seen.insert(match decl.body {
+                    TypeBody::Record(_) => "a generic record",
+                    TypeBody::Enum(_) => "a generic enum",
+                });
+            }
+            let own = format!("{:?}", decl.identity);
+            let body = format!("{:?}", decl.body);
+            if body.contains(&own) {
+                seen.insert("a declaration naming itself");
+            }
+            if let TypeBody::Enum(cs) = &decl.body {
+                if cs.is_empty() {
+                    seen.insert("an enum without constructors");
+                }
+                for c in cs {
+                    seen.insert(match c.payload {
+                        Payload::Unit => "a constructor without payload",
+                        Payload::Value(_) => "a positional payload",
+                        Payload::Fields(_) => "named fields",
+                    });
+                }
+            }
+        }
+        let mut tools = std::collections::BTreeSet::new();
+        for tool in &listing.tools {
+            if !tool.declaration.generic.is_empty() {
+                seen.insert("a generic Tool");
+            }
+            if !tools.insert(tool.declaration.identity.name.clone()) {
+                seen.insert("a Tool name in two files");
+            }
+        }
+    }
+    assert_eq!(seen.len(), 10, "{seen:?}");
+}

@@ -41,12 +41,31 @@ const KEYWORDS: &[&str] = &[
     "with", "yield",
 ];
 
-/// The builtins the generated annotations name: a class attribute (a
-/// field, a method) of the same name would shadow them in the class body.
-const ANNOTATION_BUILTINS: &[&str] = &["bool", "bytes", "dict", "int", "list", "str", "tuple"];
+/// The builtins the generated code names: a module-level name (a
+/// `TypeVar`) or a class attribute (a field, a method) of the same name
+/// would shadow them.
+const BUILTINS: &[&str] = &[
+    "bool",
+    "bytes",
+    "dict",
+    "int",
+    "list",
+    "str",
+    "tuple",
+    "isinstance",
+];
 
-/// The module-level names the module defines besides the types'.
-const RESERVED: &[&str] = &["LISTING", "Tools", "handlers", "serve", "annotations"];
+/// The module-level names the module defines besides the types' (and
+/// `value`, a positional payload's field, which a `TypeVar` must not
+/// shadow in its class).
+const RESERVED: &[&str] = &[
+    "LISTING",
+    "Tools",
+    "handlers",
+    "serve",
+    "annotations",
+    "value",
+];
 
 /// Generates the Python module for the listing whose JSON text is `listing`.
 pub fn python(listing: &str) -> Result<String, String> {
@@ -116,7 +135,11 @@ struct Names {
 impl Names {
     fn new(env: &TypeEnv, tools: &[std::sync::Arc<Tool>]) -> Names {
         let types = type_names(env, type_escape);
-        let mut taken: BTreeSet<String> = RESERVED.iter().map(|s| s.to_string()).collect();
+        let mut taken: BTreeSet<String> = RESERVED
+            .iter()
+            .chain(BUILTINS)
+            .map(|s| s.to_string())
+            .collect();
         taken.extend(types.values().cloned());
         let mut constructors = BTreeMap::new();
         let mut functions = BTreeMap::new();
@@ -154,8 +177,7 @@ impl Names {
                 }
             }
         }
-        let mut shadowing = taken;
-        shadowing.extend(ANNOTATION_BUILTINS.iter().map(|s| s.to_string()));
+        let shadowing = taken;
         let mut methods: Vec<String> = Vec::new();
         let mut in_class = shadowing.clone();
         for tool in tools {
@@ -323,6 +345,17 @@ impl Gen<'_> {
         let (x, k) = (format!("_x{depth}"), format!("_k{depth}"));
         let c = |t: &Type, e: &str| self.conv(t, e, scope, to, depth + 1);
         match ty {
+            // A collection of `Never` is empty; a comprehension over one
+            // would bind a variable of no type, which mypy refuses.
+            Type::List(item) if **item == Type::Never => "[]".into(),
+            Type::Set(item) if **item == Type::Never => "_values.FlowSet(())".into(),
+            Type::Dict(key, v) if **key == Type::Never || **v == Type::Never => {
+                if **key == Type::Text {
+                    "{}".into()
+                } else {
+                    "_values.FlowDict(())".into()
+                }
+            }
             Type::List(item) => format!("[{} for {x} in {expr}]", c(item, &x)),
             Type::Set(item) => format!(
                 "_values.FlowSet(tuple({} for {x} in {expr}.items))",
@@ -683,15 +716,22 @@ impl Gen<'_> {
                 let _ = write!(out, ", {i}: {}", self.ty(&p.ty, Scope::Tool));
             }
             let _ = writeln!(out, ") -> {}:", self.ty(&d.ok, Scope::Tool));
-            let what = if d.err == Type::Never {
-                format!("`{}`: never fails.", d.identity)
+            let mut what = String::new();
+            for (p, i) in d.params.iter().zip(&idents) {
+                if let Some(doc) = &p.doc {
+                    let _ = write!(what, "`{i}`: {doc}\n\n");
+                }
+            }
+            if d.err == Type::Never {
+                let _ = write!(what, "`{}`: never fails.", d.identity);
             } else {
-                format!(
+                let _ = write!(
+                    what,
                     "`{}`: fails with `{}`.",
                     d.identity,
                     self.ty(&d.err, Scope::Tool)
-                )
-            };
+                );
+            }
             docstring(d.doc.as_deref(), &what, "        ", out);
             out.push_str("        ...\n");
         }
@@ -712,9 +752,10 @@ impl Gen<'_> {
             let _ = writeln!(
                 out,
                 "\n    async def _tool{n}(cx: _serve.Context, args: list[_typing.Any]) -> _typing.Any:\n        \
-                 try:\n            ok = await tools.{method}(cx{})\n        \
+                 try:\n            ok: {} = await tools.{method}(cx{})\n        \
                  except _serve.Failed as e:\n            raise _serve.Failed({}) from e\n        \
                  return {}",
+                self.ty(&d.ok, Scope::Tool),
                 args.concat(),
                 self.conv(&d.err, "e.value", Scope::Tool, true, 0),
                 self.conv(&d.ok, "ok", Scope::Tool, true, 0),
@@ -779,6 +820,11 @@ fn literal_doc(text: &str, indent: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use limen_core::flow::tool::listing::describe_result;
+    use limen_core::flow::{Constructor, Declaration, Field, Param};
+
     use super::*;
 
     #[test]
@@ -807,6 +853,106 @@ mod tests {
             params(&["self", "cx", "cx_", "lambda", "a"]),
             ["self_", "cx_", "cx__", "lambda_", "a"]
         );
+    }
+
+    fn id(file: &str, name: &str) -> Identity {
+        Identity::in_repository("example.com/names", "1.0.0", file, name)
+    }
+
+    /// The module for `decls` over `env`, as `flow toolkit python` writes it.
+    fn generate(decls: Vec<Declaration>, env: TypeEnv) -> String {
+        let tools: Vec<Arc<Tool>> = decls
+            .into_iter()
+            .map(|d| Arc::new(Tool::new(d, env.clone()).unwrap()))
+            .collect();
+        python(&describe_result(&tools).to_string()).unwrap()
+    }
+
+    #[test]
+    fn names_that_would_clash_are_made_apart() {
+        let mut env = TypeEnv::new();
+        // A record whose fields are named like keywords, builtins the
+        // annotations use, the module's helpers and another type.
+        env.declare(TypeDecl::record(
+            id("a.flow", "Shape"),
+            vec![
+                Field::new("class", Type::Int),
+                Field::new("int", Type::Text),
+                Field::new("Dot", Type::Bool),
+                Field::new("shape_from_value", Type::Bool),
+                Field::new("_private", Type::Bool),
+            ],
+        ));
+        // The same name in another file, a record named like an enum's
+        // constructor class, a type named like the module's `Tools`.
+        env.declare(TypeDecl::enumeration(
+            id("b.flow", "Shape"),
+            vec![Constructor::unit("Dot"), Constructor::unit("None")],
+        ));
+        env.declare(TypeDecl::record(id("a.flow", "BShapeDot"), vec![]));
+        env.declare(TypeDecl::record(id("a.flow", "Tools"), vec![]));
+        env.declare(
+            TypeDecl::record(
+                id("a.flow", "Box"),
+                vec![Field::new("int", Type::param("int"))],
+            )
+            .generic(&["int"]),
+        );
+        // A type parameter named like a positional payload's field.
+        env.declare(
+            TypeDecl::enumeration(
+                id("a.flow", "Maybe"),
+                vec![Constructor::value("Just", Type::param("value"))],
+            )
+            .generic(&["value"]),
+        );
+        let uses = |file: &str, name: &str| {
+            Declaration::new(
+                id(file, name),
+                vec![
+                    Param::new("cx", Type::named(id("a.flow", "Shape"))),
+                    Param::new("self", Type::named(id("b.flow", "Shape"))),
+                    Param::new("lambda", Type::named(id("a.flow", "BShapeDot"))),
+                    Param::new("x", Type::named(id("a.flow", "Tools"))),
+                    Param::new("y", Type::applied(id("a.flow", "Box"), vec![Type::Int])),
+                    Param::new("z", Type::applied(id("a.flow", "Maybe"), vec![Type::Text])),
+                ],
+                Type::Text,
+                Type::Text,
+            )
+        };
+        let code = generate(vec![uses("a.flow", "class"), uses("b.flow", "class")], env);
+        for want in [
+            // Types: prefixed by their file where a name meets another.
+            "class AShape:",
+            "class BShapeDot_:",
+            "class BShapeDot:",
+            "BShape: _typing.TypeAlias = _typing.Union[BShapeDot_, BShapeNone]",
+            "class Tools_:",
+            // A type parameter named like a builtin.
+            "int_ = _typing.TypeVar(\"int_\")",
+            "class Box(_typing.Generic[int_]):",
+            "    int__: int_",
+            "value_ = _typing.TypeVar(\"value_\")",
+            "class MaybeJust(_typing.Generic[value_]):",
+            "    value: value_",
+            // Fields: keywords, builtins, other names, a leading `_`.
+            "    class_: int",
+            "    int__: str",
+            "    Dot: bool",
+            "    shape_from_value: bool",
+            "    x_private: bool",
+            "return AShape(class_=f[\"class\"], int__=f[\"int\"], Dot=f[\"Dot\"], \
+             shape_from_value=f[\"shape_from_value\"], x_private=f[\"_private\"])",
+            "def ashape_from_value(",
+            "def bshape_from_value(",
+            // Methods and parameters: a keyword, a repeated name, `cx`, `self`.
+            "async def class_(self, cx: _serve.Context, cx_: AShape, self_: BShape, lambda_: BShapeDot, \
+             x: Tools_, y: Box[int], z: Maybe[str]) -> str:",
+            "async def b_class(self, cx: _serve.Context, cx_: AShape",
+        ] {
+            assert!(code.contains(want), "no {want:?} in\n{code}");
+        }
     }
 
     #[test]

@@ -348,7 +348,7 @@ _INVALID_REQUEST = -32600
 _METHOD_NOT_FOUND = -32601
 
 _REPLY = '{"jsonrpc":"2.0","method":"reply","params":{"runId":'
-_PIECE_LINES = 32
+_PIECE_LINES = 64
 """How many lines of a read are answered before their replies are
 written (the Rust toolkit's pieces): a read can hold hundreds of calls,
 and answering all before writing any keeps the host idle meanwhile."""

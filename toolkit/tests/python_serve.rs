@@ -85,7 +85,12 @@ fn call(id: &str, tool: &str, args: &str) -> String {
 /// What core's `ToolkitConn` (the Rust toolkit's machine) writes for
 /// `input`; a call it yields is answered "ran" (none should be).
 fn core_answers(input: &str) -> Vec<String> {
-    let listing = Listing::parse(listing_text().as_bytes()).unwrap();
+    core_answers_to(&listing_text(), input)
+}
+
+/// [`core_answers`] serving another listing.
+fn core_answers_to(listing: &str, input: &str) -> Vec<String> {
+    let listing = Listing::parse(listing.as_bytes()).unwrap();
     let mut conn = ToolkitConn::new(listing.tools, ToolkitLimits::default());
     conn.handle_data(0, input.as_bytes());
     conn.handle_eof(0);
@@ -146,6 +151,27 @@ fn describe_is_byte_for_byte_the_rust_toolkits() {
         assert_eq!(status, 0, "{stderr}");
         assert_eq!(got, core_answers(&input));
     }
+}
+
+/// Descriptions are not in a fingerprint, so a listing may carry any
+/// text there: control characters, non-ASCII, a line separator, escapes.
+#[test]
+fn describe_writes_every_character_as_the_rust_toolkit_does() {
+    let Some(python) = python() else { return };
+    let mut listing: Json = serde_json::from_str(&listing_text()).unwrap();
+    listing["tools"][0]["signature"]["description"] =
+        json!("a\u{1}b\u{7f} é \u{2028} \"q\" \\ \t\n😀 \u{ffff}");
+    let text = serde_json::to_string_pretty(&listing).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("limen-python-serve-listing-{}", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let input = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"describe\"}\n";
+    let path_text = path.to_string_lossy().into_owned();
+    let (got, status, stderr) =
+        exchange(&python, "serve_cases.py", &["--listing", &path_text], input);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(got, core_answers_to(&text, input));
 }
 
 #[test]

@@ -132,7 +132,7 @@ class StdoutIsTheProtocol(RuntimeError):
     output carries the Tool protocol."""
 
 
-Handler = Callable[[Context, "list[Any]"], Awaitable[Any]]
+Handler = Callable[[Context, list[Any]], Awaitable[Any]]
 """A declaration's code: the call's context and its arguments (generic
 values, one per parameter in declaration order) in, the success value
 out."""

@@ -1362,8 +1362,9 @@ def serve(listing: str, handlers: Mapping[str, Handler], *,
     read its call, and makes an ``asyncio.Task`` only when it first
     suspends: a call that never awaits costs no task. Until then the code
     runs outside any task (``asyncio.current_task()`` is ``None``), so code
-    that needs its task before its first ``await`` (``asyncio.timeout()``
-    on Python 3.11) either awaits first or is served with ``eager=False``,
-    which gives every call a task of its own from the start."""
+    that needs its task before its first ``await`` (``asyncio.timeout()``,
+    ``asyncio.TaskGroup()``) either awaits first or is served with
+    ``eager=False``, which gives every call a task of its own from the
+    start."""
     asyncio.run(serve_async(listing, handlers, limits=limits, eager=eager, stdin=stdin,
                             stdout=stdout))

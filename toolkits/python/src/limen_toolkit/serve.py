@@ -1342,6 +1342,13 @@ async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
                 pass
         if saved is not None:
             stream, fd = saved
+            # What went to fd 1 meanwhile (sys.__stdout__'s buffer too) goes
+            # to stderr, before fd 1 is the protocol's again.
+            if sys.__stdout__ is not None:
+                try:
+                    sys.__stdout__.flush()
+                except (OSError, ValueError):
+                    pass
             os.dup2(fd, 1)
             os.close(fd)
             sys.stdout = stream

@@ -213,6 +213,9 @@ pub fn duration(v: &str) -> Result<Duration, String> {
 pub enum ToolkitCommand {
     /// Rust types and a typed trait for a listing's Tools.
     Rust(ListingArgs),
+    /// Python dataclasses, tagged unions and a typed protocol for a
+    /// listing's Tools.
+    Python(ListingArgs),
 }
 
 /// `flow toolkit LANG LISTING [-o FILE]`.

@@ -213,6 +213,8 @@ pub fn duration(v: &str) -> Result<Duration, String> {
 pub enum ToolkitCommand {
     /// Rust types and a typed trait for a listing's Tools.
     Rust(ListingArgs),
+    /// TypeScript interfaces and a typed interface `Tools` for a listing's Tools.
+    Typescript(ListingArgs),
 }
 
 /// `flow toolkit LANG LISTING [-o FILE]`.

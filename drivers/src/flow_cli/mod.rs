@@ -9,6 +9,8 @@
 //!   describe, a listing's binding, one call;
 //! - `flow toolkit rust LISTING` ([`toolkit`]): Rust types and a typed
 //!   trait for a listing's Tools;
+//! - `flow toolkit typescript LISTING` ([`toolkit`]): TypeScript types and
+//!   an interface `Tools` over the TypeScript toolkit (`toolkits/typescript`);
 //! - `flow completions SHELL`: a completion script.
 //!
 //! Every command answers `--help` (exit 0, on stdout) and `flow --version`
@@ -45,6 +47,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Tools(ToolsCommand::Call(a)) => tools::call(&a),
         Command::Toolkit(ToolkitCommand::Rust(a)) => {
             toolkit::generate("rust", limen_toolkit::codegen::rust, &a)
+        }
+        Command::Toolkit(ToolkitCommand::Typescript(a)) => {
+            toolkit::generate("typescript", limen_toolkit::codegen::typescript, &a)
         }
         Command::Completions(a) => {
             crate::cli_support::print_completions(a.shell, Cli::command(), "flow")

@@ -6,6 +6,8 @@
 //!
 //! - [`rust`]: structs and enums with `FromValue`/`IntoValue`, a trait
 //!   `Tools`, a `Service` over it and `serve`.
+//! - [`typescript`]: interfaces and `$tag` unions over the TypeScript
+//!   toolkit's values, an interface `Tools` and `serve`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,8 +15,10 @@ use limen_core::flow::tool::Listing;
 use limen_core::flow::{Identity, Origin, TypeEnv};
 
 mod rust;
+mod typescript;
 
 pub use rust::rust;
+pub use typescript::typescript;
 
 /// The listing whose JSON text is `listing`, and one type environment of
 /// every declaration its Tools reach; a type declared twice differently is

@@ -32,6 +32,11 @@ pub fn ts_toolkit() -> Option<PathBuf> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     tsc()?;
     node()?;
+    if !root().join("toolkits/typescript/src/index.ts").is_file() {
+        // Only while the package and its generator are merged apart.
+        crate::absent("the TypeScript toolkit (toolkits/typescript/src) is not in this checkout");
+        return None;
+    }
     match BUILT.get_or_init(build) {
         Ok(dir) => Some(dir.clone()),
         Err(why) => panic!("the TypeScript toolkit does not build: {why}"),

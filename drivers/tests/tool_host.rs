@@ -1,5 +1,6 @@
 //! The host driver against real processes: the fixture Tool written with
-//! each of limen's toolkits (Rust: `tool-fixture-echo`), every protocol
+//! each of limen's toolkits (Rust: `tool-fixture-echo`; TypeScript:
+//! `toolkits/typescript/test/fixture/echo-tool.ts`), every protocol
 //! test run against each, and a process that breaks the protocol on request
 //! (`tool-fixture-rogue`).
 
@@ -73,6 +74,9 @@ fn bind_with(names: &[&str], implementation: Implementation, limits: Limits) -> 
 #[derive(Clone, Copy, Debug)]
 enum Kit {
     Rust,
+    /// `toolkits/typescript/test/fixture/echo-tool.ts`, compiled by
+    /// `limen_clients::ts_toolkit` and run by node.
+    TypeScript,
 }
 
 /// The fixture's command line (program and arguments), or None when what
@@ -80,6 +84,7 @@ enum Kit {
 fn fixture(kit: Kit) -> Option<Vec<String>> {
     match kit {
         Kit::Rust => Some(vec![ECHO.into(), "--workers".into(), "4".into()]),
+        Kit::TypeScript => limen_clients::ts_fixture_command(),
     }
 }
 
@@ -370,6 +375,7 @@ macro_rules! against {
 }
 
 against!(rust, Kit::Rust);
+against!(typescript, Kit::TypeScript);
 
 fn rogue(args: &[&str], limits: Limits) -> Host {
     bind_with(&["echo"], command(ROGUE, args), limits)

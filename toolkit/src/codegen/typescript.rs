@@ -112,8 +112,9 @@ pub fn typescript(listing: &str) -> Result<String, String> {
     out.push_str(
         "/**\n * Serves `tools` on standard input and output until standard input ends.\n \
          * Arguments arrive decoded at the declared types; what a method answers is\n \
-         * encoded at its declared success type.\n */\n\
-         export function serve(tools: Tools): Promise<void> {\n",
+         * encoded at its declared success type. `options`: the toolkit's (where\n \
+         * calls come from and replies go, the decoding limits).\n */\n\
+         export function serve(tools: Tools, options?: limen.ServeOptions): Promise<void> {\n",
     );
     let _ = writeln!(out, "  return {TOOLKIT}.serve(LISTING, {{");
     for (tool, method) in parsed.tools.iter().zip(&methods) {
@@ -132,7 +133,7 @@ pub fn typescript(listing: &str) -> Result<String, String> {
             args.concat()
         );
     }
-    out.push_str("  });\n}\n");
+    out.push_str("  }, options);\n}\n");
     Ok(out)
 }
 

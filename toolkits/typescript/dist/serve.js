@@ -1,0 +1,718 @@
+/**
+ * The serve loop: the implementation's side of the Tool protocol over
+ * standard input and output (§ Tool protocol, § Toolkits), as core's
+ * `ToolkitConn` and the Rust toolkit's `serve.rs` behave, worded as they
+ * word it.
+ *
+ * - describe is answered from the listing's text as given: its declarations
+ *   and fingerprints byte for byte (the text without the whitespace between
+ *   its tokens).
+ * - A call's args are decoded at the declared types (a type parameter's
+ *   values as `json.Value`); args that do not decode, or a tool not served,
+ *   are answered NotRun in core's words, and the author's code never runs.
+ * - Calls run concurrently: a handler that returns a promise leaves the loop
+ *   free to read and start more. One that returns at once is answered at
+ *   once, with no promise made for it.
+ * - The four outcomes: a value is Ok; a thrown {@link Failed} is Failed; a
+ *   thrown {@link NotRun} or {@link Unknown} says so; anything else thrown
+ *   is Unknown ("the Tool's code threw Error: …").
+ * - A cancel aborts the call's `signal`; a call cancelled before its code
+ *   started is NotRun and never runs; a handler that rejects with the
+ *   signal's reason is Unknown "cancelled by the host".
+ * - Standard output is the protocol's: while serving, `process.stdout.write`
+ *   and `console.log` (and its siblings that write there) throw an error that
+ *   says to write to standard error.
+ */
+import { isUtf8 } from "node:buffer";
+import { DEFAULT_LIMITS, decodeRaw, encode } from "./codec.js";
+import { RawNum, RawObj, Refused, readRaw, stringText } from "./json.js";
+import { JSON_VALUE, close, typeFromSchema } from "./types.js";
+/** The declared error: the reply is Failed with `value` (a value of the declared error type). */
+export class Failed extends Error {
+    name = "Failed";
+    /** The declared error's value. */
+    value;
+    /** Failed with `value`. */
+    constructor(value) {
+        super("the Tool's declared error");
+        this.value = value;
+    }
+}
+/** The call may or may not have happened: the reply is Unknown with `reason`. */
+export class Unknown extends Error {
+    name = "Unknown";
+    /** Why. */
+    reason;
+    /** Unknown for `reason`. */
+    constructor(reason) {
+        super(reason);
+        this.reason = reason;
+    }
+}
+/** The call did not happen (say so only when nothing was done): the reply is NotRun with `reason`. */
+export class NotRun extends Error {
+    name = "NotRun";
+    /** Why. */
+    reason;
+    /** NotRun for `reason`. */
+    constructor(reason) {
+        super(reason);
+        this.reason = reason;
+    }
+}
+/** The NotRun reason of a call cancelled before its code started (the Rust toolkit's words). */
+export const CANCELLED_BEFORE = "cancelled before the Tool's code started";
+/** The Unknown reason of a call whose code stopped with the cancel's own reason. */
+export const CANCELLED_BY_HOST = "cancelled by the host";
+/** What the author's code meets when it writes to standard output while serving. */
+export const STDOUT_TAKEN = "standard output carries the Tool protocol while limen-toolkit serves: write to standard error instead (console.error, process.stderr.write)";
+const isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+/** The listing's text without the whitespace between its tokens (strings kept byte for byte). */
+export function compact(text) {
+    let out = "";
+    let from = 0;
+    let inString = false;
+    for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (inString) {
+            if (c === 0x5c)
+                i++;
+            else if (c === 0x22)
+                inString = false;
+        }
+        else if (c === 0x22) {
+            inString = true;
+        }
+        else if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+            out += text.slice(from, i);
+            from = i + 1;
+        }
+    }
+    return out + text.slice(from);
+}
+function readListing(listing, handlers) {
+    const doc = JSON.parse(listing);
+    if (!isObj(doc) || !Array.isArray(doc["tools"]) || typeof doc["data"] !== "string") {
+        throw new Error('the listing: a listing is {"data", "tools"}');
+    }
+    if (doc["data"].split(".")[0] !== "1") {
+        throw new Error(`the listing: data version ${doc["data"]} has another major than ours, 1.0`);
+    }
+    const served = doc["tools"].map((entry, i) => {
+        const at = `the listing's $.tools[${i}]`;
+        if (!isObj(entry) || typeof entry["tool"] !== "string" || !isObj(entry["signature"])) {
+            throw new Error(`${at}: an entry is {"tool", "fingerprint", "signature"}`);
+        }
+        const identity = entry["tool"];
+        const sig = entry["signature"];
+        const handler = handlers[identity];
+        if (typeof handler !== "function" || !Object.prototype.hasOwnProperty.call(handlers, identity)) {
+            throw new Error(`no handler for the Tool \`${identity}\` the listing declares`);
+        }
+        const generic = Array.isArray(sig["generic"]) ? sig["generic"].map(String) : [];
+        const scope = new Map(generic.map((g) => [g, JSON_VALUE]));
+        const params = (Array.isArray(sig["params"]) ? sig["params"] : []).map((p) => {
+            if (!Array.isArray(p) || p.length !== 2 || typeof p[0] !== "string") {
+                throw new Error(`${at}.signature.params: a parameter is [name, schema]`);
+            }
+            const [ty, env] = typeFromSchema(p[1]);
+            return { name: p[0], ty: close(ty, scope), env };
+        });
+        const [ok, okEnv] = typeFromSchema(sig["ok"]);
+        const [err, errEnv] = typeFromSchema(sig["err"]);
+        return { identity, params, ok: close(ok, scope), okEnv, err: close(err, scope), errEnv, scope, handler };
+    });
+    for (const name of Object.keys(handlers)) {
+        if (!served.some((s) => s.identity === name)) {
+            throw new Error(`a handler for \`${name}\`, which the listing does not declare`);
+        }
+    }
+    return served;
+}
+/** A call's context and state; its signal is made only when read or cancelled, so a call that never looks pays nothing for it. */
+class Call {
+    runId;
+    callId;
+    expects;
+    tool;
+    args;
+    key;
+    state = 0 /* State.Queued */;
+    cancelled = false;
+    controller = null;
+    constructor(runId, callId, expects, tool, args, key) {
+        this.runId = runId;
+        this.callId = callId;
+        this.expects = expects;
+        this.tool = tool;
+        this.args = args;
+        this.key = key;
+    }
+    get signal() {
+        if (this.controller === null) {
+            this.controller = new AbortController();
+            if (this.cancelled)
+                this.controller.abort(cancelReason());
+        }
+        return this.controller.signal;
+    }
+    cancel() {
+        if (this.cancelled)
+            return;
+        this.cancelled = true;
+        this.controller?.abort(cancelReason());
+    }
+    /** Whether `e` is the reason this call's signal was aborted with. */
+    isCancelReason(e) {
+        return this.cancelled && this.controller !== null && this.controller.signal.reason === e;
+    }
+}
+function cancelReason() {
+    const e = new Error("the host cancelled the call");
+    e.name = "AbortError";
+    return e;
+}
+function keyOf(run, call) {
+    return run.length + ":" + run + call;
+}
+/** The `outcome` member of a reply line from what the handler threw. */
+function thrownOutcome(call, e) {
+    if (e instanceof Failed) {
+        try {
+            return '{"Failed":' + encode(e.value, call.tool.err, call.tool.errEnv) + "}";
+        }
+        catch (r) {
+            return unknownOutcome(`the Tool's code failed with a value that is not its declared error: ${describe(r)}`);
+        }
+    }
+    if (e instanceof NotRun)
+        return '{"NotRun":' + stringText(String(e.reason)) + "}";
+    if (e instanceof Unknown)
+        return unknownOutcome(String(e.reason));
+    if (call.isCancelReason(e))
+        return unknownOutcome(CANCELLED_BY_HOST);
+    return unknownOutcome(`the Tool's code threw ${describe(e)}`);
+}
+function describe(e) {
+    if (e instanceof Refused)
+        return e.message;
+    if (e instanceof Error)
+        return `${e.name}: ${e.message}`;
+    try {
+        return `a ${typeof e}: ${String(e)}`;
+    }
+    catch {
+        return `a ${typeof e}`;
+    }
+}
+function unknownOutcome(reason) {
+    return '{"Unknown":' + stringText(wellFormedText(reason)) + "}";
+}
+function wellFormedText(s) {
+    // A reason is Text: a lone surrogate in an error message becomes U+FFFD.
+    return s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+}
+function okOutcome(call, value) {
+    try {
+        return '{"Ok":' + encode(value, call.tool.ok, call.tool.okEnv) + "}";
+    }
+    catch (r) {
+        return unknownOutcome(`the Tool's code returned a value that is not its declared success type: ${describe(r)}`);
+    }
+}
+function isThenable(v) {
+    return (typeof v === "object" || typeof v === "function") && v !== null && typeof v.then === "function";
+}
+// -- reading messages ----------------------------------------------------------
+function rawString(raw) {
+    return typeof raw === "string" ? raw : null;
+}
+/** The member `name` of an object, or `undefined`. */
+function member(obj, name) {
+    const i = obj.keys.indexOf(name);
+    return i < 0 ? undefined : obj.values[i];
+}
+/** An id as written back: its JSON text. */
+function idText(raw) {
+    if (raw instanceof RawNum)
+        return raw.text;
+    if (typeof raw === "string")
+        return stringText(raw);
+    return "null";
+}
+/** A call line that is not JSON: its run id and call id if a scan finds them, so it can be answered NotRun (core's `oversize::scan`, simplified). */
+function scanIds(line) {
+    if (!/"method"\s*:\s*"call"/.test(line))
+        return null;
+    const run = /"runId"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(line);
+    const call = /"callId"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(line);
+    if (run === null || call === null)
+        return null;
+    try {
+        return [JSON.parse(`"${run[1]}"`), JSON.parse(`"${call[1]}"`)];
+    }
+    catch {
+        return null;
+    }
+}
+/** Decodes a call's args (core's `decode_args`, in its words). */
+function decodeArgs(tool, raw, limits) {
+    if (!(raw instanceof RawObj))
+        throw new ArgsRefused("`args` is not an object");
+    const { keys, values } = raw;
+    const params = tool.params;
+    const out = new Array(params.length);
+    // Most calls give each parameter once, in declaration order.
+    if (keys.length === params.length) {
+        let i = 0;
+        for (; i < params.length; i++) {
+            if (keys[i] !== params[i].name)
+                break;
+        }
+        if (i === params.length) {
+            for (i = 0; i < params.length; i++) {
+                out[i] = decodeArg(params[i], values[i], limits, tool.scope);
+            }
+            return out;
+        }
+    }
+    for (let i = 0; i < keys.length; i++) {
+        if (keys.indexOf(keys[i]) !== i)
+            throw new ArgsRefused(`\`args\` gives the member \`${keys[i]}\` twice`);
+    }
+    const given = new Array(params.length).fill(false);
+    for (let j = 0; j < keys.length; j++) {
+        const i = params.findIndex((p) => p.name === keys[j]);
+        if (i < 0)
+            throw new ArgsRefused(`the Tool has no parameter \`${keys[j]}\``);
+        out[i] = decodeArg(params[i], values[j], limits, tool.scope);
+        given[i] = true;
+    }
+    const missing = given.indexOf(false);
+    if (missing >= 0)
+        throw new ArgsRefused(`the parameter \`${params[missing].name}\` has no argument`);
+    return out;
+}
+function decodeArg(p, raw, limits, scope) {
+    try {
+        return decodeRaw(raw, p.ty, p.env, limits, scope);
+    }
+    catch (e) {
+        if (e instanceof Refused)
+            throw new ArgsRefused(`the argument \`${p.name}\` does not decode: ${e.message}`);
+        throw e;
+    }
+}
+class ArgsRefused extends Error {
+}
+// -- the loop ---------------------------------------------------------------------
+const REPLY_HEAD = '{"jsonrpc":"2.0","method":"reply","params":{"runId":';
+function log(why) {
+    process.stderr.write(`limen-toolkit: ${why}\n`);
+}
+/**
+ * Serves the declarations of `listing` (the text `flow tools` lists) with
+ * `handlers`, keyed by each Tool's identity
+ * (`example.com/limen-fixtures@0.3.0/echo.flow.echo`), on standard input
+ * and output. Resolves once standard input has ended and every call read
+ * has been answered; rejects if the listing and the handlers disagree.
+ */
+export function serve(listing, handlers, options = {}) {
+    let tools;
+    try {
+        tools = readListing(listing, handlers);
+    }
+    catch (e) {
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    return new Promise((resolve, reject) => {
+        new Loop(listing, tools, options, resolve, reject).start();
+    });
+}
+class Loop {
+    resolve;
+    reject;
+    byIdentity = new Map();
+    describeResult;
+    limits;
+    maxLine;
+    stdin;
+    stdout;
+    write;
+    restoreStdout = null;
+    /** Calls read and not answered, by key. */
+    open = new Map();
+    /** Bytes of an unfinished line, carried to the next read. */
+    pending = [];
+    pendingLength = 0;
+    /** Skipping the rest of a line past the limit. */
+    skipping = false;
+    /** Replies and responses not yet written. */
+    out = "";
+    flushScheduled = false;
+    ended = false;
+    finished = false;
+    /** The calls of the lines being read, run once the read's cancels are known. */
+    batch = [];
+    constructor(listing, tools, options, resolve, reject) {
+        this.resolve = resolve;
+        this.reject = reject;
+        for (const t of tools)
+            this.byIdentity.set(t.identity, t);
+        this.describeResult = compact(listing);
+        this.limits = options.limits ?? DEFAULT_LIMITS;
+        this.maxLine = options.maxLine ?? this.limits.maxBytes;
+        this.stdin = options.stdin ?? process.stdin;
+        this.stdout = options.stdout ?? process.stdout;
+        const stdout = this.stdout;
+        // Kept before the author's writes are refused: only the loop writes here.
+        const write = stdout.write;
+        this.write = (chunk) => write.call(stdout, chunk);
+        if (stdout === process.stdout)
+            this.takeStdout();
+    }
+    /** Keeps standard output for the protocol: the author's writes to it throw. */
+    takeStdout() {
+        const stdout = process.stdout;
+        const own = Object.prototype.hasOwnProperty.call(stdout, "write");
+        const before = stdout.write;
+        const refuse = () => {
+            throw new Error(STDOUT_TAKEN);
+        };
+        stdout.write = refuse;
+        const methods = ["log", "info", "debug", "dir", "dirxml", "table"];
+        const saved = methods.map((m) => console[m]);
+        for (const m of methods)
+            console[m] = refuse;
+        this.restoreStdout = () => {
+            if (own)
+                stdout.write = before;
+            else
+                delete stdout.write;
+            methods.forEach((m, i) => (console[m] = saved[i]));
+        };
+    }
+    start() {
+        const stdin = this.stdin;
+        stdin.on("data", (chunk) => {
+            try {
+                this.onData(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
+            }
+            catch (e) {
+                this.fail(e);
+            }
+        });
+        stdin.on("end", () => {
+            try {
+                this.onEnd();
+            }
+            catch (e) {
+                this.fail(e);
+            }
+        });
+        stdin.on("error", (e) => this.fail(e));
+        this.stdout.on("error", (e) => this.fail(e));
+        this.stdout.on("drain", () => this.stdin.resume());
+    }
+    fail(e) {
+        if (this.finished)
+            return;
+        this.finished = true;
+        this.restoreStdout?.();
+        this.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    onData(chunk) {
+        let start = 0;
+        const last = chunk.lastIndexOf(10);
+        if (last < 0) {
+            this.carry(chunk);
+            return;
+        }
+        // The unfinished line before this read, finished by its first newline.
+        if (this.pendingLength > 0 || this.skipping) {
+            const nl = chunk.indexOf(10);
+            this.carry(chunk.subarray(0, nl));
+            const line = Buffer.concat(this.pending, this.pendingLength);
+            const skipped = this.skipping;
+            this.pending = [];
+            this.pendingLength = 0;
+            this.skipping = false;
+            if (!skipped)
+                this.lineBytes(line);
+            start = nl + 1;
+        }
+        const whole = chunk.subarray(start, last + 1);
+        if (isUtf8(whole)) {
+            this.lines(whole.toString("utf8"));
+        }
+        else {
+            let from = 0;
+            for (;;) {
+                const nl = whole.indexOf(10, from);
+                if (nl < 0)
+                    break;
+                this.lineBytes(whole.subarray(from, nl));
+                from = nl + 1;
+            }
+        }
+        this.carry(chunk.subarray(last + 1));
+        this.runBatch();
+    }
+    /** Keeps bytes of an unfinished line, or skips a line past the limit. */
+    carry(bytes) {
+        if (bytes.length === 0 || this.skipping)
+            return;
+        if (this.pendingLength + bytes.length > this.maxLine) {
+            log(`a line of more than ${this.maxLine} bytes: dropped`);
+            this.pending = [];
+            this.pendingLength = 0;
+            this.skipping = true;
+            return;
+        }
+        this.pending.push(Buffer.from(bytes));
+        this.pendingLength += bytes.length;
+    }
+    lineBytes(line) {
+        if (line.length > this.maxLine) {
+            log(`a line of ${line.length} bytes: dropped`);
+            return;
+        }
+        if (!isUtf8(line)) {
+            this.notJson(line.toString("latin1"), "not UTF-8");
+            return;
+        }
+        this.line(line.toString("utf8"));
+    }
+    /** The lines of a read's text, each ending in a newline. */
+    lines(text) {
+        const maxLine = this.maxLine;
+        let from = 0;
+        for (;;) {
+            const nl = text.indexOf("\n", from);
+            if (nl < 0)
+                return;
+            if (nl - from > maxLine / 3 && Buffer.byteLength(text.slice(from, nl), "utf8") > maxLine) {
+                log(`a line of ${Buffer.byteLength(text.slice(from, nl), "utf8")} bytes: dropped`);
+            }
+            else {
+                this.line(text.slice(from, nl));
+            }
+            from = nl + 1;
+        }
+    }
+    line(line) {
+        let raw;
+        try {
+            raw = readRaw(line);
+        }
+        catch (e) {
+            if (/^[ \t\r\n]*$/.test(line))
+                return;
+            this.notJson(line, e instanceof Refused ? e.reason : String(e));
+            return;
+        }
+        if (!(raw instanceof RawObj)) {
+            this.error("null", -32600, "a message is an object");
+            return;
+        }
+        const id = member(raw, "id");
+        const version = member(raw, "jsonrpc");
+        const method = member(raw, "method");
+        if (version !== "2.0") {
+            this.error(idText(id), -32600, 'a message has "jsonrpc": "2.0"');
+            return;
+        }
+        if (typeof method !== "string") {
+            if (method === undefined && (member(raw, "result") !== undefined || member(raw, "error") !== undefined)) {
+                log("a response, which the protocol does not send here: dropped");
+            }
+            else {
+                this.error(idText(id), -32600, "a message's `method` is a string");
+            }
+            return;
+        }
+        const params = member(raw, "params");
+        if (id !== undefined) {
+            if (method === "describe") {
+                this.out += '{"jsonrpc":"2.0","id":' + idText(id) + ',"result":' + this.describeResult + "}\n";
+            }
+            else {
+                this.error(idText(id), -32601, `no method \`${method}\``);
+            }
+            return;
+        }
+        if (method === "call")
+            this.call(params ?? null);
+        else if (method === "cancel")
+            this.cancel(params ?? null);
+        else
+            log(`a notification \`${method}\`, which the protocol does not send here: dropped`);
+    }
+    error(id, code, message) {
+        this.out += '{"jsonrpc":"2.0","id":' + id + ',"error":{"code":' + code + ',"message":' + stringText(message) + "}}\n";
+    }
+    notJson(line, why) {
+        const ids = scanIds(line);
+        if (ids !== null) {
+            this.notRun(ids[0], ids[1], `the call is not a JSON-RPC 2.0 message: ${why}`);
+        }
+        else {
+            this.error("null", -32700, why);
+        }
+    }
+    notRun(run, call, why) {
+        if (this.open.has(keyOf(run, call))) {
+            log(`a second call with ${run}/${call} while it is open: ignored`);
+            return;
+        }
+        this.reply(run, call, '{"NotRun":' + stringText(why) + "}");
+    }
+    reply(run, call, outcome) {
+        this.out += REPLY_HEAD + stringText(run) + ',"callId":' + stringText(call) + ',"outcome":' + outcome + "}}\n";
+    }
+    call(params) {
+        if (!(params instanceof RawObj)) {
+            log("the call's params is not an object: dropped");
+            return;
+        }
+        const run = rawString(member(params, "runId"));
+        const callId = rawString(member(params, "callId"));
+        if (run === null || callId === null) {
+            log("the call names no call: dropped");
+            return;
+        }
+        const key = keyOf(run, callId);
+        if (this.open.has(key)) {
+            log(`a second call with ${run}/${callId} while it is open: ignored`);
+            return;
+        }
+        const toolRaw = member(params, "tool");
+        if (typeof toolRaw !== "string") {
+            this.notRun(run, callId, toolRaw === undefined ? "the call has no `tool`" : "the call's `tool` is not a string");
+            return;
+        }
+        const argsRaw = member(params, "args");
+        if (argsRaw === undefined) {
+            this.notRun(run, callId, "the call has no `args`");
+            return;
+        }
+        const tool = this.byIdentity.get(toolRaw);
+        if (tool === undefined) {
+            this.notRun(run, callId, `this implementation serves no Tool \`${toolRaw}\``);
+            return;
+        }
+        let args;
+        try {
+            args = decodeArgs(tool, argsRaw, this.limits);
+        }
+        catch (e) {
+            if (!(e instanceof ArgsRefused))
+                throw e;
+            this.notRun(run, callId, `the args do not decode: ${e.message}`);
+            return;
+        }
+        const expectsRaw = member(params, "expects");
+        let expects = null;
+        if (expectsRaw !== undefined) {
+            try {
+                expects = decodeRaw(expectsRaw, JSON_VALUE, new Map(), this.limits);
+            }
+            catch (e) {
+                this.notRun(run, callId, `the call's \`expects\` is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+                return;
+            }
+        }
+        const c = new Call(run, callId, expects, tool, args, key);
+        this.open.set(key, c);
+        this.batch.push(c);
+    }
+    cancel(params) {
+        if (!(params instanceof RawObj)) {
+            log("the cancel's params is not an object: ignored");
+            return;
+        }
+        const run = rawString(member(params, "runId"));
+        const callId = rawString(member(params, "callId"));
+        if (run === null || callId === null) {
+            log("the cancel names no call: ignored");
+            return;
+        }
+        const c = this.open.get(keyOf(run, callId));
+        if (c === undefined) {
+            log(`a cancel for ${run}/${callId}, which is not open: ignored`);
+            return;
+        }
+        c.cancel();
+    }
+    /** Runs the calls of a read (a cancel in the same read having reached them first), then writes what they answered. */
+    runBatch() {
+        const batch = this.batch;
+        this.batch = [];
+        for (const c of batch) {
+            if (c.cancelled) {
+                this.finish(c, '{"NotRun":' + stringText(CANCELLED_BEFORE) + "}");
+                continue;
+            }
+            let result;
+            c.state = 1 /* State.Running */;
+            try {
+                result = c.tool.handler(c, c.args);
+            }
+            catch (e) {
+                this.finish(c, thrownOutcome(c, e));
+                continue;
+            }
+            if (isThenable(result)) {
+                result.then((v) => this.settled(c, okOutcome(c, v)), (e) => this.settled(c, thrownOutcome(c, e)));
+            }
+            else {
+                this.finish(c, okOutcome(c, result));
+            }
+        }
+        this.flush();
+    }
+    finish(c, outcome) {
+        if (c.state === 2 /* State.Done */)
+            return;
+        c.state = 2 /* State.Done */;
+        this.open.delete(c.key);
+        this.reply(c.runId, c.callId, outcome);
+    }
+    /** A call that ran on a promise is answered: written with the others answered in the same turn. */
+    settled(c, outcome) {
+        this.finish(c, outcome);
+        if (!this.flushScheduled) {
+            this.flushScheduled = true;
+            setImmediate(() => {
+                this.flushScheduled = false;
+                this.flush();
+            });
+        }
+    }
+    flush() {
+        if (this.out.length > 0) {
+            const out = this.out;
+            this.out = "";
+            if (!this.write(out))
+                this.stdin.pause();
+        }
+        this.maybeDone();
+    }
+    onEnd() {
+        this.ended = true;
+        if (this.pendingLength > 0) {
+            log(`a last line of ${this.pendingLength} bytes with no newline at the end of input: dropped`);
+            this.pending = [];
+            this.pendingLength = 0;
+        }
+        this.runBatch();
+    }
+    maybeDone() {
+        if (!this.ended || this.finished || this.open.size > 0 || this.out.length > 0)
+            return;
+        this.finished = true;
+        this.restoreStdout?.();
+        // Resolved once what was written has reached the pipe.
+        this.stdout.write("", () => this.resolve());
+    }
+}

@@ -396,7 +396,11 @@ class Loop {
         const stdin = this.stdin;
         stdin.on("data", (chunk) => {
             try {
-                this.onData(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
+                this.onData(typeof chunk === "string"
+                    ? Buffer.from(chunk, "utf8")
+                    : Buffer.isBuffer(chunk)
+                        ? chunk
+                        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
             }
             catch (e) {
                 this.fail(e);

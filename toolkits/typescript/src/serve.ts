@@ -25,7 +25,6 @@
  */
 
 import { isUtf8 } from "node:buffer";
-import type { Readable, Writable } from "node:stream";
 
 import { DEFAULT_LIMITS, Limits, Scope, decodeRaw, encode } from "./codec.js";
 import { Raw, RawNum, RawObj, Refused, readRaw, stringText } from "./json.js";
@@ -83,12 +82,33 @@ export class NotRun extends Error {
 /** The author's code for one Tool: generic args in (one per parameter, in declaration order), the success value out, or one of the throwables. */
 export type Handler = (cx: Context, args: unknown[]) => unknown | Promise<unknown>;
 
+/**
+ * Where calls come from: what the loop uses of a Node `Readable` (declared
+ * here so the package's types need no `@types/node`).
+ */
+export interface CallInput {
+  /** `"data"` (a `Uint8Array` or string chunk), `"end"`, `"error"`. */
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  /** Stops `"data"` while the output drains. */
+  pause(): unknown;
+  /** Starts `"data"` again. */
+  resume(): unknown;
+}
+
+/** Where replies go: what the loop uses of a Node `Writable`. */
+export interface ReplyOutput {
+  /** Writes `chunk`; `false` asks the writer to wait for `"drain"`. */
+  write(chunk: string, callback?: (error?: Error | null) => void): boolean;
+  /** `"drain"`, `"error"`. */
+  on(event: string, listener: (...args: any[]) => void): unknown;
+}
+
 /** How {@link serve} runs. */
 export interface ServeOptions {
   /** Where calls come from (default `process.stdin`). */
-  stdin?: Readable;
+  stdin?: CallInput;
   /** Where replies go (default `process.stdout`, which the author's code may then not write to). */
-  stdout?: Writable;
+  stdout?: ReplyOutput;
   /** The decoding limits of every argument (default core's). */
   limits?: Limits;
   /** The longest line read, in bytes without its newline (default the limits' `maxBytes`). */
@@ -397,8 +417,8 @@ class Loop {
   private readonly describeResult: string;
   private readonly limits: Limits;
   private readonly maxLine: number;
-  private readonly stdin: Readable;
-  private readonly stdout: Writable;
+  private readonly stdin: CallInput;
+  private readonly stdout: ReplyOutput;
   private readonly write: (chunk: string) => boolean;
   private restoreStdout: (() => void) | null = null;
   /** Calls read and not answered, by key. */
@@ -431,9 +451,9 @@ class Loop {
     this.stdout = options.stdout ?? process.stdout;
     const stdout = this.stdout;
     // Kept before the author's writes are refused: only the loop writes here.
-    const write = stdout.write as (this: Writable, chunk: string) => boolean;
+    const write = stdout.write as (this: ReplyOutput, chunk: string) => boolean;
     this.write = (chunk: string) => write.call(stdout, chunk);
-    if (stdout === process.stdout) this.takeStdout();
+    if ((stdout as unknown) === process.stdout) this.takeStdout();
   }
 
   /** Keeps standard output for the protocol: the author's writes to it throw. */
@@ -457,9 +477,15 @@ class Loop {
 
   start(): void {
     const stdin = this.stdin;
-    stdin.on("data", (chunk: Buffer | string) => {
+    stdin.on("data", (chunk: Uint8Array | string) => {
       try {
-        this.onData(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
+        this.onData(
+          typeof chunk === "string"
+            ? Buffer.from(chunk, "utf8")
+            : Buffer.isBuffer(chunk)
+              ? chunk
+              : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength),
+        );
       } catch (e) {
         this.fail(e);
       }

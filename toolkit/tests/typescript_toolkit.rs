@@ -467,3 +467,34 @@ fn calls_open_when_input_ends_are_answered_and_an_exit_mid_call_ends_the_process
     let (status, replies) = echo.finish();
     assert_eq!((status, replies), (Some(3), vec![]));
 }
+
+#[test]
+fn a_second_call_with_an_open_key_is_ignored_and_escaped_keys_are_written_back() {
+    let Some(mut echo) = Echo::start() else {
+        return;
+    };
+    let dir = scratch("second");
+    let started = dir.join("started");
+    let how = json!({"how": format!("when cancelled {}", started.display())}).to_string();
+    echo.send(&[call("c", "crash", &how)]);
+    while !started.exists() {
+        std::thread::yield_now();
+    }
+    // The same key again while the first runs: ignored, never run.
+    echo.send(&[
+        call("c", "echo", r#"{"text":"again"}"#),
+        // A key with escapes, and the envelope in another order: the
+        // general path reads it.
+        r#"{"params":{"args":{"text":"x"},"tool":"example.com/limen-fixtures@0.3.0/echo.flow.echo","callId":"q\"\u00e9\n","runId":"r"},"method":"call","jsonrpc":"2.0"}"#.to_owned(),
+        cancel("c"),
+    ]);
+    let (status, replies, raw) = echo.finish_raw();
+    assert_eq!(status, Some(0));
+    assert_eq!(replies.len(), 2, "{raw}");
+    assert_eq!(
+        outcome_of(&replies, "c"),
+        &json!({"Unknown": "stopped: the host cancelled the call"})
+    );
+    assert_eq!(outcome_of(&replies, "q\"é\n"), &json!({"Ok": "x"}));
+    assert!(raw.contains(r#""callId":"q\"é\n""#), "{raw}");
+}

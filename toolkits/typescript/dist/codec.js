@@ -860,6 +860,13 @@ export function parse(text, limits = DEFAULT_LIMITS) {
  * in `env`, type parameters bound by `params`), or {@link Refused}.
  */
 export function decodeRaw(raw, ty, env, limits = DEFAULT_LIMITS, params = NO_SCOPE) {
+    // The commonest arguments, a short Text or Int, take no decoder.
+    if (ty.k === "prim") {
+        if (ty.name === "Text" && typeof raw === "string" && raw.length * 3 <= limits.maxStringBytes)
+            return raw;
+        if (ty.name === "Int" && raw instanceof RawNum && SHORT_INT.test(raw.text))
+            return BigInt(raw.text);
+    }
     return new Decoder(env, limits).value(raw, ty, 0, params);
 }
 /**
@@ -874,6 +881,14 @@ export function decode(text, ty, env, limits = DEFAULT_LIMITS, params = NO_SCOPE
  * `params`), or {@link Refused} when it is not a value of that type.
  */
 export function encode(value, ty, env, params = NO_SCOPE) {
+    // The commonest answers, a Text or an Int, take no encoder.
+    if (ty.k === "prim") {
+        if (ty.name === "Text" && typeof value === "string" && !SURROGATE.test(value))
+            return stringText(value);
+        if (ty.name === "Int" && typeof value === "bigint" && value < 1000000000000000n && value > -1000000000000000n) {
+            return value.toString();
+        }
+    }
     return new Encoder(env).value(value, close(ty, params), 0);
 }
 /** The JSON of `value` as canonical text (`json.Value`). */

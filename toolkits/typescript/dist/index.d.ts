@@ -18,4 +18,4 @@ export type { Path } from "./json.js";
 export { DEFAULT_LIMITS, compareCodePoints, decode, decodeRaw, encode, jsonText, parse, parseJsonValue, } from "./codec.js";
 export type { Limits, Scope } from "./codec.js";
 export { CANCELLED_BEFORE, CANCELLED_BY_HOST, Failed, NotRun, STDOUT_TAKEN, Unknown, compact, serve, } from "./serve.js";
-export type { Context, Handler, ServeOptions } from "./serve.js";
+export type { CallInput, Context, Handler, ReplyOutput, ServeOptions } from "./serve.js";

@@ -23,7 +23,6 @@
  *   and `console.log` (and its siblings that write there) throw an error that
  *   says to write to standard error.
  */
-import type { Readable, Writable } from "node:stream";
 import { Limits } from "./codec.js";
 import { JsonValue } from "./values.js";
 /** One call, as the author's code sees it beside its arguments. */
@@ -63,12 +62,31 @@ export declare class NotRun extends Error {
 }
 /** The author's code for one Tool: generic args in (one per parameter, in declaration order), the success value out, or one of the throwables. */
 export type Handler = (cx: Context, args: unknown[]) => unknown | Promise<unknown>;
+/**
+ * Where calls come from: what the loop uses of a Node `Readable` (declared
+ * here so the package's types need no `@types/node`).
+ */
+export interface CallInput {
+    /** `"data"` (a `Uint8Array` or string chunk), `"end"`, `"error"`. */
+    on(event: string, listener: (...args: any[]) => void): unknown;
+    /** Stops `"data"` while the output drains. */
+    pause(): unknown;
+    /** Starts `"data"` again. */
+    resume(): unknown;
+}
+/** Where replies go: what the loop uses of a Node `Writable`. */
+export interface ReplyOutput {
+    /** Writes `chunk`; `false` asks the writer to wait for `"drain"`. */
+    write(chunk: string, callback?: (error?: Error | null) => void): boolean;
+    /** `"drain"`, `"error"`. */
+    on(event: string, listener: (...args: any[]) => void): unknown;
+}
 /** How {@link serve} runs. */
 export interface ServeOptions {
     /** Where calls come from (default `process.stdin`). */
-    stdin?: Readable;
+    stdin?: CallInput;
     /** Where replies go (default `process.stdout`, which the author's code may then not write to). */
-    stdout?: Writable;
+    stdout?: ReplyOutput;
     /** The decoding limits of every argument (default core's). */
     limits?: Limits;
     /** The longest line read, in bytes without its newline (default the limits' `maxBytes`). */

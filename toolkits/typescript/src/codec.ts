@@ -854,6 +854,11 @@ export function parse(text: string | Uint8Array, limits: Limits = DEFAULT_LIMITS
  * in `env`, type parameters bound by `params`), or {@link Refused}.
  */
 export function decodeRaw(raw: Raw, ty: Type, env: Env, limits: Limits = DEFAULT_LIMITS, params: Scope = NO_SCOPE): unknown {
+  // The commonest arguments, a short Text or Int, take no decoder.
+  if (ty.k === "prim") {
+    if (ty.name === "Text" && typeof raw === "string" && raw.length * 3 <= limits.maxStringBytes) return raw;
+    if (ty.name === "Int" && raw instanceof RawNum && SHORT_INT.test(raw.text)) return BigInt(raw.text);
+  }
   return new Decoder(env, limits).value(raw, ty, 0, params);
 }
 
@@ -870,6 +875,13 @@ export function decode(text: string | Uint8Array, ty: Type, env: Env, limits: Li
  * `params`), or {@link Refused} when it is not a value of that type.
  */
 export function encode(value: unknown, ty: Type, env: Env, params: Scope = NO_SCOPE): string {
+  // The commonest answers, a Text or an Int, take no encoder.
+  if (ty.k === "prim") {
+    if (ty.name === "Text" && typeof value === "string" && !SURROGATE.test(value)) return stringText(value);
+    if (ty.name === "Int" && typeof value === "bigint" && value < 1_000_000_000_000_000n && value > -1_000_000_000_000_000n) {
+      return value.toString();
+    }
+  }
   return new Encoder(env).value(value, close(ty, params), 0);
 }
 

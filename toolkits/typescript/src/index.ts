@@ -72,4 +72,4 @@ export {
   compact,
   serve,
 } from "./serve.js";
-export type { Context, Handler, ServeOptions } from "./serve.js";
+export type { CallInput, Context, Handler, ReplyOutput, ServeOptions } from "./serve.js";

@@ -8,9 +8,13 @@
 //!   number);
 //! - `tsc --strict` passes on the module generated for listings that reach
 //!   every type the listing grammar can produce, names TypeScript reserves
-//!   or the module uses, and clashes; one tsc run over all of them, then
-//!   one node run that imports every module and finds its `LISTING` the
-//!   listing.
+//!   or the module uses, and clashes: a hand-made one and [`SEEDS`] random
+//!   ones (`support/random_listing.rs`, shared with the Python generator's
+//!   test); one tsc run over all of them, then one node run that imports
+//!   every module and finds its `LISTING` the listing;
+//! - values through node: [`VALUE_SEEDS`] of the random listings served by
+//!   their module with every method answering its argument, a random value
+//!   of each declared type sent to its echo Tool comes back the same value.
 //!
 //! tsc and node are peers: absent, the tests skip (`LIMEN_REQUIRE_PEERS=1`
 //! fails instead).
@@ -22,6 +26,13 @@ use std::sync::Arc;
 use limen_core::flow::tool::listing::describe_result;
 use limen_core::flow::tool::Tool;
 use limen_core::flow::{Constructor, Declaration, Field, Identity, Param, Type, TypeDecl, TypeEnv};
+
+#[path = "support/random_listing.rs"]
+mod random_listing;
+
+/// How many random listings the property test generates and compiles
+/// (one tsc run over all of them).
+const SEEDS: u64 = 100;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -250,10 +261,26 @@ fn hand_made() -> Vec<String> {
     vec![listing(&env, decls)]
 }
 
+/// The module of listing `i`, and for the random ones a Tool process over
+/// it (`serve{i}.ts`) whose every method answers its first argument, so
+/// each echo Tool `(value: T) -> T` answers its value.
+fn serve_script(i: usize) -> String {
+    format!(
+        "import {{ serve }} from \"./m{i}.js\";\n\
+         import type {{ Tools }} from \"./m{i}.js\";\n\
+         const echo = new Proxy({{}}, {{ get: () => (_cx: unknown, value: unknown) => value }});\n\
+         await serve(echo as Tools);\n"
+    )
+}
+
 #[test]
 fn tsc_strict_passes_on_every_listing() {
     let mut listings = vec![fixture_listing()];
     listings.extend(hand_made());
+    let first_random = listings.len();
+    let randoms: Vec<random_listing::Listing> =
+        (0..SEEDS).map(random_listing::random_listing).collect();
+    listings.extend(randoms.iter().map(|l| l.text.clone()));
     let Some(toolkit) = limen_clients::ts_toolkit() else {
         return;
     };
@@ -276,6 +303,11 @@ fn tsc_strict_passes_on_every_listing() {
              assert.equal(typeof m{i}.serve, \"function\");\n",
             serde_json::to_string(&compact).unwrap()
         ));
+        if i >= first_random && i < first_random + VALUE_SEEDS {
+            let file = format!("serve{i}.ts");
+            std::fs::write(dir.0.join(&file), serve_script(i)).unwrap();
+            files.push(file);
+        }
     }
     check.push_str("console.log(\"checked\");\n");
     std::fs::write(dir.0.join("check.ts"), check).unwrap();
@@ -284,7 +316,7 @@ fn tsc_strict_passes_on_every_listing() {
     if let Err(why) = limen_clients::run_tsc(&dir.0, &args) {
         panic!("{why}");
     }
-    let out = Command::new(node)
+    let out = Command::new(&node)
         .arg(dir.0.join("check.js"))
         .output()
         .unwrap();
@@ -294,4 +326,103 @@ fn tsc_strict_passes_on_every_listing() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // Values through node: a random value of every declared type, sent to
+    // its echo Tool, comes back the same value.
+    let mut crossed = 0;
+    for (k, listing) in randoms.iter().take(VALUE_SEEDS).enumerate() {
+        crossed += echo_values(
+            &node,
+            &dir.0.join(format!("serve{}.js", first_random + k)),
+            listing,
+            k as u64,
+        );
+    }
+    eprintln!("{crossed} values crossed");
+    assert!(crossed > VALUE_SEEDS, "only {crossed} values crossed");
+}
+
+/// How many of the random listings' Tool processes are sent values.
+const VALUE_SEEDS: usize = 12;
+
+/// Sends a random value of each echo Tool's type of `listing` to the Tool
+/// process `script` and checks each comes back the value it was (its
+/// canonical text, by core's decoding); how many were sent.
+fn echo_values(node: &Path, script: &Path, listing: &random_listing::Listing, seed: u64) -> usize {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    use limen_core::flow::canonical::to_canonical_string;
+    use limen_core::flow::decode::{decode, Limits};
+
+    let mut rng = random_listing::Rng::new(seed);
+    let mut sent = Vec::new();
+    let mut lines = String::new();
+    for echo in &listing.echoes {
+        let tool = listing.tools.iter().find(|t| t.identity() == echo).unwrap();
+        let ty = &tool.declaration.params[0].ty;
+        let Some(text) = random_listing::random_value(&mut rng, ty, &listing.env, &[], 0) else {
+            continue;
+        };
+        // What core refuses is no value of the type (the random writer's
+        // fault, not the toolkit's): not sent.
+        let Ok(value) = decode(text.as_bytes(), ty, &tool.env, &Limits::default()) else {
+            eprintln!("{echo}: core refuses the random value {text}: not sent");
+            continue;
+        };
+        lines.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"call\",\"params\":{{\"runId\":\"r\",\"callId\":\"{}\",\"tool\":{},\"args\":{{\"value\":{text}}}}}}}\n",
+            sent.len(),
+            serde_json::to_string(&echo.to_string()).unwrap()
+        ));
+        sent.push((tool.clone(), text, to_canonical_string(&value)));
+    }
+    let mut child = Command::new(node)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let replies: Vec<String> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| l.unwrap())
+        .collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{}: {status}", script.display());
+    assert_eq!(
+        replies.len(),
+        sent.len(),
+        "{}: {replies:?}",
+        script.display()
+    );
+    for reply in replies {
+        // The outcome is the reply's last member: `..."outcome":{"Ok":X}}}`.
+        let call: usize = reply
+            .split("\"callId\":\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("{reply}"));
+        let (tool, text, want) = &sent[call];
+        let ok = reply
+            .split_once("\"outcome\":{\"Ok\":")
+            .and_then(|(_, rest)| rest.strip_suffix("}}}"))
+            .unwrap_or_else(|| panic!("{}: {text}: {reply}", tool.identity()));
+        let ty = &tool.declaration.ok;
+        let have = decode(ok.as_bytes(), ty, &tool.env, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: {ok}: {e}", tool.identity()));
+        assert_eq!(
+            &to_canonical_string(&have),
+            want,
+            "{}: sent {text}",
+            tool.identity()
+        );
+    }
+    sent.len()
 }

@@ -16,6 +16,9 @@
 //!   their module with every method answering its argument, a random value
 //!   of each declared type sent to its echo Tool comes back the same value.
 //!
+//! Every tsc run adds [`AUTHOR_FLAGS`] to `--strict`: the generated module
+//! is compiled with an author's code, under the author's tsconfig.
+//!
 //! tsc and node are peers: absent, the tests skip (`LIMEN_REQUIRE_PEERS=1`
 //! fails instead).
 
@@ -29,6 +32,20 @@ use limen_core::flow::{Constructor, Declaration, Field, Identity, Param, Type, T
 
 #[path = "support/random_listing.rs"]
 mod random_listing;
+
+/// The stricter checks an author's tsconfig may turn on beside `--strict`
+/// (it compiles the generated module with the author's code): the
+/// generated code passes them too.
+const AUTHOR_FLAGS: &[&str] = &[
+    "--noUnusedLocals",
+    "--noUnusedParameters",
+    "--noImplicitReturns",
+    "--exactOptionalPropertyTypes",
+    "--noUncheckedIndexedAccess",
+    "--noPropertyAccessFromIndexSignature",
+    "--verbatimModuleSyntax",
+    "--isolatedModules",
+];
 
 /// How many random listings the property test generates and compiles
 /// (one tsc run over all of them).
@@ -113,8 +130,9 @@ fn tsc_strict_passes_on_the_fixture_module() {
     let dir = Scratch::new(&toolkit, "fixture-check");
     std::fs::copy(fixture_module(), dir.0.join("echo-tools.ts")).unwrap();
     std::fs::write(dir.0.join("consumer.ts"), FIXTURE_CONSUMER).unwrap();
-    if let Err(why) = limen_clients::run_tsc(&dir.0, &["--noEmit", "echo-tools.ts", "consumer.ts"])
-    {
+    let mut args = AUTHOR_FLAGS.to_vec();
+    args.extend(["--noEmit", "echo-tools.ts", "consumer.ts"]);
+    if let Err(why) = limen_clients::run_tsc(&dir.0, &args) {
         panic!("{why}");
     }
 }
@@ -312,7 +330,8 @@ fn tsc_strict_passes_on_every_listing() {
     check.push_str("console.log(\"checked\");\n");
     std::fs::write(dir.0.join("check.ts"), check).unwrap();
     files.push("check.ts".into());
-    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let mut args = AUTHOR_FLAGS.to_vec();
+    args.extend(files.iter().map(String::as_str));
     if let Err(why) = limen_clients::run_tsc(&dir.0, &args) {
         panic!("{why}");
     }

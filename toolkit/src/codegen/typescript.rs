@@ -126,9 +126,16 @@ pub fn typescript(listing: &str) -> Result<String, String> {
             .map(|(i, p)| format!(", args[{i}] as {}", paren(&g.ty(&p.ty, None))))
             .collect();
         let key = serde_json::to_string(&decl.identity.to_string()).unwrap_or_default();
+        // A Tool without parameters takes no `args` (an unused one would
+        // fail an author's `noUnusedParameters`).
+        let binds = if decl.params.is_empty() {
+            "cx"
+        } else {
+            "(cx, args)"
+        };
         let _ = writeln!(
             out,
-            "    {key}: (cx, args) =>\n      tools.{}(cx{}),",
+            "    {key}: {binds} =>\n      tools.{}(cx{}),",
             method_ident(method),
             args.concat()
         );
@@ -185,12 +192,30 @@ impl Gen<'_> {
     }
 
     /// The TS names of `decl`'s type parameters: each an identifier no
-    /// declared type, TS type keyword or name the module uses is.
+    /// declared type, TS type keyword or name the module uses is; one the
+    /// body never mentions starts with `_`, which `noUnusedParameters`
+    /// exempts (an author's tsconfig may hold it, and includes this file).
     fn type_params(&self, decl: &TypeDecl) -> BTreeMap<String, String> {
+        let mut body: Vec<&Type> = Vec::new();
+        match &decl.body {
+            TypeBody::Record(fields) => body.extend(fields.iter().map(|f| &f.ty)),
+            TypeBody::Enum(cs) => {
+                for c in cs {
+                    match &c.payload {
+                        Payload::Unit => {}
+                        Payload::Value(t) => body.push(t),
+                        Payload::Fields(fs) => body.extend(fs.iter().map(|f| &f.ty)),
+                    }
+                }
+            }
+        }
         let mut map = BTreeMap::new();
         let mut taken: Vec<String> = Vec::new();
         for p in &decl.params {
             let mut name = ident(p);
+            if !body.iter().any(|t| mentions(t, p)) && !name.starts_with('_') {
+                name.insert(0, '_');
+            }
             while TYPE_KEYWORDS.contains(&name.as_str())
                 || USED_NAMES.contains(&name.as_str())
                 || self.names.values().any(|n| *n == name)
@@ -270,6 +295,18 @@ impl Gen<'_> {
                 out.push_str(";\n\n");
             }
         }
+    }
+}
+
+/// Whether `ty` mentions the type parameter `p`.
+fn mentions(ty: &Type, p: &str) -> bool {
+    match ty {
+        Type::Param(q) => q == p,
+        Type::List(x) | Type::Set(x) | Type::Option(x) => mentions(x, p),
+        Type::Dict(a, b) | Type::Result(a, b) => mentions(a, p) || mentions(b, p),
+        Type::Tuple(items) => items.iter().any(|t| mentions(t, p)),
+        Type::Named { args, .. } => args.iter().any(|t| mentions(t, p)),
+        _ => false,
     }
 }
 
@@ -564,7 +601,8 @@ mod tests {
         let g = Gen { names: &names };
         let ps = g.type_params(&decl);
         assert_eq!(ps["T"], "T_");
-        assert_eq!(ps["T_"], "T__");
-        assert_eq!(ps["string"], "string_");
+        // Unused in the body: `_`-prefixed, as noUnusedParameters wants.
+        assert_eq!(ps["T_"], "_T_");
+        assert_eq!(ps["string"], "_string_");
     }
 }

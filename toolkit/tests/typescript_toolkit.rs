@@ -528,3 +528,29 @@ fn a_second_call_with_an_open_key_is_ignored_and_escaped_keys_are_written_back()
     assert_eq!(outcome_of(&replies, "q\"é\n"), &json!({"Ok": "x"}));
     assert!(raw.contains(r#""callId":"q\"é\n""#), "{raw}");
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_refused_and_the_lines_beside_it_are_answered() {
+    let Some(mut echo) = Echo::start() else {
+        return;
+    };
+    let mut bytes = call("a", "echo", r#"{"text":"ok"}"#).into_bytes();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(call("bad", "echo", r#"{"text":"\xff"}"#).as_bytes());
+    // The escape above is JSON's text, not a byte: put a real one in.
+    let at = bytes.len() - 8;
+    bytes.splice(at..at + 4, [0xff]);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(call("b", "echo", r#"{"text":"é"}"#).as_bytes());
+    bytes.push(b'\n');
+    let stdin = echo.stdin.as_mut().expect("stdin");
+    stdin.write_all(&bytes).expect("written");
+    let (status, replies) = echo.finish();
+    assert_eq!(status, Some(0));
+    assert_eq!(outcome_of(&replies, "a"), &json!({"Ok": "ok"}));
+    assert_eq!(outcome_of(&replies, "b"), &json!({"Ok": "é"}));
+    assert_eq!(
+        outcome_of(&replies, "bad"),
+        &json!({"NotRun": "the call is not a JSON-RPC 2.0 message: not UTF-8"})
+    );
+}

@@ -510,8 +510,12 @@ class Loop {
             start = nl + 1;
         }
         const whole = chunk.subarray(start, last + 1);
-        if (isUtf8(whole)) {
-            this.lines(whole.toString("utf8"));
+        // Decoding replaces bytes that are not UTF-8 with U+FFFD: a text
+        // without one was UTF-8 (and a text of ASCII, held one byte a
+        // character, is searched for it at once); one with it is checked.
+        const text = whole.toString("utf8");
+        if (text.indexOf("\ufffd") < 0 || isUtf8(whole)) {
+            this.lines(text);
         }
         else {
             let from = 0;

@@ -377,6 +377,9 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
         r#"{"jsonrpc":"2.0","method":"call","params":{"runId":"r","callId":"15","tool":"#
             .to_owned(),
         "[1,2]".to_owned(),
+        // Args in another order than a host writes them: the general path.
+        call("16", "add", r#"{"b":1,"a":2}"#),
+        call("17", "add", r#"{"b":"x","a":[]}"#),
     ]);
     let (status, replies, raw) = echo.finish_raw();
     assert_eq!(status, Some(0));
@@ -433,6 +436,12 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
         .as_str()
         .unwrap()
         .starts_with("the call is not a JSON-RPC 2.0 message: "));
+    assert_eq!(o("16"), json!({"Ok": 3}));
+    // Core's order: the members as they come.
+    assert_eq!(
+        o("17"),
+        json!({"NotRun": "the args do not decode: the argument `b` does not decode: $: expected Int, found \"x\""})
+    );
     let invalid = replies.iter().find(|r| r["error"]["code"] == -32600);
     assert!(invalid.is_some(), "an array is no message: {replies:?}");
 }

@@ -310,7 +310,7 @@ pub fn listing_cases() -> Vec<(Json, &'static str)> {
     out
 }
 
-/// Core's answer: the canonical text, or the refusal's path.
+/// Core's answer: the canonical text, or the refusal's path and reason.
 pub fn core_answer(schema: &Json, text: &str) -> Json {
     let (ty, env) = type_from_schema(schema).expect("a schema core reads");
     match decode(text.as_bytes(), &ty, &env, &Limits::default()) {
@@ -318,7 +318,12 @@ pub fn core_answer(schema: &Json, text: &str) -> Json {
         Err(e) => {
             let message = e.to_string();
             let path = message.split(": ").next().unwrap_or("$").to_owned();
-            json!({"refused": path})
+            let reason = message
+                .split_once(": ")
+                .map(|x| x.1)
+                .unwrap_or("")
+                .to_owned();
+            json!({"refused": path, "reason": reason})
         }
     }
 }
@@ -338,18 +343,21 @@ pub fn cases() -> Vec<(Json, &'static str)> {
 
 /// The cases as the toolkits' harnesses read them: one JSON line
 /// `{"schema", "text"}` each.
-pub fn input(cases: &[(Json, &str)]) -> String {
+pub fn input<T: AsRef<str>>(cases: &[(Json, T)]) -> String {
     let mut input = String::new();
     for (schema, text) in cases {
-        input.push_str(&json!({"schema": schema, "text": text}).to_string());
+        input.push_str(&json!({"schema": schema, "text": text.as_ref()}).to_string());
         input.push('\n');
     }
     input
 }
 
 /// Where a toolkit's answers (`{"ok": text}` or `{"refused": path,
-/// "reason": why}`, one line per case) differ from core's, one line each.
-pub fn differences(cases: &[(Json, &str)], stdout: &str) -> Vec<String> {
+/// "reason": why}`, one line per case) differ from core's, one line each:
+/// the outcome, the canonical text, the refusal's path, and with `reasons`
+/// its reason word for word (a text that is not JSON excepted: the
+/// toolkits' readers word that their own way).
+pub fn differences<T: AsRef<str>>(cases: &[(Json, T)], stdout: &str, reasons: bool) -> Vec<String> {
     let answers: Vec<Json> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).expect("an answer line"))
@@ -357,6 +365,7 @@ pub fn differences(cases: &[(Json, &str)], stdout: &str) -> Vec<String> {
     assert_eq!(answers.len(), cases.len(), "one answer per case");
     let mut differ = Vec::new();
     for ((schema, text), got) in cases.iter().zip(&answers) {
+        let text = text.as_ref();
         let want = core_answer(schema, text);
         let same = match (want.get("ok"), got.get("ok")) {
             (Some(w), Some(g)) => w == g,
@@ -366,7 +375,9 @@ pub fn differences(cases: &[(Json, &str)], stdout: &str) -> Vec<String> {
                 let not_json = got["reason"]
                     .as_str()
                     .is_some_and(|r| r.starts_with("not JSON"));
-                not_json || want["refused"] == got["refused"]
+                not_json
+                    || (want["refused"] == got["refused"]
+                        && (!reasons || want["reason"] == got["reason"]))
             }
             _ => false,
         };
@@ -375,4 +386,52 @@ pub fn differences(cases: &[(Json, &str)], stdout: &str) -> Vec<String> {
         }
     }
     differ
+}
+
+/// Mutants of every case's text (`per_case` each): a character deleted,
+/// one of JSON's own inserted, a piece doubled, two swapped; from a fixed
+/// seed, so a failure is found again. What a toolkit's reader and core's
+/// must also agree on.
+pub fn mutants(per_case: usize, seed: u64) -> Vec<(Json, String)> {
+    const PIECES: &[&str] = &[
+        ",", "]", "}", "[", "{", "\"", "\\", "0", "-", "e", "E", ".", " ", "1", "9", "\\u", "null",
+        "true", "é", "😀", ":", "\"None\"", "+", "\u{1}",
+    ];
+    let mut state = seed | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let mut out = Vec::new();
+    for (schema, text) in cases() {
+        for _ in 0..per_case {
+            let mut chars: Vec<char> = text.chars().collect();
+            for _ in 0..1 + next(3) {
+                let at = next(chars.len() + 1);
+                match next(4) {
+                    0 if !chars.is_empty() => {
+                        chars.remove(at.min(chars.len() - 1));
+                    }
+                    1 => {
+                        let piece: Vec<char> = PIECES[next(PIECES.len())].chars().collect();
+                        chars.splice(at..at, piece);
+                    }
+                    2 => {
+                        let end = (at + 1 + next(6)).min(chars.len());
+                        let piece: Vec<char> = chars[at.min(end)..end].to_vec();
+                        chars.splice(end..end, piece);
+                    }
+                    _ if chars.len() > 1 => {
+                        let (last, other) = (chars.len() - 1, next(chars.len()));
+                        chars.swap(at.min(last), other);
+                    }
+                    _ => {}
+                }
+            }
+            out.push((schema.clone(), chars.into_iter().collect()));
+        }
+    }
+    out
 }

@@ -24,7 +24,7 @@
  *   says to write to standard error.
  */
 import { isUtf8 } from "node:buffer";
-import { DEFAULT_LIMITS, decodeRaw, encode } from "./codec.js";
+import { DEFAULT_LIMITS, compareCodePoints, decodeRaw, encode } from "./codec.js";
 import { RawNum, RawObj, Reader, Refused, readRaw, stringText } from "./json.js";
 import { JSON_VALUE, close, typeFromSchema } from "./types.js";
 /** The declared error: the reply is Failed with `value` (a value of the declared error type). */
@@ -121,7 +121,24 @@ function readListing(listing, handlers) {
         const [ok, okEnv] = typeFromSchema(sig["ok"]);
         const [err, errEnv] = typeFromSchema(sig["err"]);
         const fastPart = CALL_TO_TOOL + identity + TOOL_TO_ARGS;
-        return { identity, params, ok: close(ok, scope), okEnv, err: close(err, scope), errEnv, scope, handler, fastPart };
+        // Core's host writes args in code-point order of their names, so that
+        // is the order the plan expects (a parameter name is an identifier:
+        // no escape in its text).
+        const argsOrder = params.map((_, i) => i).sort((a, b) => compareCodePoints(params[a].name, params[b].name));
+        const argsPlan = argsOrder.map((i, k) => (k === 0 ? "{" : ",") + stringText(params[i].name) + ":");
+        return {
+            identity,
+            params,
+            ok: close(ok, scope),
+            okEnv,
+            err: close(err, scope),
+            errEnv,
+            scope,
+            handler,
+            fastPart,
+            argsPlan,
+            argsOrder,
+        };
     });
     for (const name of Object.keys(handlers)) {
         if (!served.some((s) => s.identity === name)) {
@@ -345,6 +362,44 @@ function decodeArgs(tool, raw, limits) {
         throw new ArgsRefused(`the parameter \`${params[missing].name}\` has no argument`);
     return out;
 }
+/** Args read by the Tool's plan (in the plan's order): decoded in that order, as `decodeArgs` decodes them, into declaration order. */
+function decodeInOrder(tool, raws, limits) {
+    const params = tool.params;
+    const order = tool.argsOrder;
+    const out = new Array(params.length);
+    for (let k = 0; k < order.length; k++) {
+        const i = order[k];
+        out[i] = decodeArg(params[i], raws[k], limits, tool.scope);
+    }
+    return out;
+}
+/**
+ * The args object at `at` read as `plan` spells it (`{"a":`, `,"b":`,
+ * then `}`): each value's raw JSON in declaration order, the reader after
+ * the object; `null` when the text is spelled otherwise.
+ */
+function readInOrder(reader, text, at, plan) {
+    if (plan.length === 0) {
+        if (text.charCodeAt(at) !== 0x7b || text.charCodeAt(at + 1) !== 0x7d)
+            return null;
+        reader.i = at + 2;
+        return [];
+    }
+    const out = new Array(plan.length);
+    let j = at;
+    for (let k = 0; k < plan.length; k++) {
+        const p = plan[k];
+        if (text.slice(j, j + p.length) !== p)
+            return null;
+        reader.i = j + p.length;
+        out[k] = reader.value(3);
+        j = reader.i;
+    }
+    if (text.charCodeAt(j) !== 0x7d)
+        return null;
+    reader.i = j + 1;
+    return out;
+}
 function decodeArg(p, raw, limits, scope) {
     try {
         return decodeRaw(raw, p.ty, p.env, limits, scope);
@@ -510,8 +565,12 @@ class Loop {
             start = nl + 1;
         }
         const whole = chunk.subarray(start, last + 1);
-        if (isUtf8(whole)) {
-            this.lines(whole.toString("utf8"));
+        // Decoding replaces bytes that are not UTF-8 with U+FFFD: a text
+        // without one was UTF-8 (and a text of ASCII, held one byte a
+        // character, is searched for it at once); one with it is checked.
+        const text = whole.toString("utf8");
+        if (text.indexOf("\ufffd") < 0 || isUtf8(whole)) {
+            this.lines(text);
         }
         else {
             let from = 0;
@@ -729,10 +788,16 @@ class Loop {
             i += tool.fastPart.length;
         }
         const reader = this.reader.s === text ? this.reader : (this.reader = new Reader(text));
-        reader.i = i;
-        let args;
+        // The args as hosts write them, each parameter once in declaration
+        // order, are read member by member with no object built; anything else
+        // is read whole and judged by `decodeArgs`.
+        let inOrder = null;
         try {
-            args = reader.value(2);
+            inOrder = readInOrder(reader, text, i, tool.argsPlan);
+            if (inOrder === null) {
+                reader.i = i;
+                reader.value(2);
+            }
         }
         catch {
             return false;
@@ -742,6 +807,14 @@ class Loop {
         if (this.isOpen(run, callId)) {
             log(`a second call with ${run}/${callId} while it is open: ignored`);
             return true;
+        }
+        let args;
+        if (inOrder !== null) {
+            args = inOrder;
+        }
+        else {
+            reader.i = i;
+            args = reader.value(2);
         }
         this.take(run, callId, this.lastRunText, '"' + callId + '"', tool.identity, args, undefined, tool);
         return true;
@@ -755,7 +828,8 @@ class Loop {
         }
         let args;
         try {
-            args = decodeArgs(tool, argsRaw, this.limits);
+            // An array: the args' values already in declaration order.
+            args = Array.isArray(argsRaw) && served !== undefined ? decodeInOrder(tool, argsRaw, this.limits) : decodeArgs(tool, argsRaw, this.limits);
         }
         catch (e) {
             if (!(e instanceof ArgsRefused))

@@ -218,7 +218,7 @@ export function typeFromSchema(schema) {
 export function written(ty) {
     switch (ty.k) {
         case "prim":
-            return ty.name;
+            return ty.name === "host token" ? "a host token" : ty.name;
         case "list":
             return `List<${written(ty.item)}>`;
         case "set":

@@ -12,7 +12,7 @@
 import { isUtf8 } from "node:buffer";
 
 import { Path, Raw, RawNum, RawObj, Refused, readRaw, stringText } from "./json.js";
-import { Env, Fields, Type, close, written } from "./types.js";
+import { Constructor, Env, Fields, Type, close, written } from "./types.js";
 import {
   Decimal,
   Duration,
@@ -112,9 +112,17 @@ export function digitsOf(tok: string): [boolean, string, number] {
   return [neg && digits.length > 0, digits, digits.length === 0 ? 0 : exp];
 }
 
+/** A found value's text, as core shows it: shortened to 40 characters with `…`. */
+function shorten(s: string): string {
+  if (s.length <= 40) return s;
+  const cut = [...s.slice(0, 80)];
+  return cut.length <= 40 ? s : cut.slice(0, 40).join("") + "…";
+}
+
+/** How a refusal shows the value it found, in core's words: a number as written, a string quoted, both shortened. */
 function found(raw: Raw): string {
-  if (raw instanceof RawNum) return numberText(...digitsOf(raw.text));
-  if (typeof raw === "string") return stringText(raw);
+  if (raw instanceof RawNum) return shorten(raw.text);
+  if (typeof raw === "string") return stringText(shorten(raw));
   if (raw === null) return "null";
   if (raw === true) return "true";
   if (raw === false) return "false";
@@ -141,12 +149,29 @@ function hasLoneSurrogate(s: string): boolean {
 }
 
 const SURROGATE = /[\ud800-\udfff]/;
+/** What a Text's canonical text escapes, or refuses: one pass says a string is written as itself. */
+const TEXT_SPECIAL = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** Whether `s` is Unicode scalar values only (no lone surrogate). */
 export function wellFormed(s: string): boolean {
   return !SURROGATE.test(s) || !hasLoneSurrogate(s);
 }
 
+/** `ty (what)`, as core's mismatches name the expected shape. */
+function shape(ty: Type, what: string): string {
+  return `${written(ty)} (${what})`;
+}
+
+const HUGE = 100_000_000_000_000;
+const OPTION_SHAPE = '"None" or {"Some": …}';
+const RESULT_SHAPE = '{"Ok": …} or {"Err": …}';
+const ENUM_SHAPE = "a constructor name or an object of one member";
+
+/**
+ * Decodes raw JSON at a type in core's order and core's words: members
+ * and elements in the text's order, so the first failure is the one core
+ * finds, at the same path, with the same reason.
+ */
 class Decoder {
   readonly path: Path = [];
   constructor(
@@ -158,54 +183,61 @@ class Decoder {
     throw new Refused(this.path, reason);
   }
 
+  /** At `key` of the current path: `f`'s result. */
+  at<T>(key: string | number, f: () => T): T {
+    this.path.push(key);
+    const v = f();
+    this.path.pop();
+    return v;
+  }
+
   // -- checks every value is held to --------------------------------------
 
   text(s: string): string {
-    if (s.length * 3 > this.limits.maxStringBytes && Buffer.byteLength(s, "utf8") > this.limits.maxStringBytes) {
-      this.refuse(`a string longer than ${this.limits.maxStringBytes} bytes`);
+    if (s.length * 3 > this.limits.maxStringBytes) {
+      const n = Buffer.byteLength(s, "utf8");
+      if (n > this.limits.maxStringBytes) this.refuse(`the string is ${n} bytes, past the limit of ${this.limits.maxStringBytes}`);
     }
     return s;
   }
 
-  /** An object's members by key, refusing a key given twice. */
-  members(raw: RawObj): Map<string, Raw> {
-    const out = new Map<string, Raw>();
-    const { keys, values } = raw;
-    for (let i = 0; i < keys.length; i++) {
-      const k = keys[i];
-      this.text(k);
-      if (out.has(k)) this.refuse(`the key ${stringText(k)} is given twice`);
-      out.set(k, values[i]);
-    }
-    return out;
+  tooLong(at: string | number): never {
+    this.path.push(at);
+    return this.refuse(`past the limit of ${this.limits.maxCollectionLen} elements in one array or object`);
   }
 
-  /** An ignored member: within depth, no duplicate key. */
-  wellformed(raw: Raw, depth: number): void {
-    if (depth > this.limits.maxDepth) this.refuse(`nested deeper than ${this.limits.maxDepth}`);
+  tooDeep(): never {
+    return this.refuse(`arrays and objects nest deeper than the limit of ${this.limits.maxDepth}`);
+  }
+
+  /** An ignored member's value: read, and held only to the depth limit (core skips it). */
+  skip(raw: Raw, depth: number): void {
+    if (depth > this.limits.maxDepth) this.tooDeep();
     if (raw instanceof RawObj) {
-      for (const v of this.members(raw).values()) this.wellformed(v, depth + 1);
+      for (const v of raw.values) this.skip(v, depth + 1);
     } else if (Array.isArray(raw)) {
-      for (const v of raw) this.wellformed(v, depth + 1);
-    } else if (typeof raw === "string") {
-      this.text(raw);
+      for (const v of raw) this.skip(v, depth + 1);
     }
   }
 
+  /** A number token's parts, or a mismatch with `want`. */
   number(raw: Raw, want: string): [boolean, string, number] {
     if (!(raw instanceof RawNum)) this.refuse(`expected ${want}, found ${found(raw)}`);
     return digitsOf(raw.text);
   }
 
-  decimalParts(raw: Raw, want: string): [boolean, string, number] {
-    const parts = this.number(raw, want);
+  /** A Decimal's parts within the limits (core's `decimal`). */
+  decimalParts(raw: RawNum): [boolean, string, number] {
+    const parts = digitsOf(raw.text);
     const [, digits, exp] = parts;
+    if (digits.length === 0) return parts;
     const lim = this.limits;
     if (digits.length > lim.maxDecimalDigits) {
-      this.refuse(`a number with more than ${lim.maxDecimalDigits} significant digits`);
+      this.refuse(`the number has ${digits.length} significant digits, past the limit of ${lim.maxDecimalDigits}`);
     }
-    if (digits.length > 0 && Math.abs(exp) > lim.maxDecimalExponent) {
-      this.refuse(`a number past 10^±${lim.maxDecimalExponent}`);
+    if (Math.abs(exp) > lim.maxDecimalExponent) {
+      const size = Math.abs(exp) >= HUGE ? "is over 10^14 in size" : `is ${exp}`;
+      this.refuse(`the number's exponent ${size}, past the limit of ±${lim.maxDecimalExponent}`);
     }
     return parts;
   }
@@ -213,8 +245,7 @@ class Decoder {
   // -- the declared type directs every step -------------------------------
 
   value(raw: Raw, ty: Type, depth: number, scope: Scope): unknown {
-    if (depth > this.limits.maxDepth) this.refuse(`nested deeper than ${this.limits.maxDepth}`);
-    const path = this.path;
+    if (depth > this.limits.maxDepth) this.tooDeep();
     switch (ty.k) {
       case "param": {
         const bound = scope.get(ty.name);
@@ -223,98 +254,88 @@ class Decoder {
       }
       case "prim":
         return this.prim(raw, ty, depth);
-      case "list": {
-        const items = this.array(raw, ty);
-        const out = new Array<unknown>(items.length);
-        for (let i = 0; i < items.length; i++) {
-          path.push(i);
-          out[i] = this.value(items[i], ty.item, depth + 1, scope);
-          path.pop();
-        }
-        return out;
-      }
+      case "list":
+        return this.list(raw, ty, ty.item, depth, scope);
       case "set": {
-        const items = this.array(raw, ty);
-        const vals: unknown[] = [];
-        for (let i = 0; i < items.length; i++) {
-          path.push(i);
-          vals.push(this.value(items[i], ty.item, depth + 1, scope));
-          path.pop();
-        }
+        const vals = this.list(raw, ty, ty.item, depth, scope);
         const item = close(ty.item, scope);
-        return new FlowSet(this.ordered(vals, (v) => this.canon(v, item), "a set holds each element once"));
+        return new FlowSet(this.ordered(vals, (v) => this.canon(v, item), (j) => `a set holds each element once; this one equals [${j}]`));
       }
       case "tuple": {
-        const items = this.array(raw, ty);
-        if (items.length !== ty.items.length) {
-          this.refuse(`expected ${written(ty)}, found an array of ${items.length}`);
-        }
-        const out = new Array<unknown>(items.length);
-        for (let i = 0; i < items.length; i++) {
-          path.push(i);
-          out[i] = this.value(items[i], ty.items[i], depth + 1, scope);
-          path.pop();
-        }
+        // The elements given are decoded first, then the length is judged.
+        const what = shape(ty, `an array of ${ty.items.length}`);
+        if (!Array.isArray(raw)) this.refuse(`expected ${what}, found ${found(raw)}`);
+        const n = Math.min(raw.length, ty.items.length);
+        const out = new Array<unknown>(n);
+        for (let i = 0; i < n; i++) out[i] = this.at(i, () => this.value(raw[i], ty.items[i], depth + 1, scope));
+        if (raw.length < ty.items.length) this.refuse(`expected ${what}, found an array of ${raw.length}`);
+        if (raw.length > ty.items.length) this.refuse(`expected ${what}, found a longer array`);
         return out;
       }
       case "dict":
         return this.dictionary(raw, ty, depth, scope);
       case "option": {
         if (raw === "None") return null;
-        const [tag, v] = this.tagged(raw, ty, ["Some"]);
-        path.push(tag);
-        const inner = this.value(v, ty.inner, depth + 1, scope);
-        path.pop();
+        const [tag, v] = this.tagged(raw, ty, OPTION_SHAPE, ["Some"]);
+        const inner = this.at(tag, () => this.value(v, ty.inner, depth + 1, scope));
+        this.closeTagged(raw as RawObj, ty, OPTION_SHAPE);
         return { some: inner };
       }
       case "result": {
-        const [tag, v] = this.tagged(raw, ty, ["Ok", "Err"]);
-        path.push(tag);
-        const out = tag === "Ok" ? { ok: this.value(v, ty.ok, depth + 1, scope) } : { err: this.value(v, ty.err, depth + 1, scope) };
-        path.pop();
-        return out;
+        const [tag, v] = this.tagged(raw, ty, RESULT_SHAPE, ["Ok", "Err"]);
+        const inner = this.at(tag, () => this.value(v, tag === "Ok" ? ty.ok : ty.err, depth + 1, scope));
+        this.closeTagged(raw as RawObj, ty, RESULT_SHAPE);
+        return tag === "Ok" ? { ok: inner } : { err: inner };
       }
       case "named":
         return this.named(raw, ty, depth, scope);
     }
   }
 
-  array(raw: Raw, ty: Type): Raw[] {
-    if (!Array.isArray(raw)) this.refuse(`expected ${written(ty)}, found ${found(raw)}`);
-    if (raw.length > this.limits.maxCollectionLen) {
-      this.path.push(this.limits.maxCollectionLen);
-      this.refuse("past the collection length limit");
+  /** A list's elements, decoded in order, within the collection limit. */
+  list(raw: Raw, ty: Type, item: Type, depth: number, scope: Scope): unknown[] {
+    if (!Array.isArray(raw)) this.refuse(`expected ${shape(ty, "an array")}, found ${found(raw)}`);
+    const out = new Array<unknown>(raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      if (i >= this.limits.maxCollectionLen) this.tooLong(i);
+      out[i] = this.at(i, () => this.value(raw[i], item, depth + 1, scope));
     }
-    return raw;
+    return out;
   }
 
-  /** `vals` in canonical order of `key`, refusing two with one key (at the second's index). */
-  ordered<T>(vals: T[], key: (v: T) => string, why: string): T[] {
-    const seen = new Map<string, number>();
-    const keyed: [string, T][] = [];
-    for (let i = 0; i < vals.length; i++) {
-      const k = key(vals[i]);
-      const j = seen.get(k);
-      if (j !== undefined) {
-        this.path.push(i);
-        this.refuse(`${why}; this one equals [${j}]`);
-      }
-      seen.set(k, i);
-      keyed.push([k, vals[i]]);
-    }
+  /**
+   * `vals` in canonical order of `key`; two with one key are refused as
+   * core refuses them: the first equal pair in that order (ties by index),
+   * at the later one's index.
+   */
+  ordered<T>(vals: T[], key: (v: T) => string, why: (earlier: number) => string): T[] {
+    const keyed: [string, number, T][] = vals.map((v, i) => [key(v), i, v]);
+    // Array.prototype.sort is stable: equal keys stay in index order.
     keyed.sort((a, b) => compareCodePoints(a[0], b[0]));
-    return keyed.map((kv) => kv[1]);
+    for (let k = 1; k < keyed.length; k++) {
+      if (keyed[k][0] === keyed[k - 1][0]) {
+        this.path.push(keyed[k][1]);
+        this.refuse(why(keyed[k - 1][1]));
+      }
+    }
+    return keyed.map((kv) => kv[2]);
   }
 
   canon(v: unknown, ty: Type): string {
     return new Encoder(this.env).value(v, ty, 0);
   }
 
-  tagged(raw: Raw, ty: Type, tags: readonly string[]): [string, Raw] {
-    if (!(raw instanceof RawObj) || raw.keys.length !== 1 || !tags.includes(raw.keys[0])) {
-      this.refuse(`expected ${written(ty)}, found ${found(raw)}`);
-    }
-    return [raw.keys[0], raw.values[0]];
+  /** The one member of a tagged object (checked to be one of `tags`); the rest is judged by {@link closeTagged} after its value. */
+  tagged(raw: Raw, ty: Type, what: string, tags: readonly string[]): [string, Raw] {
+    if (!(raw instanceof RawObj)) this.refuse(`expected ${shape(ty, what)}, found ${found(raw)}`);
+    if (raw.keys.length === 0) this.refuse(`expected ${shape(ty, what)}, found an empty object`);
+    const k = raw.keys[0];
+    if (!tags.includes(k)) this.refuse(`expected ${shape(ty, what)}, found an object with key ${stringText(shorten(k))}`);
+    return [k, raw.values[0]];
+  }
+
+  closeTagged(raw: RawObj, ty: Type, what: string): void {
+    if (raw.keys.length > 1) this.refuse(`expected ${shape(ty, what)}, found a second member ${stringText(shorten(raw.keys[1]))}`);
   }
 
   prim(raw: Raw, ty: Type & { k: "prim" }, depth: number): unknown {
@@ -322,15 +343,18 @@ class Decoder {
       case "Int": {
         if (raw instanceof RawNum && SHORT_INT.test(raw.text)) return BigInt(raw.text);
         const [neg, digits, exp] = this.number(raw, "Int");
+        if (digits.length === 0) return 0n;
         if (exp < 0) this.refuse(`expected Int, found ${found(raw)}, which is not whole`);
-        if (digits.length > 0 && digits.length + exp > this.limits.maxIntDigits) {
-          this.refuse(`an Int with more than ${this.limits.maxIntDigits} digits`);
+        if (digits.length + exp > this.limits.maxIntDigits) {
+          const n = exp >= HUGE ? "over 10^14" : String(digits.length + exp);
+          this.refuse(`the Int has ${n} digits, past the limit of ${this.limits.maxIntDigits}`);
         }
-        const n = BigInt((digits || "0") + "0".repeat(exp));
+        const n = BigInt(digits + "0".repeat(exp));
         return neg ? -n : n;
       }
       case "Decimal": {
-        const [neg, digits, exp] = this.decimalParts(raw, "Decimal");
+        if (!(raw instanceof RawNum)) this.refuse(`expected Decimal, found ${found(raw)}`);
+        const [neg, digits, exp] = this.decimalParts(raw);
         const c = digits ? BigInt(digits) : 0n;
         return new Decimal(neg ? -c : c, exp);
       }
@@ -343,30 +367,41 @@ class Decoder {
         return new HostToken(this.json(raw, depth));
       case "Never":
         return this.refuse(`Never has no values, found ${found(raw)}`);
-    }
-    if (typeof raw !== "string") this.refuse(`expected ${written(ty)}, found ${found(raw)}`);
-    const s = this.text(raw);
-    switch (ty.name) {
       case "Text":
-        return s;
+        if (typeof raw !== "string") this.refuse(`expected Text, found ${found(raw)}`);
+        return this.text(raw);
       case "Bytes": {
-        if (s.length % 4 !== 0 || !BASE64.test(s)) this.refuse("expected Bytes, found text that is not base64");
+        if (typeof raw !== "string") this.refuse(`expected ${shape(ty, "a base64 string")}, found ${found(raw)}`);
+        const s = this.text(raw);
         const b = Buffer.from(s, "base64");
-        if (b.toString("base64") !== s) this.refuse("expected Bytes, found base64 that is not canonical");
+        if (s.length % 4 !== 0 || !BASE64.test(s) || b.toString("base64") !== s) {
+          this.refuse(`expected Bytes, found ${stringText(shorten(s))}, which is not canonical base64 (standard alphabet, padded)`);
+        }
         return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
       }
-      case "Instant":
-        return new Instant(readInstant(s, this));
-      default:
-        return new Duration(readDuration(s, this));
+      case "Instant": {
+        if (typeof raw !== "string") this.refuse(`expected ${shape(ty, "an RFC 3339 date-time string")}, found ${found(raw)}`);
+        const s = this.text(raw);
+        const got = readInstant(s);
+        if (typeof got === "string") this.refuse(`expected Instant, found ${stringText(shorten(s))}: ${got}`);
+        return new Instant(got);
+      }
+      case "Duration": {
+        if (typeof raw !== "string") this.refuse(`expected ${shape(ty, 'a "PT<seconds>S" string')}, found ${found(raw)}`);
+        const s = this.text(raw);
+        const got = readDuration(s);
+        if (typeof got === "string") this.refuse(`expected Duration, found ${stringText(shorten(s))}: ${got}`);
+        return new Duration(got);
+      }
     }
   }
 
+  /** `json.Value`: exact numbers (a `bigint` when whole and within the Int limit), objects without a prototype. */
   json(raw: Raw, depth: number): JsonValue {
-    if (depth > this.limits.maxDepth) this.refuse(`nested deeper than ${this.limits.maxDepth}`);
+    if (depth > this.limits.maxDepth) this.tooDeep();
     if (raw instanceof RawNum) {
       if (SHORT_INT.test(raw.text)) return BigInt(raw.text);
-      const [neg, digits, exp] = this.decimalParts(raw, "a number");
+      const [neg, digits, exp] = this.decimalParts(raw);
       if (exp >= 0 && digits.length + exp <= this.limits.maxIntDigits) {
         const n = BigInt((digits || "0") + "0".repeat(exp));
         return neg ? -n : n;
@@ -376,21 +411,28 @@ class Decoder {
     }
     if (typeof raw === "string") return this.text(raw);
     if (raw instanceof RawObj) {
-      const out: { [key: string]: JsonValue } = Object.create(null) as { [key: string]: JsonValue };
-      for (const [k, v] of this.members(raw)) {
-        this.path.push(k);
-        out[k] = this.json(v, depth + 1);
-        this.path.pop();
+      const out = Object.create(null) as { [key: string]: JsonValue };
+      const { keys, values } = raw;
+      let dup: string | null = null;
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i];
+        const v = this.at(k, () => {
+          this.text(k);
+          if (i >= this.limits.maxCollectionLen) this.refuse(`past the limit of ${this.limits.maxCollectionLen} elements in one array or object`);
+          return this.json(values[i], depth + 1);
+        });
+        if (dup === null && Object.prototype.hasOwnProperty.call(out, k)) dup = k;
+        out[k] = v;
       }
+      // Core judges a key given twice once the object is read.
+      if (dup !== null) this.refuse(`the key ${stringText(shorten(dup))} is given twice`);
       return out;
     }
     if (Array.isArray(raw)) {
-      this.array(raw, { k: "prim", name: "json.Value" });
       const out: JsonValue[] = new Array<JsonValue>(raw.length);
       for (let i = 0; i < raw.length; i++) {
-        this.path.push(i);
-        out[i] = this.json(raw[i], depth + 1);
-        this.path.pop();
+        if (i >= this.limits.maxCollectionLen) this.tooLong(i);
+        out[i] = this.at(i, () => this.json(raw[i], depth + 1));
       }
       return out;
     }
@@ -401,59 +443,77 @@ class Decoder {
     const key = close(ty.key, scope);
     const path = this.path;
     if (key.k === "prim" && key.name === "Text") {
-      if (!(raw instanceof RawObj)) this.refuse(`expected ${written(ty)}, found ${found(raw)}`);
-      if (raw.keys.length > this.limits.maxCollectionLen) this.refuse("past the collection length limit");
-      const m = this.members(raw);
-      const out = new Map<string, unknown>();
-      for (const k of [...m.keys()].sort(compareCodePoints)) {
+      // Members decoded as they come; a key given twice refused after.
+      if (!(raw instanceof RawObj)) this.refuse(`expected ${shape(ty, "an object")}, found ${found(raw)}`);
+      const entries: [string, unknown][] = [];
+      for (let i = 0; i < raw.keys.length; i++) {
+        const k = raw.keys[i];
         path.push(k);
-        out.set(k, this.value(m.get(k) as Raw, ty.value, depth + 1, scope));
+        this.text(k);
+        if (i >= this.limits.maxCollectionLen) this.refuse(`past the limit of ${this.limits.maxCollectionLen} elements in one array or object`);
+        entries.push([k, this.value(raw.values[i], ty.value, depth + 1, scope)]);
         path.pop();
       }
-      return out;
+      entries.sort((a, b) => compareCodePoints(a[0], b[0]));
+      for (let i = 1; i < entries.length; i++) {
+        if (entries[i][0] === entries[i - 1][0]) this.refuse(`the key ${stringText(shorten(entries[i][0]))} is given twice`);
+      }
+      return new Map(entries);
     }
-    const items = this.array(raw, ty);
+    if (!Array.isArray(raw)) this.refuse(`expected ${shape(ty, "an array of [key, value] pairs")}, found ${found(raw)}`);
     const pairs: [unknown, unknown][] = [];
-    for (let i = 0; i < items.length; i++) {
-      const p = items[i];
+    const pair = "a [key, value] pair";
+    for (let i = 0; i < raw.length; i++) {
+      if (i >= this.limits.maxCollectionLen) this.tooLong(i);
+      const p = raw[i];
       path.push(i);
-      if (!Array.isArray(p) || p.length !== 2) this.refuse(`expected a [key, value] pair, found ${found(p)}`);
-      path.push(0);
-      const k = this.value(p[0], ty.key, depth + 2, scope);
-      path.pop();
-      path.push(1);
-      const v = this.value(p[1], ty.value, depth + 2, scope);
-      path.pop();
+      if (!Array.isArray(p)) this.refuse(`expected ${pair}, found ${found(p)}`);
+      if (p.length < 1) this.refuse(`expected ${pair}, found a shorter array`);
+      const k = this.at(0, () => this.value(p[0], ty.key, depth + 2, scope));
+      if (p.length < 2) this.refuse(`expected ${pair}, found a shorter array`);
+      const v = this.at(1, () => this.value(p[1], ty.value, depth + 2, scope));
+      if (p.length > 2) this.refuse(`expected ${pair}, found a longer array`);
       path.pop();
       pairs.push([k, v]);
     }
-    return new FlowDict(this.ordered(pairs, (kv) => this.canon(kv[0], key), "a dict holds each key once"));
+    return new FlowDict(
+      this.ordered(pairs, (kv) => this.canon(kv[0], key), (j) => `a dict holds each key once; this key equals the key of [${j}]`),
+    );
   }
 
-  /** A record's (or a constructor's) fields into `out`, by their Flow names. */
-  fields(raw: Raw, fields: Fields, want: string, depth: number, scope: Scope, out: { [key: string]: unknown }): void {
-    if (!(raw instanceof RawObj)) this.refuse(`expected ${want}, found ${found(raw)}`);
-    const m = this.members(raw);
-    const types = new Map<string, Type>();
-    for (const [name, fty] of fields) types.set(name, close(fty, scope));
-    // Members in the text's order, as core reads them, so the first
-    // failure is the same one; missing fields after.
+  /**
+   * A record's (or a constructor's) fields into `out`, by their Flow
+   * names, as core reads them: members in the text's order, a field given
+   * twice refused when its second comes, ignored members skipped (a key
+   * among them given twice refused too), missing fields after.
+   */
+  fields(raw: Raw, fields: Fields, what: string, depth: number, scope: Scope, out: { [key: string]: unknown }): void {
+    if (!(raw instanceof RawObj)) this.refuse(`expected ${what}, found ${found(raw)}`);
     const got = new Map<string, unknown>();
-    for (const [k, v] of m) {
-      const closed = types.get(k);
-      if (closed === undefined) {
-        // Core skips an ignored member without a path of its own.
-        this.wellformed(v, depth + 1);
+    const ignored = new Set<string>();
+    const { keys, values } = raw;
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      this.at(k, () => this.text(k));
+      if (i >= this.limits.maxCollectionLen) this.tooLong(k);
+      const field = fields.find((f) => f[0] === k);
+      if (field === undefined) {
+        if (ignored.has(k)) this.refuse(`the key ${stringText(shorten(k))} is given twice`);
+        ignored.add(k);
+        this.at(k, () => this.skip(values[i], depth + 1));
         continue;
       }
-      this.path.push(k);
-      got.set(k, closed.k === "option" ? { some: this.value(v, closed.inner, depth + 1, NO_SCOPE) } : this.value(v, closed, depth + 1, NO_SCOPE));
-      this.path.pop();
+      if (got.has(k)) this.refuse(`the key ${stringText(shorten(k))} is given twice`);
+      const closed = close(field[1], scope);
+      got.set(
+        k,
+        this.at(k, () => (closed.k === "option" ? { some: this.value(values[i], closed.inner, depth + 1, NO_SCOPE) } : this.value(values[i], closed, depth + 1, NO_SCOPE))),
+      );
     }
-    for (const [name, closed] of types) {
+    for (const [name, fty] of fields) {
       if (got.has(name)) out[name] = got.get(name);
-      else if (closed.k === "option") out[name] = null;
-      else this.refuse(`missing required field ${stringText(name)}`);
+      else if (close(fty, scope).k === "option") out[name] = null;
+      else this.refuse(`missing required field ${stringText(shorten(name))}`);
     }
   }
 
@@ -467,82 +527,182 @@ class Decoder {
     const inner: Scope = new Map(decl.params.map((p, i) => [p, args[i]]));
     if (decl.k === "record") {
       const out: { [key: string]: unknown } = {};
-      this.fields(raw, decl.fields, written(ty), depth, inner, out);
+      this.fields(raw, decl.fields, shape(ty, "an object"), depth, inner, out);
       return out;
     }
-    const bad = (): never =>
-      this.refuse(`expected ${written(ty)} (one of ${decl.constructors.map((c) => c.name).join(", ")}), found ${found(raw)}`);
+    const find = (name: string): Constructor =>
+      decl.constructors.find((c) => c.name === name) ??
+      this.refuse(`${written(ty)} has no constructor ${stringText(shorten(name))}; it has ${decl.constructors.map((c) => c.name).join(", ")}`);
     if (typeof raw === "string") {
-      for (const c of decl.constructors) {
-        if (c.name === raw && c.payload === null) return { $tag: c.name };
-      }
-      return bad();
+      const c = find(raw);
+      if (c.payload !== null) this.refuse(`constructor ${stringText(c.name)} carries a payload: expected {${stringText(c.name)}: …}`);
+      return { $tag: c.name };
     }
-    if (!(raw instanceof RawObj) || raw.keys.length !== 1) return bad();
+    if (!(raw instanceof RawObj)) this.refuse(`expected ${shape(ty, ENUM_SHAPE)}, found ${found(raw)}`);
+    if (raw.keys.length === 0) this.refuse(`expected ${shape(ty, ENUM_SHAPE)}, found an empty object`);
     const tag = raw.keys[0];
     const v = raw.values[0];
-    for (const c of decl.constructors) {
-      if (c.name !== tag || c.payload === null) continue;
-      this.path.push(tag);
-      const out: { [key: string]: unknown } = { $tag: tag };
-      if ("fields" in c.payload) {
-        this.fields(v, c.payload.fields, tag, depth + 1, inner, out);
+    const c = find(tag);
+    if (c.payload === null) this.refuse(`constructor ${stringText(c.name)} carries no payload: expected ${stringText(c.name)}`);
+    const out: { [key: string]: unknown } = { $tag: tag };
+    const payload = c.payload;
+    this.at(tag, () => {
+      if ("fields" in payload) {
+        this.fields(v, payload.fields, `an object of the fields of ${stringText(c.name)}`, depth + 1, inner, out);
       } else {
-        out["value"] = this.value(v, c.payload.value, depth + 1, inner);
+        out["value"] = this.value(v, payload.value, depth + 1, inner);
       }
-      this.path.pop();
-      return out;
-    }
-    return bad();
+    });
+    this.closeTagged(raw, ty, ENUM_SHAPE);
+    return out;
   }
 }
 
-// -- time -----------------------------------------------------------------------
+// -- time (core's readers, in core's words) ---------------------------------------
 
 const NS = 1_000_000_000n;
-const INSTANT_RE =
-  /^([+-][0-9]{4,}|[0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$/;
-const DURATION_RE = /^PT(-?)(0|[1-9][0-9]*)(\.[0-9]+)?S$/;
 
-function fractionNs(frac: string | undefined, at: Decoder, what: string): bigint {
-  if (!frac) return 0n;
-  const digits = frac.slice(1);
-  if (digits.length > 9 && /[1-9]/.test(digits.slice(9))) at.refuse(`${what} finer than a nanosecond`);
-  return BigInt(digits.slice(0, 9).padEnd(9, "0"));
+/** A cursor over a time's spelling; each read returns why it failed as a string. */
+class Cursor {
+  i = 0;
+  constructor(readonly s: string) {}
+
+  peek(): number {
+    return this.s.charCodeAt(this.i);
+  }
+
+  digits(n: number, what: string): number | string {
+    let v = 0;
+    for (let k = 0; k < n; k++) {
+      const c = this.s.charCodeAt(this.i + k);
+      if (!(c >= 0x30 && c <= 0x39)) return `expected ${n} digits of ${what}`;
+      v = v * 10 + (c - 0x30);
+    }
+    this.i += n;
+    return v;
+  }
+
+  expect(c: string, what: string): string | null {
+    if (this.s[this.i] !== c) return `expected ${what}`;
+    this.i++;
+    return null;
+  }
+
+  /** Up to nine fraction digits as nanoseconds; later digits must be 0. */
+  fraction(): bigint | string {
+    const start = this.i;
+    while (this.peek() >= 0x30 && this.peek() <= 0x39) this.i++;
+    const digits = this.s.slice(start, this.i);
+    if (digits.length === 0) return "expected digits after `.`";
+    if (/[1-9]/.test(digits.slice(9))) return "it is finer than a nanosecond";
+    return BigInt(digits.slice(0, 9).padEnd(9, "0"));
+  }
 }
 
-function readInstant(s: string, at: Decoder): bigint {
-  const m = INSTANT_RE.exec(s);
-  const bad = `expected Instant, found ${stringText(s)}`;
-  if (m === null) return at.refuse(bad);
-  const ys = m[1];
-  const y = BigInt(ys);
-  const [mo, d, h, mi, sec] = [2, 3, 4, 5, 6].map((i) => Number(m[i]));
-  if ((ys[0] === "+" || ys[0] === "-") && ((y >= 0n && y <= 9999n) || (ys.length > 5 && ys[1] === "0") || ys === "-0000")) {
-    at.refuse(bad);
+const isLeap = (y: bigint): boolean => y % 4n === 0n && (y % 100n !== 0n || y % 400n === 0n);
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** An RFC 3339 date-time's nanoseconds since the epoch, or why it is not one (core's `time::instant`). */
+function readInstant(s: string): bigint | string {
+  const c = new Cursor(s);
+  const sign = s[0] === "+" || s[0] === "-" ? s[0] : null;
+  if (sign !== null) c.i++;
+  const yearStart = c.i;
+  while (c.peek() >= 0x30 && c.peek() <= 0x39) c.i++;
+  const yearDigits = s.slice(yearStart, c.i);
+  let year: bigint;
+  if (sign === null) {
+    if (yearDigits.length !== 4) return "expected a four-digit year";
+    year = BigInt(yearDigits);
+  } else {
+    if (yearDigits.length < 4 || (yearDigits.length > 4 && yearDigits[0] === "0")) {
+      return "a signed year has at least four digits and no extra leading zero";
+    }
+    if (yearDigits.length > 30) return "the year is out of range";
+    const v = BigInt(yearDigits);
+    if (v >= 0n && v <= 9999n && !(sign === "-" && v > 0n)) return "a year within 0000..9999 is written without a sign";
+    year = sign === "-" ? -v : v;
   }
-  const leap = y % 4n === 0n && (y % 100n !== 0n || y % 400n === 0n);
-  const dim = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-  if (!(mo >= 1 && mo <= 12 && d >= 1 && d <= dim[mo - 1] && h < 24 && mi < 60 && sec < 60)) at.refuse(bad);
-  const off = m[8];
-  let offset = 0n;
-  if (off !== "Z" && off !== "z") {
-    const oh = Number(off.slice(1, 3));
-    const om = Number(off.slice(4, 6));
-    if (oh > 23 || om > 59) at.refuse(bad);
-    offset = BigInt((oh * 60 + om) * 60 * (off[0] === "-" ? -1 : 1));
+  const fail = (x: unknown): x is string => typeof x === "string";
+  let e: string | null = c.expect("-", "`-` after the year");
+  if (e !== null) return e;
+  const month = c.digits(2, "the month");
+  if (fail(month)) return month;
+  if ((e = c.expect("-", "`-` after the month")) !== null) return e;
+  const day = c.digits(2, "the day");
+  if (fail(day)) return day;
+  if (month < 1 || month > 12) return `month ${String(month).padStart(2, "0")} does not exist`;
+  const dim = month === 2 && isLeap(year) ? 29 : DAYS_IN_MONTH[month - 1];
+  if (day < 1 || day > dim) return `day ${String(day).padStart(2, "0")} does not exist in that month`;
+  if (s[c.i] !== "T" && s[c.i] !== "t") return "expected `T` after the date";
+  c.i++;
+  const hour = c.digits(2, "the hour");
+  if (fail(hour)) return hour;
+  if ((e = c.expect(":", "`:` after the hour")) !== null) return e;
+  const minute = c.digits(2, "the minute");
+  if (fail(minute)) return minute;
+  if ((e = c.expect(":", "`:` after the minute")) !== null) return e;
+  const second = c.digits(2, "the second");
+  if (fail(second)) return second;
+  if (hour > 23 || minute > 59) return "the time of day does not exist";
+  if (second === 60) return "a leap second does not exist on a time line without leap seconds";
+  if (second > 59) return "the time of day does not exist";
+  let nanos = 0n;
+  if (s[c.i] === ".") {
+    c.i++;
+    const f = c.fraction();
+    if (fail(f)) return f;
+    nanos = f;
   }
-  const secs = daysFromCivil(y, mo, d) * 86_400n + BigInt(h * 3600 + mi * 60 + sec) - offset;
-  const ns = secs * NS + fractionNs(m[7], at, "an Instant");
-  if (ns < -INSTANT_LIMIT_NS || ns >= INSTANT_LIMIT_NS) at.refuse("an Instant past the model's range");
-  return ns;
+  let offset = 0;
+  const o = s[c.i];
+  if (o === "Z" || o === "z") {
+    c.i++;
+  } else if (o === "+" || o === "-") {
+    c.i++;
+    const h = c.digits(2, "the offset's hours");
+    if (fail(h)) return h;
+    if ((e = c.expect(":", "`:` in the offset")) !== null) return e;
+    const m = c.digits(2, "the offset's minutes");
+    if (fail(m)) return m;
+    if (h > 23 || m > 59) return "the offset does not exist";
+    offset = (h * 3600 + m * 60) * (o === "-" ? -1 : 1);
+  } else {
+    return "expected `Z` or an offset such as `+01:00`";
+  }
+  if (c.i !== s.length) return "unexpected text after the offset";
+  const seconds = daysFromCivil(year, month, day) * 86_400n + BigInt(hour * 3600 + minute * 60 + second - offset);
+  const total = seconds * NS + nanos;
+  if (total < -INSTANT_LIMIT_NS || total >= INSTANT_LIMIT_NS) return "the instant is out of range";
+  return total;
 }
 
-function readDuration(s: string, at: Decoder): bigint {
-  const m = DURATION_RE.exec(s);
-  if (m === null) return at.refuse(`expected Duration, found ${stringText(s)}`);
-  const ns = BigInt(m[2]) * NS + fractionNs(m[3], at, "a Duration");
-  return m[1] ? -ns : ns;
+/** `PT<seconds>S`'s nanoseconds, or why it is not one (core's `time::duration`). */
+function readDuration(s: string): bigint | string {
+  if (!s.startsWith("PT") || !s.endsWith("S") || s.length < 3) return "expected `PT<seconds>S`";
+  let body = s.slice(2, -1);
+  const negative = body[0] === "-";
+  if (negative) body = body.slice(1);
+  let w = 0;
+  while (w < body.length && body.charCodeAt(w) >= 0x30 && body.charCodeAt(w) <= 0x39) w++;
+  const whole = body.slice(0, w);
+  const plain = "expected `PT<seconds>S`, the seconds a plain decimal number";
+  if (whole.length === 0) return plain;
+  if (whole.length > 1 && whole[0] === "0") return "the seconds have a leading zero";
+  let nanos = 0n;
+  if (w < body.length) {
+    if (body[w] !== ".") return plain;
+    const c = new Cursor(body);
+    c.i = w + 1;
+    const f = c.fraction();
+    if (typeof f === "string") return f;
+    if (c.i !== body.length) return plain;
+    nanos = f;
+  }
+  if (whole.length > 30) return "the duration is out of range";
+  const magnitude = BigInt(whole) * NS + nanos;
+  if (negative ? magnitude > INSTANT_LIMIT_NS : magnitude >= INSTANT_LIMIT_NS) return "the duration is out of range";
+  return negative ? -magnitude : magnitude;
 }
 
 // -- writing --------------------------------------------------------------------
@@ -877,7 +1037,7 @@ export function decode(text: string | Uint8Array, ty: Type, env: Env, limits: Li
 export function encode(value: unknown, ty: Type, env: Env, params: Scope = NO_SCOPE): string {
   // The commonest answers, a Text or an Int, take no encoder.
   if (ty.k === "prim") {
-    if (ty.name === "Text" && typeof value === "string" && !SURROGATE.test(value)) return stringText(value);
+    if (ty.name === "Text" && typeof value === "string" && !TEXT_SPECIAL.test(value)) return '"' + value + '"';
     if (ty.name === "Int" && typeof value === "bigint" && value < 1_000_000_000_000_000n && value > -1_000_000_000_000_000n) {
       return value.toString();
     }

@@ -26,7 +26,7 @@
 
 import { isUtf8 } from "node:buffer";
 
-import { DEFAULT_LIMITS, Limits, Scope, decodeRaw, encode } from "./codec.js";
+import { DEFAULT_LIMITS, Limits, Scope, compareCodePoints, decodeRaw, encode } from "./codec.js";
 import { Raw, RawNum, RawObj, Reader, Refused, readRaw, stringText } from "./json.js";
 import { Env, JSON_VALUE, Type, close, typeFromSchema } from "./types.js";
 import { JsonValue } from "./values.js";
@@ -144,6 +144,10 @@ interface Served {
   readonly handler: Handler;
   /** What a call as hosts write it holds from the end of its call id to its args: `","tool":"<identity>","args":`. */
   readonly fastPart: string;
+  /** How a host's args object spells each parameter, in the order it writes them (by name): `{"a":`, `,"b":` (the closing `}` after). */
+  readonly argsPlan: readonly string[];
+  /** The parameter (its index in `params`) of each entry of `argsPlan`. */
+  readonly argsOrder: readonly number[];
 }
 
 type Obj = { [key: string]: unknown };
@@ -200,7 +204,24 @@ function readListing(listing: string, handlers: Record<string, Handler>): Served
     const [ok, okEnv] = typeFromSchema(sig["ok"]);
     const [err, errEnv] = typeFromSchema(sig["err"]);
     const fastPart = CALL_TO_TOOL + identity + TOOL_TO_ARGS;
-    return { identity, params, ok: close(ok, scope), okEnv, err: close(err, scope), errEnv, scope, handler, fastPart };
+    // Core's host writes args in code-point order of their names, so that
+    // is the order the plan expects (a parameter name is an identifier:
+    // no escape in its text).
+    const argsOrder = params.map((_, i) => i).sort((a, b) => compareCodePoints(params[a].name, params[b].name));
+    const argsPlan = argsOrder.map((i, k) => (k === 0 ? "{" : ",") + stringText(params[i].name) + ":");
+    return {
+      identity,
+      params,
+      ok: close(ok, scope),
+      okEnv,
+      err: close(err, scope),
+      errEnv,
+      scope,
+      handler,
+      fastPart,
+      argsPlan,
+      argsOrder,
+    };
   });
   for (const name of Object.keys(handlers)) {
     if (!served.some((s) => s.identity === name)) {
@@ -428,6 +449,43 @@ function decodeArgs(tool: Served, raw: Raw, limits: Limits): unknown[] {
   return out;
 }
 
+/** Args read by the Tool's plan (in the plan's order): decoded in that order, as `decodeArgs` decodes them, into declaration order. */
+function decodeInOrder(tool: Served, raws: Raw[], limits: Limits): unknown[] {
+  const params = tool.params;
+  const order = tool.argsOrder;
+  const out = new Array<unknown>(params.length);
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k];
+    out[i] = decodeArg(params[i], raws[k], limits, tool.scope);
+  }
+  return out;
+}
+
+/**
+ * The args object at `at` read as `plan` spells it (`{"a":`, `,"b":`,
+ * then `}`): each value's raw JSON in declaration order, the reader after
+ * the object; `null` when the text is spelled otherwise.
+ */
+function readInOrder(reader: Reader, text: string, at: number, plan: readonly string[]): Raw[] | null {
+  if (plan.length === 0) {
+    if (text.charCodeAt(at) !== 0x7b || text.charCodeAt(at + 1) !== 0x7d) return null;
+    reader.i = at + 2;
+    return [];
+  }
+  const out = new Array<Raw>(plan.length);
+  let j = at;
+  for (let k = 0; k < plan.length; k++) {
+    const p = plan[k];
+    if (text.slice(j, j + p.length) !== p) return null;
+    reader.i = j + p.length;
+    out[k] = reader.value(3);
+    j = reader.i;
+  }
+  if (text.charCodeAt(j) !== 0x7d) return null;
+  reader.i = j + 1;
+  return out;
+}
+
 function decodeArg(p: Param, raw: Raw, limits: Limits, scope: Scope): unknown {
   try {
     return decodeRaw(raw, p.ty, p.env, limits, scope);
@@ -595,8 +653,12 @@ class Loop {
       start = nl + 1;
     }
     const whole = chunk.subarray(start, last + 1);
-    if (isUtf8(whole)) {
-      this.lines(whole.toString("utf8"));
+    // Decoding replaces bytes that are not UTF-8 with U+FFFD: a text
+    // without one was UTF-8 (and a text of ASCII, held one byte a
+    // character, is searched for it at once); one with it is checked.
+    const text = whole.toString("utf8");
+    if (text.indexOf("\ufffd") < 0 || isUtf8(whole)) {
+      this.lines(text);
     } else {
       let from = 0;
       for (;;) {
@@ -802,10 +864,16 @@ class Loop {
       i += tool.fastPart.length;
     }
     const reader = this.reader.s === text ? this.reader : (this.reader = new Reader(text));
-    reader.i = i;
-    let args: Raw;
+    // The args as hosts write them, each parameter once in declaration
+    // order, are read member by member with no object built; anything else
+    // is read whole and judged by `decodeArgs`.
+    let inOrder: Raw[] | null = null;
     try {
-      args = reader.value(2);
+      inOrder = readInOrder(reader, text, i, tool.argsPlan);
+      if (inOrder === null) {
+        reader.i = i;
+        reader.value(2);
+      }
     } catch {
       return false;
     }
@@ -813,6 +881,13 @@ class Loop {
     if (this.isOpen(run, callId)) {
       log(`a second call with ${run}/${callId} while it is open: ignored`);
       return true;
+    }
+    let args: Raw | Raw[];
+    if (inOrder !== null) {
+      args = inOrder;
+    } else {
+      reader.i = i;
+      args = reader.value(2);
     }
     this.take(run, callId, this.lastRunText, '"' + callId + '"', tool.identity, args, undefined, tool);
     return true;
@@ -825,7 +900,7 @@ class Loop {
     runText: string,
     callText: string,
     toolRaw: string,
-    argsRaw: Raw,
+    argsRaw: Raw | Raw[],
     expectsRaw: Raw | undefined,
     served?: Served,
   ): void {
@@ -836,7 +911,8 @@ class Loop {
     }
     let args: unknown[];
     try {
-      args = decodeArgs(tool, argsRaw, this.limits);
+      // An array: the args' values already in declaration order.
+      args = Array.isArray(argsRaw) && served !== undefined ? decodeInOrder(tool, argsRaw, this.limits) : decodeArgs(tool, argsRaw as Raw, this.limits);
     } catch (e) {
       if (!(e instanceof ArgsRefused)) throw e;
       this.notRun(run, callId, `the args do not decode: ${e.message}`);

@@ -297,7 +297,7 @@ export function typeFromSchema(schema: unknown): [Type, Env] {
 export function written(ty: Type): string {
   switch (ty.k) {
     case "prim":
-      return ty.name;
+      return ty.name === "host token" ? "a host token" : ty.name;
     case "list":
       return `List<${written(ty.item)}>`;
     case "set":

@@ -99,10 +99,8 @@ pub fn typescript(listing: &str) -> Result<String, String> {
     }
     out.push_str("}\n\n");
 
-    let compact = serde_json::from_str::<serde_json::Value>(listing)
-        .and_then(|v| serde_json::to_string(&v))
-        .map_err(|e| format!("the listing: {e}"))?;
-    let literal = serde_json::to_string(&compact).map_err(|e| format!("the listing: {e}"))?;
+    let literal =
+        serde_json::to_string(&compact(listing)).map_err(|e| format!("the listing: {e}"))?;
     let _ = writeln!(
         out,
         "/** The listing the code was generated from: describe answers from it. */\n\
@@ -296,6 +294,33 @@ impl Gen<'_> {
             }
         }
     }
+}
+
+/// The JSON text `text` without the whitespace between its tokens, its
+/// strings kept byte for byte (escapes as written), so describe answers
+/// the declarations exactly as they were listed (the toolkit's `serve`
+/// compacts the same way; the text was parsed already, so it is JSON).
+fn compact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether `ty` mentions the type parameter `p`.
@@ -545,6 +570,14 @@ mod tests {
             assert_eq!(type_ident(used), format!("{used}_"));
         }
         assert_eq!(type_ident("Note"), "Note");
+    }
+
+    #[test]
+    fn the_listing_is_compacted_with_its_strings_as_written() {
+        assert_eq!(
+            compact("{ \"a b\" : [1, \"\\u00e9\\\" x\"],\n\t\"c\": {} }\n"),
+            "{\"a b\":[1,\"\\u00e9\\\" x\"],\"c\":{}}"
+        );
     }
 
     #[test]

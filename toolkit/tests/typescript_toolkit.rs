@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
+use limen_core::flow::fingerprint::{Declaration, Param};
+use limen_core::flow::tool::listing::describe_result;
 use limen_core::flow::tool::toolkit::ToolkitLimits;
-use limen_core::flow::tool::{Listing, ToolkitConn};
+use limen_core::flow::tool::{Listing, Tool, ToolkitConn};
+use limen_core::flow::{Identity, Type};
 use serde_json::{json, Value as Json};
 
 #[path = "support/vectors.rs"]
@@ -561,5 +564,106 @@ fn a_line_that_is_not_utf8_is_refused_and_the_lines_beside_it_are_answered() {
     assert_eq!(
         outcome_of(&replies, "bad"),
         &json!({"NotRun": "the call is not a JSON-RPC 2.0 message: not UTF-8"})
+    );
+}
+
+/// A listing of one Tool per vector type (its parameter, its success type;
+/// a generic one too), versions in every `$ref`: the toolkit computes each
+/// fingerprint as core does, and `serve` reads every signature.
+#[test]
+fn fingerprints_are_core_s_for_every_type_and_serve_reads_every_signature() {
+    let Some((node, build)) = built() else { return };
+    let env = vectors::env();
+    let id =
+        |name: &str| Identity::in_repository("github.com/acme/tools", "1.4.0", "search.flow", name);
+    let mut tools = Vec::new();
+    for (i, (ty, _)) in vectors::vectors().into_iter().enumerate() {
+        let decl = Declaration::new(
+            id(&format!("t{i}")),
+            vec![Param::new("x", ty.clone()), Param::new("a", Type::Int)],
+            ty,
+            Type::Text,
+        );
+        tools.push(std::sync::Arc::new(
+            Tool::new(decl, env.clone()).expect("a Tool"),
+        ));
+    }
+    let generic = Declaration::new(
+        id("g"),
+        vec![Param::new("value", Type::param("T"))],
+        Type::list(Type::param("T")),
+        Type::Never,
+    )
+    .generic(&["T"]);
+    tools.push(std::sync::Arc::new(
+        Tool::new(generic, env).expect("a Tool"),
+    ));
+    let listing = serde_json::to_string_pretty(&describe_result(&tools)).expect("JSON");
+
+    let mut child = Command::new(node)
+        .arg(build.join("test/fingerprints.js"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(listing.as_bytes())
+        .expect("the listing is written");
+    let out = child.wait_with_output().expect("node answers");
+    assert!(out.status.success(), "fingerprints.js failed");
+    let got: Vec<String> = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut want: Vec<String> = tools.iter().map(|t| t.fingerprint.to_string()).collect();
+    want.push("served".into());
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_listing_whose_fingerprint_is_not_its_signature_s_is_refused() {
+    let Some((node, build)) = built() else { return };
+    let text = std::fs::read_to_string(listing_path()).expect("the listing");
+    let tampered = text.replacen("sha256:8e", "sha256:9e", 1);
+    assert_ne!(text, tampered, "the fixture's first fingerprint starts 8e");
+    let dir = scratch("tampered");
+    std::fs::write(dir.join("listing.json"), tampered).expect("written");
+    let out = Command::new(node)
+        .arg(build.join("test/echo.js"))
+        .arg(dir.join("listing.json"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("node runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("$.tools[0].fingerprint: the listed fingerprint sha256:9e"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn args_read_by_the_plan_land_in_declaration_order() {
+    let Some((node, build)) = built() else { return };
+    let out = run(
+        Command::new(node)
+            .arg(build.join("test/args_order.js"))
+            .arg(listing_path()),
+        "args_order.js",
+    );
+    let replies: Vec<Json> = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(outcome_of(&replies, "plan"), &json!({"Ok": 9}));
+    assert_eq!(outcome_of(&replies, "other"), &json!({"Ok": 9}));
+    assert_eq!(
+        outcome_of(&replies, "bad"),
+        &json!({"NotRun": "the args do not decode: the argument `a` does not decode: $: expected Int, found \"x\""})
     );
 }

@@ -17,5 +17,6 @@ export { Refused, pathText, stringText } from "./json.js";
 export type { Path } from "./json.js";
 export { DEFAULT_LIMITS, compareCodePoints, decode, decodeRaw, encode, jsonText, parse, parseJsonValue, } from "./codec.js";
 export type { Limits, Scope } from "./codec.js";
+export { SignatureError, canonicalSignature, fingerprintOfSignature, withoutVersion } from "./fingerprint.js";
 export { CANCELLED_BEFORE, CANCELLED_BY_HOST, Failed, NotRun, STDOUT_TAKEN, Unknown, compact, serve, } from "./serve.js";
 export type { CallInput, Context, Handler, ReplyOutput, ServeOptions } from "./serve.js";

@@ -13,4 +13,5 @@ export { Decimal, Duration, FlowDict, FlowSet, HostToken, Instant, some, numberT
 export { BOOL, BYTES, DECIMAL, DURATION, HOST_TOKEN, INSTANT, INT, JSON_VALUE, NEVER, TEXT, SchemaError, close, dictOf, listOf, named, optionOf, readDecl, readType, resultOf, setOf, tupleOf, typeFromSchema, written, } from "./types.js";
 export { Refused, pathText, stringText } from "./json.js";
 export { DEFAULT_LIMITS, compareCodePoints, decode, decodeRaw, encode, jsonText, parse, parseJsonValue, } from "./codec.js";
+export { SignatureError, canonicalSignature, fingerprintOfSignature, withoutVersion } from "./fingerprint.js";
 export { CANCELLED_BEFORE, CANCELLED_BY_HOST, Failed, NotRun, STDOUT_TAKEN, Unknown, compact, serve, } from "./serve.js";

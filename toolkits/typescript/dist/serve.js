@@ -26,6 +26,7 @@
 import { isUtf8 } from "node:buffer";
 import { DEFAULT_LIMITS, compareCodePoints, decodeRaw, encode } from "./codec.js";
 import { RawNum, RawObj, Reader, Refused, readRaw, stringText } from "./json.js";
+import { fingerprintOfSignature } from "./fingerprint.js";
 import { JSON_VALUE, close, typeFromSchema } from "./types.js";
 /** The declared error: the reply is Failed with `value` (a value of the declared error type). */
 export class Failed extends Error {
@@ -105,6 +106,18 @@ function readListing(listing, handlers) {
         }
         const identity = entry["tool"];
         const sig = entry["signature"];
+        // Each listed fingerprint must be its signature's, as core's
+        // `Listing::parse` requires: describe answers with it byte for byte.
+        let computed;
+        try {
+            computed = fingerprintOfSignature(sig);
+        }
+        catch (e) {
+            throw new Error(`${at}.signature: ${e instanceof Error ? e.message : String(e)}`);
+        }
+        if (entry["fingerprint"] !== computed) {
+            throw new Error(`${at}.fingerprint: the listed fingerprint ${String(entry["fingerprint"])} is not the signature's, ${computed}`);
+        }
         const handler = handlers[identity];
         if (typeof handler !== "function" || !Object.prototype.hasOwnProperty.call(handlers, identity)) {
             throw new Error(`no handler for the Tool \`${identity}\` the listing declares`);

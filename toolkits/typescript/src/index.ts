@@ -62,6 +62,7 @@ export {
   parseJsonValue,
 } from "./codec.js";
 export type { Limits, Scope } from "./codec.js";
+export { SignatureError, canonicalSignature, fingerprintOfSignature, withoutVersion } from "./fingerprint.js";
 export {
   CANCELLED_BEFORE,
   CANCELLED_BY_HOST,

@@ -28,6 +28,7 @@ import { isUtf8 } from "node:buffer";
 
 import { DEFAULT_LIMITS, Limits, Scope, compareCodePoints, decodeRaw, encode } from "./codec.js";
 import { Raw, RawNum, RawObj, Reader, Refused, readRaw, stringText } from "./json.js";
+import { fingerprintOfSignature } from "./fingerprint.js";
 import { Env, JSON_VALUE, Type, close, typeFromSchema } from "./types.js";
 import { JsonValue } from "./values.js";
 
@@ -188,6 +189,17 @@ function readListing(listing: string, handlers: Record<string, Handler>): Served
     }
     const identity = entry["tool"];
     const sig = entry["signature"];
+    // Each listed fingerprint must be its signature's, as core's
+    // `Listing::parse` requires: describe answers with it byte for byte.
+    let computed: string;
+    try {
+      computed = fingerprintOfSignature(sig);
+    } catch (e) {
+      throw new Error(`${at}.signature: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (entry["fingerprint"] !== computed) {
+      throw new Error(`${at}.fingerprint: the listed fingerprint ${String(entry["fingerprint"])} is not the signature's, ${computed}`);
+    }
     const handler = handlers[identity];
     if (typeof handler !== "function" || !Object.prototype.hasOwnProperty.call(handlers, identity)) {
       throw new Error(`no handler for the Tool \`${identity}\` the listing declares`);

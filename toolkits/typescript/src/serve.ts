@@ -565,7 +565,8 @@ class Loop {
   /** The last call's run id (and as JSON text) and Tool, which the next call most often shares. */
   private lastRun = "";
   private lastRunText = '""';
-  private lastRunPart = RUN_TO_CALL;
+  /** The opening of a call of the last run id, up to its call id's text. */
+  private lastOpening = CALL_OPENING + RUN_TO_CALL;
   private lastTool: Served | null = null;
   /** The reader of the read's text. */
   private reader = new Reader("");
@@ -838,23 +839,24 @@ class Loop {
   private fastCall(text: string, from: number, end: number): boolean {
     // Fixed parts are compared as slices: V8 compares two strings at
     // memcmp speed, where `startsWith` at an offset goes char by char.
-    let i = from + CALL_OPENING.length;
-    if (text.slice(from, i) !== CALL_OPENING) return false;
     // The run id and the tool are most often the last call's: the same
-    // string, whose hash is already known.
+    // string, whose hash is already known, and one comparison from the
+    // line's start to its call id.
     let run = this.lastRun;
-    let runEnd = i + run.length + RUN_TO_CALL.length;
-    if (text.slice(i, runEnd) !== this.lastRunPart) {
+    let runEnd = from + this.lastOpening.length;
+    if (text.slice(from, runEnd) !== this.lastOpening) {
+      const i = from + CALL_OPENING.length;
+      if (text.slice(from, i) !== CALL_OPENING) return false;
       const q = plainStringEnd(text, i);
       if (q < 0 || q >= end) return false;
       run = text.slice(i, q);
       this.lastRun = run;
       this.lastRunText = '"' + run + '"';
-      this.lastRunPart = run + RUN_TO_CALL;
+      this.lastOpening = CALL_OPENING + run + RUN_TO_CALL;
       runEnd = q + RUN_TO_CALL.length;
       if (text.slice(q, runEnd) !== RUN_TO_CALL) return false;
     }
-    i = runEnd;
+    let i = runEnd;
     const callEnd = plainStringEnd(text, i);
     if (callEnd < 0 || callEnd >= end) return false;
     const callId = text.slice(i, callEnd);

@@ -383,6 +383,10 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
         // Args in another order than a host writes them: the general path.
         call("16", "add", r#"{"b":1,"a":2}"#),
         call("17", "add", r#"{"b":"x","a":[]}"#),
+        // A generic Tool's call carries the schema the caller expects.
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"18","tool":"{REPO}.identity","args":{{"value":[1,"a"]}},"expects":{{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}}}}}}"#
+        ),
     ]);
     let (status, replies, raw) = echo.finish_raw();
     assert_eq!(status, Some(0));
@@ -444,6 +448,10 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
     assert_eq!(
         o("17"),
         json!({"NotRun": "the args do not decode: the argument `b` does not decode: $: expected Int, found \"x\""})
+    );
+    assert_eq!(
+        o("18"),
+        json!({"Ok": {"items": [[1, "a"]], "next": "\"https://json-schema.org/draft/2020-12/schema\""}})
     );
     let invalid = replies.iter().find(|r| r["error"]["code"] == -32600);
     assert!(invalid.is_some(), "an array is no message: {replies:?}");

@@ -675,3 +675,23 @@ fn args_read_by_the_plan_land_in_declaration_order() {
         &json!({"NotRun": "the args do not decode: the argument `a` does not decode: $: expected Int, found \"x\""})
     );
 }
+
+#[test]
+fn a_call_past_the_line_limit_is_not_run_as_core_words_it() {
+    let Some(mut echo) = Echo::start() else {
+        return;
+    };
+    let big = "x".repeat(17 << 20);
+    let line = call("big", "echo", &format!(r#"{{"text":"{big}"}}"#));
+    echo.send(&[line.clone(), call("after", "echo", r#"{"text":"still"}"#)]);
+    let (status, replies) = echo.finish();
+    assert_eq!(status, Some(0));
+    // Core's ToolkitConn, over the same line.
+    let text = std::fs::read(listing_path()).expect("the listing");
+    let listing = Listing::parse(&text).expect("the fixture listing");
+    let mut conn = ToolkitConn::new(listing.tools, ToolkitLimits::default());
+    conn.handle_data(0, format!("{line}\n").as_bytes());
+    let want: Json = serde_json::from_slice(conn.pending_output()).expect("core's reply");
+    assert_eq!(outcome_of(&replies, "big"), &want["params"]["outcome"]);
+    assert_eq!(outcome_of(&replies, "after"), &json!({"Ok": "still"}));
+}

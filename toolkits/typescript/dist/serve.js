@@ -435,6 +435,8 @@ class ArgsRefused extends Error {
  * at 256 in flight against 1.03–1.20M with pieces of 96 to 192 lines.
  */
 const PIECE_LINES = 128;
+/** How much of a line past the limit is kept to find the call it names (its ids come first in a host's call). */
+const OVERSIZE_HEAD = 4096;
 const REPLY_HEAD = '{"jsonrpc":"2.0","method":"reply","params":{"runId":';
 function log(why) {
     process.stderr.write(`limen-toolkit: ${why}\n`);
@@ -479,8 +481,10 @@ class Loop {
     /** Bytes of an unfinished line, carried to the next read. */
     pending = [];
     pendingLength = 0;
-    /** Skipping the rest of a line past the limit. */
+    /** Skipping the rest of a line past the limit: how long it is so far, and its head. */
     skipping = false;
+    skipped = 0;
+    skippedHead = "";
     /** Replies and responses not yet written. */
     out = "";
     flushScheduled = false;
@@ -583,7 +587,9 @@ class Loop {
             this.pending = [];
             this.pendingLength = 0;
             this.skipping = false;
-            if (!skipped)
+            if (skipped)
+                this.oversized(this.skippedHead, this.skipped);
+            else
                 this.lineBytes(line);
             start = nl + 1;
         }
@@ -610,10 +616,16 @@ class Loop {
     }
     /** Keeps bytes of an unfinished line, or skips a line past the limit. */
     carry(bytes) {
-        if (bytes.length === 0 || this.skipping)
+        if (bytes.length === 0)
             return;
+        if (this.skipping) {
+            this.skipped += bytes.length;
+            return;
+        }
         if (this.pendingLength + bytes.length > this.maxLine) {
-            log(`a line of more than ${this.maxLine} bytes: dropped`);
+            // Its head is kept, to name the call it may be.
+            this.skippedHead = Buffer.concat([...this.pending, bytes]).subarray(0, OVERSIZE_HEAD).toString("latin1");
+            this.skipped = this.pendingLength + bytes.length;
             this.pending = [];
             this.pendingLength = 0;
             this.skipping = true;
@@ -624,7 +636,7 @@ class Loop {
     }
     lineBytes(line) {
         if (line.length > this.maxLine) {
-            log(`a line of ${line.length} bytes: dropped`);
+            this.oversized(line.subarray(0, OVERSIZE_HEAD).toString("latin1"), line.length);
             return;
         }
         if (!isUtf8(line)) {
@@ -647,7 +659,7 @@ class Loop {
                 this.runBatch();
             }
             if (nl - from > maxLine / 3 && Buffer.byteLength(text.slice(from, nl), "utf8") > maxLine) {
-                log(`a line of ${Buffer.byteLength(text.slice(from, nl), "utf8")} bytes: dropped`);
+                this.oversized(text.slice(from, from + OVERSIZE_HEAD), Buffer.byteLength(text.slice(from, nl), "utf8"));
             }
             else if (!this.fastCall(text, from, nl)) {
                 // Nearly every line is a call as hosts write it; the rest are read whole.
@@ -655,6 +667,19 @@ class Loop {
             }
             from = nl + 1;
         }
+    }
+    /**
+     * A line past the limit, `len` bytes, of which `head` is the start: a
+     * call whose ids the head names is NotRun in core's words, anything else
+     * is dropped (core's `ToolkitConn`).
+     */
+    oversized(head, len) {
+        const ids = scanIds(head);
+        if (ids === null) {
+            log(`a line of ${len} bytes: dropped`);
+            return;
+        }
+        this.notRun(ids[0], ids[1], `the call is ${len} bytes, over the implementation's limit of ${this.maxLine} bytes`);
     }
     line(line) {
         if (this.fastCall(line, 0, line.length))

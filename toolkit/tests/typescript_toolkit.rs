@@ -168,6 +168,34 @@ fn conversions_agree_with_core_on_mutants_of_the_vectors() {
     );
 }
 
+/// Numbers that grow when written out: core bounds the canonical text of
+/// a value by the text limit, and so does the toolkit, at the same element.
+#[test]
+fn a_value_whose_canonical_text_would_pass_the_limit_is_refused_as_core_refuses_it() {
+    let Some((node, build)) = built() else { return };
+    let env = limen_core::flow::TypeEnv::new();
+    let schema = |ty: &Type| limen_core::flow::schema::schema_of(ty, &env).expect("a schema");
+    let many = |token: &str, n: usize| format!("[{}]", vec![token; n].join(","));
+    let cases: Vec<(Json, String)> = vec![
+        (schema(&Type::list(Type::Int)), many("1e4299", 4000)),
+        (schema(&Type::list(Type::Int)), many("1e4299", 3800)),
+        (schema(&Type::list(Type::Decimal)), many("1e-999", 17_000)),
+        (schema(&Type::Json), many("-1e999", 17_000)),
+        (schema(&Type::Json), many("1e999", 16_000)),
+    ];
+    let differ = differences(&node, &build, &cases);
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ
+            .iter()
+            .map(|d| d.chars().take(300).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 #[test]
 fn writing_refuses_what_is_not_of_the_type() {
     let Some((node, build)) = built() else { return };

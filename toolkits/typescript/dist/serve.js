@@ -338,7 +338,7 @@ function scanIds(line) {
     }
 }
 /** Decodes a call's args (core's `decode_args`, in its words). */
-function decodeArgs(tool, raw, limits) {
+function decodeArgs(tool, raw, limits, textBytes) {
     if (!(raw instanceof RawObj))
         throw new ArgsRefused("`args` is not an object");
     const { keys, values } = raw;
@@ -353,7 +353,7 @@ function decodeArgs(tool, raw, limits) {
         }
         if (i === params.length) {
             for (i = 0; i < params.length; i++) {
-                out[i] = decodeArg(params[i], values[i], limits, tool.scope);
+                out[i] = decodeArg(params[i], values[i], limits, tool.scope, textBytes);
             }
             return out;
         }
@@ -367,7 +367,7 @@ function decodeArgs(tool, raw, limits) {
         const i = params.findIndex((p) => p.name === keys[j]);
         if (i < 0)
             throw new ArgsRefused(`the Tool has no parameter \`${keys[j]}\``);
-        out[i] = decodeArg(params[i], values[j], limits, tool.scope);
+        out[i] = decodeArg(params[i], values[j], limits, tool.scope, textBytes);
         given[i] = true;
     }
     const missing = given.indexOf(false);
@@ -376,13 +376,13 @@ function decodeArgs(tool, raw, limits) {
     return out;
 }
 /** Args read by the Tool's plan (in the plan's order): decoded in that order, as `decodeArgs` decodes them, into declaration order. */
-function decodeInOrder(tool, raws, limits) {
+function decodeInOrder(tool, raws, limits, textBytes) {
     const params = tool.params;
     const order = tool.argsOrder;
     const out = new Array(params.length);
     for (let k = 0; k < order.length; k++) {
         const i = order[k];
-        out[i] = decodeArg(params[i], raws[k], limits, tool.scope);
+        out[i] = decodeArg(params[i], raws[k], limits, tool.scope, textBytes);
     }
     return out;
 }
@@ -413,9 +413,9 @@ function readInOrder(reader, text, at, plan) {
     reader.i = j + 1;
     return out;
 }
-function decodeArg(p, raw, limits, scope) {
+function decodeArg(p, raw, limits, scope, textBytes) {
     try {
-        return decodeRaw(raw, p.ty, p.env, limits, scope);
+        return decodeRaw(raw, p.ty, p.env, limits, scope, textBytes);
     }
     catch (e) {
         if (e instanceof Refused)
@@ -496,6 +496,13 @@ class Loop {
     /** The opening of a call of the last run id, up to its call id's text. */
     lastOpening = CALL_OPENING + RUN_TO_CALL;
     lastTool = null;
+    /**
+     * The length of the line being read, which bounds its args' canonical
+     * text as core bounds a text's (core takes the args' own length: the
+     * envelope's ~150 bytes make this a little stricter, never laxer, for
+     * ASCII).
+     */
+    lineLength = 0;
     /** The reader of the read's text. */
     reader = new Reader("");
     /** The calls of the piece of lines being read, run once the piece's cancels are known. */
@@ -792,6 +799,7 @@ class Loop {
      * down the general path, which judges it.
      */
     fastCall(text, from, end) {
+        this.lineLength = end - from;
         // Fixed parts are compared as slices: V8 compares two strings at
         // memcmp speed, where `startsWith` at an offset goes char by char.
         // The run id and the tool are most often the last call's: the same
@@ -883,7 +891,10 @@ class Loop {
         let args;
         try {
             // An array: the args' values already in declaration order.
-            args = Array.isArray(argsRaw) && served !== undefined ? decodeInOrder(tool, argsRaw, this.limits) : decodeArgs(tool, argsRaw, this.limits);
+            args =
+                Array.isArray(argsRaw) && served !== undefined
+                    ? decodeInOrder(tool, argsRaw, this.limits, this.lineLength)
+                    : decodeArgs(tool, argsRaw, this.limits, this.lineLength);
         }
         catch (e) {
             if (!(e instanceof ArgsRefused))

@@ -177,7 +177,24 @@ class Decoder {
   constructor(
     readonly env: Env,
     readonly limits: Limits,
+    /** How far the value's canonical text may still outgrow the text read (core's budget: the limit less the text's length). */
+    private budget: number,
   ) {}
+
+  /** Counts how much longer a number's canonical text is than its token, within the budget (core's `grow`). */
+  grow(neg: boolean, digits: string, exp: number, token: string): void {
+    let written: number;
+    if (digits.length === 0) written = 1;
+    else if (exp >= 0) written = digits.length + exp;
+    else written = digits.length > -exp ? digits.length + 1 : -exp + 2;
+    if (neg) written += 1;
+    const more = written - token.length;
+    if (more <= 0) return;
+    if (more > this.budget) {
+      this.refuse(`written out, the value's canonical text would pass the limit of ${this.limits.maxBytes} bytes`);
+    }
+    this.budget -= more;
+  }
 
   refuse(reason: string): never {
     throw new Refused(this.path, reason);
@@ -349,12 +366,14 @@ class Decoder {
           const n = exp >= HUGE ? "over 10^14" : String(digits.length + exp);
           this.refuse(`the Int has ${n} digits, past the limit of ${this.limits.maxIntDigits}`);
         }
+        this.grow(neg, digits, exp, (raw as RawNum).text);
         const n = BigInt(digits + "0".repeat(exp));
         return neg ? -n : n;
       }
       case "Decimal": {
         if (!(raw instanceof RawNum)) this.refuse(`expected Decimal, found ${found(raw)}`);
         const [neg, digits, exp] = this.decimalParts(raw);
+        this.grow(neg, digits, exp, raw.text);
         const c = digits ? BigInt(digits) : 0n;
         return new Decimal(neg ? -c : c, exp);
       }
@@ -402,6 +421,7 @@ class Decoder {
     if (raw instanceof RawNum) {
       if (SHORT_INT.test(raw.text)) return BigInt(raw.text);
       const [neg, digits, exp] = this.decimalParts(raw);
+      this.grow(neg, digits, exp, raw.text);
       if (exp >= 0 && digits.length + exp <= this.limits.maxIntDigits) {
         const n = BigInt((digits || "0") + "0".repeat(exp));
         return neg ? -n : n;
@@ -1012,14 +1032,24 @@ export function parse(text: string | Uint8Array, limits: Limits = DEFAULT_LIMITS
 /**
  * The value JSON already read ({@link parse}) encodes at `ty` (named types
  * in `env`, type parameters bound by `params`), or {@link Refused}.
+ * `textBytes`, the length of the text it was read from, bounds the value's
+ * canonical text as core bounds it: numbers written out may outgrow the
+ * text only up to the limit's `maxBytes`.
  */
-export function decodeRaw(raw: Raw, ty: Type, env: Env, limits: Limits = DEFAULT_LIMITS, params: Scope = NO_SCOPE): unknown {
+export function decodeRaw(
+  raw: Raw,
+  ty: Type,
+  env: Env,
+  limits: Limits = DEFAULT_LIMITS,
+  params: Scope = NO_SCOPE,
+  textBytes: number = 0,
+): unknown {
   // The commonest arguments, a short Text or Int, take no decoder.
   if (ty.k === "prim") {
     if (ty.name === "Text" && typeof raw === "string" && raw.length * 3 <= limits.maxStringBytes) return raw;
     if (ty.name === "Int" && raw instanceof RawNum && SHORT_INT.test(raw.text)) return BigInt(raw.text);
   }
-  return new Decoder(env, limits).value(raw, ty, 0, params);
+  return new Decoder(env, limits, limits.maxBytes - textBytes).value(raw, ty, 0, params);
 }
 
 /**
@@ -1027,7 +1057,8 @@ export function decodeRaw(raw: Raw, ty: Type, env: Env, limits: Limits = DEFAULT
  * bound by `params`), or {@link Refused}.
  */
 export function decode(text: string | Uint8Array, ty: Type, env: Env, limits: Limits = DEFAULT_LIMITS, params: Scope = NO_SCOPE): unknown {
-  return decodeRaw(parse(text, limits), ty, env, limits, params);
+  const bytes = typeof text === "string" ? Buffer.byteLength(text, "utf8") : text.byteLength;
+  return decodeRaw(parse(text, limits), ty, env, limits, params, bytes);
 }
 
 /**

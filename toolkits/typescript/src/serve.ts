@@ -428,7 +428,7 @@ function scanIds(line: string): [string, string] | null {
 }
 
 /** Decodes a call's args (core's `decode_args`, in its words). */
-function decodeArgs(tool: Served, raw: Raw, limits: Limits): unknown[] {
+function decodeArgs(tool: Served, raw: Raw, limits: Limits, textBytes: number): unknown[] {
   if (!(raw instanceof RawObj)) throw new ArgsRefused("`args` is not an object");
   const { keys, values } = raw;
   const params = tool.params;
@@ -441,7 +441,7 @@ function decodeArgs(tool: Served, raw: Raw, limits: Limits): unknown[] {
     }
     if (i === params.length) {
       for (i = 0; i < params.length; i++) {
-        out[i] = decodeArg(params[i], values[i], limits, tool.scope);
+        out[i] = decodeArg(params[i], values[i], limits, tool.scope, textBytes);
       }
       return out;
     }
@@ -453,7 +453,7 @@ function decodeArgs(tool: Served, raw: Raw, limits: Limits): unknown[] {
   for (let j = 0; j < keys.length; j++) {
     const i = params.findIndex((p) => p.name === keys[j]);
     if (i < 0) throw new ArgsRefused(`the Tool has no parameter \`${keys[j]}\``);
-    out[i] = decodeArg(params[i], values[j], limits, tool.scope);
+    out[i] = decodeArg(params[i], values[j], limits, tool.scope, textBytes);
     given[i] = true;
   }
   const missing = given.indexOf(false);
@@ -462,13 +462,13 @@ function decodeArgs(tool: Served, raw: Raw, limits: Limits): unknown[] {
 }
 
 /** Args read by the Tool's plan (in the plan's order): decoded in that order, as `decodeArgs` decodes them, into declaration order. */
-function decodeInOrder(tool: Served, raws: Raw[], limits: Limits): unknown[] {
+function decodeInOrder(tool: Served, raws: Raw[], limits: Limits, textBytes: number): unknown[] {
   const params = tool.params;
   const order = tool.argsOrder;
   const out = new Array<unknown>(params.length);
   for (let k = 0; k < order.length; k++) {
     const i = order[k];
-    out[i] = decodeArg(params[i], raws[k], limits, tool.scope);
+    out[i] = decodeArg(params[i], raws[k], limits, tool.scope, textBytes);
   }
   return out;
 }
@@ -498,9 +498,9 @@ function readInOrder(reader: Reader, text: string, at: number, plan: readonly st
   return out;
 }
 
-function decodeArg(p: Param, raw: Raw, limits: Limits, scope: Scope): unknown {
+function decodeArg(p: Param, raw: Raw, limits: Limits, scope: Scope, textBytes: number): unknown {
   try {
-    return decodeRaw(raw, p.ty, p.env, limits, scope);
+    return decodeRaw(raw, p.ty, p.env, limits, scope, textBytes);
   } catch (e) {
     if (e instanceof Refused) throw new ArgsRefused(`the argument \`${p.name}\` does not decode: ${e.message}`);
     throw e;
@@ -583,6 +583,13 @@ class Loop {
   /** The opening of a call of the last run id, up to its call id's text. */
   private lastOpening = CALL_OPENING + RUN_TO_CALL;
   private lastTool: Served | null = null;
+  /**
+   * The length of the line being read, which bounds its args' canonical
+   * text as core bounds a text's (core takes the args' own length: the
+   * envelope's ~150 bytes make this a little stricter, never laxer, for
+   * ASCII).
+   */
+  private lineLength = 0;
   /** The reader of the read's text. */
   private reader = new Reader("");
   /** The calls of the piece of lines being read, run once the piece's cancels are known. */
@@ -878,6 +885,7 @@ class Loop {
    * down the general path, which judges it.
    */
   private fastCall(text: string, from: number, end: number): boolean {
+    this.lineLength = end - from;
     // Fixed parts are compared as slices: V8 compares two strings at
     // memcmp speed, where `startsWith` at an offset goes char by char.
     // The run id and the tool are most often the last call's: the same
@@ -967,7 +975,10 @@ class Loop {
     let args: unknown[];
     try {
       // An array: the args' values already in declaration order.
-      args = Array.isArray(argsRaw) && served !== undefined ? decodeInOrder(tool, argsRaw, this.limits) : decodeArgs(tool, argsRaw as Raw, this.limits);
+      args =
+        Array.isArray(argsRaw) && served !== undefined
+          ? decodeInOrder(tool, argsRaw, this.limits, this.lineLength)
+          : decodeArgs(tool, argsRaw as Raw, this.limits, this.lineLength);
     } catch (e) {
       if (!(e instanceof ArgsRefused)) throw e;
       this.notRun(run, callId, `the args do not decode: ${e.message}`);

@@ -168,6 +168,34 @@ fn conversions_agree_with_core_on_mutants_of_the_vectors() {
     );
 }
 
+/// Numbers that grow when written out: core bounds the canonical text of
+/// a value by the text limit, and so does the toolkit, at the same element.
+#[test]
+fn a_value_whose_canonical_text_would_pass_the_limit_is_refused_as_core_refuses_it() {
+    let Some((node, build)) = built() else { return };
+    let env = limen_core::flow::TypeEnv::new();
+    let schema = |ty: &Type| limen_core::flow::schema::schema_of(ty, &env).expect("a schema");
+    let many = |token: &str, n: usize| format!("[{}]", vec![token; n].join(","));
+    let cases: Vec<(Json, String)> = vec![
+        (schema(&Type::list(Type::Int)), many("1e4299", 4000)),
+        (schema(&Type::list(Type::Int)), many("1e4299", 3800)),
+        (schema(&Type::list(Type::Decimal)), many("1e-999", 17_000)),
+        (schema(&Type::Json), many("-1e999", 17_000)),
+        (schema(&Type::Json), many("1e999", 16_000)),
+    ];
+    let differ = differences(&node, &build, &cases);
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ
+            .iter()
+            .map(|d| d.chars().take(300).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 #[test]
 fn writing_refuses_what_is_not_of_the_type() {
     let Some((node, build)) = built() else { return };
@@ -383,6 +411,10 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
         // Args in another order than a host writes them: the general path.
         call("16", "add", r#"{"b":1,"a":2}"#),
         call("17", "add", r#"{"b":"x","a":[]}"#),
+        // A generic Tool's call carries the schema the caller expects.
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"18","tool":"{REPO}.identity","args":{{"value":[1,"a"]}},"expects":{{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}}}}}}"#
+        ),
     ]);
     let (status, replies, raw) = echo.finish_raw();
     assert_eq!(status, Some(0));
@@ -444,6 +476,10 @@ fn every_outcome_and_core_s_words_for_what_never_runs() {
     assert_eq!(
         o("17"),
         json!({"NotRun": "the args do not decode: the argument `b` does not decode: $: expected Int, found \"x\""})
+    );
+    assert_eq!(
+        o("18"),
+        json!({"Ok": {"items": [[1, "a"]], "next": "\"https://json-schema.org/draft/2020-12/schema\""}})
     );
     let invalid = replies.iter().find(|r| r["error"]["code"] == -32600);
     assert!(invalid.is_some(), "an array is no message: {replies:?}");
@@ -666,4 +702,24 @@ fn args_read_by_the_plan_land_in_declaration_order() {
         outcome_of(&replies, "bad"),
         &json!({"NotRun": "the args do not decode: the argument `a` does not decode: $: expected Int, found \"x\""})
     );
+}
+
+#[test]
+fn a_call_past_the_line_limit_is_not_run_as_core_words_it() {
+    let Some(mut echo) = Echo::start() else {
+        return;
+    };
+    let big = "x".repeat(17 << 20);
+    let line = call("big", "echo", &format!(r#"{{"text":"{big}"}}"#));
+    echo.send(&[line.clone(), call("after", "echo", r#"{"text":"still"}"#)]);
+    let (status, replies) = echo.finish();
+    assert_eq!(status, Some(0));
+    // Core's ToolkitConn, over the same line.
+    let text = std::fs::read(listing_path()).expect("the listing");
+    let listing = Listing::parse(&text).expect("the fixture listing");
+    let mut conn = ToolkitConn::new(listing.tools, ToolkitLimits::default());
+    conn.handle_data(0, format!("{line}\n").as_bytes());
+    let want: Json = serde_json::from_slice(conn.pending_output()).expect("core's reply");
+    assert_eq!(outcome_of(&replies, "big"), &want["params"]["outcome"]);
+    assert_eq!(outcome_of(&replies, "after"), &json!({"Ok": "still"}));
 }

@@ -47,8 +47,11 @@ export declare function parse(text: string | Uint8Array, limits?: Limits): Raw;
 /**
  * The value JSON already read ({@link parse}) encodes at `ty` (named types
  * in `env`, type parameters bound by `params`), or {@link Refused}.
+ * `textBytes`, the length of the text it was read from, bounds the value's
+ * canonical text as core bounds it: numbers written out may outgrow the
+ * text only up to the limit's `maxBytes`.
  */
-export declare function decodeRaw(raw: Raw, ty: Type, env: Env, limits?: Limits, params?: Scope): unknown;
+export declare function decodeRaw(raw: Raw, ty: Type, env: Env, limits?: Limits, params?: Scope, textBytes?: number): unknown;
 /**
  * The value `text` encodes at `ty` (named types in `env`, type parameters
  * bound by `params`), or {@link Refused}.

@@ -338,7 +338,7 @@ function scanIds(line) {
     }
 }
 /** Decodes a call's args (core's `decode_args`, in its words). */
-function decodeArgs(tool, raw, limits) {
+function decodeArgs(tool, raw, limits, textBytes) {
     if (!(raw instanceof RawObj))
         throw new ArgsRefused("`args` is not an object");
     const { keys, values } = raw;
@@ -353,7 +353,7 @@ function decodeArgs(tool, raw, limits) {
         }
         if (i === params.length) {
             for (i = 0; i < params.length; i++) {
-                out[i] = decodeArg(params[i], values[i], limits, tool.scope);
+                out[i] = decodeArg(params[i], values[i], limits, tool.scope, textBytes);
             }
             return out;
         }
@@ -367,7 +367,7 @@ function decodeArgs(tool, raw, limits) {
         const i = params.findIndex((p) => p.name === keys[j]);
         if (i < 0)
             throw new ArgsRefused(`the Tool has no parameter \`${keys[j]}\``);
-        out[i] = decodeArg(params[i], values[j], limits, tool.scope);
+        out[i] = decodeArg(params[i], values[j], limits, tool.scope, textBytes);
         given[i] = true;
     }
     const missing = given.indexOf(false);
@@ -376,13 +376,13 @@ function decodeArgs(tool, raw, limits) {
     return out;
 }
 /** Args read by the Tool's plan (in the plan's order): decoded in that order, as `decodeArgs` decodes them, into declaration order. */
-function decodeInOrder(tool, raws, limits) {
+function decodeInOrder(tool, raws, limits, textBytes) {
     const params = tool.params;
     const order = tool.argsOrder;
     const out = new Array(params.length);
     for (let k = 0; k < order.length; k++) {
         const i = order[k];
-        out[i] = decodeArg(params[i], raws[k], limits, tool.scope);
+        out[i] = decodeArg(params[i], raws[k], limits, tool.scope, textBytes);
     }
     return out;
 }
@@ -413,9 +413,9 @@ function readInOrder(reader, text, at, plan) {
     reader.i = j + 1;
     return out;
 }
-function decodeArg(p, raw, limits, scope) {
+function decodeArg(p, raw, limits, scope, textBytes) {
     try {
-        return decodeRaw(raw, p.ty, p.env, limits, scope);
+        return decodeRaw(raw, p.ty, p.env, limits, scope, textBytes);
     }
     catch (e) {
         if (e instanceof Refused)
@@ -426,6 +426,17 @@ function decodeArg(p, raw, limits, scope) {
 class ArgsRefused extends Error {
 }
 // -- the loop ---------------------------------------------------------------------
+/**
+ * How many lines of a read are answered before their replies are written
+ * (the Rust toolkit's `PIECE_LINES`, sized for Node): writing half of a
+ * 256-call window's replies while the other half is answered lets the host
+ * read and send more meanwhile. A read answered whole kept the host idle
+ * while this process worked: 0.76–0.86M calls/s through `peer-pipe-driver`
+ * at 256 in flight against 1.03–1.20M with pieces of 96 to 192 lines.
+ */
+const PIECE_LINES = 128;
+/** How much of a line past the limit is kept to find the call it names (its ids come first in a host's call). */
+const OVERSIZE_HEAD = 4096;
 const REPLY_HEAD = '{"jsonrpc":"2.0","method":"reply","params":{"runId":';
 function log(why) {
     process.stderr.write(`limen-toolkit: ${why}\n`);
@@ -464,14 +475,16 @@ class Loop {
      * Calls whose code runs on a promise, by key. A call answered at once is
      * never put here: until it runs it is in {@link Loop.batch}, where a
      * cancel finds it by a scan (a cancel is rare; a call must not pay for
-     * a map), and it is answered before the next read.
+     * a map), and it is answered before the next piece is read.
      */
     open = new OpenCalls();
     /** Bytes of an unfinished line, carried to the next read. */
     pending = [];
     pendingLength = 0;
-    /** Skipping the rest of a line past the limit. */
+    /** Skipping the rest of a line past the limit: how long it is so far, and its head. */
     skipping = false;
+    skipped = 0;
+    skippedHead = "";
     /** Replies and responses not yet written. */
     out = "";
     flushScheduled = false;
@@ -480,11 +493,19 @@ class Loop {
     /** The last call's run id (and as JSON text) and Tool, which the next call most often shares. */
     lastRun = "";
     lastRunText = '""';
-    lastRunPart = RUN_TO_CALL;
+    /** The opening of a call of the last run id, up to its call id's text. */
+    lastOpening = CALL_OPENING + RUN_TO_CALL;
     lastTool = null;
+    /**
+     * The length of the line being read, which bounds its args' canonical
+     * text as core bounds a text's (core takes the args' own length: the
+     * envelope's ~150 bytes make this a little stricter, never laxer, for
+     * ASCII).
+     */
+    lineLength = 0;
     /** The reader of the read's text. */
     reader = new Reader("");
-    /** The calls of the lines being read, run once the read's cancels are known. */
+    /** The calls of the piece of lines being read, run once the piece's cancels are known. */
     batch = [];
     constructor(listing, tools, options, resolve, reject) {
         this.resolve = resolve;
@@ -573,7 +594,9 @@ class Loop {
             this.pending = [];
             this.pendingLength = 0;
             this.skipping = false;
-            if (!skipped)
+            if (skipped)
+                this.oversized(this.skippedHead, this.skipped);
+            else
                 this.lineBytes(line);
             start = nl + 1;
         }
@@ -600,10 +623,16 @@ class Loop {
     }
     /** Keeps bytes of an unfinished line, or skips a line past the limit. */
     carry(bytes) {
-        if (bytes.length === 0 || this.skipping)
+        if (bytes.length === 0)
             return;
+        if (this.skipping) {
+            this.skipped += bytes.length;
+            return;
+        }
         if (this.pendingLength + bytes.length > this.maxLine) {
-            log(`a line of more than ${this.maxLine} bytes: dropped`);
+            // Its head is kept, to name the call it may be.
+            this.skippedHead = Buffer.concat([...this.pending, bytes]).subarray(0, OVERSIZE_HEAD).toString("latin1");
+            this.skipped = this.pendingLength + bytes.length;
             this.pending = [];
             this.pendingLength = 0;
             this.skipping = true;
@@ -614,7 +643,7 @@ class Loop {
     }
     lineBytes(line) {
         if (line.length > this.maxLine) {
-            log(`a line of ${line.length} bytes: dropped`);
+            this.oversized(line.subarray(0, OVERSIZE_HEAD).toString("latin1"), line.length);
             return;
         }
         if (!isUtf8(line)) {
@@ -627,12 +656,17 @@ class Loop {
     lines(text) {
         const maxLine = this.maxLine;
         let from = 0;
+        let n = 0;
         for (;;) {
             const nl = text.indexOf("\n", from);
             if (nl < 0)
                 return;
+            if (++n === PIECE_LINES) {
+                n = 0;
+                this.runBatch();
+            }
             if (nl - from > maxLine / 3 && Buffer.byteLength(text.slice(from, nl), "utf8") > maxLine) {
-                log(`a line of ${Buffer.byteLength(text.slice(from, nl), "utf8")} bytes: dropped`);
+                this.oversized(text.slice(from, from + OVERSIZE_HEAD), Buffer.byteLength(text.slice(from, nl), "utf8"));
             }
             else if (!this.fastCall(text, from, nl)) {
                 // Nearly every line is a call as hosts write it; the rest are read whole.
@@ -640,6 +674,19 @@ class Loop {
             }
             from = nl + 1;
         }
+    }
+    /**
+     * A line past the limit, `len` bytes, of which `head` is the start: a
+     * call whose ids the head names is NotRun in core's words, anything else
+     * is dropped (core's `ToolkitConn`).
+     */
+    oversized(head, len) {
+        const ids = scanIds(head);
+        if (ids === null) {
+            log(`a line of ${len} bytes: dropped`);
+            return;
+        }
+        this.notRun(ids[0], ids[1], `the call is ${len} bytes, over the implementation's limit of ${this.maxLine} bytes`);
     }
     line(line) {
         if (this.fastCall(line, 0, line.length))
@@ -752,28 +799,30 @@ class Loop {
      * down the general path, which judges it.
      */
     fastCall(text, from, end) {
+        this.lineLength = end - from;
         // Fixed parts are compared as slices: V8 compares two strings at
         // memcmp speed, where `startsWith` at an offset goes char by char.
-        let i = from + CALL_OPENING.length;
-        if (text.slice(from, i) !== CALL_OPENING)
-            return false;
         // The run id and the tool are most often the last call's: the same
-        // string, whose hash is already known.
+        // string, whose hash is already known, and one comparison from the
+        // line's start to its call id.
         let run = this.lastRun;
-        let runEnd = i + run.length + RUN_TO_CALL.length;
-        if (text.slice(i, runEnd) !== this.lastRunPart) {
+        let runEnd = from + this.lastOpening.length;
+        if (text.slice(from, runEnd) !== this.lastOpening) {
+            const i = from + CALL_OPENING.length;
+            if (text.slice(from, i) !== CALL_OPENING)
+                return false;
             const q = plainStringEnd(text, i);
             if (q < 0 || q >= end)
                 return false;
             run = text.slice(i, q);
             this.lastRun = run;
             this.lastRunText = '"' + run + '"';
-            this.lastRunPart = run + RUN_TO_CALL;
+            this.lastOpening = CALL_OPENING + run + RUN_TO_CALL;
             runEnd = q + RUN_TO_CALL.length;
             if (text.slice(q, runEnd) !== RUN_TO_CALL)
                 return false;
         }
-        i = runEnd;
+        let i = runEnd;
         const callEnd = plainStringEnd(text, i);
         if (callEnd < 0 || callEnd >= end)
             return false;
@@ -842,7 +891,10 @@ class Loop {
         let args;
         try {
             // An array: the args' values already in declaration order.
-            args = Array.isArray(argsRaw) && served !== undefined ? decodeInOrder(tool, argsRaw, this.limits) : decodeArgs(tool, argsRaw, this.limits);
+            args =
+                Array.isArray(argsRaw) && served !== undefined
+                    ? decodeInOrder(tool, argsRaw, this.limits, this.lineLength)
+                    : decodeArgs(tool, argsRaw, this.limits, this.lineLength);
         }
         catch (e) {
             if (!(e instanceof ArgsRefused))
@@ -880,7 +932,7 @@ class Loop {
         }
         c.cancel();
     }
-    /** Runs the calls of a read (a cancel in the same read having reached them first), then writes what they answered. */
+    /** Runs the calls of a piece of a read (a cancel in the same piece having reached them first), then writes what they answered. */
     runBatch() {
         const batch = this.batch;
         this.batch = [];

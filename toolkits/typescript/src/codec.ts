@@ -157,6 +157,33 @@ export function wellFormed(s: string): boolean {
   return !SURROGATE.test(s) || !hasLoneSurrogate(s);
 }
 
+/** What a record's (or a constructor's) fields need at every value, made once per declaration. */
+interface Layout {
+  /** Each field's index by name. */
+  readonly index: Map<string, number>;
+  /** The fields' indices in code-point order of their names: the canonical text's order. */
+  readonly sorted: readonly number[];
+  /** Each field's name as canonical text, with its `:`. */
+  readonly keys: readonly string[];
+}
+
+const LAYOUTS = new WeakMap<Fields, Layout>();
+
+function layout(fields: Fields): Layout {
+  let l = LAYOUTS.get(fields);
+  if (l === undefined) {
+    const sorted = fields.map((_, i) => i).sort((a, b) => compareCodePoints(fields[a][0], fields[b][0]));
+    l = { index: new Map(fields.map((f, i) => [f[0], i])), sorted, keys: fields.map((f) => stringText(f[0]) + ":") };
+    LAYOUTS.set(fields, l);
+  }
+  return l;
+}
+
+/** The scope a declared type's parameters are bound in: none made for a declaration without parameters. */
+function scopeOf(params: readonly string[], args: readonly Type[]): Scope {
+  return params.length === 0 ? NO_SCOPE : new Map(params.map((p, i) => [p, args[i]]));
+}
+
 /** `ty (what)`, as core's mismatches name the expected shape. */
 function shape(ty: Type, what: string): string {
   return `${written(ty)} (${what})`;
@@ -177,7 +204,24 @@ class Decoder {
   constructor(
     readonly env: Env,
     readonly limits: Limits,
+    /** How far the value's canonical text may still outgrow the text read (core's budget: the limit less the text's length). */
+    private budget: number,
   ) {}
+
+  /** Counts how much longer a number's canonical text is than its token, within the budget (core's `grow`). */
+  grow(neg: boolean, digits: string, exp: number, token: string): void {
+    let written: number;
+    if (digits.length === 0) written = 1;
+    else if (exp >= 0) written = digits.length + exp;
+    else written = digits.length > -exp ? digits.length + 1 : -exp + 2;
+    if (neg) written += 1;
+    const more = written - token.length;
+    if (more <= 0) return;
+    if (more > this.budget) {
+      this.refuse(`written out, the value's canonical text would pass the limit of ${this.limits.maxBytes} bytes`);
+    }
+    this.budget -= more;
+  }
 
   refuse(reason: string): never {
     throw new Refused(this.path, reason);
@@ -349,12 +393,14 @@ class Decoder {
           const n = exp >= HUGE ? "over 10^14" : String(digits.length + exp);
           this.refuse(`the Int has ${n} digits, past the limit of ${this.limits.maxIntDigits}`);
         }
+        this.grow(neg, digits, exp, (raw as RawNum).text);
         const n = BigInt(digits + "0".repeat(exp));
         return neg ? -n : n;
       }
       case "Decimal": {
         if (!(raw instanceof RawNum)) this.refuse(`expected Decimal, found ${found(raw)}`);
         const [neg, digits, exp] = this.decimalParts(raw);
+        this.grow(neg, digits, exp, raw.text);
         const c = digits ? BigInt(digits) : 0n;
         return new Decimal(neg ? -c : c, exp);
       }
@@ -402,6 +448,7 @@ class Decoder {
     if (raw instanceof RawNum) {
       if (SHORT_INT.test(raw.text)) return BigInt(raw.text);
       const [neg, digits, exp] = this.decimalParts(raw);
+      this.grow(neg, digits, exp, raw.text);
       if (exp >= 0 && digits.length + exp <= this.limits.maxIntDigits) {
         const n = BigInt((digits || "0") + "0".repeat(exp));
         return neg ? -n : n;
@@ -487,32 +534,43 @@ class Decoder {
    * twice refused when its second comes, ignored members skipped (a key
    * among them given twice refused too), missing fields after.
    */
-  fields(raw: Raw, fields: Fields, what: string, depth: number, scope: Scope, out: { [key: string]: unknown }): void {
-    if (!(raw instanceof RawObj)) this.refuse(`expected ${what}, found ${found(raw)}`);
-    const got = new Map<string, unknown>();
-    const ignored = new Set<string>();
+  fields(raw: Raw, fields: Fields, what: () => string, depth: number, scope: Scope, out: { [key: string]: unknown }): void {
+    if (!(raw instanceof RawObj)) this.refuse(`expected ${what()}, found ${found(raw)}`);
+    const { index, sorted } = layout(fields);
+    // A decoded value is never `undefined`: an empty slot is a field not given.
+    const got = new Array<unknown>(fields.length);
+    let ignored: Set<string> | null = null;
     const { keys, values } = raw;
+    const path = this.path;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i];
-      this.at(k, () => this.text(k));
+      path.push(k);
+      this.text(k);
+      path.pop();
       if (i >= this.limits.maxCollectionLen) this.tooLong(k);
-      const field = fields.find((f) => f[0] === k);
-      if (field === undefined) {
+      // Hosts write members in the canonical order of names: the i-th member
+      // is most often the i-th field in that order, found without hashing.
+      const hint = sorted[i];
+      const f = hint !== undefined && fields[hint][0] === k ? hint : index.get(k);
+      if (f === undefined) {
+        ignored ??= new Set();
         if (ignored.has(k)) this.refuse(`the key ${stringText(shorten(k))} is given twice`);
         ignored.add(k);
-        this.at(k, () => this.skip(values[i], depth + 1));
+        path.push(k);
+        this.skip(values[i], depth + 1);
+        path.pop();
         continue;
       }
-      if (got.has(k)) this.refuse(`the key ${stringText(shorten(k))} is given twice`);
-      const closed = close(field[1], scope);
-      got.set(
-        k,
-        this.at(k, () => (closed.k === "option" ? { some: this.value(values[i], closed.inner, depth + 1, NO_SCOPE) } : this.value(values[i], closed, depth + 1, NO_SCOPE))),
-      );
+      if (got[f] !== undefined) this.refuse(`the key ${stringText(shorten(k))} is given twice`);
+      const closed = close(fields[f][1], scope);
+      path.push(k);
+      got[f] = closed.k === "option" ? { some: this.value(values[i], closed.inner, depth + 1, NO_SCOPE) } : this.value(values[i], closed, depth + 1, NO_SCOPE);
+      path.pop();
     }
-    for (const [name, fty] of fields) {
-      if (got.has(name)) out[name] = got.get(name);
-      else if (close(fty, scope).k === "option") out[name] = null;
+    for (let f = 0; f < fields.length; f++) {
+      const name = fields[f][0];
+      if (got[f] !== undefined) out[name] = got[f];
+      else if (close(fields[f][1], scope).k === "option") out[name] = null;
       else this.refuse(`missing required field ${stringText(shorten(name))}`);
     }
   }
@@ -524,10 +582,10 @@ class Decoder {
     if (args.length !== decl.params.length) {
       this.refuse(`the type ${ty.identity} takes ${decl.params.length} type arguments, given ${args.length}`);
     }
-    const inner: Scope = new Map(decl.params.map((p, i) => [p, args[i]]));
+    const inner = scopeOf(decl.params, args);
     if (decl.k === "record") {
       const out: { [key: string]: unknown } = {};
-      this.fields(raw, decl.fields, shape(ty, "an object"), depth, inner, out);
+      this.fields(raw, decl.fields, () => shape(ty, "an object"), depth, inner, out);
       return out;
     }
     const find = (name: string): Constructor =>
@@ -548,7 +606,7 @@ class Decoder {
     const payload = c.payload;
     this.at(tag, () => {
       if ("fields" in payload) {
-        this.fields(v, payload.fields, `an object of the fields of ${stringText(c.name)}`, depth + 1, inner, out);
+        this.fields(v, payload.fields, () => `an object of the fields of ${stringText(c.name)}`, depth + 1, inner, out);
       } else {
         out["value"] = this.value(v, payload.value, depth + 1, inner);
       }
@@ -942,26 +1000,38 @@ class Encoder {
 
   /** A record's (or a constructor's) fields, read from `v`'s properties by Flow name. */
   fields(v: { [key: string]: unknown }, fields: Fields, scope: Scope, depth: number): string {
-    const out: [string, string][] = [];
-    for (const [name, fty] of fields) {
-      const closed = close(fty, scope);
+    const { sorted, keys } = layout(fields);
+    const texts = new Array<string | null>(fields.length);
+    const path = this.path;
+    // Judged in declaration order (the first wrong field is the first
+    // declared), written in the canonical order of names.
+    for (let f = 0; f < fields.length; f++) {
+      const name = fields[f][0];
+      const closed = close(fields[f][1], scope);
       const fv = v[name];
-      this.path.push(name);
+      path.push(name);
       if (closed.k === "option") {
-        if (fv !== null) {
+        if (fv === null) {
+          texts[f] = null;
+        } else {
           if (!isPlainObject(fv) || !hasOwn(fv, "some")) this.wrong(fv, closed);
-          this.path.push("some");
-          out.push([name, this.value(fv["some"], closed.inner, depth + 1)]);
-          this.path.pop();
+          path.push("some");
+          texts[f] = this.value(fv["some"], closed.inner, depth + 1);
+          path.pop();
         }
       } else {
         if (fv === undefined && !hasOwn(v, name)) this.refuse(`missing required field ${stringText(name)}`);
-        out.push([name, this.value(fv, closed, depth + 1)]);
+        texts[f] = this.value(fv, closed, depth + 1);
       }
-      this.path.pop();
+      path.pop();
     }
-    out.sort((a, b) => compareCodePoints(a[0], b[0]));
-    return "{" + out.map(([k, t]) => stringText(k) + ":" + t).join(",") + "}";
+    let out = "{";
+    for (const f of sorted) {
+      const t = texts[f];
+      if (t === null) continue;
+      out += (out.length > 1 ? "," : "") + keys[f] + t;
+    }
+    return out + "}";
   }
 
   named(v: unknown, ty: Type & { k: "named" }, depth: number): string {
@@ -969,7 +1039,7 @@ class Encoder {
     if (decl === undefined || decl.params.length !== ty.args.length) {
       return this.refuse(`the type ${ty.identity} is not declared with ${ty.args.length} type arguments`);
     }
-    const scope: Scope = new Map(decl.params.map((p, i) => [p, ty.args[i]]));
+    const scope = scopeOf(decl.params, ty.args);
     if (typeof v !== "object" || v === null || Array.isArray(v)) return this.wrong(v, ty);
     const obj = v as { [key: string]: unknown };
     if (decl.k === "record") {
@@ -1012,14 +1082,24 @@ export function parse(text: string | Uint8Array, limits: Limits = DEFAULT_LIMITS
 /**
  * The value JSON already read ({@link parse}) encodes at `ty` (named types
  * in `env`, type parameters bound by `params`), or {@link Refused}.
+ * `textBytes`, the length of the text it was read from, bounds the value's
+ * canonical text as core bounds it: numbers written out may outgrow the
+ * text only up to the limit's `maxBytes`.
  */
-export function decodeRaw(raw: Raw, ty: Type, env: Env, limits: Limits = DEFAULT_LIMITS, params: Scope = NO_SCOPE): unknown {
+export function decodeRaw(
+  raw: Raw,
+  ty: Type,
+  env: Env,
+  limits: Limits = DEFAULT_LIMITS,
+  params: Scope = NO_SCOPE,
+  textBytes: number = 0,
+): unknown {
   // The commonest arguments, a short Text or Int, take no decoder.
   if (ty.k === "prim") {
     if (ty.name === "Text" && typeof raw === "string" && raw.length * 3 <= limits.maxStringBytes) return raw;
     if (ty.name === "Int" && raw instanceof RawNum && SHORT_INT.test(raw.text)) return BigInt(raw.text);
   }
-  return new Decoder(env, limits).value(raw, ty, 0, params);
+  return new Decoder(env, limits, limits.maxBytes - textBytes).value(raw, ty, 0, params);
 }
 
 /**
@@ -1027,7 +1107,8 @@ export function decodeRaw(raw: Raw, ty: Type, env: Env, limits: Limits = DEFAULT
  * bound by `params`), or {@link Refused}.
  */
 export function decode(text: string | Uint8Array, ty: Type, env: Env, limits: Limits = DEFAULT_LIMITS, params: Scope = NO_SCOPE): unknown {
-  return decodeRaw(parse(text, limits), ty, env, limits, params);
+  const bytes = typeof text === "string" ? Buffer.byteLength(text, "utf8") : text.byteLength;
+  return decodeRaw(parse(text, limits), ty, env, limits, params, bytes);
 }
 
 /**

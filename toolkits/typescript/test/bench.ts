@@ -1,7 +1,9 @@
 /**
  * The serve loop's own cost, without pipes: N echo calls fed in 64 KiB
  * reads to `serve` through an in-memory input, replies counted and
- * dropped. `node build/test/bench.js LISTING [N]` prints calls per second.
+ * dropped. `node build/test/bench.js LISTING [N [TOOL ARGS]]` prints calls
+ * per second (TOOL a fixture Tool's name, `echo` by default, ARGS its args
+ * object's JSON text).
  * A profile of this (node --cpu-prof) shows the loop alone.
  */
 
@@ -12,8 +14,10 @@ import { CallInput, Handler, ReplyOutput, serve } from "../src/index.js";
 
 const listing = readFileSync(process.argv[2] ?? "toolkit/tests/fixtures/listing.json", "utf8");
 const n = Number(process.argv[3] ?? 1_000_000);
+const tool = process.argv[4] ?? "echo";
+const args = process.argv[5] ?? '{"text":"the quick brown fox jumps over the lazy dog"}';
 const line = (i: number): string =>
-  `{"jsonrpc":"2.0","method":"call","params":{"runId":"run-1","callId":"${i}","tool":"example.com/limen-fixtures@0.3.0/echo.flow.echo","args":{"text":"the quick brown fox jumps over the lazy dog"}}}\n`;
+  `{"jsonrpc":"2.0","method":"call","params":{"runId":"run-1","callId":"${i}","tool":"example.com/limen-fixtures@0.3.0/echo.flow.${tool}","args":${args}}}\n`;
 const chunks: Buffer[] = [];
 let text = "";
 for (let i = 0; i < n; i++) {

@@ -26,6 +26,10 @@
 //! fn main() -> std::io::Result<()> { serve(Impl, limen_toolkit::Options::default()) }
 //! ```
 //!
+//! `flow toolkit python` and `flow toolkit typescript` ([`codegen`])
+//! generate the same for the Python and TypeScript toolkits
+//! (`toolkits/python`, `toolkits/typescript`).
+//!
 //! Int is the exact [`Int`], Decimal the exact [`Decimal`]; a generic
 //! Tool's type parameter values are [`Json`], with the schema the call
 //! carries in [`Context::expects`].

@@ -348,3 +348,42 @@ fn the_random_listings_reach_every_form() {
     }
     assert_eq!(seen.len(), 10, "{seen:?}");
 }
+
+/// An implementation that lacks a Tool's method is refused when it starts
+/// serving, naming each Tool it lacks (not when the Tool's first call
+/// comes, as an AttributeError answered Unknown), and nothing is written
+/// on the protocol's output.
+#[test]
+fn an_implementation_lacking_a_method_is_refused_at_start_naming_the_tools() {
+    let Some((python, _)) = peers() else {
+        return;
+    };
+    let path =
+        std::env::join_paths([package(), root().join("toolkits/python/tests/fixture")]).unwrap();
+    let partial = "import echo_tools\n\
+                   class Echo:\n    \
+                   async def echo(self, cx, text):\n        return text\n\
+                   echo_tools.serve(Echo())\n";
+    let out = Command::new(python)
+        .args(["-c", partial])
+        .env("PYTHONPATH", path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("python runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for lacked in ["add", "note", "everything"] {
+        assert!(
+            stderr.contains(&format!(
+                "no handler for `example.com/limen-fixtures@0.3.0/echo.flow.{lacked}`"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!stderr.contains("echo.flow.echo`"), "{stderr}");
+}

@@ -179,8 +179,8 @@ pub struct ClientArgs {
     after_help = "The listing is what a handler process for the locus's receivers \
                         implements under `hale serve`: one Tool per row, named by the row's \
                         function, its argument the request, its result the response, its \
-                        error the row's. `flow toolkit rust LISTING` generates an \
-                        implementation's types and trait from it. Exit status: 0 printed, 1 the \
+                        error the row's. `flow toolkit rust|python|typescript LISTING` \
+                        generates an implementation's types and interface from it. Exit status: 0 printed, 1 the \
                         program does not check or the locus has no rows, 5 usage."
 )]
 pub struct ToolsArgs {

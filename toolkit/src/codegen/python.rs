@@ -738,7 +738,8 @@ impl Gen<'_> {
         out.push_str(
             "\n\ndef handlers(\n    tools: Tools,\n) -> dict[str, _typing.Callable[[_serve.Context, list[_typing.Any]], _typing.Awaitable[_typing.Any]]]:\n    \
              \"\"\"The handler of each Tool, by its identity, for `limen_toolkit.serve.serve`:\n    \
-             each converts the generic arguments, the result and a `Failed`'s error.\"\"\"\n",
+             each converts the generic arguments, the result and a `Failed`'s error.\n    \
+             A Tool whose method `tools` lacks has none (`serve` refuses to start, naming it).\"\"\"\n",
         );
         for (n, (tool, method)) in tools.iter().zip(&self.names.methods).enumerate() {
             let d = &tool.declaration;
@@ -761,15 +762,25 @@ impl Gen<'_> {
                 self.conv(&d.ok, "ok", Scope::Tool, true, 0),
             );
         }
-        out.push_str("\n    return {\n");
-        for (n, tool) in tools.iter().enumerate() {
+        // A Tool whose method the implementation lacks is left out, so
+        // `serve` refuses to start and names it (where a call would
+        // otherwise fail only when it comes, as an AttributeError).
+        out.push_str("\n    every = {\n");
+        for (n, (tool, method)) in tools.iter().zip(&self.names.methods).enumerate() {
             let _ = writeln!(
                 out,
-                "        {:?}: _tool{n},",
+                "        {:?}: ({method:?}, _tool{n}),",
                 tool.declaration.identity.to_string()
             );
         }
-        out.push_str("    }\n");
+        out.push_str(
+            "    }\n    \
+             return {\n        \
+             tool: handler\n        \
+             for tool, (method, handler) in every.items()\n        \
+             if callable(getattr(tools, method, None))\n    \
+             }\n",
+        );
     }
 }
 

@@ -28,6 +28,7 @@ pub mod json;
 mod mutations;
 pub mod percent;
 pub mod wire;
+pub mod words;
 
 /// A point in time as the machines see it: nanoseconds on the driver's
 /// monotonic clock (or a virtual clock in replay), passed in, never read.

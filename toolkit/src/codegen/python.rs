@@ -29,17 +29,9 @@ use std::fmt::Write as _;
 
 use limen_core::flow::tool::Tool;
 use limen_core::flow::{Identity, Payload, Type, TypeBody, TypeDecl, TypeEnv};
+use limen_core::words::PYTHON_KEYWORDS;
 
 use super::{file_stem, listing_env, pascal, snake, type_names};
-
-/// Python's keywords (hard ones only: `match`, `case`, `type` and `_` are
-/// names like any other).
-const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
 
 /// The builtins the generated code names: a module-level name (a
 /// `TypeVar`) or a class attribute (a field, a method) of the same name
@@ -234,7 +226,7 @@ pub(crate) fn py_name(flow: &str) -> String {
     if out.is_empty() || out.starts_with(|c: char| c == '_' || c.is_ascii_digit()) {
         out.insert(0, 'x');
     }
-    if KEYWORDS.contains(&out.as_str()) {
+    if PYTHON_KEYWORDS.contains(&out.as_str()) {
         out.push('_');
     }
     out
@@ -243,7 +235,7 @@ pub(crate) fn py_name(flow: &str) -> String {
 /// A type's name (already PascalCase and unique): a keyword or a name the
 /// module defines itself takes a trailing `_`.
 fn type_escape(name: &str) -> String {
-    if KEYWORDS.contains(&name) || RESERVED.contains(&name) {
+    if PYTHON_KEYWORDS.contains(&name) || RESERVED.contains(&name) {
         format!("{name}_")
     } else {
         name.to_owned()

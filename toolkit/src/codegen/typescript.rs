@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use limen_core::flow::{Identity, Payload, Type, TypeBody, TypeDecl};
+use limen_core::words::ECMASCRIPT_RESERVED;
 
 use super::{file_stem, listing_env, pascal, type_names, words};
 
@@ -352,60 +353,6 @@ fn paren(t: &str) -> String {
     t.to_owned()
 }
 
-/// ECMAScript's reserved words, the strict mode's and a module's (`await`),
-/// and the two names strict mode forbids binding: none may name a
-/// parameter.
-const RESERVED: &[&str] = &[
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "import",
-    "in",
-    "instanceof",
-    "new",
-    "null",
-    "return",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "implements",
-    "interface",
-    "let",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "static",
-    "yield",
-    "await",
-    "arguments",
-    "eval",
-];
-
 /// TypeScript's predefined type names, which no type (or type parameter)
 /// may be named.
 const TYPE_KEYWORDS: &[&str] = &[
@@ -462,7 +409,7 @@ fn ident(name: &str) -> String {
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, '_');
     }
-    if RESERVED.contains(&out.as_str()) || TYPE_KEYWORDS.contains(&out.as_str()) {
+    if ECMASCRIPT_RESERVED.contains(&out.as_str()) || TYPE_KEYWORDS.contains(&out.as_str()) {
         out.push('_');
     }
     out

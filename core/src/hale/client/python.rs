@@ -21,15 +21,7 @@ use std::fmt::Write as _;
 
 use super::{ClientError, ClientHub, ClientMember, ClientStream, ClientSurface, Lang};
 use crate::hale::docs::book::{Record, Scalar, Slot};
-
-/// Python's keywords (3.11): never an identifier. The soft keywords
-/// (`match`, `case`, `type`, `_`) are identifiers and are not here.
-const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
-];
+use crate::words::PYTHON_KEYWORDS;
 
 /// The module-level names the client defines or imports before the
 /// generated part, and the builtins its runtime calls: a record, a member
@@ -311,7 +303,7 @@ fn doc_text(s: &str) -> String {
 
 /// Whether `name` is one of Python's keywords.
 fn is_keyword(name: &str) -> bool {
-    KEYWORDS.contains(&name)
+    PYTHON_KEYWORDS.contains(&name)
 }
 
 /// `lib::Item` as one identifier: `lib_Item`.

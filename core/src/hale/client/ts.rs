@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use super::{header, ClientError, ClientSurface, Lang};
 use crate::hale::docs::book::{Scalar, Slot};
 use crate::hale::model::TransportKind;
+use crate::words::ECMASCRIPT_RESERVED;
 
 /// The outcome types and the refusal every client names.
 const COMMON: &str = include_str!("ts/common.ts");
@@ -60,58 +61,15 @@ const OWN: &[&str] = &[
     "StreamItem",
 ];
 
-/// Words a declaration cannot take, or should not shadow: TypeScript's
-/// reserved and contextual type words, and the globals the runtime names.
+/// Whether a declaration cannot take `name`, or should not shadow it: an
+/// ECMAScript reserved word, or one of [`RESERVED`].
+fn reserved(name: &str) -> bool {
+    ECMASCRIPT_RESERVED.contains(&name) || RESERVED.contains(&name)
+}
+
+/// Beside ECMAScript's reserved words: TypeScript's type words, and the
+/// globals the runtime names.
 const RESERVED: &[&str] = &[
-    // ECMAScript reserved words and strict-mode ones.
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "implements",
-    "import",
-    "in",
-    "instanceof",
-    "interface",
-    "let",
-    "new",
-    "null",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "return",
-    "static",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "yield",
-    "arguments",
-    "eval",
     // TypeScript's type words.
     "any",
     "bigint",
@@ -361,7 +319,7 @@ impl Names {
         let mut records = BTreeMap::new();
         for name in surface.records.keys() {
             let mut ident = name.replace("::", "_");
-            if RESERVED.contains(&ident.as_str()) || OWN.contains(&ident.as_str()) {
+            if reserved(&ident) || OWN.contains(&ident.as_str()) {
                 ident.push('_');
             }
             let ident = take(ident, format!("type `{name}`"))?;
@@ -379,7 +337,7 @@ impl Names {
                     upper_first(s)
                 });
             }
-            if RESERVED.contains(&function.as_str()) {
+            if reserved(&function) {
                 function.push('_');
             }
             let outcome: String = segments

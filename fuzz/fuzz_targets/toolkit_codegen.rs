@@ -27,7 +27,8 @@ fuzz_target!(|data: &[u8]| {
         let Ok((mut decl, env)) = declaration(&mut u) else {
             return;
         };
-        let name = TOOL_NAMES[(i + u.arbitrary::<usize>().unwrap_or(0)) % TOOL_NAMES.len()];
+        let pick = u.arbitrary::<u8>().unwrap_or(0) as usize;
+        let name = TOOL_NAMES[(i + pick) % TOOL_NAMES.len()];
         decl.identity =
             Identity::in_repository("github.com/acme/tools", "1.4.0", "search.flow", name);
         match Tool::new(decl, env) {

@@ -99,7 +99,10 @@ def _parse(text: bytes | str, limits: Limits) -> Any:
             object_pairs_hook=_Obj,
         )
     except json.JSONDecodeError as e:
-        _refuse((), f"not JSON: {e.msg} at byte {len(text[: e.pos].encode())}")
+        # Where, as core gives it: 1-based line and column in characters
+        # (Python's reader counts as core's tokenizer does). The path is
+        # always `$`: see decisions.md, the Python codec in core's words.
+        _refuse((), f"not JSON: {e.msg} at {e.lineno}:{e.colno}")
     except RecursionError:
         # Deeper than Python's own reader goes (about 1000 levels): core
         # would name the path where its depth limit is passed, which only a

@@ -151,15 +151,7 @@ fn conversions_agree_with_core_on_every_vector() {
 fn conversions_agree_with_core_on_mutants_of_the_vectors() {
     let Some((node, build)) = built() else { return };
     // A longer campaign: LIMEN_TS_MUTANTS=500 LIMEN_TS_SEED=7.
-    let knob = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let per_case = knob("LIMEN_TS_MUTANTS", 20) as usize;
-    let seed = knob("LIMEN_TS_SEED", 0x5eed_1e55);
-    let differ = differences(&node, &build, &vectors::mutants(per_case, seed));
+    let differ = differences(&node, &build, &vectors::campaign());
     assert!(
         differ.is_empty(),
         "{} differ:\n{}",
@@ -173,17 +165,7 @@ fn conversions_agree_with_core_on_mutants_of_the_vectors() {
 #[test]
 fn a_value_whose_canonical_text_would_pass_the_limit_is_refused_as_core_refuses_it() {
     let Some((node, build)) = built() else { return };
-    let env = limen_core::flow::TypeEnv::new();
-    let schema = |ty: &Type| limen_core::flow::schema::schema_of(ty, &env).expect("a schema");
-    let many = |token: &str, n: usize| format!("[{}]", vec![token; n].join(","));
-    let cases: Vec<(Json, String)> = vec![
-        (schema(&Type::list(Type::Int)), many("1e4299", 4000)),
-        (schema(&Type::list(Type::Int)), many("1e4299", 3800)),
-        (schema(&Type::list(Type::Decimal)), many("1e-999", 17_000)),
-        (schema(&Type::Json), many("-1e999", 17_000)),
-        (schema(&Type::Json), many("1e999", 16_000)),
-    ];
-    let differ = differences(&node, &build, &cases);
+    let differ = differences(&node, &build, &vectors::growth_cases());
     assert!(
         differ.is_empty(),
         "{} differ:\n{}",

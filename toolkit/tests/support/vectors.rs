@@ -435,3 +435,37 @@ pub fn mutants(per_case: usize, seed: u64) -> Vec<(Json, String)> {
     }
     out
 }
+
+/// The seeded campaign of [`mutants`] both toolkits' tests run: 20 per
+/// case from a fixed seed, or `LIMEN_TS_MUTANTS` per case from
+/// `LIMEN_TS_SEED` for a longer one (`LIMEN_TS_MUTANTS=500
+/// LIMEN_TS_SEED=7`; the names are the TypeScript test's, which ran it
+/// first).
+pub fn campaign() -> Vec<(Json, String)> {
+    let knob = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    mutants(
+        knob("LIMEN_TS_MUTANTS", 20) as usize,
+        knob("LIMEN_TS_SEED", 0x5eed_1e55),
+    )
+}
+
+/// Numbers that grow when written out (`1e4299` is 4300 bytes): core
+/// bounds the canonical text of a value by the text limit, and a toolkit
+/// must refuse at the same element, with the same words.
+pub fn growth_cases() -> Vec<(Json, String)> {
+    let env = TypeEnv::new();
+    let schema = |ty: &Type| schema_of(ty, &env).expect("a schema");
+    let many = |token: &str, n: usize| format!("[{}]", vec![token; n].join(","));
+    vec![
+        (schema(&Type::list(Type::Int)), many("1e4299", 4000)),
+        (schema(&Type::list(Type::Int)), many("1e4299", 3800)),
+        (schema(&Type::list(Type::Decimal)), many("1e-999", 17_000)),
+        (schema(&Type::Json), many("-1e999", 17_000)),
+        (schema(&Type::Json), many("1e999", 16_000)),
+    ]
+}

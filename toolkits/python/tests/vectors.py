@@ -6,7 +6,7 @@ toolkit/tests/python_toolkit.rs, which holds the answers to core's."""
 import json
 import sys
 
-from limen_toolkit.codec import Refused, decode, encode
+from limen_toolkit.codec import Refused, decode, encode, path_text
 from limen_toolkit.types import type_from_schema
 
 
@@ -18,7 +18,7 @@ def main() -> None:
             value = decode(case["text"].encode("utf-8", "surrogatepass"), ty, env)
             answer = {"ok": encode(value, ty, env)}
         except Refused as e:
-            answer = {"refused": e.path and str(e).split(": ", 1)[0] or "$", "reason": e.reason.encode("utf-8", "backslashreplace").decode()}
+            answer = {"refused": path_text(e.path), "reason": e.reason.encode("utf-8", "backslashreplace").decode()}
         sys.stdout.write(json.dumps(answer) + "\n")
 
 

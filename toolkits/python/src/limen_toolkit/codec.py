@@ -81,7 +81,7 @@ class _Obj(list[tuple[str, Any]]):
 def _parse(text: bytes | str, limits: Limits) -> Any:
     if isinstance(text, bytes):
         if len(text) > limits.max_bytes:
-            _refuse((), f"the text is longer than {limits.max_bytes} bytes")
+            _refuse((), f"the text is {len(text)} bytes, past the limit of {limits.max_bytes}")
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -99,20 +99,63 @@ def _parse(text: bytes | str, limits: Limits) -> Any:
             object_pairs_hook=_Obj,
         )
     except json.JSONDecodeError as e:
-        _refuse((), f"not JSON: {e.msg} at byte {len(text[: e.pos].encode())}")
+        # Where, as core gives it: 1-based line and column in characters
+        # (Python's reader counts as core's tokenizer does). The path is
+        # always `$`: see decisions.md, the Python codec in core's words.
+        _refuse((), f"not JSON: {e.msg} at {e.lineno}:{e.colno}")
     except RecursionError:
-        _refuse((), "nested too deep")
+        # Deeper than Python's own reader goes (about 1000 levels): core
+        # would name the path where its depth limit is passed, which only a
+        # reader that streams the text knows; refused as the TypeScript
+        # toolkit's reader refuses it.
+        _refuse((), "not JSON: nested too deep")
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(raw: Any) -> bool:
+    """Whether parsed JSON holds a lone surrogate in any string or key: core's
+    reader refuses a lone surrogate escape anywhere in a text, Python's keeps
+    it in the string."""
+    if isinstance(raw, str):
+        return not raw.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in raw)
+    if isinstance(raw, _Obj):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in raw)
+    if isinstance(raw, list):
+        return any(_lone_surrogate(v) for v in raw)
+    return False
 
 
 def _digits(tok: str) -> tuple[bool, str, int]:
     """Sign, significant digits (no leading or trailing zeros; "" for zero)
-    and power of ten, without building the number."""
-    t = Decimal(tok).as_tuple()
-    digits = "".join(map(str, t.digits)).lstrip("0")
-    exp = int(t.exponent)
+    and power of ten of a number token, without building the number (an
+    exponent of any size is kept exact)."""
+    neg = tok.startswith("-")
+    body = tok[1:] if neg else tok
+    e = body.find("e")
+    if e < 0:
+        e = body.find("E")
+    exp = 0
+    if e >= 0:
+        exp = int(body[e + 1:]) if len(body) - e < 4000 else _huge_exponent(body[e + 1:])
+        body = body[:e]
+    dot = body.find(".")
+    if dot >= 0:
+        exp -= len(body) - dot - 1
+        body = body[:dot] + body[dot + 1:]
+    digits = body.lstrip("0")
     stripped = digits.rstrip("0")
-    exp += len(digits) - len(stripped)
-    return bool(t.sign) and bool(stripped), stripped, exp
+    if not stripped:
+        return False, "", 0
+    return neg, stripped, exp + len(digits) - len(stripped)
+
+
+def _huge_exponent(t: str) -> int:
+    """An exponent too long for ``int()``'s digit limit: past every limit
+    either way, kept past it (core's tokenizer saturates it too)."""
+    return -_HUGE * 10 if t.startswith("-") else _HUGE * 10
 
 
 def _number_text(neg: bool, digits: str, exp: int) -> str:
@@ -127,18 +170,25 @@ def _number_text(neg: bool, digits: str, exp: int) -> str:
     return sign + "0." + "0" * -point + digits
 
 
+def _shorten(s: str) -> str:
+    """A found value's text as core shows it: 40 characters, then ``…``."""
+    return s if len(s) <= 40 else s[:40] + "…"
+
+
 def _found(raw: Any) -> str:
+    """How a refusal shows the value it found, in core's words: a number as
+    written, a string quoted, both shortened."""
     if isinstance(raw, _Num):
-        return _number_text(*_digits(raw))
+        return _shorten(raw)
     if isinstance(raw, str):
-        return _string(raw)
+        return _string(_shorten(raw))
     if raw is None:
         return "null"
     if raw is True:
         return "true"
     if raw is False:
         return "false"
-    return "an array" if isinstance(raw, list) and not isinstance(raw, _Obj) else "an object"
+    return "an object" if isinstance(raw, _Obj) else "an array"
 
 
 def _string(s: str) -> str:
@@ -157,64 +207,100 @@ def _string(s: str) -> str:
     return "".join(out)
 
 
+def _shape(ty: Type, what: str) -> str:
+    """``ty (what)``, as core's mismatches name the expected shape."""
+    return f"{written(ty)} ({what})"
+
+
+# Past this an exponent may have saturated in core's tokenizer, so its
+# messages say only "over 10^14".
+_HUGE = 100_000_000_000_000
+_OPTION_SHAPE = '"None" or {"Some": …}'
+_RESULT_SHAPE = '{"Ok": …} or {"Err": …}'
+_ENUM_SHAPE = "a constructor name or an object of one member"
+_PAIR = "a [key, value] pair"
+_DURATION_SHAPE = 'a "PT<seconds>S" string'
+_SHORT_INT = re.compile(r"-?[0-9]{1,15}\Z")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
+
+
 class _Decoder:
-    def __init__(self, env: Env, limits: Limits) -> None:
+    """Decodes parsed JSON at a type in core's order and core's words:
+    members and elements in the text's order, so the first failure is the
+    one core finds, at the same path, with the same reason. ``budget`` is
+    how far the value's canonical text may outgrow the text it was read
+    from (core's: the limit less the text's length)."""
+
+    def __init__(self, env: Env, limits: Limits, budget: int | None = None) -> None:
         self.env = env
         self.limits = limits
+        self.budget = limits.max_bytes if budget is None else budget
 
     # -- checks every value is held to ------------------------------------
 
+    def grow(self, neg: bool, digits: str, exp: int, token: str, path: tuple[str | int, ...]) -> None:
+        """Counts how much longer a number's canonical text is than its
+        token, within the budget (core's ``grow``)."""
+        if not digits:
+            return
+        if exp >= 0:
+            written_len = len(digits) + exp
+        else:
+            written_len = len(digits) + 1 if len(digits) > -exp else 2 - exp
+        more = written_len + neg - len(token)
+        if more <= 0:
+            return
+        if more > self.budget:
+            _refuse(path, "written out, the value's canonical text would pass the limit of "
+                          f"{self.limits.max_bytes} bytes")
+        self.budget -= more
+
     def text(self, s: str, path: tuple[str | int, ...]) -> str:
-        try:
-            n = len(s.encode("utf-8"))
-        except UnicodeEncodeError:
-            _refuse(path, "not JSON: a lone surrogate escape")
-        if n > self.limits.max_string_bytes:
-            _refuse(path, f"a string longer than {self.limits.max_string_bytes} bytes")
+        if len(s) * 3 > self.limits.max_string_bytes:
+            n = len(s.encode("utf-8", "surrogatepass"))
+            if n > self.limits.max_string_bytes:
+                _refuse(path, f"the string is {n} bytes, past the limit of {self.limits.max_string_bytes}")
         return s
 
-    def members(self, raw: _Obj, path: tuple[str | int, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in raw:
-            self.text(k, path)
-            if k in out:
-                _refuse(path, f"the key {_string(k)} is given twice")
-            out[k] = v
-        return out
+    def too_long(self, path: tuple[str | int, ...]) -> NoReturn:
+        _refuse(path, f"past the limit of {self.limits.max_collection_len} elements in one array or object")
 
-    def wellformed(self, raw: Any, path: tuple[str | int, ...], depth: int) -> None:
-        """An ignored member: well-formed, within depth, no duplicate key."""
+    def too_deep(self, path: tuple[str | int, ...]) -> NoReturn:
+        _refuse(path, f"arrays and objects nest deeper than the limit of {self.limits.max_depth}")
+
+    def skip(self, raw: Any, path: tuple[str | int, ...], depth: int) -> None:
+        """An ignored member's value: read, and held only to the depth
+        limit (core skips it)."""
         if depth > self.limits.max_depth:
-            _refuse(path, f"nested deeper than {self.limits.max_depth}")
+            self.too_deep(path)
         if isinstance(raw, _Obj):
-            for v in self.members(raw, path).values():
-                self.wellformed(v, path, depth + 1)
+            for _, v in raw:
+                self.skip(v, path, depth + 1)
         elif isinstance(raw, list):
             for v in raw:
-                self.wellformed(v, path, depth + 1)
-        elif isinstance(raw, str) and not isinstance(raw, _Num):
-            self.text(raw, path)
+                self.skip(v, path, depth + 1)
 
-    def number(self, raw: Any, path: tuple[str | int, ...], want: str) -> tuple[bool, str, int]:
-        if not isinstance(raw, _Num):
-            _refuse(path, f"expected {want}, found {_found(raw)}")
-        return _digits(raw)
-
-    def decimal_parts(self, raw: Any, path: tuple[str | int, ...], want: str) -> tuple[bool, str, int]:
-        neg, digits, exp = self.number(raw, path, want)
+    def decimal_parts(self, raw: _Num, path: tuple[str | int, ...]) -> tuple[bool, str, int]:
+        """A number's parts within the Decimal limits (core's ``decimal``)."""
+        parts = _digits(raw)
+        _, digits, exp = parts
+        if not digits:
+            return parts
         lim = self.limits
         if len(digits) > lim.max_decimal_digits:
-            _refuse(path, f"a number with more than {lim.max_decimal_digits} significant digits")
-        if digits and abs(exp) > lim.max_decimal_exponent:
-            _refuse(path, f"a number past 10^±{lim.max_decimal_exponent}")
-        return neg, digits, exp
+            _refuse(path, f"the number has {len(digits)} significant digits, past the limit of "
+                          f"{lim.max_decimal_digits}")
+        if abs(exp) > lim.max_decimal_exponent:
+            size = "is over 10^14 in size" if abs(exp) >= _HUGE else f"is {exp}"
+            _refuse(path, f"the number's exponent {size}, past the limit of ±{lim.max_decimal_exponent}")
+        return parts
 
     # -- the declared type directs every step ----------------------------
 
     def value(self, raw: Any, ty: Type, path: tuple[str | int, ...], depth: int,
               scope: dict[str, Type]) -> Any:
         if depth > self.limits.max_depth:
-            _refuse(path, f"nested deeper than {self.limits.max_depth}")
+            self.too_deep(path)
         if isinstance(ty, Param):
             bound = scope.get(ty.name)
             if bound is None:
@@ -222,72 +308,111 @@ class _Decoder:
             return self.value(raw, bound, path, depth, {})
         if isinstance(ty, Prim):
             return self.prim(raw, ty, path, depth)
-        if isinstance(ty, (ListT, SetT, TupleT)):
-            items = self.array(raw, ty, path)
-            if isinstance(ty, TupleT):
-                if len(items) != len(ty.items):
-                    _refuse(path, f"expected {written(ty)}, found an array of {len(items)}")
-                return tuple(self.value(v, t, path + (i,), depth + 1, scope)
-                             for i, (v, t) in enumerate(zip(items, ty.items)))
-            vals = [self.value(v, ty.item, path + (i,), depth + 1, scope) for i, v in enumerate(items)]
-            if isinstance(ty, ListT):
-                return vals
-            return FlowSet(self.ordered(vals, lambda v: self.canon(v, ty.item, scope), path, "a set holds each element once"))
+        if isinstance(ty, ListT):
+            return self.elements(raw, ty, ty.item, path, depth, scope)
+        if isinstance(ty, SetT):
+            vals = self.elements(raw, ty, ty.item, path, depth, scope)
+            item = _close(ty.item, scope)
+            return FlowSet(self.ordered(vals, lambda v: self.canon(v, item), path,
+                                        "a set holds each element once; this one equals [{}]"))
+        if isinstance(ty, TupleT):
+            return self.fixed(raw, ty, path, depth, scope)
         if isinstance(ty, DictT):
             return self.dictionary(raw, ty, path, depth, scope)
         if isinstance(ty, OptionT):
             if raw == "None" and not isinstance(raw, _Num):
                 return None
-            tag, v = self.tagged(raw, ty, ("Some",), path)
-            return Some(self.value(v, ty.inner, path + (tag,), depth + 1, scope))
+            tag, v = self.tagged(raw, ty, _OPTION_SHAPE, ("Some",), path)
+            inner = self.value(v, ty.inner, path + (tag,), depth + 1, scope)
+            self.one_member(raw, ty, _OPTION_SHAPE, path)
+            return Some(inner)
         if isinstance(ty, ResultT):
-            tag, v = self.tagged(raw, ty, ("Ok", "Err"), path)
-            if tag == "Ok":
-                return Ok(self.value(v, ty.ok, path + (tag,), depth + 1, scope))
-            return Err(self.value(v, ty.err, path + (tag,), depth + 1, scope))
+            tag, v = self.tagged(raw, ty, _RESULT_SHAPE, ("Ok", "Err"), path)
+            inner = self.value(v, ty.ok if tag == "Ok" else ty.err, path + (tag,), depth + 1, scope)
+            self.one_member(raw, ty, _RESULT_SHAPE, path)
+            return Ok(inner) if tag == "Ok" else Err(inner)
+        assert isinstance(ty, Named)
         return self.named(raw, ty, path, depth, scope)
 
-    def array(self, raw: Any, ty: Type, path: tuple[str | int, ...]) -> list[Any]:
+    def elements(self, raw: Any, ty: Type, item: Type, path: tuple[str | int, ...], depth: int,
+             scope: dict[str, Type]) -> list[Any]:
+        """A list's elements, decoded in order, within the collection limit."""
         if not isinstance(raw, list) or isinstance(raw, _Obj):
-            _refuse(path, f"expected {written(ty)}, found {_found(raw)}")
+            _refuse(path, f"expected {_shape(ty, 'an array')}, found {_found(raw)}")
         if len(raw) > self.limits.max_collection_len:
-            _refuse(path + (self.limits.max_collection_len,), "past the collection length limit")
-        return raw
+            # Core reads the elements before the one past the limit.
+            for i, v in enumerate(raw[: self.limits.max_collection_len]):
+                self.value(v, item, path + (i,), depth + 1, scope)
+            self.too_long(path + (self.limits.max_collection_len,))
+        return [self.value(v, item, path + (i,), depth + 1, scope) for i, v in enumerate(raw)]
+
+    def fixed(self, raw: Any, ty: TupleT, path: tuple[str | int, ...], depth: int,
+              scope: dict[str, Type]) -> tuple[Any, ...]:
+        # The elements given are decoded first, then the length is judged.
+        what = _shape(ty, f"an array of {len(ty.items)}")
+        if not isinstance(raw, list) or isinstance(raw, _Obj):
+            _refuse(path, f"expected {what}, found {_found(raw)}")
+        out = tuple(self.value(v, t, path + (i,), depth + 1, scope)
+                    for i, (v, t) in enumerate(zip(raw, ty.items)))
+        if len(raw) < len(ty.items):
+            _refuse(path, f"expected {what}, found an array of {len(raw)}")
+        if len(raw) > len(ty.items):
+            _refuse(path, f"expected {what}, found a longer array")
+        return out
 
     def ordered(self, vals: list[Any], key: Callable[[Any], str], path: tuple[str | int, ...],
                 why: str) -> tuple[Any, ...]:
-        seen: dict[bytes, int] = {}
-        keyed = []
-        for i, v in enumerate(vals):
-            k = key(v).encode("utf-8")
-            if k in seen:
-                _refuse(path + (i,), f"{why}; this one equals [{seen[k]}]")
-            seen[k] = i
-            keyed.append((k, v))
-        keyed.sort(key=lambda kv: kv[0])
-        return tuple(v for _, v in keyed)
+        """``vals`` in canonical order of ``key``; two with one key are
+        refused as core refuses them: the first equal pair in that order
+        (ties by index), at the later one's index."""
+        keyed = sorted(((key(v), i, v) for i, v in enumerate(vals)), key=lambda kv: (kv[0], kv[1]))
+        for a, b in zip(keyed, keyed[1:]):
+            if a[0] == b[0]:
+                _refuse(path + (b[1],), why.format(a[1]))
+        return tuple(v for _, _, v in keyed)
 
-    def canon(self, v: Any, ty: Type, scope: dict[str, Type]) -> str:
-        return _Encoder(self.env).value(v, _close(ty, scope), (), 0)
+    def canon(self, v: Any, ty: Type) -> str:
+        return _Encoder(self.env).value(v, ty, (), 0)
 
-    def tagged(self, raw: Any, ty: Type, tags: tuple[str, ...],
+    def tagged(self, raw: Any, ty: Type, what: str, tags: tuple[str, ...],
                path: tuple[str | int, ...]) -> tuple[str, Any]:
-        if not isinstance(raw, _Obj) or len(raw) != 1 or raw[0][0] not in tags:
-            _refuse(path, f"expected {written(ty)}, found {_found(raw)}")
-        return raw[0]
+        """The first member of a tagged object, checked to be one of
+        ``tags``; a second is judged by :meth:`one_member` after its value."""
+        if not isinstance(raw, _Obj):
+            _refuse(path, f"expected {_shape(ty, what)}, found {_found(raw)}")
+        if not raw:
+            _refuse(path, f"expected {_shape(ty, what)}, found an empty object")
+        k, v = raw[0]
+        if k not in tags:
+            _refuse(path, f"expected {_shape(ty, what)}, found an object with key {_string(_shorten(k))}")
+        return k, v
+
+    def one_member(self, raw: _Obj, ty: Type, what: str, path: tuple[str | int, ...]) -> None:
+        if len(raw) > 1:
+            _refuse(path, f"expected {_shape(ty, what)}, found a second member {_string(_shorten(raw[1][0]))}")
 
     def prim(self, raw: Any, ty: Prim, path: tuple[str | int, ...], depth: int) -> Any:
-        want = written(ty)
-        if ty is INT or ty == INT:
-            neg, digits, exp = self.number(raw, path, "Int")
+        if ty == INT:
+            if not isinstance(raw, _Num):
+                _refuse(path, f"expected Int, found {_found(raw)}")
+            if _SHORT_INT.match(raw):
+                return int(raw)
+            neg, digits, exp = _digits(raw)
+            if not digits:
+                return 0
             if exp < 0:
-                _refuse(path, f"expected Int, found {_found(raw)}, which is not whole")
-            if digits and len(digits) + exp > self.limits.max_int_digits:
-                _refuse(path, f"an Int with more than {self.limits.max_int_digits} digits")
-            n = int((digits or "0") + "0" * exp)
-            return -n if neg else n
+                _refuse(path, f"expected Int, found {_shorten(raw)}, which is not whole")
+            if len(digits) + exp > self.limits.max_int_digits:
+                n = "over 10^14" if exp >= _HUGE else str(len(digits) + exp)
+                _refuse(path, f"the Int has {n} digits, past the limit of {self.limits.max_int_digits}")
+            self.grow(neg, digits, exp, raw, path)
+            i = int(digits + "0" * exp)
+            return -i if neg else i
         if ty == DECIMAL:
-            neg, digits, exp = self.decimal_parts(raw, path, "Decimal")
+            if not isinstance(raw, _Num):
+                _refuse(path, f"expected Decimal, found {_found(raw)}")
+            neg, digits, exp = self.decimal_parts(raw, path)
+            self.grow(neg, digits, exp, raw, path)
             return Decimal(_number_text(neg, digits, exp))
         if ty == BOOL:
             if raw is True or raw is False:
@@ -299,28 +424,52 @@ class _Decoder:
             return HostToken(self.json(raw, path, depth))
         if ty == NEVER:
             _refuse(path, f"Never has no values, found {_found(raw)}")
-        if not isinstance(raw, str) or isinstance(raw, _Num):
-            _refuse(path, f"expected {want}, found {_found(raw)}")
-        s = self.text(raw, path)
+        string = isinstance(raw, str) and not isinstance(raw, _Num)
         if ty == TEXT:
-            return s
+            if not string:
+                _refuse(path, f"expected Text, found {_found(raw)}")
+            return self.text(raw, path)
         if ty == BYTES:
-            try:
-                b = base64.b64decode(s, validate=True)
-            except ValueError:
-                _refuse(path, "expected Bytes, found text that is not base64")
-            if base64.b64encode(b).decode("ascii") != s:
-                _refuse(path, "expected Bytes, found base64 that is not canonical")
+            if not string:
+                _refuse(path, f"expected {_shape(ty, 'a base64 string')}, found {_found(raw)}")
+            s = self.text(raw, path)
+            b = None
+            if len(s) % 4 == 0 and _BASE64.match(s):
+                try:
+                    b = base64.b64decode(s, validate=True)
+                except ValueError:
+                    b = None
+            if b is None or base64.b64encode(b).decode("ascii") != s:
+                _refuse(path, f"expected Bytes, found {_string(_shorten(s))}, which is not canonical base64 "
+                              "(standard alphabet, padded)")
             return b
         if ty == INSTANT:
-            return Instant(_read_instant(s, path))
-        return Duration(_read_duration(s, path))
+            if not string:
+                _refuse(path, f"expected {_shape(ty, 'an RFC 3339 date-time string')}, found {_found(raw)}")
+            s = self.text(raw, path)
+            got = _read_instant(s)
+            if isinstance(got, str):
+                _refuse(path, f"expected Instant, found {_string(_shorten(s))}: {got}")
+            return Instant(got)
+        if not string:
+            _refuse(path, f"expected {_shape(ty, _DURATION_SHAPE)}, found {_found(raw)}")
+        s = self.text(raw, path)
+        got = _read_duration(s)
+        if isinstance(got, str):
+            _refuse(path, f"expected Duration, found {_string(_shorten(s))}: {got}")
+        return Duration(got)
 
     def json(self, raw: Any, path: tuple[str | int, ...], depth: int) -> JsonValue:
+        """``json.Value``: exact numbers (an ``int`` when whole and within
+        the Int limit, else a ``Decimal``), a key given twice refused once
+        the object is read, as core does."""
         if depth > self.limits.max_depth:
-            _refuse(path, f"nested deeper than {self.limits.max_depth}")
+            self.too_deep(path)
         if isinstance(raw, _Num):
-            neg, digits, exp = self.decimal_parts(raw, path, "a number")
+            if _SHORT_INT.match(raw):
+                return int(raw)
+            neg, digits, exp = self.decimal_parts(raw, path)
+            self.grow(neg, digits, exp, raw, path)
             if exp >= 0 and len(digits) + exp <= self.limits.max_int_digits:
                 n = int((digits or "0") + "0" * exp)
                 return -n if neg else n
@@ -328,52 +477,97 @@ class _Decoder:
         if isinstance(raw, str):
             return self.text(raw, path)
         if isinstance(raw, _Obj):
-            return {k: self.json(v, path + (k,), depth + 1) for k, v in self.members(raw, path).items()}
+            out: dict[str, JsonValue] = {}
+            dup = None
+            for i, (k, v) in enumerate(raw):
+                at = path + (k,)
+                self.text(k, at)
+                if i >= self.limits.max_collection_len:
+                    self.too_long(at)
+                value = self.json(v, at, depth + 1)
+                if dup is None and k in out:
+                    dup = k
+                out[k] = value
+            if dup is not None:
+                _refuse(path, f"the key {_string(_shorten(dup))} is given twice")
+            return out
         if isinstance(raw, list):
-            self.array(raw, JSON, path)
+            if len(raw) > self.limits.max_collection_len:
+                for i, v in enumerate(raw[: self.limits.max_collection_len]):
+                    self.json(v, path + (i,), depth + 1)
+                self.too_long(path + (self.limits.max_collection_len,))
             return [self.json(v, path + (i,), depth + 1) for i, v in enumerate(raw)]
-        if raw is None or isinstance(raw, bool):
-            return raw
-        _refuse(path, f"not JSON: {raw!r}")
+        return raw  # type: ignore[no-any-return]
 
     def dictionary(self, raw: Any, ty: DictT, path: tuple[str | int, ...], depth: int,
-             scope: dict[str, Type]) -> Any:
+                   scope: dict[str, Type]) -> Any:
         key = _close(ty.key, scope)
         if key == TEXT:
+            # Members decoded as they come; a key given twice refused after,
+            # the first in code-point order.
             if not isinstance(raw, _Obj):
-                _refuse(path, f"expected {written(ty)}, found {_found(raw)}")
-            if len(raw) > self.limits.max_collection_len:
-                _refuse(path, "past the collection length limit")
-            m = self.members(raw, path)
-            return {k: self.value(m[k], ty.value, path + (k,), depth + 1, scope) for k in sorted(m)}
+                _refuse(path, f"expected {_shape(ty, 'an object')}, found {_found(raw)}")
+            entries: list[tuple[str, Any]] = []
+            for i, (k, v) in enumerate(raw):
+                at = path + (k,)
+                self.text(k, at)
+                if i >= self.limits.max_collection_len:
+                    self.too_long(at)
+                entries.append((k, self.value(v, ty.value, at, depth + 1, scope)))
+            entries.sort(key=lambda kv: kv[0])
+            for a, b in zip(entries, entries[1:]):
+                if a[0] == b[0]:
+                    _refuse(path, f"the key {_string(_shorten(a[0]))} is given twice")
+            return dict(entries)
+        if not isinstance(raw, list) or isinstance(raw, _Obj):
+            _refuse(path, f"expected {_shape(ty, 'an array of [key, value] pairs')}, found {_found(raw)}")
         pairs = []
-        for i, p in enumerate(self.array(raw, ty, path)):
-            if not isinstance(p, list) or isinstance(p, _Obj) or len(p) != 2:
-                _refuse(path + (i,), f"expected a [key, value] pair, found {_found(p)}")
-            k = self.value(p[0], ty.key, path + (i, 0), depth + 2, scope)
-            v = self.value(p[1], ty.value, path + (i, 1), depth + 2, scope)
+        for i, p in enumerate(raw):
+            at = path + (i,)
+            if i >= self.limits.max_collection_len:
+                self.too_long(at)
+            if not isinstance(p, list) or isinstance(p, _Obj):
+                _refuse(at, f"expected {_PAIR}, found {_found(p)}")
+            if len(p) < 1:
+                _refuse(at, f"expected {_PAIR}, found a shorter array")
+            k = self.value(p[0], ty.key, at + (0,), depth + 2, scope)
+            if len(p) < 2:
+                _refuse(at, f"expected {_PAIR}, found a shorter array")
+            v = self.value(p[1], ty.value, at + (1,), depth + 2, scope)
+            if len(p) > 2:
+                _refuse(at, f"expected {_PAIR}, found a longer array")
             pairs.append((k, v))
-        return FlowDict(self.ordered(pairs, lambda kv: self.canon(kv[0], key, {}), path,
-                                     "a dict holds each key once"))
+        return FlowDict(self.ordered(pairs, lambda kv: self.canon(kv[0], key), path,
+                                     "a dict holds each key once; this key equals the key of [{}]"))
 
-    def fields(self, raw: Any, fields: tuple[tuple[str, Type], ...], want: str,
+    def fields(self, raw: Any, fields: tuple[tuple[str, Type], ...], what: str,
                path: tuple[str | int, ...], depth: int, scope: dict[str, Type]) -> tuple[tuple[str, Any], ...]:
+        """A record's (or a constructor's) fields, as core reads them:
+        members in the text's order, a field given twice refused when its
+        second comes, ignored members skipped (a key among them given twice
+        refused too), missing fields after."""
         if not isinstance(raw, _Obj):
-            _refuse(path, f"expected {want}, found {_found(raw)}")
-        m = self.members(raw, path)
-        # Members in the text's order, as core reads them, so the first
-        # failure is the same one; missing fields after.
+            _refuse(path, f"expected {what}, found {_found(raw)}")
         types = {name: _close(fty, scope) for name, fty in fields}
         got: dict[str, Any] = {}
-        for k, v in m.items():
+        ignored: set[str] = set()
+        for i, (k, v) in enumerate(raw):
+            at = path + (k,)
+            self.text(k, at)
+            if i >= self.limits.max_collection_len:
+                self.too_long(at)
             closed = types.get(k)
             if closed is None:
-                # Core skips an ignored member without a path of its own.
-                self.wellformed(v, path, depth + 1)
+                if k in ignored:
+                    _refuse(path, f"the key {_string(_shorten(k))} is given twice")
+                ignored.add(k)
+                self.skip(v, at, depth + 1)
+            elif k in got:
+                _refuse(path, f"the key {_string(_shorten(k))} is given twice")
             elif isinstance(closed, OptionT):
-                got[k] = Some(self.value(v, closed.inner, path + (k,), depth + 1, {}))
+                got[k] = Some(self.value(v, closed.inner, at, depth + 1, {}))
             else:
-                got[k] = self.value(v, closed, path + (k,), depth + 1, {})
+                got[k] = self.value(v, closed, at, depth + 1, {})
         out: list[tuple[str, Any]] = []
         for name, closed in types.items():
             if name in got:
@@ -381,7 +575,7 @@ class _Decoder:
             elif isinstance(closed, OptionT):
                 out.append((name, None))
             else:
-                _refuse(path, f"missing required field {_string(name)}")
+                _refuse(path, f"missing required field {_string(_shorten(name))}")
         return tuple(out)
 
     def named(self, raw: Any, ty: Named, path: tuple[str | int, ...], depth: int,
@@ -394,23 +588,38 @@ class _Decoder:
             _refuse(path, f"the type {ty.identity} takes {len(decl.params)} type arguments, given {len(args)}")
         inner = dict(zip(decl.params, args))
         if isinstance(decl, Record):
-            return RecordValue(decl.identity, self.fields(raw, decl.fields, written(ty), path, depth, inner))
+            return RecordValue(decl.identity, self.fields(raw, decl.fields, _shape(ty, "an object"),
+                                                          path, depth, inner))
         assert isinstance(decl, Enum)
-        names = ", ".join(c.name for c in decl.constructors)
-        if isinstance(raw, str) and not isinstance(raw, _Num):
+
+        def find(name: str) -> Any:
             for c in decl.constructors:
-                if c.name == raw and c.payload is None:
-                    return Variant(decl.identity, c.name)
-            _refuse(path, f"expected {written(ty)} (one of {names}), found {_found(raw)}")
-        if not isinstance(raw, _Obj) or len(raw) != 1:
-            _refuse(path, f"expected {written(ty)} (one of {names}), found {_found(raw)}")
+                if c.name == name:
+                    return c
+            names = ", ".join(c.name for c in decl.constructors)
+            _refuse(path, f"{written(ty)} has no constructor {_string(_shorten(name))}; it has {names}")
+
+        if isinstance(raw, str) and not isinstance(raw, _Num):
+            c = find(raw)
+            if c.payload is not None:
+                _refuse(path, f"constructor {_string(c.name)} carries a payload: expected {{{_string(c.name)}: …}}")
+            return Variant(decl.identity, c.name)
+        if not isinstance(raw, _Obj):
+            _refuse(path, f"expected {_shape(ty, _ENUM_SHAPE)}, found {_found(raw)}")
+        if not raw:
+            _refuse(path, f"expected {_shape(ty, _ENUM_SHAPE)}, found an empty object")
         tag, v = raw[0]
-        for c in decl.constructors:
-            if c.name == tag and c.payload is not None:
-                if isinstance(c.payload, tuple):
-                    return Variant(decl.identity, tag, self.fields(v, c.payload, tag, path + (tag,), depth + 1, inner), True)
-                return Variant(decl.identity, tag, self.value(v, c.payload, path + (tag,), depth + 1, inner))
-        _refuse(path, f"expected {written(ty)} (one of {names}), found {_found(raw)}")
+        c = find(tag)
+        if c.payload is None:
+            _refuse(path, f"constructor {_string(c.name)} carries no payload: expected {_string(c.name)}")
+        at = path + (tag,)
+        if isinstance(c.payload, tuple):
+            out = Variant(decl.identity, tag, self.fields(
+                v, c.payload, f"an object of the fields of {_string(c.name)}", at, depth + 1, inner), True)
+        else:
+            out = Variant(decl.identity, tag, self.value(v, c.payload, at, depth + 1, inner))
+        self.one_member(raw, ty, _ENUM_SHAPE, path)
+        return out
 
 
 def _close(ty: Type, scope: dict[str, Type]) -> Type:
@@ -441,11 +650,7 @@ def _close(ty: Type, scope: dict[str, Type]) -> Type:
 _NS = 1_000_000_000
 _DAY_NS = 86_400 * _NS
 _LIMIT_NS = 1 << 127
-_INSTANT = re.compile(
-    r"([+-][0-9]{4,}|[0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-    r"(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})\Z"
-)
-_DURATION = re.compile(r"PT(-?)(0|[1-9][0-9]*)(\.[0-9]+)?S\Z")
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
@@ -469,48 +674,175 @@ def _civil_from_days(z: int) -> tuple[int, int, int]:
     return yoe + era * 400 + (m <= 2), m, d
 
 
-def _fraction_ns(frac: str | None, path: tuple[str | int, ...], what: str) -> int:
-    if not frac:
-        return 0
-    digits = frac[1:]
-    if len(digits) > 9 and digits[9:].strip("0"):
-        _refuse(path, f"{what} finer than a nanosecond")
-    return int(digits[:9].ljust(9, "0"))
+class _Cursor:
+    """A cursor over a time's spelling; each read gives why it failed as a
+    ``str`` (core's words)."""
+
+    def __init__(self, s: str, i: int = 0) -> None:
+        self.s = s
+        self.i = i
+
+    def run(self) -> str:
+        """The ASCII digits from here on."""
+        start = self.i
+        while self.i < len(self.s) and "0" <= self.s[self.i] <= "9":
+            self.i += 1
+        return self.s[start:self.i]
+
+    def digits(self, n: int, what: str) -> int | str:
+        part = self.s[self.i:self.i + n]
+        if len(part) != n or not all("0" <= c <= "9" for c in part):
+            return f"expected {n} digits of {what}"
+        self.i += n
+        return int(part)
+
+    def expect(self, c: str, what: str) -> str | None:
+        if self.s[self.i:self.i + 1] != c:
+            return f"expected {what}"
+        self.i += 1
+        return None
+
+    def fraction(self) -> int | str:
+        """Up to nine fraction digits as nanoseconds; later digits must be 0."""
+        digits = self.run()
+        if not digits:
+            return "expected digits after `.`"
+        if digits[9:].strip("0"):
+            return "it is finer than a nanosecond"
+        return int(digits[:9].ljust(9, "0"))
 
 
-def _read_instant(s: str, path: tuple[str | int, ...]) -> int:
-    m = _INSTANT.match(s)
-    bad = f"expected Instant, found {_string(s)}"
-    if not m:
-        _refuse(path, bad)
-    ys, mo, d, h, mi, sec = m.group(1), *(int(m.group(i)) for i in range(2, 7))
-    y = int(ys)
-    if ys[0] in "+-" and (0 <= y <= 9999 or (len(ys) > 5 and ys[1] == "0") or ys == "-0000"):
-        _refuse(path, bad)
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    dim = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-    if not (1 <= mo <= 12 and 1 <= d <= dim[mo - 1] and h < 24 and mi < 60 and sec < 60):
-        _refuse(path, bad)
-    off = m.group(8)
+def _read_instant(s: str) -> int | str:
+    """An RFC 3339 date-time's nanoseconds since the epoch, or why it is not
+    one (core's ``time::instant``)."""
+    c = _Cursor(s)
+    sign = s[:1] if s[:1] in ("+", "-") else ""
+    c.i = len(sign)
+    year_digits = c.run()
+    if not sign:
+        if len(year_digits) != 4:
+            return "expected a four-digit year"
+        year = int(year_digits)
+    else:
+        if len(year_digits) < 4 or (len(year_digits) > 4 and year_digits[0] == "0"):
+            return "a signed year has at least four digits and no extra leading zero"
+        if len(year_digits) > 30:
+            return "the year is out of range"
+        v = int(year_digits)
+        if 0 <= v <= 9999 and not (sign == "-" and v > 0):
+            return "a year within 0000..9999 is written without a sign"
+        year = -v if sign == "-" else v
+    e = c.expect("-", "`-` after the year")
+    if e is not None:
+        return e
+    month = c.digits(2, "the month")
+    if isinstance(month, str):
+        return month
+    e = c.expect("-", "`-` after the month")
+    if e is not None:
+        return e
+    day = c.digits(2, "the day")
+    if isinstance(day, str):
+        return day
+    if not 1 <= month <= 12:
+        return f"month {month:02d} does not exist"
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    dim = 29 if month == 2 and leap else _DAYS_IN_MONTH[month - 1]
+    if not 1 <= day <= dim:
+        return f"day {day:02d} does not exist in that month"
+    if s[c.i:c.i + 1] not in ("T", "t"):
+        return "expected `T` after the date"
+    c.i += 1
+    hour = c.digits(2, "the hour")
+    if isinstance(hour, str):
+        return hour
+    e = c.expect(":", "`:` after the hour")
+    if e is not None:
+        return e
+    minute = c.digits(2, "the minute")
+    if isinstance(minute, str):
+        return minute
+    e = c.expect(":", "`:` after the minute")
+    if e is not None:
+        return e
+    second = c.digits(2, "the second")
+    if isinstance(second, str):
+        return second
+    if hour > 23 or minute > 59:
+        return "the time of day does not exist"
+    if second == 60:
+        return "a leap second does not exist on a time line without leap seconds"
+    if second > 59:
+        return "the time of day does not exist"
+    nanos = 0
+    if s[c.i:c.i + 1] == ".":
+        c.i += 1
+        f = c.fraction()
+        if isinstance(f, str):
+            return f
+        nanos = f
     offset = 0
-    if off not in ("Z", "z"):
-        oh, om = int(off[1:3]), int(off[4:6])
+    o = s[c.i:c.i + 1]
+    if o in ("Z", "z"):
+        c.i += 1
+    elif o in ("+", "-"):
+        c.i += 1
+        oh = c.digits(2, "the offset's hours")
+        if isinstance(oh, str):
+            return oh
+        e = c.expect(":", "`:` in the offset")
+        if e is not None:
+            return e
+        om = c.digits(2, "the offset's minutes")
+        if isinstance(om, str):
+            return om
         if oh > 23 or om > 59:
-            _refuse(path, bad)
-        offset = (oh * 60 + om) * 60 * (-1 if off[0] == "-" else 1)
-    secs = _days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset
-    ns = secs * _NS + _fraction_ns(m.group(7), path, "an Instant")
-    if not -_LIMIT_NS <= ns < _LIMIT_NS:
-        _refuse(path, "an Instant past the model's range")
-    return ns
+            return "the offset does not exist"
+        offset = (oh * 3600 + om * 60) * (-1 if o == "-" else 1)
+    else:
+        return "expected `Z` or an offset such as `+01:00`"
+    if c.i != len(s):
+        return "unexpected text after the offset"
+    seconds = _days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset
+    total = seconds * _NS + nanos
+    if not -_LIMIT_NS <= total < _LIMIT_NS:
+        return "the instant is out of range"
+    return total
 
 
-def _read_duration(s: str, path: tuple[str | int, ...]) -> int:
-    m = _DURATION.match(s)
-    if not m:
-        _refuse(path, f"expected Duration, found {_string(s)}")
-    ns = int(m.group(2)) * _NS + _fraction_ns(m.group(3), path, "a Duration")
-    return -ns if m.group(1) else ns
+def _read_duration(s: str) -> int | str:
+    """``PT<seconds>S``'s nanoseconds, or why it is not one (core's
+    ``time::duration``)."""
+    if not s.startswith("PT") or not s.endswith("S") or len(s) < 3:
+        return "expected `PT<seconds>S`"
+    body = s[2:-1]
+    negative = body.startswith("-")
+    if negative:
+        body = body[1:]
+    c = _Cursor(body)
+    whole = c.run()
+    plain = "expected `PT<seconds>S`, the seconds a plain decimal number"
+    if not whole:
+        return plain
+    if len(whole) > 1 and whole[0] == "0":
+        return "the seconds have a leading zero"
+    nanos = 0
+    if c.i < len(body):
+        if body[c.i] != ".":
+            return plain
+        c.i += 1
+        f = c.fraction()
+        if isinstance(f, str):
+            return f
+        if c.i != len(body):
+            return plain
+        nanos = f
+    if len(whole) > 30:
+        return "the duration is out of range"
+    magnitude = int(whole) * _NS + nanos
+    if magnitude > _LIMIT_NS if negative else magnitude >= _LIMIT_NS:
+        return "the duration is out of range"
+    return -magnitude if negative else magnitude
 
 
 def _seconds_text(ns: int) -> str:
@@ -727,7 +1059,11 @@ def decode(text: bytes | str, ty: Type, env: Env, limits: Limits = DEFAULT_LIMIT
     """The value ``text`` encodes at ``ty`` (named types in ``env``, type
     parameters bound by ``params``), or :class:`Refused`."""
     raw = _parse(text, limits)
-    return _Decoder(env, limits).value(raw, ty, (), 0, dict(params or {}))
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    escape = _SURROGATE_ESCAPE_BYTES if isinstance(text, bytes) else _SURROGATE_ESCAPE
+    if escape.search(text) and _lone_surrogate(raw):  # type: ignore[arg-type]
+        _refuse((), "not JSON: a lone surrogate escape")
+    return _Decoder(env, limits, limits.max_bytes - size).value(raw, ty, (), 0, dict(params or {}))
 
 
 def encode(value: Any, ty: Type, env: Env) -> str:

@@ -48,7 +48,10 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any, Awaitable, BinaryIO, Callable, Generator, Mapping, Optional
 
-from .codec import DEFAULT_LIMITS, Limits, Refused, _close, _Decoder, _Num, _Obj, _parse, encode
+from .codec import (
+    DEFAULT_LIMITS, _SURROGATE_ESCAPE, Limits, Refused, _close, _Decoder, _lone_surrogate, _Num, _Obj,
+    _parse, encode,
+)
 from .types import BOOL, INT, JSON, TEXT, Env, SchemaError, Type, type_from_schema, written
 from .values import JsonValue
 
@@ -578,20 +581,6 @@ def _scan_key(line: bytes) -> Optional[tuple[str, str]]:
     return scanner.key_of_call()
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _lone_surrogate(raw: Any) -> bool:
-    """Whether a parsed line holds a lone surrogate in any string or key."""
-    if isinstance(raw, str):
-        return not raw.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in raw)
-    if isinstance(raw, _Obj):
-        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in raw)
-    if isinstance(raw, list):
-        return any(_lone_surrogate(v) for v in raw)
-    return False
-
-
 def _str(v: Any) -> bool:
     """Whether a parsed JSON value is a string (not a number kept as text)."""
     return isinstance(v, str) and not isinstance(v, _Num)
@@ -723,6 +712,9 @@ class _Server(asyncio.Protocol):
         self.fast_call, self.plans = _fast_calls(list(self.tools.values()))
         self.describe = listing.describe
         self.partial = b""
+        # The length of the line read by the general path: core holds a
+        # value's canonical text to the limit less its text's length.
+        self.line_len = 0
         # Reading past the line limit: the length so far and its head.
         self.skipping: Optional[tuple[int, _IdScanner]] = None
         self.out: list[str] = []
@@ -1035,6 +1027,7 @@ class _Server(asyncio.Protocol):
                 return None
             if line.endswith("\r"):
                 line = line[:-1]
+        self.line_len = len(line)
         try:
             raw = _parse(line, self.limits.decode)
             # Core's reader refuses a lone surrogate escape anywhere in a
@@ -1190,7 +1183,9 @@ class _Server(asyncio.Protocol):
         """A call's args at the declared types (core's ``decode_args``)."""
         m = self.members(raw, "`args`")
         values: list[Any] = [_ABSENT] * len(tool.names)
-        decoder = _Decoder(tool.env, self.limits.decode)
+        # Core's budget is the args' own text; the line's is the nearest at
+        # hand (stricter by the envelope's ~150 bytes).
+        decoder = _Decoder(tool.env, self.limits.decode, self.limits.decode.max_bytes - self.line_len)
         for name, v in m.items():
             try:
                 i = tool.names.index(name)

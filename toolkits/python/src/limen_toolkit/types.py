@@ -250,9 +250,9 @@ def type_from_schema(schema: dict[str, Any]) -> tuple[Type, Env]:
 
 
 def written(ty: Type) -> str:
-    """The type as Flow writes it in a message."""
+    """The type as Flow writes it in a message (core's words)."""
     if isinstance(ty, Prim):
-        return ty.name
+        return "a host token" if ty.name == "host token" else ty.name
     if isinstance(ty, ListT):
         return f"List<{written(ty.item)}>"
     if isinstance(ty, SetT):

@@ -1,4 +1,4 @@
-//! `flow tools describe | check | call` and `flow toolkit rust`, run as a
+//! `flow tools describe | check | call` and `flow toolkit rust | python`, run as a
 //! user runs them.
 
 use std::path::PathBuf;
@@ -215,5 +215,16 @@ fn toolkit_rust_writes_the_generated_code() {
     let (code, out, _) = flow(&["toolkit", "rust", &listing()]);
     assert_eq!(code, 0);
     let golden = std::fs::read_to_string(fixtures().join("tools.rs")).unwrap();
+    assert_eq!(out, golden);
+}
+
+#[test]
+fn toolkit_python_writes_the_generated_code() {
+    let (code, out, _) = flow(&["toolkit", "python", &listing()]);
+    assert_eq!(code, 0);
+    let golden = std::fs::read_to_string(
+        fixtures().join("../../../toolkits/python/tests/fixture/echo_tools.py"),
+    )
+    .unwrap();
     assert_eq!(out, golden);
 }

@@ -1,16 +1,18 @@
-//! The host driver against real processes: a Tool process written with
-//! limen-toolkit (`tool-fixture-echo`) and one that breaks the protocol on
-//! request (`tool-fixture-rogue`).
+//! The host driver against real processes: the fixture Tool written with
+//! each of limen's toolkits (Rust: `tool-fixture-echo`), every protocol
+//! test run against each, and a process that breaks the protocol on request
+//! (`tool-fixture-rogue`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use limen_core::flow::tool::binding::RepositoryConfig;
 use limen_core::flow::tool::{CallKey, Implementation, Limits, Listing, Outcome, Tool, ToolConfig};
-use limen_core::flow::{Identity, Type, Value};
+use limen_core::flow::{decode, Identity, Limits as DecodeLimits, Type, Value};
 use limen_drivers::tool::{Host, HostOptions};
 
 const ECHO: &str = env!("CARGO_BIN_EXE_tool-fixture-echo");
@@ -65,10 +67,32 @@ fn bind_with(names: &[&str], implementation: Implementation, limits: Limits) -> 
     }
 }
 
-fn echo_host() -> Host {
+/// A toolkit whose fixture Tool the protocol tests run against: each
+/// fixture is the same Tools (`toolkit/tests/fixtures/listing.json`),
+/// written with that toolkit over the code its generator made.
+#[derive(Clone, Copy, Debug)]
+enum Kit {
+    Rust,
+}
+
+/// The fixture's command line (program and arguments), or None when what
+/// runs it is missing here (said by `absent`).
+fn fixture(kit: Kit) -> Option<Vec<String>> {
+    match kit {
+        Kit::Rust => Some(vec![ECHO.into(), "--workers".into(), "4".into()]),
+    }
+}
+
+fn implementation(line: &[String]) -> Implementation {
+    let (program, args) = line.split_first().unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    command(program, &args)
+}
+
+fn echo_host(line: &[String]) -> Host {
     bind_with(
         &["echo", "add", "fail", "crash", "identity", "note", "grow"],
-        command(ECHO, &["--workers", "4"]),
+        implementation(line),
         Limits::default(),
     )
 }
@@ -81,10 +105,25 @@ fn text(host: &Host, call: &str, t: &str) -> Outcome {
     host.call(key(call), &id("echo"), vec![Value::text(t)], vec![])
 }
 
-#[test]
-fn a_toolkit_process_answers_every_kind_of_outcome() {
-    let host = echo_host();
+/// `json` decoded at the declared type of parameter `param` of `tool`.
+fn arg(tool: &str, param: usize, json: &str) -> Value {
+    let tool = tools(&[tool]).remove(0);
+    let ty = &tool.declaration.params[param].ty;
+    decode(json.as_bytes(), ty, &tool.env, &DecodeLimits::default()).unwrap()
+}
+
+/// A scratch path of this test process's own.
+fn scratch(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("limen-tool-host-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn every_kind_of_outcome(kit: Kit) {
+    let Some(line) = fixture(kit) else { return };
+    let host = echo_host(&line);
     assert_eq!(text(&host, "1", "hello"), Outcome::Ok(Value::text("hello")));
+    // Integers past 2^64, both ways.
     let big = Value::Int(limen_core::flow::Int(dashu_int::IBig::from(10u8).pow(40)));
     assert_eq!(
         host.call(key("2"), &id("add"), vec![big, Value::int(1)], vec![])
@@ -92,14 +131,35 @@ fn a_toolkit_process_answers_every_kind_of_outcome() {
         format!(r#"{{"Ok":1{}1}}"#, "0".repeat(39))
     );
     assert_eq!(
+        host.call(
+            key("2n"),
+            &id("add"),
+            vec![arg("add", 0, "-18446744073709551616"), Value::int(-1)],
+            vec![]
+        )
+        .to_json(),
+        r#"{"Ok":-18446744073709551617}"#
+    );
+    // A decimal of 40 digits crosses exact.
+    let note = arg(
+        "note",
+        0,
+        r#"{"text":"n","tags":["a","b"],"weight":123456789012345678901234567890.1234567891}"#,
+    );
+    assert_eq!(
+        host.call(key("2d"), &id("note"), vec![note], vec![])
+            .to_json(),
+        r#"{"Ok":{"tags":["a","b"],"text":"n","weight":123456789012345678901234567890.1234567891}}"#
+    );
+    assert_eq!(
         host.call(key("3"), &id("fail"), vec![Value::text("no")], vec![])
             .to_json(),
         r#"{"Failed":{"Refused":"no"}}"#
     );
-    assert_eq!(
-        host.call(key("4"), &id("crash"), vec![Value::text("panic")], vec![]),
-        Outcome::Unknown("the Tool's code panicked: asked to panic".into())
-    );
+    match host.call(key("4"), &id("crash"), vec![Value::text("panic")], vec![]) {
+        Outcome::Unknown(why) => assert!(why.contains("asked to panic"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         host.call(key("5"), &id("crash"), vec![Value::text("quietly")], vec![]),
         Outcome::Unknown("asked to stop: quietly".into())
@@ -129,9 +189,9 @@ fn a_toolkit_process_answers_every_kind_of_outcome() {
     host.shutdown();
 }
 
-#[test]
-fn many_calls_in_flight_are_answered_each_by_its_own_reply() {
-    let host = echo_host();
+fn many_calls_in_flight(kit: Kit) {
+    let Some(line) = fixture(kit) else { return };
+    let host = echo_host(&line);
     let pending: Vec<_> = (0..256)
         .map(|i| {
             host.start_call(
@@ -153,8 +213,9 @@ fn many_calls_in_flight_are_answered_each_by_its_own_reply() {
 }
 
 /// Talks to a process line by line, for what the host never sends.
-fn raw_exchange(program: &str, lines: &[&str]) -> Vec<serde_json::Value> {
-    let mut child = Command::new(program)
+fn raw_exchange(line: &[String], lines: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = Command::new(&line[0])
+        .args(&line[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -174,8 +235,8 @@ fn raw_exchange(program: &str, lines: &[&str]) -> Vec<serde_json::Value> {
     replies
 }
 
-#[test]
-fn the_toolkit_answers_args_that_do_not_decode_and_tools_it_lacks_not_run() {
+fn args_that_do_not_decode_and_tools_it_lacks(kit: Kit) {
+    let Some(line) = fixture(kit) else { return };
     let tool = |name: &str| format!("{REPO}@0.3.0/echo.flow.{name}");
     let call = |id: &str, tool: &str, args: &str| {
         format!(
@@ -183,7 +244,7 @@ fn the_toolkit_answers_args_that_do_not_decode_and_tools_it_lacks_not_run() {
         )
     };
     let replies = raw_exchange(
-        ECHO,
+        &line,
         &[
             &call("1", &tool("add"), r#"{"a":1,"b":"2"}"#),
             &call("2", &tool("nothing"), "{}"),
@@ -224,6 +285,91 @@ fn the_toolkit_answers_args_that_do_not_decode_and_tools_it_lacks_not_run() {
     );
     assert_eq!(replies[3]["error"]["code"], -32601);
 }
+
+/// The host's cancel reaches the code of a call that a toolkit process is
+/// running: the handler, waiting on its token, stops, and its own outcome
+/// is the call's (Unknown: it stopped midway), long before its own half
+/// minute. The handler makes a file once it runs, so the cancel is sent
+/// to a running call, never a queued one.
+fn a_cancel_reaches_the_running_handler(kit: Kit) {
+    let Some(line) = fixture(kit) else { return };
+    let host = echo_host(&line);
+    let started = scratch(&format!("{kit:?}-cancel-started"));
+    let how = format!("when cancelled {}", started.display());
+    let begun = std::time::Instant::now();
+    let outcome = std::thread::scope(|s| {
+        let call = s.spawn(|| host.call(key("c"), &id("crash"), vec![Value::text(&how)], vec![]));
+        while !started.exists() {
+            assert!(!call.is_finished(), "the call ended before it ran");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        host.cancel(&id("crash"), &key("c"));
+        call.join().unwrap()
+    });
+    let _ = std::fs::remove_file(&started);
+    assert_eq!(
+        outcome,
+        Outcome::Unknown("stopped: the host cancelled the call".into())
+    );
+    assert!(begun.elapsed() < Duration::from_secs(20));
+    // The process serves on.
+    assert_eq!(
+        text(&host, "after", "still"),
+        Outcome::Ok(Value::text("still"))
+    );
+    host.shutdown();
+}
+
+/// A process that dies mid-call leaves the call Unknown (it may have run),
+/// and the next call starts the process again.
+fn a_crash_mid_call_is_unknown(kit: Kit) {
+    let Some(line) = fixture(kit) else { return };
+    let host = echo_host(&line);
+    assert_eq!(
+        host.call(key("x"), &id("crash"), vec![Value::text("exit")], vec![]),
+        Outcome::Unknown("the implementation's process ended with the call out".into())
+    );
+    assert_eq!(text(&host, "y", "again"), Outcome::Ok(Value::text("again")));
+    let (_, process) = host.processes().next().unwrap();
+    assert_eq!(process.starts(), 2);
+    host.shutdown();
+}
+
+/// Every protocol test, against one toolkit's fixture.
+macro_rules! against {
+    ($module:ident, $kit:expr) => {
+        mod $module {
+            use super::*;
+
+            #[test]
+            fn a_toolkit_process_answers_every_kind_of_outcome() {
+                every_kind_of_outcome($kit);
+            }
+
+            #[test]
+            fn many_calls_in_flight_are_answered_each_by_its_own_reply() {
+                many_calls_in_flight($kit);
+            }
+
+            #[test]
+            fn the_toolkit_answers_args_that_do_not_decode_and_tools_it_lacks_not_run() {
+                args_that_do_not_decode_and_tools_it_lacks($kit);
+            }
+
+            #[test]
+            fn a_cancel_reaches_the_toolkit_handler_of_a_running_call() {
+                a_cancel_reaches_the_running_handler($kit);
+            }
+
+            #[test]
+            fn a_crash_mid_call_is_unknown_and_the_process_starts_again() {
+                a_crash_mid_call_is_unknown($kit);
+            }
+        }
+    };
+}
+
+against!(rust, Kit::Rust);
 
 fn rogue(args: &[&str], limits: Limits) -> Host {
     bind_with(&["echo"], command(ROGUE, args), limits)
@@ -546,38 +692,4 @@ fn a_path_identity_is_bound_only_by_the_host() {
          unbound: no host override, and a file outside any repository has no flow-tool.toml: \
          the host must bind it"
     );
-}
-
-/// The host's cancel reaches the code of a call that a toolkit process is
-/// running: the handler, waiting on its token, stops, and its own outcome
-/// is the call's (Unknown: it stopped midway), long before its own half minute.
-#[test]
-fn a_cancel_reaches_the_toolkit_handler_of_a_running_call() {
-    let host = echo_host();
-    let started = std::time::Instant::now();
-    let outcome = std::thread::scope(|s| {
-        let call = s.spawn(|| {
-            host.call(
-                key("c"),
-                &id("crash"),
-                vec![Value::text("when cancelled")],
-                vec![],
-            )
-        });
-        // Let the call reach the process and start before it is cancelled.
-        std::thread::sleep(Duration::from_millis(300));
-        host.cancel(&id("crash"), &key("c"));
-        call.join().unwrap()
-    });
-    assert_eq!(
-        outcome,
-        Outcome::Unknown("stopped: the host cancelled the call".into())
-    );
-    assert!(started.elapsed() < Duration::from_secs(20));
-    // The process serves on.
-    assert_eq!(
-        text(&host, "after", "still"),
-        Outcome::Ok(Value::text("still"))
-    );
-    host.shutdown();
 }

@@ -47,6 +47,17 @@ impl Cancel {
         self.0.wake.notify_all();
     }
 
+    /// Makes this token a fresh one, not cancelled, for the next call: the
+    /// same allocation when no clone of it is left (the pool's threads keep
+    /// one token each, so a call costs no allocation), else a new token,
+    /// so a clone the author's code kept never sees the next call's cancel.
+    pub(crate) fn renew(&mut self) {
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => *inner.cancelled.get_mut() = false,
+            None => *self = Cancel::new(),
+        }
+    }
+
     /// Whether it has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::Acquire)
@@ -128,5 +139,25 @@ mod tests {
         assert!(token.wait_timeout(Duration::ZERO));
         assert_eq!(token, token.clone());
         assert_ne!(token, Cancel::new());
+    }
+
+    /// A token renewed with no clone left is the same one, not cancelled;
+    /// one with a clone left is a new one, and the clone keeps its state.
+    #[test]
+    fn a_renewed_token_is_fresh_and_never_one_a_clone_still_holds() {
+        let mut token = Cancel::new();
+        token.cancel();
+        let before = std::sync::Arc::as_ptr(&token.0);
+        token.renew();
+        assert!(!token.is_cancelled());
+        assert_eq!(std::sync::Arc::as_ptr(&token.0), before);
+        let kept = token.clone();
+        token.cancel();
+        token.renew();
+        assert!(!token.is_cancelled());
+        assert!(kept.is_cancelled());
+        assert_ne!(token, kept);
+        token.cancel();
+        assert!(kept.is_cancelled());
     }
 }

@@ -153,11 +153,14 @@ fn fixture(name: &str) -> String {
 }
 
 fn check(name: &str, want: &str) {
-    let path = fixture(name);
+    check_at(&fixture(name), want);
+}
+
+fn check_at(path: &str, want: &str) {
     if std::env::var_os("LIMEN_BLESS").is_some() {
-        std::fs::write(&path, want).unwrap();
+        std::fs::write(path, want).unwrap();
     }
-    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    let have = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         have == want,
         "{path} is not what the code writes; run with LIMEN_BLESS=1 to write it again"
@@ -176,4 +179,17 @@ fn the_generated_code_is_codegen_of_the_listing() {
     let listing = std::fs::read_to_string(fixture("listing.json")).unwrap();
     let code = limen_toolkit::codegen::rust(&listing).unwrap();
     check("tools.rs", &code);
+}
+
+#[test]
+fn the_generated_python_is_codegen_of_the_listing() {
+    let listing = std::fs::read_to_string(fixture("listing.json")).unwrap();
+    let code = limen_toolkit::codegen::python(&listing).unwrap();
+    check_at(
+        &format!(
+            "{}/../toolkits/python/tests/fixture/echo_tools.py",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        &code,
+    );
 }

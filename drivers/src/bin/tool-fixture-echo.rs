@@ -36,9 +36,17 @@ impl Tools for Echo {
         if how == "panic" {
             panic!("asked to panic");
         }
-        if how == "when cancelled" {
-            // Works until the host cancels the call (half a minute at most),
-            // then stops midway: what it did is not known.
+        if how == "exit" {
+            // Dies mid-call: the host cannot know what the call did.
+            std::process::exit(3);
+        }
+        if let Some(started) = how.strip_prefix("when cancelled ") {
+            // Says it runs (the file `started`, for a test to wait on),
+            // then works until the host cancels the call (half a minute at
+            // most), and stops midway: what it did is not known.
+            if let Err(e) = std::fs::write(started, b"") {
+                return Err(Error::unknown(format!("cannot write {started}: {e}")));
+            }
             if cx.cancel.wait_timeout(std::time::Duration::from_secs(30)) {
                 return Err(Error::unknown("stopped: the host cancelled the call"));
             }

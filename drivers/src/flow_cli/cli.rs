@@ -213,6 +213,9 @@ pub fn duration(v: &str) -> Result<Duration, String> {
 pub enum ToolkitCommand {
     /// Rust types and a typed trait for a listing's Tools.
     Rust(ListingArgs),
+    /// A Python module for a listing's Tools: dataclasses, tagged unions,
+    /// a typed `Tools` protocol and `serve`.
+    Python(ListingArgs),
 }
 
 /// `flow toolkit LANG LISTING [-o FILE]`.

@@ -8,7 +8,8 @@
 //! - `flow tools describe | check | call` ([`tools`]): an implementation's
 //!   describe, a listing's binding, one call;
 //! - `flow toolkit rust LISTING` ([`toolkit`]): Rust types and a typed
-//!   trait for a listing's Tools;
+//!   trait for a listing's Tools; `flow toolkit python LISTING` a Python
+//!   module of dataclasses, tagged unions and a typed `Tools` protocol;
 //! - `flow completions SHELL`: a completion script.
 //!
 //! Every command answers `--help` (exit 0, on stdout) and `flow --version`
@@ -45,6 +46,9 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Tools(ToolsCommand::Call(a)) => tools::call(&a),
         Command::Toolkit(ToolkitCommand::Rust(a)) => {
             toolkit::generate("rust", limen_toolkit::codegen::rust, &a)
+        }
+        Command::Toolkit(ToolkitCommand::Python(a)) => {
+            toolkit::generate("python", limen_toolkit::codegen::python, &a)
         }
         Command::Completions(a) => {
             crate::cli_support::print_completions(a.shell, Cli::command(), "flow")

@@ -6,14 +6,19 @@
 //!
 //! - [`rust`]: structs and enums with `FromValue`/`IntoValue`, a trait
 //!   `Tools`, a `Service` over it and `serve`.
+//! - [`python`]: frozen dataclasses and tagged unions with conversions to
+//!   and from `limen_toolkit`'s generic values, a `Tools` protocol and
+//!   `serve`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use limen_core::flow::tool::Listing;
 use limen_core::flow::{Identity, Origin, TypeEnv};
 
+mod python;
 mod rust;
 
+pub use python::python;
 pub use rust::rust;
 
 /// The listing whose JSON text is `listing`, and one type environment of

@@ -50,10 +50,13 @@ pub const HAND_OFF: Duration = Duration::from_millis(1);
 /// A call to run.
 struct Job {
     tool: usize,
-    cx: Context,
+    key: CallKey,
+    expects: Option<serde_json::Value>,
     args: Vec<Value>,
     /// When it was queued.
     queued: Timestamp,
+    /// The host cancelled it while it was queued: it is not run (NotRun).
+    cancelled: bool,
 }
 
 /// Standard input and what was read of it and not yet fed to the machine.
@@ -83,9 +86,11 @@ struct State<R> {
     read_error: Option<io::Error>,
     queue: VecDeque<Job>,
     /// The key and cancellation of each call running (at most one a
-    /// worker): the host's cancel trips it. A queued call's is its job's.
-    /// A list, not a map: a cancel is rare, and a call's start and end
-    /// must not pay for hashing its key (the pipe bench measured that).
+    /// worker): the host's cancel trips it; a queued call's cancel marks
+    /// its job. A list, not a map: a cancel is rare, and a call's start and
+    /// end must not pay for hashing its key (the pipe bench measured that).
+    /// Each thread reuses one token from call to call ([`Cancel::renew`]),
+    /// so a call allocates none.
     running_calls: Vec<(CallKey, Cancel)>,
     /// Threads inside a call.
     running: usize,
@@ -171,24 +176,33 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
     /// the next piece of input; else sleep.
     fn work(&self) {
         let mut copy = Vec::new();
+        let mut token = Cancel::new();
         let mut st = lock(&self.state);
         loop {
             if st.stop || (st.ended && st.queue.is_empty()) {
                 return;
             }
             if let Some(job) = st.queue.pop_front() {
+                token.renew();
+                if job.cancelled {
+                    token.cancel();
+                }
+                let cx = Context {
+                    key: job.key,
+                    expects: job.expects,
+                    cancel: token.clone(),
+                };
                 st.running += 1;
-                st.running_calls
-                    .push((job.cx.key.clone(), job.cx.cancel.clone()));
+                st.running_calls.push((cx.key.clone(), token.clone()));
                 drop(st);
-                let reply = run_call(self.service, job.tool, &job.cx, job.args);
+                let reply = run_call(self.service, job.tool, &cx, job.args);
                 st = lock(&self.state);
                 st.running -= 1;
-                if let Some(i) = st.running_calls.iter().position(|(k, _)| *k == job.cx.key) {
+                if let Some(i) = st.running_calls.iter().position(|(k, _)| *k == cx.key) {
                     st.running_calls.swap_remove(i);
                 }
                 let now = st.now;
-                st.conn.reply(now, &job.cx.key, &reply);
+                st.conn.reply(now, &cx.key, &reply);
                 continue;
             }
             // No call waits: write what is pending before this thread
@@ -262,17 +276,21 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
                 ToolkitEvent::Call(incoming) => {
                     st.queue.push_back(Job {
                         tool: incoming.tool,
-                        cx: Context::new(incoming.key, incoming.expects),
+                        key: incoming.key,
+                        expects: incoming.expects,
                         args: incoming.args,
                         queued: now,
+                        cancelled: false,
                     });
                 }
                 ToolkitEvent::Cancel(key) => {
                     // The machine yields a cancel only for a call open on
                     // it, so one not found here has just been answered.
-                    let queued = st.queue.iter().map(|j| (&j.cx.key, &j.cx.cancel));
-                    let running = st.running_calls.iter().map(|(k, c)| (k, c));
-                    if let Some((_, cancel)) = queued.chain(running).find(|(k, _)| **k == key) {
+                    if let Some(job) = st.queue.iter_mut().find(|j| j.key == key) {
+                        job.cancelled = true;
+                    } else if let Some((_, cancel)) =
+                        st.running_calls.iter().find(|(k, _)| *k == key)
+                    {
                         cancel.cancel();
                     }
                 }

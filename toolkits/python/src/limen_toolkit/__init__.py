@@ -12,9 +12,17 @@ library only.
 - :mod:`limen_toolkit.codec`: :func:`decode` (type-directed, strict; a
   refusal is :class:`Refused` with the JSON path and the reason) and
   :func:`encode` (the canonical text; strict as well).
+- :mod:`limen_toolkit.serve`: :func:`serve`, the Tool protocol over
+  standard input and output on asyncio (describe, calls multiplexed,
+  cancel as ``asyncio.CancelledError``), with :class:`Context`,
+  :class:`Failed`, :class:`NotRun` and :class:`Unknown`.
 """
 
 from .codec import Limits, Refused, decode, encode
+from .serve import (
+    Context, Failed, Handler, ListingError, NotRun, StdoutIsTheProtocol, ToolkitLimits, Unknown,
+    serve, serve_async,
+)
 from .types import SchemaError, type_from_schema
 from .values import (
     Duration, Err, FlowDict, FlowSet, HostToken, Instant, JsonValue, Ok,
@@ -24,7 +32,8 @@ from .values import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Duration", "Err", "FlowDict", "FlowSet", "HostToken", "Instant",
-    "JsonValue", "Limits", "Ok", "RecordValue", "Refused", "SchemaError",
-    "Some", "Variant", "__version__", "decode", "encode", "type_from_schema",
+    "Context", "Duration", "Err", "Failed", "FlowDict", "FlowSet", "Handler", "HostToken",
+    "Instant", "JsonValue", "Limits", "ListingError", "NotRun", "Ok", "RecordValue", "Refused",
+    "SchemaError", "Some", "StdoutIsTheProtocol", "ToolkitLimits", "Unknown", "Variant",
+    "__version__", "decode", "encode", "serve", "serve_async", "type_from_schema",
 ]

@@ -22,6 +22,8 @@ from typing import Any, Generic, TypeVar, Union
 
 T = TypeVar("T")
 E = TypeVar("E")
+K = TypeVar("K")
+V = TypeVar("V")
 
 JsonValue = Union[None, bool, int, Decimal, str, list["JsonValue"], dict[str, "JsonValue"]]
 """``json.Value``: raw JSON with exact numbers (``int`` when whole)."""
@@ -72,18 +74,19 @@ class HostToken:
 
 
 @dataclass(frozen=True)
-class FlowSet:
-    """A ``Set<T>``: its elements once each, in canonical order."""
+class FlowSet(Generic[T]):
+    """A ``Set<T>``: its elements once each, in canonical order. Generic so
+    generated code can say what the elements are (``FlowSet[int]``)."""
 
-    items: tuple[Any, ...]
+    items: tuple[T, ...]
 
 
 @dataclass(frozen=True)
-class FlowDict:
+class FlowDict(Generic[K, V]):
     """A ``Dict<K, V>`` whose keys are not ``Text``: its pairs, in
-    canonical key order."""
+    canonical key order (``FlowDict[int, str]`` in generated code)."""
 
-    items: tuple[tuple[Any, Any], ...]
+    items: tuple[tuple[K, V], ...]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 //! The host driver against real processes: the fixture Tool written with
-//! each of limen's toolkits (Rust: `tool-fixture-echo`), every protocol
+//! each of limen's toolkits (Rust: `tool-fixture-echo`; Python:
+//! `toolkits/python/tests/fixture/echo_tool.py`), every protocol
 //! test run against each, and a process that breaks the protocol on request
 //! (`tool-fixture-rogue`).
 
@@ -73,6 +74,7 @@ fn bind_with(names: &[&str], implementation: Implementation, limits: Limits) -> 
 #[derive(Clone, Copy, Debug)]
 enum Kit {
     Rust,
+    Python,
 }
 
 /// The fixture's command line (program and arguments), or None when what
@@ -80,6 +82,20 @@ enum Kit {
 fn fixture(kit: Kit) -> Option<Vec<String>> {
     match kit {
         Kit::Rust => Some(vec![ECHO.into(), "--workers".into(), "4".into()]),
+        // The Python toolkit's fixture finds its package from its own place.
+        Kit::Python => {
+            let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+            let python = root.join(".peers/venv/bin/python");
+            if !python.exists() {
+                limen_clients::absent("the peers' Python venv (.peers/venv) is absent");
+                return None;
+            }
+            let script = root.join("toolkits/python/tests/fixture/echo_tool.py");
+            Some(vec![
+                python.to_string_lossy().into_owned(),
+                script.to_string_lossy().into_owned(),
+            ])
+        }
     }
 }
 
@@ -370,6 +386,7 @@ macro_rules! against {
 }
 
 against!(rust, Kit::Rust);
+against!(python, Kit::Python);
 
 fn rogue(args: &[&str], limits: Limits) -> Host {
     bind_with(&["echo"], command(ROGUE, args), limits)

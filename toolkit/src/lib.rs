@@ -30,6 +30,10 @@
 //! Tool's type parameter values are [`Json`], with the schema the call
 //! carries in [`Context::expects`].
 //!
+//! `flow toolkit python LISTING` ([`codegen::python`]) generates the same
+//! from a listing for the Python toolkit (`toolkits/python`): a module of
+//! dataclasses, tagged unions and a `Tools` protocol.
+//!
 //! The host's `cancel` reaches the call's code as [`Context::cancel`], a
 //! [`Cancel`] token to poll or wait on; a call cancelled before its code
 //! started is answered NotRun, one that started is answered with what its

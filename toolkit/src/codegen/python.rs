@@ -707,15 +707,22 @@ impl Gen<'_> {
                 let _ = write!(out, ", {i}: {}", self.ty(&p.ty, Scope::Tool));
             }
             let _ = writeln!(out, ") -> {}:", self.ty(&d.ok, Scope::Tool));
-            let what = if d.err == Type::Never {
-                format!("`{}`: never fails.", d.identity)
+            let mut what = String::new();
+            for (p, i) in d.params.iter().zip(&idents) {
+                if let Some(doc) = &p.doc {
+                    let _ = write!(what, "`{i}`: {doc}\n\n");
+                }
+            }
+            if d.err == Type::Never {
+                let _ = write!(what, "`{}`: never fails.", d.identity);
             } else {
-                format!(
+                let _ = write!(
+                    what,
                     "`{}`: fails with `{}`.",
                     d.identity,
                     self.ty(&d.err, Scope::Tool)
-                )
-            };
+                );
+            }
             docstring(d.doc.as_deref(), &what, "        ", out);
             out.push_str("        ...\n");
         }
@@ -804,6 +811,11 @@ fn literal_doc(text: &str, indent: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use limen_core::flow::tool::listing::describe_result;
+    use limen_core::flow::{Constructor, Declaration, Field, Param};
+
     use super::*;
 
     #[test]
@@ -832,6 +844,94 @@ mod tests {
             params(&["self", "cx", "cx_", "lambda", "a"]),
             ["self_", "cx_", "cx__", "lambda_", "a"]
         );
+    }
+
+    fn id(file: &str, name: &str) -> Identity {
+        Identity::in_repository("example.com/names", "1.0.0", file, name)
+    }
+
+    /// The module for `decls` over `env`, as `flow toolkit python` writes it.
+    fn generate(decls: Vec<Declaration>, env: TypeEnv) -> String {
+        let tools: Vec<Arc<Tool>> = decls
+            .into_iter()
+            .map(|d| Arc::new(Tool::new(d, env.clone()).unwrap()))
+            .collect();
+        python(&describe_result(&tools).to_string()).unwrap()
+    }
+
+    #[test]
+    fn names_that_would_clash_are_made_apart() {
+        let mut env = TypeEnv::new();
+        // A record whose fields are named like keywords, builtins the
+        // annotations use, the module's helpers and another type.
+        env.declare(TypeDecl::record(
+            id("a.flow", "Shape"),
+            vec![
+                Field::new("class", Type::Int),
+                Field::new("int", Type::Text),
+                Field::new("Dot", Type::Bool),
+                Field::new("shape_from_value", Type::Bool),
+                Field::new("_private", Type::Bool),
+            ],
+        ));
+        // The same name in another file, a record named like an enum's
+        // constructor class, a type named like the module's `Tools`.
+        env.declare(TypeDecl::enumeration(
+            id("b.flow", "Shape"),
+            vec![Constructor::unit("Dot"), Constructor::unit("None")],
+        ));
+        env.declare(TypeDecl::record(id("a.flow", "BShapeDot"), vec![]));
+        env.declare(TypeDecl::record(id("a.flow", "Tools"), vec![]));
+        env.declare(
+            TypeDecl::record(
+                id("a.flow", "Box"),
+                vec![Field::new("int", Type::param("int"))],
+            )
+            .generic(&["int"]),
+        );
+        let uses = |file: &str, name: &str| {
+            Declaration::new(
+                id(file, name),
+                vec![
+                    Param::new("cx", Type::named(id("a.flow", "Shape"))),
+                    Param::new("self", Type::named(id("b.flow", "Shape"))),
+                    Param::new("lambda", Type::named(id("a.flow", "BShapeDot"))),
+                    Param::new("x", Type::named(id("a.flow", "Tools"))),
+                    Param::new("y", Type::applied(id("a.flow", "Box"), vec![Type::Int])),
+                ],
+                Type::Text,
+                Type::Text,
+            )
+        };
+        let code = generate(vec![uses("a.flow", "class"), uses("b.flow", "class")], env);
+        for want in [
+            // Types: prefixed by their file where a name meets another.
+            "class AShape:",
+            "class BShapeDot_:",
+            "class BShapeDot:",
+            "BShape: _typing.TypeAlias = _typing.Union[BShapeDot_, BShapeNone]",
+            "class Tools_:",
+            // A type parameter named like a builtin.
+            "int_ = _typing.TypeVar(\"int_\")",
+            "class Box(_typing.Generic[int_]):",
+            "    int__: int_",
+            // Fields: keywords, builtins, other names, a leading `_`.
+            "    class_: int",
+            "    int__: str",
+            "    Dot: bool",
+            "    shape_from_value: bool",
+            "    x_private: bool",
+            "return AShape(class_=f[\"class\"], int__=f[\"int\"], Dot=f[\"Dot\"], \
+             shape_from_value=f[\"shape_from_value\"], x_private=f[\"_private\"])",
+            "def ashape_from_value(",
+            "def bshape_from_value(",
+            // Methods and parameters: a keyword, a repeated name, `cx`, `self`.
+            "async def class_(self, cx: _serve.Context, cx_: AShape, self_: BShape, lambda_: BShapeDot, \
+             x: Tools_, y: Box[int]) -> str:",
+            "async def b_class(self, cx: _serve.Context, cx_: AShape",
+        ] {
+            assert!(code.contains(want), "no {want:?} in\n{code}");
+        }
     }
 
     #[test]

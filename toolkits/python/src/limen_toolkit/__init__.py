@@ -12,16 +12,18 @@ library only.
 - :mod:`limen_toolkit.codec`: :func:`decode` (type-directed, strict; a
   refusal is :class:`Refused` with the JSON path and the reason) and
   :func:`encode` (the canonical text; strict as well).
-- :mod:`limen_toolkit.serve`: :func:`serve`, the Tool protocol over
+- :mod:`limen_toolkit.serve`: ``serve``, the Tool protocol over
   standard input and output on asyncio (describe, calls multiplexed,
   cancel as ``asyncio.CancelledError``), with :class:`Context`,
-  :class:`Failed`, :class:`NotRun` and :class:`Unknown`.
+  :class:`Failed`, :class:`NotRun` and :class:`Unknown`. The function
+  ``serve`` is not re-exported here: ``limen_toolkit.serve`` stays the
+  module (``import limen_toolkit.serve as serve`` then ``serve.serve``).
 """
 
 from .codec import Limits, Refused, decode, encode
 from .serve import (
     Context, Failed, Handler, ListingError, NotRun, StdoutIsTheProtocol, ToolkitLimits, Unknown,
-    serve, serve_async,
+    serve_async,
 )
 from .types import SchemaError, type_from_schema
 from .values import (
@@ -35,5 +37,5 @@ __all__ = [
     "Context", "Duration", "Err", "Failed", "FlowDict", "FlowSet", "Handler", "HostToken",
     "Instant", "JsonValue", "Limits", "ListingError", "NotRun", "Ok", "RecordValue", "Refused",
     "SchemaError", "Some", "StdoutIsTheProtocol", "ToolkitLimits", "Unknown", "Variant",
-    "__version__", "decode", "encode", "serve", "serve_async", "type_from_schema",
+    "__version__", "decode", "encode", "serve_async", "type_from_schema",
 ]

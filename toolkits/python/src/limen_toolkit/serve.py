@@ -319,6 +319,10 @@ _CALL = re.compile(
     r'"callId":"([^"\\\x00-\x1f]*)","tool":"([^"\\\x00-\x1f]*)","args":\{(.*)\}\}\}').fullmatch
 
 _REPLY = '{"jsonrpc":"2.0","method":"reply","params":{"runId":'
+_PIECE_LINES = 32
+"""How many lines of a read are answered before their replies are
+written (the Rust toolkit's pieces): a read can hold hundreds of calls,
+and answering all before writing any keeps the host idle meanwhile."""
 _ASCII_WS = " \t\n\r\x0c"
 _ABSENT: Any = object()
 
@@ -372,6 +376,20 @@ def _scan_key(text: str) -> Optional[tuple[str, str]]:
     except ValueError:
         return None
     return (r, c) if isinstance(r, str) and isinstance(c, str) else None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(raw: Any) -> bool:
+    """Whether a parsed line holds a lone surrogate in any string or key."""
+    if isinstance(raw, str):
+        return not raw.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in raw)
+    if isinstance(raw, _Obj):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in raw)
+    if isinstance(raw, list):
+        return any(_lone_surrogate(v) for v in raw)
+    return False
 
 
 def _str(v: Any) -> bool:
@@ -499,6 +517,14 @@ class _Server(asyncio.Protocol):
                                            + [f"`{t}` is not listed" for t in extra]))
         for identity, sig in listing.tools:
             self.tools[identity] = _Tool(identity, sig, handlers[identity], limits)
+        # The declarations whose calls in the host's form are read fast:
+        # their pattern, how its groups become the arguments, the handler,
+        # whether the success type is Text, and the declaration.
+        self.plans: dict[str, tuple[Callable[[str], Optional[re.Match[str]]],
+                                    Callable[[tuple[str, ...]], list[Any]],
+                                    Handler, bool, _Tool]] = {
+            t.identity: (t.fast, t.convert, t.handler, t.ok == TEXT, t)
+            for t in self.tools.values() if t.fast is not None and t.convert is not None}
         self.describe = listing.describe
         self.partial = b""
         # Reading past the line limit: the length so far and its head.
@@ -617,36 +643,47 @@ class _Server(asyncio.Protocol):
         """The lines of one read. A read that holds a cancel is read whole
         before any of its calls runs, so that a cancel behind a call in the
         same read reaches it before it starts; any other runs each call as
-        soon as it is read."""
+        soon as it is read, and the replies are written every
+        :data:`_PIECE_LINES` lines, so the host reads them while we work."""
         if '"cancel"' in text:
             return self.careful(text)
-        tools = self.tools
+        lines = text.split("\n")
+        if len(lines) <= _PIECE_LINES:
+            return self.piece(lines)
+        for i in range(0, len(lines), _PIECE_LINES):
+            self.piece(lines[i:i + _PIECE_LINES])
+            self.flush()
+
+    def piece(self, lines: list[str]) -> None:
+        """Runs the calls of some lines: the hot path."""
+        plans = self.plans
         running = self.running
-        out = self.out
-        append = out.append
+        append = self.out.append
         call_match = _CALL
-        for line in text.split("\n"):
+        max_body = self.limits.decode.max_string_bytes >> 2
+        for line in lines:
             m = call_match(line)
             if m is not None:
                 run, call, name, body = m.groups()
-                tool = tools.get(name)
-                if tool is not None and tool.fast is not None and (am := tool.fast(body)) is not None \
-                        and len(body) <= self.limits.decode.max_string_bytes >> 2 \
+                plan = plans.get(name)
+                if plan is not None and len(body) <= max_body and (am := plan[0](body)) is not None \
                         and not (running and (run, call) in running):
-                    args = tool.convert(am.groups())  # type: ignore[misc]
+                    _, convert, handler, text_ok, tool = plan
                     cx = Context(run, call)
                     try:
-                        coro: Any = tool.handler(cx, args)
+                        coro: Any = handler(cx, convert(am.groups()))
                         if type(coro) is not types.CoroutineType:
                             coro = self.awaitable(coro)
                         first = coro.send(None)
                     except StopIteration as stop:
-                        try:
-                            ok = tool.ok_text(stop.value)
-                        except (Refused, ValueError, RecursionError) as e:
-                            self.answer(run, call, self.wrong_value(tool, e))
-                            continue
-                        append(f'{_REPLY}"{run}","callId":"{call}","outcome":{{"Ok":{ok}}}}}}}\n')
+                        v = stop.value
+                        # A plain Text written as it is; anything else by
+                        # the declaration's writer, which judges it.
+                        if text_ok and type(v) is str and v.isprintable() and '"' not in v \
+                                and "\\" not in v:
+                            append(f'{_REPLY}"{run}","callId":"{call}","outcome":{{"Ok":"{v}"}}}}}}\n')
+                        else:
+                            self.answer(run, call, self.ok_outcome(tool, v))
                     except BaseException as e:
                         self.answer(run, call, self.outcome_of(tool, e, cx))
                     else:
@@ -731,7 +768,7 @@ class _Server(asyncio.Protocol):
             return self.wrong_value(tool, e)
 
     def wrong_value(self, tool: _Tool, e: BaseException) -> str:
-        return '"Unknown":' + _q(f"the Tool's code returned a value that is not a {written(tool.ok)}: {e}")
+        return '"Unknown":' + _q(f"the Tool's code returned a value not of the success type {written(tool.ok)}: {e}")
 
     def outcome_of(self, tool: _Tool, e: BaseException, cx: Context) -> str:
         """The outcome of code that ended by raising ``e``."""
@@ -741,7 +778,7 @@ class _Server(asyncio.Protocol):
                 text.encode("utf-8")
             except (Refused, ValueError, RecursionError) as bad:
                 return '"Unknown":' + _q(
-                    f"the Tool's code failed with a value that is not a {written(tool.err)}: {bad}")
+                    f"the Tool's code failed with a value not of the error type {written(tool.err)}: {bad}")
             return '"Failed":' + text
         if isinstance(e, Unknown):
             return '"Unknown":' + _q(str(e.reason))
@@ -771,6 +808,11 @@ class _Server(asyncio.Protocol):
                 line = line[:-1]
         try:
             raw = _parse(line, self.limits.decode)
+            # Core's reader refuses a lone surrogate escape anywhere in a
+            # line; Python's keeps it in the string.
+            if _SURROGATE_ESCAPE.search(line if isinstance(line, str) else line.decode("utf-8")) \
+                    and _lone_surrogate(raw):
+                raise Refused((), "not JSON: a lone surrogate escape")
         except Refused as e:
             text = line if isinstance(line, str) else line.decode("utf-8", "replace")
             return self.malformed(text, None, _PARSE_ERROR, e.reason)

@@ -5,7 +5,9 @@
 //! the corpus by `limen-conformance check` as `serve.rs` holds
 //! `witness-tool` (the same checks: `support`).
 //!
-//! Also: the committed listings are what `hale api tools` writes today,
+//! Also: each instance's process answers describe and a run of calls
+//! (the violations, the declared errors, Ints past 64 bits) byte for
+//! byte as `witness-tool` does; the committed listings are what `hale api tools` writes today,
 //! and the committed Python modules what `flow toolkit python` generates
 //! from them (`LIMEN_BLESS=1` writes both again).
 //!
@@ -14,8 +16,9 @@
 
 mod support;
 
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use limen_clients::absent;
 use support::{program, scratch, Served};
@@ -114,6 +117,116 @@ fn the_handlers_are_mypy_strict_clean() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// One Tool process, driven line by line: each request written, its one
+/// answer read.
+struct Tool {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Tool {
+    fn start(mut command: Command) -> Tool {
+        let mut child = command
+            .env_remove("HALE_CONTROL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the Tool process starts");
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        Tool { child, out }
+    }
+
+    fn ask(&mut self, line: &str) -> String {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.out.read_line(&mut answer).unwrap();
+        answer
+    }
+}
+
+impl Drop for Tool {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A call as the host writes it.
+fn call_line(n: usize, tool: &str, args: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"c{n}","tool":"hale.api@0/{tool}","args":{args}}}}}"#
+    )
+}
+
+#[test]
+fn the_python_handlers_answer_each_call_as_witness_tool_does() {
+    if !python3() {
+        return;
+    }
+    let ctx = r#"{"caller":{"mode":"bearer","name":"alice"},"request_id":1,"via":"http","role":"trader"}"#;
+    let place = |qty: &str, limit: &str| {
+        (
+            "Orders.place",
+            format!(r#"{{"o":{{"symbol":"ACME","qty":{qty},"limit":{limit}}}}}"#),
+        )
+    };
+    let cancel = |order: &str| {
+        (
+            "Orders.cancel",
+            format!(r#"{{"c":{{"order":{order}}},"ctx":{ctx}}}"#),
+        )
+    };
+    let orders = vec![
+        cancel("41"),
+        place("10", "12500"),
+        place("10000", "1"),
+        place("10001", "1"),
+        // The notional past 64 bits; an Int past 64 bits, read as 0.
+        place("2", "9223372036854775807"),
+        place("18446744073709551616", "5"),
+        cancel("41"),
+        cancel("40"),
+        cancel("43"),
+        cancel("44"),
+        cancel("-99999999999999999999"),
+    ];
+    let rebalance = |book: &str| {
+        (
+            "Ledger.rebalance",
+            format!(r#"{{"r":{{"book":"{book}"}}}}"#),
+        )
+    };
+    let ledger = vec![rebalance("desk"), rebalance(""), rebalance("desk")];
+    for (instance, calls) in [
+        ("orders", &orders),
+        ("partner_orders", &orders),
+        ("ledger", &ledger),
+    ] {
+        let mut rust = Command::new(env!("CARGO_BIN_EXE_witness-tool"));
+        rust.args(["--instance", instance]);
+        let mut python = Command::new("python3");
+        python
+            .args(["handlers.py", "--instance", instance])
+            .env("PYTHONPATH", here().join("../../../toolkits/python/src"))
+            .current_dir(here());
+        let (mut rust, mut python) = (Tool::start(rust), Tool::start(python));
+        let describe = r#"{"jsonrpc":"2.0","id":1,"method":"describe","params":{}}"#;
+        assert_eq!(
+            python.ask(describe),
+            rust.ask(describe),
+            "{instance}: describe"
+        );
+        for (n, (tool, args)) in calls.iter().enumerate() {
+            let line = call_line(n, tool, args);
+            let want = rust.ask(&line);
+            assert!(want.contains(r#""outcome""#), "{instance}: {line}: {want}");
+            assert_eq!(python.ask(&line), want, "{instance}: {line}");
+        }
+    }
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! The listing (`fixtures/listing.json`) is built here from Rust
 //! declarations; `fixtures/tools.rs` is `flow toolkit rust` of it, which the
 //! fixture Tool process (`drivers/src/bin/tool-fixture-echo.rs`) and
-//! `codegen.rs` include.
+//! `codegen.rs` include; `toolkits/python/tests/fixture/echo_tools.py` is
+//! `flow toolkit python` of it, which the Python fixture Tool imports.
 
 use std::sync::Arc;
 

@@ -3,13 +3,14 @@
 //! grammar can produce, imports, and converts values both ways — each
 //! echo Tool's handler, over an implementation answering its argument,
 //! turns a value core decoded into the generated classes and back to the
-//! same canonical text. The fixture listing's module (committed) passes
-//! `mypy --strict` too.
+//! same canonical text, called directly and through `limen_toolkit.serve`
+//! (which also answers describe with the module's `LISTING`). The fixture
+//! listing's module (committed) passes `mypy --strict` too, mypy refuses
+//! an implementation of its `Tools` with wrong types, and its conversions
+//! refuse values they cannot take with a `TypeError` saying why.
 //!
 //! Python and mypy are peers (`.peers/venv`): absent, the tests skip
-//! (`LIMEN_REQUIRE_PEERS=1` fails instead). The generated code imports
-//! `limen_toolkit.serve`; until that module is in the package the checks
-//! that run Python skip with a message.
+//! (`LIMEN_REQUIRE_PEERS=1` fails instead).
 
 #[path = "support/random_listing.rs"]
 mod random_listing;
@@ -36,15 +37,9 @@ fn package() -> PathBuf {
     root().join("toolkits/python/src")
 }
 
-/// Python and mypy, and the toolkit's serve module the generated code
-/// imports; `None` after a skip message.
+/// Python and mypy; `None` after a skip message.
 fn peers() -> Option<(PathBuf, PathBuf)> {
-    let (python, mypy) = (limen_clients::python()?, limen_clients::mypy()?);
-    if !package().join("limen_toolkit/serve.py").is_file() {
-        eprintln!("skipped: limen_toolkit/serve.py is absent, and the generated code imports it");
-        return None;
-    }
-    Some((python, mypy))
+    Some((limen_clients::python()?, limen_clients::mypy()?))
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -54,9 +49,15 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `mypy --strict` for the oldest Python the package supports (3.10).
 fn mypy_strict(mypy: &Path, files: &[PathBuf]) {
     let out = Command::new(mypy)
-        .args(["--strict", "--no-incremental", "--cache-dir=/dev/null"])
+        .args([
+            "--strict",
+            "--python-version=3.10",
+            "--no-incremental",
+            "--cache-dir=/dev/null",
+        ])
         .args(files)
         .env("MYPYPATH", package())
         .output()
@@ -111,6 +112,38 @@ async def main() -> None:
     print(f"{len(cases)} round trips")
 
 asyncio.run(main())
+
+# The same cases through the serve loop, one run per module: describe
+# answers the listing, and each call's reply is the value's canonical text.
+from decimal import Decimal
+import io
+from limen_toolkit.serve import serve
+
+def parse(text: str) -> Any:
+    return json.loads(text, parse_float=Decimal)
+
+by_module: dict[str, list[Any]] = {}
+for case in json.load(open(sys.argv[1])):
+    by_module.setdefault(case["module"], []).append(case)
+for name, cases in by_module.items():
+    module = importlib.import_module(name)
+    lines = ['{"jsonrpc":"2.0","id":1,"method":"describe"}']
+    for i, case in enumerate(cases):
+        lines.append(
+            '{"jsonrpc":"2.0","method":"call","params":{"runId":"r","callId":"%d","tool":%s,"args":{"value":%s}}}'
+            % (i, json.dumps(case["tool"]), case["text"])
+        )
+    out = io.BytesIO()
+    serve(module.LISTING, module.handlers(Echo()), stdin=io.BytesIO(("\n".join(lines) + "\n").encode()), stdout=out)
+    replies = [parse(line) for line in out.getvalue().decode().splitlines()]
+    described = [r for r in replies if r.get("id") == 1]
+    if described != [{"jsonrpc": "2.0", "id": 1, "result": parse(module.LISTING)}]:
+        raise AssertionError(f"{name}: describe answered {described}")
+    outcomes = {r["params"]["callId"]: r["params"]["outcome"] for r in replies if r.get("method") == "reply"}
+    for i, case in enumerate(cases):
+        if outcomes.get(str(i)) != {"Ok": parse(case["canonical"])}:
+            raise AssertionError(f"{name} {case['tool']}: {outcomes.get(str(i))} for {case['text']}")
+print(f"{len(by_module)} modules served")
 "#;
 
 #[test]
@@ -173,13 +206,145 @@ fn generated_python_is_mypy_strict_clean_and_round_trips_values() {
     assert!(cases.len() > SEEDS as usize * 4, "{} cases", cases.len());
 }
 
+/// Methods of the fixture's `Tools` with their types wrong: `add`
+/// answering a `float` (never an Int), `reshape` taking the generic
+/// `Variant` for the generated union.
+const WRONG_TOOLS: &str = r#"
+from echo_tools import Tools
+from limen_toolkit.serve import Context
+from limen_toolkit.values import Variant
+
+class Wrong(Tools):
+    async def add(self, cx: Context, a: int, b: int) -> float:
+        return a / b
+
+    async def reshape(self, cx: Context, shape: Variant) -> Variant:
+        return shape
+"#;
+
 #[test]
-fn the_fixture_module_is_mypy_strict_clean() {
+fn the_fixture_module_is_mypy_strict_clean_and_types_what_an_author_writes() {
     let Some((_, mypy)) = peers() else {
         return;
     };
-    mypy_strict(
-        &mypy,
-        &[root().join("toolkits/python/tests/fixture/echo_tools.py")],
+    let fixture = root().join("toolkits/python/tests/fixture");
+    mypy_strict(&mypy, &[fixture.join("echo_tools.py")]);
+    // The protocol is typed, not `Any`: a wrong implementation is refused.
+    let dir = scratch("python_codegen_wrong");
+    let wrong = dir.join("wrong_tools.py");
+    std::fs::write(&wrong, WRONG_TOOLS).unwrap();
+    let path = std::env::join_paths([package(), fixture]).unwrap();
+    let out = Command::new(&mypy)
+        .args(["--strict", "--no-incremental", "--cache-dir=/dev/null"])
+        .arg(&wrong)
+        .env("MYPYPATH", path)
+        .output()
+        .expect("mypy runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "mypy took a wrong implementation: {said}"
     );
+    assert!(
+        said.contains("\"add\" incompatible with")
+            && said.contains("\"reshape\" incompatible with"),
+        "{said}"
+    );
+}
+
+/// The fixture module's conversions on values they cannot take: each
+/// raises `TypeError` saying what it expected (`limen_toolkit.glue`).
+const REFUSALS: &str = r#"
+import sys
+from echo_tools import note_from_value, shape_from_value, shape_to_value, tree_from_value
+from limen_toolkit.values import RecordValue, Variant
+
+SHAPE = "example.com/limen-fixtures@0.3.0/echo.flow.Shape"
+NOTE = "example.com/limen-fixtures@0.3.0/echo.flow.Note"
+cases = [
+    (lambda: note_from_value(42), "expected a record value of " + NOTE),
+    (lambda: tree_from_value(RecordValue(NOTE, ())), "expected a record value of"),
+    (lambda: shape_from_value(RecordValue(SHAPE, ())), "expected an enum value of " + SHAPE),
+    (lambda: shape_from_value(Variant(SHAPE, "Hexagon")), SHAPE + " has no constructor 'Hexagon'"),
+    (lambda: shape_to_value("round"), "expected a value of Shape, found a Python str"),
+]
+for call, want in cases:
+    try:
+        call()
+    except TypeError as e:
+        if want not in str(e):
+            sys.exit(f"{want!r} not in {e}")
+    else:
+        sys.exit(f"no TypeError; wanted {want!r}")
+"#;
+
+#[test]
+fn the_generated_conversions_refuse_what_they_cannot_take() {
+    let Some((python, _)) = peers() else {
+        return;
+    };
+    let path =
+        std::env::join_paths([package(), root().join("toolkits/python/tests/fixture")]).unwrap();
+    let out = Command::new(python)
+        .args(["-c", REFUSALS])
+        .env("PYTHONPATH", path)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The seeds together reach what the property test is for: every kind of
+/// constructor, an enum without any, generic and recursive declarations,
+/// one name declared in two files, generic Tools, Tool names that meet.
+#[test]
+fn the_random_listings_reach_every_form() {
+    use limen_core::flow::{Payload, TypeBody};
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..SEEDS {
+        let listing = random_listing(seed);
+        let mut names = std::collections::BTreeSet::new();
+        for decl in listing.env.iter() {
+            if !names.insert(decl.identity.name.clone()) {
+                seen.insert("a type name in two files");
+            }
+            if !decl.params.is_empty() {
+                seen.insert(match decl.body {
+                    TypeBody::Record(_) => "a generic record",
+                    TypeBody::Enum(_) => "a generic enum",
+                });
+            }
+            let own = format!("{:?}", decl.identity);
+            let body = format!("{:?}", decl.body);
+            if body.contains(&own) {
+                seen.insert("a declaration naming itself");
+            }
+            if let TypeBody::Enum(cs) = &decl.body {
+                if cs.is_empty() {
+                    seen.insert("an enum without constructors");
+                }
+                for c in cs {
+                    seen.insert(match c.payload {
+                        Payload::Unit => "a constructor without payload",
+                        Payload::Value(_) => "a positional payload",
+                        Payload::Fields(_) => "named fields",
+                    });
+                }
+            }
+        }
+        let mut tools = std::collections::BTreeSet::new();
+        for tool in &listing.tools {
+            if !tool.declaration.generic.is_empty() {
+                seen.insert("a generic Tool");
+            }
+            if !tools.insert(tool.declaration.identity.name.clone()) {
+                seen.insert("a Tool name in two files");
+            }
+        }
+    }
+    assert_eq!(seen.len(), 10, "{seen:?}");
 }

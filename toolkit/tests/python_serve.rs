@@ -391,6 +391,26 @@ fn a_cancel_reaches_the_running_handler_and_a_call_not_started_is_not_run() {
 #[test]
 fn the_authors_code_cannot_write_to_stdout_and_calls_that_wait_overlap() {
     let Some(python) = python() else { return };
+    authors_code(&python, &["2000"]);
+}
+
+/// Served with `eager=False`, every call has its task from the start, so
+/// `asyncio.timeout()` works before any await; the rest is the same.
+#[test]
+fn served_lazily_each_call_has_its_task_from_the_start() {
+    let Some(python) = python() else { return };
+    let timeout = call("timeout", "echo", r#"{"text":"timeout"}"#) + "\n";
+    let (got, status, stderr) = exchange(&python, "serve_cases.py", &["lazy"], &timeout);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        comparable(&got[0])["params"]["outcome"],
+        json!({"Ok": "timeout"})
+    );
+    authors_code(&python, &["2000", "lazy"]);
+}
+
+/// What the fixture never does, through `serve_cases.py ARGS`.
+fn authors_code(python: &Path, args: &[&str]) {
     let input = [
         call("slow", "echo", r#"{"text":"sleep 300"}"#),
         call("fast", "echo", r#"{"text":"sleep 1"}"#),
@@ -408,7 +428,7 @@ fn the_authors_code_cannot_write_to_stdout_and_calls_that_wait_overlap() {
     ]
     .join("\n")
         + "\n";
-    let (got, status, stderr) = exchange(&python, "serve_cases.py", &["2000"], &input);
+    let (got, status, stderr) = exchange(python, "serve_cases.py", args, &input);
     assert_eq!(status, 0, "{stderr}");
     // Every line on stdout is a reply: the protocol is never corrupted.
     let replies: Vec<Json> = got
@@ -484,4 +504,45 @@ fn a_cancel_that_escapes_the_authors_code_is_unknown_and_input_ending_waits_for_
     assert_eq!(outcome("hang"), json!({"Unknown": "cancelled by the host"}));
     assert_eq!(outcome("wait"), json!({"Ok": "sleep 200"}));
     assert!(child.wait().unwrap().success());
+}
+
+/// Standard input and output that are files, not pipes: read on a thread,
+/// written with plain writes, and the same replies.
+#[test]
+fn standard_input_and_output_may_be_files() {
+    let Some(python) = python() else { return };
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("limen-python-serve-in-{}", std::process::id()));
+    let output = dir.join(format!("limen-python-serve-out-{}", std::process::id()));
+    let lines = [
+        call("slow", "echo", r#"{"text":"sleep 100"}"#),
+        call("1", "add", r#"{"a":18446744073709551616,"b":1}"#),
+        r#"{"jsonrpc":"2.0","id":1,"method":"describe"}"#.to_owned(),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let status = Command::new(&python)
+        .arg(root().join("toolkits/python/tests/serve_cases.py"))
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(got.lines().count(), 3, "{got}");
+    assert!(
+        got.contains(r#""callId":"1","outcome":{"Ok":18446744073709551617}"#),
+        "{got}"
+    );
+    assert!(
+        got.contains(r#""callId":"slow","outcome":{"Ok":"sleep 100"}"#),
+        "{got}"
+    );
+    assert_eq!(
+        got.lines().nth(1),
+        core_answers(&format!("{}\n", lines[2]))
+            .first()
+            .map(String::as_str)
+    );
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
 }

@@ -213,8 +213,8 @@ pub fn duration(v: &str) -> Result<Duration, String> {
 pub enum ToolkitCommand {
     /// Rust types and a typed trait for a listing's Tools.
     Rust(ListingArgs),
-    /// A Python module for a listing's Tools: dataclasses, tagged unions,
-    /// a typed `Tools` protocol and `serve`.
+    /// Python dataclasses, tagged unions and a typed protocol for a
+    /// listing's Tools.
     Python(ListingArgs),
 }
 

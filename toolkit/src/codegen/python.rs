@@ -55,8 +55,17 @@ const BUILTINS: &[&str] = &[
     "isinstance",
 ];
 
-/// The module-level names the module defines besides the types'.
-const RESERVED: &[&str] = &["LISTING", "Tools", "handlers", "serve", "annotations"];
+/// The module-level names the module defines besides the types' (and
+/// `value`, a positional payload's field, which a `TypeVar` must not
+/// shadow in its class).
+const RESERVED: &[&str] = &[
+    "LISTING",
+    "Tools",
+    "handlers",
+    "serve",
+    "annotations",
+    "value",
+];
 
 /// Generates the Python module for the listing whose JSON text is `listing`.
 pub fn python(listing: &str) -> Result<String, String> {
@@ -889,6 +898,14 @@ mod tests {
             )
             .generic(&["int"]),
         );
+        // A type parameter named like a positional payload's field.
+        env.declare(
+            TypeDecl::enumeration(
+                id("a.flow", "Maybe"),
+                vec![Constructor::value("Just", Type::param("value"))],
+            )
+            .generic(&["value"]),
+        );
         let uses = |file: &str, name: &str| {
             Declaration::new(
                 id(file, name),
@@ -898,6 +915,7 @@ mod tests {
                     Param::new("lambda", Type::named(id("a.flow", "BShapeDot"))),
                     Param::new("x", Type::named(id("a.flow", "Tools"))),
                     Param::new("y", Type::applied(id("a.flow", "Box"), vec![Type::Int])),
+                    Param::new("z", Type::applied(id("a.flow", "Maybe"), vec![Type::Text])),
                 ],
                 Type::Text,
                 Type::Text,
@@ -915,6 +933,9 @@ mod tests {
             "int_ = _typing.TypeVar(\"int_\")",
             "class Box(_typing.Generic[int_]):",
             "    int__: int_",
+            "value_ = _typing.TypeVar(\"value_\")",
+            "class MaybeJust(_typing.Generic[value_]):",
+            "    value: value_",
             // Fields: keywords, builtins, other names, a leading `_`.
             "    class_: int",
             "    int__: str",
@@ -927,7 +948,7 @@ mod tests {
             "def bshape_from_value(",
             // Methods and parameters: a keyword, a repeated name, `cx`, `self`.
             "async def class_(self, cx: _serve.Context, cx_: AShape, self_: BShape, lambda_: BShapeDot, \
-             x: Tools_, y: Box[int]) -> str:",
+             x: Tools_, y: Box[int], z: Maybe[str]) -> str:",
             "async def b_class(self, cx: _serve.Context, cx_: AShape",
         ] {
             assert!(code.contains(want), "no {want:?} in\n{code}");

@@ -2,7 +2,7 @@
 fixture Tool never does, for toolkit/tests/python_serve.rs: print to
 stdout, write to file descriptor 1, suspend for a while, return a value of
 the wrong type, raise NotRun, let the host's cancel escape, run as a plain
-(not ``async``) function. ``python serve_cases.py [MAX_LINE]``.
+(not ``async``) function. ``python serve_cases.py [MAX_LINE] [lazy]``.
 
 ``echo(text)`` acts on its text:
 
@@ -11,6 +11,8 @@ the wrong type, raise NotRun, let the host's cancel escape, run as a plain
 - ``sleep N``: awaits N milliseconds, then answers its text;
 - ``wrong``: returns an ``int``; ``not run``: raises NotRun;
 - ``hang``: awaits half a minute, letting a cancel escape;
+- ``timeout``: enters ``asyncio.timeout()`` before any await (which needs
+  the call's task: served with ``lazy``, as ``eager=False``);
 - anything else: answers its text.
 
 ``add`` is a plain function; ``fail`` raises Failed with a value that is
@@ -52,6 +54,9 @@ async def echo(cx: Context, args: list[Any]) -> Any:
         raise NotRun("nothing done")
     if text == "hang":
         await asyncio.sleep(30)
+    if text == "timeout":
+        async with asyncio.timeout(5):
+            await asyncio.sleep(0)
     return text
 
 
@@ -75,8 +80,9 @@ def main() -> None:
     handlers[TOOL + "echo"] = echo
     handlers[TOOL + "add"] = add
     handlers[TOOL + "fail"] = fail
-    limits = ToolkitLimits(max_line=int(sys.argv[1])) if len(sys.argv) > 1 else ToolkitLimits()
-    serve(listing, handlers, limits=limits)
+    args = sys.argv[1:]
+    limits = ToolkitLimits(max_line=int(args[0])) if args and args[0].isdigit() else ToolkitLimits()
+    serve(listing, handlers, limits=limits, eager="lazy" not in args)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def no_constructor(identity: str, constructor: str) -> NoReturn:
 def not_of(name: str, value: object) -> NoReturn:
     """A value handed to a generated ``…_to_value`` that is none of the
     type's classes."""
-    raise TypeError(f"expected a {name}, found a Python {type(value).__name__}")
+    raise TypeError(f"expected a value of {name}, found a Python {type(value).__name__}")
 
 
 def uninhabited(name: str) -> NoReturn:

@@ -157,7 +157,7 @@ class _Tool:
     in the host's own form is read and answered fast."""
 
     __slots__ = ("identity", "names", "params", "ok", "err", "env", "scope", "handler",
-                 "fast", "convert", "ok_text")
+                 "fast", "ok_text")
 
     def __init__(self, identity: str, signature: Any, handler: Handler, limits: ToolkitLimits) -> None:
         self.identity = identity
@@ -187,7 +187,7 @@ class _Tool:
         self.ok = _close(read(signature.get("ok"), "the success type"), self.scope)
         self.err = _close(read(signature.get("err"), "the error type"), self.scope)
         self.env = env
-        self.fast, self.convert = _fast_args(self, limits)
+        self.fast = _fast_args(self, limits)
         self.ok_text = _fast_writer(self.ok, env)
 
 
@@ -195,35 +195,35 @@ _TEXT_RE = r'"([^"\\\x00-\x1f]*)"'
 _BOOL_RE = r"(true|false)"
 
 
-def _fast_args(tool: _Tool, limits: ToolkitLimits) -> tuple[
-        Optional[Callable[[str], Optional[re.Match[str]]]],
-        Optional[Callable[[tuple[str, ...]], list[Any]]]]:
+def _fast_args(tool: _Tool, limits: ToolkitLimits) -> Optional[
+        tuple[str, int, Optional[Callable[[tuple[str, ...]], list[Any]]]]]:
     """For a declaration whose parameters are all ``Text``, ``Int`` or
     ``Bool`` (and not generic), a regular expression that matches exactly
     the args object bodies the canonical writer makes with no escape in a
-    string (the members in code-point order), and how its groups become the
-    arguments; ``(None, None)`` for any other. A body it does not match
-    takes the general path, which reads (and judges) it as core does; one
-    it matches decodes there to the same arguments."""
+    string (the members in code-point order), its number of groups, and how
+    its groups become the arguments (``None``: as they are); ``None`` for
+    any other declaration. A body it does not match takes the general path,
+    which reads (and judges) it as core does; one it matches decodes there
+    to the same arguments."""
     if tool.scope or not all(t in (TEXT, INT, BOOL) for t in tool.params):
-        return None, None
+        return None
     if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n) for n in tool.names):
-        return None, None
+        return None
     # Python's int() takes at most 4300 digits unless told otherwise.
     digits = min(limits.decode.max_int_digits, sys.get_int_max_str_digits() or 4300) \
         if hasattr(sys, "get_int_max_str_digits") else limits.decode.max_int_digits
     if digits < 1:
-        return None, None
+        return None
     int_re = r"(-?(?:0|[1-9][0-9]{0,%d}))" % (digits - 1)
     order = sorted(range(len(tool.names)), key=lambda i: tool.names[i].encode())
     parts = []
     for i in order:
         t = tool.params[i]
         parts.append('"%s":%s' % (tool.names[i], _TEXT_RE if t == TEXT else int_re if t == INT else _BOOL_RE))
-    pattern = re.compile(",".join(parts))
+    pattern = ",".join(parts)
     # Where each group goes, and what it becomes.
     if order == list(range(len(order))) and all(t == TEXT for t in tool.params):
-        return pattern.fullmatch, list
+        return pattern, len(order), None
     kinds = [tool.params[i] for i in order]
     place = [order.index(i) for i in range(len(order))]
 
@@ -231,7 +231,42 @@ def _fast_args(tool: _Tool, limits: ToolkitLimits) -> tuple[
         vals = [int(g) if k == INT else (g == "true") if k == BOOL else g for g, k in zip(groups, kinds)]
         return [vals[p] for p in place]
 
-    return pattern.fullmatch, convert
+    return pattern, len(order), convert
+
+
+def _fast_calls(tools: list[_Tool]) -> tuple[
+        Optional[Callable[[str], Optional[re.Match[str]]]],
+        dict[str, tuple[int, int, Optional[Callable[[tuple[str, ...]], list[Any]]], Handler, bool, _Tool]]]:
+    """One regular expression for a whole call line in exactly the form
+    limen's host writes (no escape in its key or tool), to any declaration
+    :func:`_fast_args` reads: the run id and call id, then one alternative
+    per declaration (its identity, its args), each ending in an empty group
+    named after it, so ``lastgroup`` says which matched. With it, what
+    each name stands for: where its args' groups are, how they become the
+    arguments, the handler, whether the success type is Text, and the
+    declaration."""
+    alternatives: list[tuple[str, str]] = []
+    plans: dict[str, tuple[int, int, Optional[Callable[[tuple[str, ...]], list[Any]]],
+                           Handler, bool, _Tool]] = {}
+    group = 2
+    for n, tool in enumerate(tools):
+        fast = tool.fast
+        # An identity the host writes with an escape is never in this form.
+        if fast is None or re.search(r'["\\\x00-\x1f]', tool.identity):
+            continue
+        pattern, count, convert = fast
+        name = f"t{n}"
+        alternatives.append((tool.identity, f'","args":\\{{{pattern}(?P<{name}>)'))
+        plans[name] = (group, group + count, convert, tool.handler, tool.ok == TEXT, tool)
+        group += count + 1
+    if not alternatives:
+        return None, {}
+    common = os.path.commonprefix([identity for identity, _ in alternatives])
+    body = "|".join(re.escape(identity[len(common):]) + rest for identity, rest in alternatives)
+    line = (r'\{"jsonrpc":"2\.0","method":"call","params":\{"runId":"([^"\\\x00-\x1f]*)",'
+            r'"callId":"([^"\\\x00-\x1f]*)","tool":"' + re.escape(common)
+            + "(?:" + body + r")\}\}\}")
+    return re.compile(line).fullmatch, plans
 
 
 def _fast_writer(ty: Type, env: Env) -> Callable[[Any], str]:
@@ -312,19 +347,14 @@ _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 _METHOD_NOT_FOUND = -32601
 
-# A call exactly as limen's host writes it, with no escape in its key or
-# tool; the args object's body is read by the declaration's own pattern.
-_CALL = re.compile(
-    r'\{"jsonrpc":"2\.0","method":"call","params":\{"runId":"([^"\\\x00-\x1f]*)",'
-    r'"callId":"([^"\\\x00-\x1f]*)","tool":"([^"\\\x00-\x1f]*)","args":\{(.*)\}\}\}').fullmatch
-
 _REPLY = '{"jsonrpc":"2.0","method":"reply","params":{"runId":'
-_PIECE_LINES = 32
+_PIECE_LINES = 64
 """How many lines of a read are answered before their replies are
 written (the Rust toolkit's pieces): a read can hold hundreds of calls,
 and answering all before writing any keeps the host idle meanwhile."""
 _ASCII_WS = " \t\n\r\x0c"
 _ABSENT: Any = object()
+_UNSTARTED: Any = object()
 
 
 def _q(s: str) -> str:
@@ -505,8 +535,10 @@ class _Server(asyncio.Protocol):
     and the Rust toolkit's serve loop in one): reads lines, answers
     describe, runs calls, writes replies."""
 
-    def __init__(self, listing: _Listing, handlers: Mapping[str, Handler], limits: ToolkitLimits) -> None:
+    def __init__(self, listing: _Listing, handlers: Mapping[str, Handler], limits: ToolkitLimits,
+                 eager: bool = True) -> None:
         self.loop = asyncio.get_running_loop()
+        self.eager = eager
         self.limits = limits
         self.tools: dict[str, _Tool] = {}
         missing = [t for t, _ in listing.tools if t not in handlers]
@@ -517,14 +549,8 @@ class _Server(asyncio.Protocol):
                                            + [f"`{t}` is not listed" for t in extra]))
         for identity, sig in listing.tools:
             self.tools[identity] = _Tool(identity, sig, handlers[identity], limits)
-        # The declarations whose calls in the host's form are read fast:
-        # their pattern, how its groups become the arguments, the handler,
-        # whether the success type is Text, and the declaration.
-        self.plans: dict[str, tuple[Callable[[str], Optional[re.Match[str]]],
-                                    Callable[[tuple[str, ...]], list[Any]],
-                                    Handler, bool, _Tool]] = {
-            t.identity: (t.fast, t.convert, t.handler, t.ok == TEXT, t)
-            for t in self.tools.values() if t.fast is not None and t.convert is not None}
+        # Calls in the host's own form, to the declarations read fast.
+        self.fast_call, self.plans = _fast_calls(list(self.tools.values()))
         self.describe = listing.describe
         self.partial = b""
         # Reading past the line limit: the length so far and its head.
@@ -659,20 +685,37 @@ class _Server(asyncio.Protocol):
         plans = self.plans
         running = self.running
         append = self.out.append
-        call_match = _CALL
-        max_body = self.limits.decode.max_string_bytes >> 2
+        call_match = self.fast_call
+        if call_match is None:
+            for line in lines:
+                prepared = self.general(line)
+                if prepared is not None:
+                    self.start(*prepared)
+            return
+        max_line = self.limits.decode.max_string_bytes >> 2
+        eager = self.eager
+        coroutine = types.CoroutineType
         for line in lines:
             m = call_match(line)
-            if m is not None:
-                run, call, name, body = m.groups()
-                plan = plans.get(name)
-                if plan is not None and len(body) <= max_body and (am := plan[0](body)) is not None \
-                        and not (running and (run, call) in running):
-                    _, convert, handler, text_ok, tool = plan
+            if m is not None and len(line) <= max_line:
+                groups = m.groups()
+                run = groups[0]
+                call = groups[1]
+                if not (running and (run, call) in running):
+                    start, end, convert, handler, text_ok, tool = plans[m.lastgroup]  # type: ignore[index]
+                    if convert is not None:
+                        args = convert(groups[start:end])
+                    elif end == start + 1:
+                        args = [groups[start]]
+                    else:
+                        args = list(groups[start:end])
                     cx = Context(run, call)
+                    if not eager:
+                        self.start(tool, cx, args)
+                        continue
                     try:
-                        coro: Any = handler(cx, convert(am.groups()))
-                        if type(coro) is not types.CoroutineType:
+                        coro: Any = handler(cx, args)
+                        if type(coro) is not coroutine:
                             coro = self.awaitable(coro)
                         first = coro.send(None)
                     except StopIteration as stop:
@@ -730,6 +773,10 @@ class _Server(asyncio.Protocol):
         run, call = cx.run_id, cx.call_id
         if cx._cancelled:
             return self.answer(run, call, '"NotRun":' + _q(CANCELLED_BEFORE))
+        if not self.eager:
+            # The handler is called in its task, so even a plain function
+            # that raises is answered there.
+            return self.suspended(tool, cx, (tool.handler, args), _UNSTARTED)
         try:
             coro: Any = tool.handler(cx, args)
             if type(coro) is not types.CoroutineType:
@@ -749,7 +796,13 @@ class _Server(asyncio.Protocol):
 
     async def finish(self, tool: _Tool, cx: Context, coro: Any, first: Any) -> None:
         try:
-            value = await _resume(coro, first)
+            if first is _UNSTARTED:
+                handler, args = coro
+                value = handler(cx, args)
+                if inspect.isawaitable(value):
+                    value = await value
+            else:
+                value = await _resume(coro, first)
         except BaseException as e:
             outcome = self.outcome_of(tool, e, cx)
         else:
@@ -1003,7 +1056,10 @@ class _Server(asyncio.Protocol):
             return
         task, cx = entry
         cx._cancelled = True
-        task.cancel()
+        # Delivered after the task's first step, which is already due: a
+        # task cancelled before its first step would never run the code it
+        # goes on with, nor answer the call.
+        self.loop.call_soon(task.cancel)
 
     def is_open(self, run: str, call: str) -> bool:
         key = (run, call)
@@ -1053,18 +1109,19 @@ def _fileno(stream: Any) -> Optional[int]:
 
 
 async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
-                      limits: ToolkitLimits = ToolkitLimits(),
+                      limits: ToolkitLimits = ToolkitLimits(), eager: bool = True,
                       stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
     """:func:`serve` on the running event loop: returns once standard input
     has ended and every call read has been answered."""
     loop = asyncio.get_running_loop()
-    server = _Server(_read_listing(listing), handlers, limits)
+    server = _Server(_read_listing(listing), handlers, limits, eager)
     guard = stdout is None
     saved: Optional[tuple[Any, int]] = None
     if guard:
         # The protocol takes the real standard output; fd 1 and sys.stdout
         # no longer reach it.
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         out_fd = os.dup(1)
         saved = (sys.stdout, os.dup(1))
         os.dup2(2, 1)
@@ -1127,7 +1184,7 @@ async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
 
 
 def serve(listing: str, handlers: Mapping[str, Handler], *,
-          limits: ToolkitLimits = ToolkitLimits(),
+          limits: ToolkitLimits = ToolkitLimits(), eager: bool = True,
           stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
     """Serves the declarations of ``listing`` (the text ``flow tools``
     writes) with ``handlers`` (one per declaration, keyed by its identity,
@@ -1135,5 +1192,14 @@ def serve(listing: str, handlers: Mapping[str, Handler], *,
     output, until standard input ends and every call read has been
     answered. ``stdin`` and ``stdout`` replace them (binary streams); with
     the real standard output, ``sys.stdout`` refuses writes while serving
-    (:class:`StdoutIsTheProtocol`)."""
-    asyncio.run(serve_async(listing, handlers, limits=limits, stdin=stdin, stdout=stdout))
+    (:class:`StdoutIsTheProtocol`).
+
+    ``eager`` (the default) runs each handler at once, in the callback that
+    read its call, and makes an ``asyncio.Task`` only when it first
+    suspends: a call that never awaits costs no task. Until then the code
+    runs outside any task (``asyncio.current_task()`` is ``None``), so code
+    that needs its task before its first ``await`` (``asyncio.timeout()``
+    on Python 3.11) either awaits first or is served with ``eager=False``,
+    which gives every call a task of its own from the start."""
+    asyncio.run(serve_async(listing, handlers, limits=limits, eager=eager, stdin=stdin,
+                            stdout=stdout))

@@ -104,7 +104,8 @@ fn the_handlers_are_mypy_strict_clean() {
         return;
     }
     let out = Command::new(mypy)
-        .args(["--strict", "--no-incremental", "handlers.py", "witness.py"])
+        .args(["--strict", "--no-incremental", "--python-version", "3.10"])
+        .args(["handlers.py", "witness.py"])
         .arg(module("Orders"))
         .arg(module("Ledger"))
         .env("MYPYPATH", here().join("../../../toolkits/python/src"))

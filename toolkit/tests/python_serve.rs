@@ -58,13 +58,12 @@ fn start(python: &Path, script: &str, args: &[&str]) -> Child {
 /// exit status and standard error.
 fn exchange(python: &Path, script: &str, args: &[&str], input: &str) -> (Vec<String>, i32, String) {
     let mut child = start(python, script, args);
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    // Written from a thread: replies fill their pipe while calls are read.
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_owned();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     let lines = String::from_utf8(out.stdout)
         .expect("UTF-8")
         .lines()
@@ -86,7 +85,12 @@ fn call(id: &str, tool: &str, args: &str) -> String {
 /// What core's `ToolkitConn` (the Rust toolkit's machine) writes for
 /// `input`; a call it yields is answered "ran" (none should be).
 fn core_answers(input: &str) -> Vec<String> {
-    let listing = Listing::parse(listing_text().as_bytes()).unwrap();
+    core_answers_to(&listing_text(), input)
+}
+
+/// [`core_answers`] serving another listing.
+fn core_answers_to(listing: &str, input: &str) -> Vec<String> {
+    let listing = Listing::parse(listing.as_bytes()).unwrap();
     let mut conn = ToolkitConn::new(listing.tools, ToolkitLimits::default());
     conn.handle_data(0, input.as_bytes());
     conn.handle_eof(0);
@@ -147,6 +151,27 @@ fn describe_is_byte_for_byte_the_rust_toolkits() {
         assert_eq!(status, 0, "{stderr}");
         assert_eq!(got, core_answers(&input));
     }
+}
+
+/// Descriptions are not in a fingerprint, so a listing may carry any
+/// text there: control characters, non-ASCII, a line separator, escapes.
+#[test]
+fn describe_writes_every_character_as_the_rust_toolkit_does() {
+    let Some(python) = python() else { return };
+    let mut listing: Json = serde_json::from_str(&listing_text()).unwrap();
+    listing["tools"][0]["signature"]["description"] =
+        json!("a\u{1}b\u{7f} é \u{2028} \"q\" \\ \t\n😀 \u{ffff}");
+    let text = serde_json::to_string_pretty(&listing).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("limen-python-serve-listing-{}", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let input = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"describe\"}\n";
+    let path_text = path.to_string_lossy().into_owned();
+    let (got, status, stderr) =
+        exchange(&python, "serve_cases.py", &["--listing", &path_text], input);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(got, core_answers_to(&text, input));
 }
 
 #[test]
@@ -425,6 +450,12 @@ fn authors_code(python: &Path, args: &[&str]) {
             "echo",
             &format!(r#"{{"text":"{}"}}"#, "x".repeat(3000)),
         ),
+        // Longer than a read: only its length and its ids are kept.
+        call(
+            "huge",
+            "echo",
+            &format!(r#"{{"text":"{}"}}"#, "y".repeat(600_000)),
+        ),
     ]
     .join("\n")
         + "\n";
@@ -467,7 +498,11 @@ fn authors_code(python: &Path, args: &[&str]) {
         outcome("big"),
         json!({"NotRun": "the call is 3147 bytes, over the implementation's limit of 2000 bytes"})
     );
-    assert_eq!(replies.len(), 9, "{got:?}");
+    assert_eq!(
+        outcome("huge"),
+        json!({"NotRun": "the call is 600148 bytes, over the implementation's limit of 2000 bytes"})
+    );
+    assert_eq!(replies.len(), 10, "{got:?}");
 }
 
 #[test]
@@ -545,4 +580,118 @@ fn standard_input_and_output_may_be_files() {
     );
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(&output);
+}
+
+/// What `ToolkitConn` writes for each line fed alone, a call it yields
+/// answered at once (as the Python loop answers a call that never awaits).
+fn core_answers_line_by_line(lines: &[String]) -> Vec<String> {
+    let listing = Listing::parse(listing_text().as_bytes()).unwrap();
+    let mut conn = ToolkitConn::new(listing.tools, ToolkitLimits::default());
+    for line in lines {
+        conn.handle_data(0, format!("{line}\n").as_bytes());
+        while let Some(event) = conn.poll_event() {
+            if let ToolkitEvent::Call(incoming) = event {
+                let reply = limen_core::flow::tool::Reply::Unknown("ran".into());
+                conn.reply(0, &incoming.key, &reply);
+            }
+        }
+    }
+    String::from_utf8(conn.pending_output().to_vec())
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A reply of a call that ran (any outcome but NotRun) as "ran": core's
+/// machine does not run calls, the fixture does.
+fn ran_or_not(mut v: Json) -> Json {
+    if let Some(outcome) = v.pointer_mut("/params/outcome") {
+        if outcome.get("NotRun").is_none() {
+            *outcome = json!("ran");
+        }
+    }
+    v
+}
+
+/// Lines mutated at random (a seeded generator: the same lines every run)
+/// from calls, requests and broken lines, fed to the Python loop and to
+/// core's machine: every answer the same, but for the parsers' own words.
+#[test]
+fn mutated_lines_are_answered_as_core_answers_them() {
+    let Some(python) = python() else { return };
+    let bases = [
+        call("1", "add", r#"{"a":1,"b":2}"#),
+        call("2", "echo", r#"{"text":"hello"}"#),
+        call("3", "note", r#"{"note":{"text":"n","weight":1.5}}"#),
+        call("4", "reshape", r#"{"shape":{"Rect":{"w":1,"h":2}}}"#),
+        call("5", "grow", r#"{"tree":{"label":"t","children":[]}}"#),
+        r#"{"jsonrpc":"2.0","id":9,"method":"frobnicate","params":[1,{"a":null}]}"#.into(),
+        r#"{"jsonrpc":"2.0","id":"d","method":"describe"}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"reply","params":{"runId":"r","callId":"1"}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":3,"result":{"x":true}}"#.into(),
+    ];
+    let alphabet = br#"{}[]":,.-+eE0123456789abrt\ "#;
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut lines = Vec::new();
+    for _ in 0..3000 {
+        let mut line = bases[next(bases.len())].clone().into_bytes();
+        for _ in 0..1 + next(3) {
+            if line.is_empty() {
+                break;
+            }
+            let at = next(line.len());
+            match next(4) {
+                0 => line[at] = alphabet[next(alphabet.len())],
+                1 => {
+                    line.remove(at);
+                }
+                2 => line.insert(at, alphabet[next(alphabet.len())]),
+                _ => line.truncate(at),
+            }
+        }
+        let line = String::from_utf8(line).unwrap();
+        // A read holding a cancel is read whole before its calls run, one
+        // call at a time is not what this compares.
+        if !line.contains("\"cancel\"") && !line.trim().is_empty() {
+            lines.push(line);
+        }
+    }
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (got, status, stderr) = exchange(&python, "fixture/echo_tool.py", &[], &input);
+    assert_eq!(status, 0, "{stderr}");
+    let norm = |ls: &[String]| {
+        let mut v: Vec<String> = ls
+            .iter()
+            .map(|l| ran_or_not(comparable(l)).to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let (python, core) = (norm(&got), norm(&core_answers_line_by_line(&lines)));
+    let only = |a: &[String], b: &[String]| -> Vec<String> {
+        let mut b = b.to_vec();
+        a.iter()
+            .filter(|x| match b.iter().position(|y| y == *x) {
+                Some(i) => {
+                    b.remove(i);
+                    false
+                }
+                None => true,
+            })
+            .cloned()
+            .collect()
+    };
+    let (p, c) = (only(&python, &core), only(&core, &python));
+    assert!(
+        p.is_empty() && c.is_empty(),
+        "{} lines; only python: {p:#?}\nonly core: {c:#?}",
+        lines.len()
+    );
 }

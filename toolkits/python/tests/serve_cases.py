@@ -2,7 +2,8 @@
 fixture Tool never does, for toolkit/tests/python_serve.rs: print to
 stdout, write to file descriptor 1, suspend for a while, return a value of
 the wrong type, raise NotRun, let the host's cancel escape, run as a plain
-(not ``async``) function. ``python serve_cases.py [MAX_LINE] [lazy]``.
+(not ``async``) function. ``python serve_cases.py [MAX_LINE] [lazy]
+[--listing PATH]`` (by default the fixture listing).
 
 ``echo(text)`` acts on its text:
 
@@ -73,14 +74,19 @@ async def same(cx: Context, args: list[Any]) -> Any:
 
 
 def main() -> None:
-    with open(LISTING, encoding="utf-8") as f:
+    args = sys.argv[1:]
+    path = LISTING
+    if "--listing" in args:
+        at = args.index("--listing")
+        path = args[at + 1]
+        del args[at:at + 2]
+    with open(path, encoding="utf-8") as f:
         listing = f.read()
     names = ["echo", "add", "note", "reshape", "fail", "crash", "identity", "grow", "everything"]
     handlers: dict[str, Handler] = {TOOL + n: same for n in names}
     handlers[TOOL + "echo"] = echo
     handlers[TOOL + "add"] = add
     handlers[TOOL + "fail"] = fail
-    args = sys.argv[1:]
     limits = ToolkitLimits(max_line=int(args[0])) if args and args[0].isdigit() else ToolkitLimits()
     serve(listing, handlers, limits=limits, eager="lazy" not in args)
 

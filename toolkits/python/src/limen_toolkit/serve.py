@@ -132,7 +132,7 @@ class StdoutIsTheProtocol(RuntimeError):
     output carries the Tool protocol."""
 
 
-Handler = Callable[[Context, "list[Any]"], Awaitable[Any]]
+Handler = Callable[[Context, list[Any]], Awaitable[Any]]
 """A declaration's code: the call's context and its arguments (generic
 values, one per parameter in declaration order) in, the success value
 out."""
@@ -388,24 +388,194 @@ def _raised(e: BaseException) -> str:
     return f"the Tool's code raised {name}: {text}" if text else f"the Tool's code raised {name}"
 
 
-_SCAN_METHOD = re.compile(r'"method"\s*:\s*"call"')
-_SCAN_RUN = re.compile(r'"runId"\s*:\s*"((?:[^"\\]|\\.){0,1024})"')
-_SCAN_CALL = re.compile(r'"callId"\s*:\s*"((?:[^"\\]|\\.){0,1024})"')
+_MAX_CAPTURE = 1024
+_MAX_TRACKED = 4
+_METHOD, _ID, _RUN, _CALL = range(4)
+_STRING_STOP = re.compile(rb'["\\]')
+_SCALAR = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-+.")
+_WS = frozenset(b" \t\n\x0c\r")
 
 
-def _scan_key(text: str) -> Optional[tuple[str, str]]:
-    """Whom a line that is no message (or too long to hold) was meant for: a
-    call's run id and call id, found loosely as core's scanner finds them."""
-    if not _SCAN_METHOD.search(text):
+class _IdScanner:
+    """Whom a line that is no message, or is too long to hold, was meant
+    for: core's ``IdScanner`` (``core/src/flow/tool/oversize.rs``), byte for
+    byte. It reads a line in pieces in constant memory, follows JSON's
+    structure loosely and never fails, and keeps the top-level ``method``
+    and ``params.runId`` and ``params.callId``."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        # Each frame: [object, expect_key, params].
+        self.frames: list[list[bool]] = []
+        self.in_string = False
+        self.escape = False
+        self.string_is_key = False
+        self.key = bytearray()
+        self.key_long = False
+        self.target: Optional[int] = None
+        self.capture = bytearray()
+        self.capture_long = False
+        self.in_scalar = False
+        self.next_is_params = False
+        self.found: list[Optional[str]] = [None, None, None, None]
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n:
+            if self.in_string and not self.escape and not self.string_is_key and self.target is None:
+                # Inside a string nothing is kept: on to its next quote or
+                # backslash.
+                m = _STRING_STOP.search(data, i)
+                if m is None:
+                    return
+                i = m.start()
+            self.byte(data[i])
+            i += 1
+
+    def key_of_call(self) -> Optional[tuple[str, str]]:
+        """The call the line names, if it is a call that names one."""
+        self.end_scalar()
+        method, _, run, call = self.found
+        if method == "call" and run is not None and call is not None:
+            return run, call
         return None
-    run, call = _SCAN_RUN.search(text), _SCAN_CALL.search(text)
-    if run is None or call is None:
-        return None
-    try:
-        r, c = json.loads('"' + run.group(1) + '"'), json.loads('"' + call.group(1) + '"')
-    except ValueError:
-        return None
-    return (r, c) if isinstance(r, str) and isinstance(c, str) else None
+
+    def top(self) -> Optional[list[bool]]:
+        if self.depth == 0 or self.depth > _MAX_TRACKED or not self.frames:
+            return None
+        return self.frames[-1]
+
+    def byte(self, b: int) -> None:
+        if self.in_string:
+            self.push_string_byte(b)
+            if self.escape:
+                self.escape = False
+            elif b == 0x5C:
+                self.escape = True
+            elif b == 0x22:
+                self.in_string = False
+                self.end_string()
+            return
+        if self.in_scalar:
+            if b in _SCALAR:
+                self.push_capture(b)
+                return
+            self.end_scalar()
+        if b == 0x22:
+            self.in_string = True
+            top = self.top()
+            self.string_is_key = top is not None and top[0] and top[1] and self.depth <= _MAX_TRACKED
+            if self.string_is_key:
+                self.key.clear()
+                self.key_long = False
+            self.start_value_capture()
+            self.push_string_byte(b)
+        elif b in (0x7B, 0x5B):
+            params = self.next_is_params and b == 0x7B
+            self.next_is_params = False
+            self.target = None
+            self.depth += 1
+            if self.depth <= _MAX_TRACKED:
+                self.frames.append([b == 0x7B, b == 0x7B, params])
+        elif b in (0x7D, 0x5D):
+            if self.depth <= _MAX_TRACKED and self.frames:
+                self.frames.pop()
+            self.depth = max(0, self.depth - 1)
+        elif b == 0x3A:
+            top = self.top()
+            if top is not None:
+                top[1] = False
+            self.choose_target()
+        elif b == 0x2C:
+            top = self.top()
+            if top is not None:
+                top[1] = top[0]
+            self.target = None
+            self.next_is_params = False
+        elif b in _WS:
+            pass
+        else:
+            self.start_value_capture()
+            self.in_scalar = True
+            self.push_capture(b)
+
+    def choose_target(self) -> None:
+        self.target = None
+        self.next_is_params = False
+        if self.key_long:
+            return
+        top = self.top()
+        in_params = top is not None and top[2] and self.depth == 2
+        key = bytes(self.key)
+        if self.depth == 1 and key == b'"method"':
+            self.target = _METHOD
+        elif self.depth == 1 and key == b'"id"':
+            self.target = _ID
+        elif self.depth == 1 and key == b'"params"':
+            self.next_is_params = True
+        elif self.depth == 2 and key == b'"runId"' and in_params:
+            self.target = _RUN
+        elif self.depth == 2 and key == b'"callId"' and in_params:
+            self.target = _CALL
+
+    def start_value_capture(self) -> None:
+        self.capture.clear()
+        self.capture_long = False
+        if self.string_is_key and self.in_string:
+            self.target = None
+        self.next_is_params = False
+
+    def push_string_byte(self, b: int) -> None:
+        if self.string_is_key:
+            if len(self.key) < _MAX_CAPTURE:
+                self.key.append(b)
+            else:
+                self.key_long = True
+        else:
+            self.push_capture(b)
+
+    def push_capture(self, b: int) -> None:
+        if self.target is None:
+            return
+        if len(self.capture) < _MAX_CAPTURE:
+            self.capture.append(b)
+        else:
+            self.capture_long = True
+
+    def end_string(self) -> None:
+        if self.string_is_key:
+            self.string_is_key = False
+            return
+        self.end_value()
+
+    def end_scalar(self) -> None:
+        if self.in_scalar:
+            self.in_scalar = False
+            self.end_value()
+
+    def end_value(self) -> None:
+        target, self.target = self.target, None
+        if target is None or self.capture_long:
+            return
+        raw = bytes(self.capture)
+        self.capture.clear()
+        if self.found[target] is not None:
+            return
+        try:
+            text = json.loads(raw.decode("utf-8"))
+            if isinstance(text, str):
+                text.encode("utf-8")
+                self.found[target] = text
+        except ValueError:
+            # Not a string token (or a lone surrogate): not found.
+            pass
+
+
+def _scan_key(line: bytes) -> Optional[tuple[str, str]]:
+    """The call a whole line names (:class:`_IdScanner`)."""
+    scanner = _IdScanner()
+    scanner.feed(line)
+    return scanner.key_of_call()
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -554,7 +724,7 @@ class _Server(asyncio.Protocol):
         self.describe = listing.describe
         self.partial = b""
         # Reading past the line limit: the length so far and its head.
-        self.skipping: Optional[tuple[int, bytes]] = None
+        self.skipping: Optional[tuple[int, _IdScanner]] = None
         self.out: list[str] = []
         self.flush_soon = False
         # Calls whose code suspended, by key: their task and context.
@@ -599,12 +769,14 @@ class _Server(asyncio.Protocol):
         max_line = self.limits.max_line
         if self.skipping is not None:
             nl = data.find(b"\n")
-            length, head = self.skipping
+            length, scanner = self.skipping
             if nl < 0:
-                self.skipping = (length + len(data), head)
+                scanner.feed(data)
+                self.skipping = (length + len(data), scanner)
                 return
+            scanner.feed(data[:nl])
             self.skipping = None
-            self.oversized(length + nl, head)
+            self.oversized(length + nl, scanner.key_of_call())
             data = data[nl + 1:]
         if self.partial:
             data = self.partial + data
@@ -612,8 +784,11 @@ class _Server(asyncio.Protocol):
         last = data.rfind(b"\n")
         rest = data[last + 1:]
         if len(rest) > max_line:
-            # A line longer than the limit: only its length and head are kept.
-            self.skipping = (len(rest), rest[:4096])
+            # A line longer than the limit: only its length and whom it
+            # names are kept, as it goes by.
+            scanner = _IdScanner()
+            scanner.feed(rest)
+            self.skipping = (len(rest), scanner)
         else:
             self.partial = rest
         if last > 0:
@@ -649,8 +824,9 @@ class _Server(asyncio.Protocol):
         if len(data) > self.limits.max_line:
             # Some line may be over the limit: one at a time.
             for raw in data.split(b"\n"):
-                if len(raw) > self.limits.max_line:
-                    self.oversized(len(raw), raw[:4096])
+                line = raw[:-1] if raw.endswith(b"\r") else raw
+                if len(line) > self.limits.max_line:
+                    self.oversized(len(line), _scan_key(line))
                 else:
                     self.block(raw)
             return
@@ -867,10 +1043,9 @@ class _Server(asyncio.Protocol):
                     and _lone_surrogate(raw):
                 raise Refused((), "not JSON: a lone surrogate escape")
         except Refused as e:
-            text = line if isinstance(line, str) else line.decode("utf-8", "replace")
-            return self.malformed(text, None, _PARSE_ERROR, e.reason)
+            return self.malformed(line, _PARSE_ERROR, e.reason)
         if not isinstance(raw, _Obj):
-            return self.malformed(None, None, _INVALID_REQUEST, "a JSON-RPC message is a JSON object")
+            return self.malformed(line, _INVALID_REQUEST, "a JSON-RPC message is a JSON object")
         seen: set[str] = set()
         duplicate = None
         version: Optional[bool] = None
@@ -901,7 +1076,7 @@ class _Server(asyncio.Protocol):
             id_text = "null" if ident is None else str(ident) if isinstance(ident, _Num) else _q(ident)
 
         def invalid(id_: Optional[str], why: str) -> _Prepared:
-            return self.malformed(None, raw, _INVALID_REQUEST, why, id_)
+            return self.malformed(line, _INVALID_REQUEST, why, id_)
 
         if duplicate is not None:
             return invalid(id_text, f"the member `{duplicate}` is given twice")
@@ -939,21 +1114,11 @@ class _Server(asyncio.Protocol):
                  + ("a response" if error is _ABSENT else "an error response"))
         return None
 
-    def malformed(self, text: Optional[str], raw: Any, code: int, why: str,
+    def malformed(self, line: str | bytes, code: int, why: str,
                   id_text: Optional[str] = None) -> _Prepared:
         """A line that is no JSON-RPC 2.0 message: NotRun to the call it
         names, if it names one, else a JSON-RPC error."""
-        key: Optional[tuple[str, str]] = None
-        if text is not None:
-            key = _scan_key(text)
-        elif isinstance(raw, _Obj):
-            top = dict(raw)
-            p = top.get("params")
-            if _str(top.get("method")) and top.get("method") == "call" and isinstance(p, _Obj):
-                pm = dict(p)
-                r, c = pm.get("runId"), pm.get("callId")
-                if isinstance(r, str) and isinstance(c, str) and _str(r) and _str(c):
-                    key = (r, c)
+        key = _scan_key(line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass"))
         if key is not None:
             return self.not_run(key[0], key[1], f"the call is not a JSON-RPC 2.0 message: {why}")
         self.error(id_text or "null", code, why)
@@ -1072,9 +1237,8 @@ class _Server(asyncio.Protocol):
             self.answer(run, call, '"NotRun":' + _q(why))
         return None
 
-    def oversized(self, length: int, head: bytes) -> None:
+    def oversized(self, length: int, key: Optional[tuple[str, str]]) -> None:
         why = f"the call is {length} bytes, over the implementation's limit of {self.limits.max_line} bytes"
-        key = _scan_key(head.decode("utf-8", "replace"))
         if key is not None:
             self.not_run(key[0], key[1], why)
         else:
@@ -1178,6 +1342,13 @@ async def serve_async(listing: str, handlers: Mapping[str, Handler], *,
                 pass
         if saved is not None:
             stream, fd = saved
+            # What went to fd 1 meanwhile (sys.__stdout__'s buffer too) goes
+            # to stderr, before fd 1 is the protocol's again.
+            if sys.__stdout__ is not None:
+                try:
+                    sys.__stdout__.flush()
+                except (OSError, ValueError):
+                    pass
             os.dup2(fd, 1)
             os.close(fd)
             sys.stdout = stream
@@ -1198,8 +1369,9 @@ def serve(listing: str, handlers: Mapping[str, Handler], *,
     read its call, and makes an ``asyncio.Task`` only when it first
     suspends: a call that never awaits costs no task. Until then the code
     runs outside any task (``asyncio.current_task()`` is ``None``), so code
-    that needs its task before its first ``await`` (``asyncio.timeout()``
-    on Python 3.11) either awaits first or is served with ``eager=False``,
-    which gives every call a task of its own from the start."""
+    that needs its task before its first ``await`` (``asyncio.timeout()``,
+    ``asyncio.TaskGroup()``) either awaits first or is served with
+    ``eager=False``, which gives every call a task of its own from the
+    start."""
     asyncio.run(serve_async(listing, handlers, limits=limits, eager=eager, stdin=stdin,
                             stdout=stdout))

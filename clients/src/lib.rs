@@ -116,3 +116,9 @@ pub fn mypy() -> Option<PathBuf> {
 pub fn hale() -> PathBuf {
     workspace_bin("hale")
 }
+
+// The TypeScript toolkit and its fixture Tool, compiled for the tests that
+// run them (issue #30).
+pub mod ts_toolkit;
+
+pub use ts_toolkit::{run_tsc, ts_fixture_command, ts_toolkit};

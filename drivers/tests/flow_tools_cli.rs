@@ -228,3 +228,14 @@ fn toolkit_python_writes_the_generated_code() {
     .unwrap();
     assert_eq!(out, golden);
 }
+
+#[test]
+fn toolkit_typescript_writes_the_generated_code() {
+    let (code, out, _) = flow(&["toolkit", "typescript", &listing()]);
+    assert_eq!(code, 0);
+    let golden = std::fs::read_to_string(
+        fixtures().join("../../../toolkits/typescript/test/fixture/echo-tools.ts"),
+    )
+    .unwrap();
+    assert_eq!(out, golden);
+}

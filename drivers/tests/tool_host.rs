@@ -1,6 +1,7 @@
 //! The host driver against real processes: the fixture Tool written with
 //! each of limen's toolkits (Rust: `tool-fixture-echo`; Python:
-//! `toolkits/python/tests/fixture/echo_tool.py`), every protocol
+//! `toolkits/python/tests/fixture/echo_tool.py`; TypeScript:
+//! `toolkits/typescript/test/fixture/echo-tool.ts`), every protocol
 //! test run against each, and a process that breaks the protocol on request
 //! (`tool-fixture-rogue`).
 
@@ -74,7 +75,12 @@ fn bind_with(names: &[&str], implementation: Implementation, limits: Limits) -> 
 #[derive(Clone, Copy, Debug)]
 enum Kit {
     Rust,
+    /// `toolkits/python/tests/fixture/echo_tool.py`, run by the peers'
+    /// Python.
     Python,
+    /// `toolkits/typescript/test/fixture/echo-tool.ts`, compiled by
+    /// `limen_clients::ts_toolkit` and run by node.
+    TypeScript,
 }
 
 /// The fixture's command line (program and arguments), or None when what
@@ -96,6 +102,7 @@ fn fixture(kit: Kit) -> Option<Vec<String>> {
                 script.to_string_lossy().into_owned(),
             ])
         }
+        Kit::TypeScript => limen_clients::ts_fixture_command(),
     }
 }
 
@@ -230,6 +237,15 @@ fn many_calls_in_flight(kit: Kit) {
 
 /// Talks to a process line by line, for what the host never sends.
 fn raw_exchange(line: &[String], lines: &[&str]) -> Vec<serde_json::Value> {
+    raw_lines(line, lines)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// [`raw_exchange`]'s replies as the process wrote them (integers past
+/// 2^64 exact).
+fn raw_lines(line: &[String], lines: &[&str]) -> Vec<String> {
     let mut child = Command::new(&line[0])
         .args(&line[1..])
         .stdin(Stdio::piped())
@@ -243,10 +259,7 @@ fn raw_exchange(line: &[String], lines: &[&str]) -> Vec<serde_json::Value> {
     }
     drop(stdin);
     let out = BufReader::new(child.stdout.take().unwrap());
-    let replies = out
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
+    let replies = out.lines().map(|l| l.unwrap()).collect();
     child.wait().unwrap();
     replies
 }
@@ -387,6 +400,7 @@ macro_rules! against {
 
 against!(rust, Kit::Rust);
 against!(python, Kit::Python);
+against!(typescript, Kit::TypeScript);
 
 fn rogue(args: &[&str], limits: Limits) -> Host {
     bind_with(&["echo"], command(ROGUE, args), limits)
@@ -709,4 +723,49 @@ fn a_path_identity_is_bound_only_by_the_host() {
          unbound: no host override, and a file outside any repository has no flow-tool.toml: \
          the host must bind it"
     );
+}
+
+/// The TypeScript fixture answers as the Rust one does, byte for byte
+/// (replies compared in order of their text): describe, and a call of
+/// every Tool the protocol tests leave out or touch lightly (`everything`
+/// with each kind of value, every shape, a note with its Option left out,
+/// a generic Tool without an expected type, a tree with a parent).
+#[test]
+fn the_typescript_fixture_answers_as_the_rust_one() {
+    let Some(ts) = fixture(Kit::TypeScript) else {
+        return;
+    };
+    let tool = |name: &str| format!("{REPO}@0.3.0/echo.flow.{name}");
+    let call = |id: usize, name: &str, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"call","params":{{"runId":"r","callId":"{id}","tool":"{}","args":{args}}}}}"#,
+            tool(name)
+        )
+    };
+    let lines = [
+        call(
+            1,
+            "everything",
+            r#"{"all":["aGVsbG8=","2024-01-02T03:04:05.123456789Z","PT1.5S",[1,2,340282366920938463463374607431768211457],[[3,"c"],[1,"a"]],{"z":1,"a":2},{"x":[1,2.5e3,null,true,"s",{}]},{"tok":1}]}"#,
+        ),
+        call(2, "reshape", r#"{"shape":{"Rect":{"w":1,"h":-2}}}"#),
+        call(3, "reshape", r#"{"shape":"Dot"}"#),
+        call(4, "reshape", r#"{"shape":{"Circle":1.50}}"#),
+        call(5, "note", r#"{"note":{"text":"t","weight":0.1}}"#),
+        call(6, "identity", r#"{"value":{"a":[1,2]}}"#),
+        call(
+            7,
+            "grow",
+            r#"{"tree":{"label":"x","children":[{"label":"y","children":[]}],"parent":{"label":"p","children":[]}}}"#,
+        ),
+        call(8, "echo", r#"{"text":"\u00e9\ud83d\ude00\"\\"}"#),
+        r#"{"jsonrpc":"2.0","id":1,"method":"describe"}"#.to_owned(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let answers = |line: &[String]| {
+        let mut replies = raw_lines(line, &lines);
+        replies.sort();
+        replies
+    };
+    assert_eq!(answers(&ts), answers(&fixture(Kit::Rust).unwrap()));
 }

@@ -47,14 +47,23 @@ impl Cancel {
         self.0.wake.notify_all();
     }
 
-    /// Makes this token a fresh one, not cancelled, for the next call: the
-    /// same allocation when no clone of it is left (the pool's threads keep
-    /// one token each, so a call costs no allocation), else a new token,
-    /// so a clone the author's code kept never sees the next call's cancel.
-    pub(crate) fn renew(&mut self) {
-        match Arc::get_mut(&mut self.0) {
-            Some(inner) => *inner.cancelled.get_mut() = false,
-            None => *self = Cancel::new(),
+    /// Makes this token a fresh one, not cancelled, for the next call,
+    /// where `holders` clones of it are the serve loop's own (this one
+    /// among them): the same allocation when no other clone is left, so a
+    /// thread that runs calls one at a time allocates no token a call;
+    /// else a new token (whether it is the same one), so a clone the
+    /// author's code kept never sees the next call's cancel. No one may
+    /// cancel it meanwhile (the loop renews it under the lock its cancels
+    /// are taken under).
+    pub(crate) fn renew(&mut self, holders: usize) -> bool {
+        if Arc::strong_count(&self.0) == holders && Arc::weak_count(&self.0) == 0 {
+            // A clone dropped on another thread is seen gone here.
+            std::sync::atomic::fence(Ordering::Acquire);
+            self.0.cancelled.store(false, Ordering::Release);
+            true
+        } else {
+            *self = Cancel::new();
+            false
         }
     }
 
@@ -141,19 +150,27 @@ mod tests {
         assert_ne!(token, Cancel::new());
     }
 
-    /// A token renewed with no clone left is the same one, not cancelled;
-    /// one with a clone left is a new one, and the clone keeps its state.
+    /// A token renewed with no clone left but the loop's is the same one,
+    /// not cancelled; one with a clone left is a new one, and the clone
+    /// keeps its state.
     #[test]
     fn a_renewed_token_is_fresh_and_never_one_a_clone_still_holds() {
         let mut token = Cancel::new();
         token.cancel();
         let before = std::sync::Arc::as_ptr(&token.0);
-        token.renew();
+        assert!(token.renew(1));
         assert!(!token.is_cancelled());
         assert_eq!(std::sync::Arc::as_ptr(&token.0), before);
+        // The loop's own second clone (the pool's copy) does not count.
+        let loops = token.clone();
+        token.cancel();
+        assert!(token.renew(2));
+        assert!(!loops.is_cancelled());
+        assert_eq!(token, loops);
+        drop(loops);
         let kept = token.clone();
         token.cancel();
-        token.renew();
+        assert!(!token.renew(1));
         assert!(!token.is_cancelled());
         assert!(kept.is_cancelled());
         assert_ne!(token, kept);

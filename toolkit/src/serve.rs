@@ -10,6 +10,7 @@ mod pool;
 
 pub use pool::HAND_OFF;
 
+use limen_core::flow::tool::toolkit::Incoming;
 use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{CallKey, Listing, Reply, Tool, ToolkitConn, ToolkitEvent};
 use limen_core::flow::Value;
@@ -175,8 +176,12 @@ fn serve_inline(
 ) -> io::Result<()> {
     let clock = Clock::new();
     let mut buf = vec![0u8; READ_BUF];
-    // A piece's calls, kept from one piece to the next.
-    let mut calls = Vec::new();
+    // A piece's calls, kept from one piece to the next: each with whether
+    // a cancel behind it in the piece came before it could start.
+    let mut calls: Vec<(Incoming, bool)> = Vec::new();
+    // One token lent to call after call (renewed in place while the
+    // author's code keeps no clone), so a call allocates none.
+    let mut token = Cancel::new();
     while let Some(n) = read(&mut input, &mut buf)? {
         for piece in pieces(&buf[..n], PIECE_LINES) {
             let now = clock.now();
@@ -187,23 +192,32 @@ fn serve_inline(
             // later finds it answered: to reach running calls, use workers.
             while let Some(event) = conn.poll_event() {
                 match event {
-                    ToolkitEvent::Call(incoming) => {
-                        let cx = Context::new(incoming.key, incoming.expects);
-                        calls.push((incoming.tool, cx, incoming.args));
-                    }
+                    ToolkitEvent::Call(incoming) => calls.push((incoming, false)),
                     // Found by a scan, not a map: a cancel is rare, and a
                     // call must not pay for hashing its key.
                     ToolkitEvent::Cancel(key) => {
-                        if let Some((_, cx, _)) = calls.iter().find(|(_, cx, _)| cx.key == key) {
-                            cx.cancel.cancel();
+                        if let Some((_, cancelled)) =
+                            calls.iter_mut().find(|(call, _)| call.key == key)
+                        {
+                            *cancelled = true;
                         }
                     }
                     ToolkitEvent::Dropped(why) => log(&why),
                 }
             }
-            for (tool, cx, args) in calls.drain(..) {
-                let reply = run_call(service, tool, &cx, args);
+            for (call, cancelled) in calls.drain(..) {
+                token.renew(1);
+                if cancelled {
+                    token.cancel();
+                }
+                let cx = Context {
+                    key: call.key,
+                    expects: call.expects,
+                    cancel: token,
+                };
+                let reply = run_call(service, call.tool, &cx, call.args);
                 conn.reply(now, &cx.key, &reply);
+                token = cx.cancel;
             }
             write_pending(&mut conn, &mut output, clock.now())?;
         }

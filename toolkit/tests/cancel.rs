@@ -189,3 +189,50 @@ fn a_call_cancelled_before_it_starts_is_not_run() {
         assert_eq!(ran.load(Ordering::SeqCst), 1, "workers {workers}: {text}");
     }
 }
+
+/// Each call's token is its own, though the loop reuses one allocation
+/// from call to call: a token the author's code kept from an earlier call
+/// (here every call's) is never tripped by a later call's cancel, nor
+/// cleared for a later call, and a call after a cancelled one starts not
+/// cancelled. On the reading thread and on a pool of one.
+#[test]
+fn a_token_kept_from_a_call_is_never_another_call_s() {
+    for workers in [0, 1] {
+        let kept: Arc<Mutex<Vec<limen_toolkit::Cancel>>> = Arc::default();
+        let handler = {
+            let kept = kept.clone();
+            move |_: usize, cx: &Context, args: Vec<Value>| {
+                kept.lock().unwrap().push(cx.cancel.clone());
+                let said = if cx.cancel.is_cancelled() {
+                    "started cancelled"
+                } else {
+                    "started fresh"
+                };
+                let _ = args;
+                Reply::Ok(Value::text(said))
+            }
+        };
+        let (tx, input) = fed();
+        let out = Out::default();
+        // c2 is cancelled before it starts (never run, so never kept); c1
+        // and c3 run, each with a token of its own.
+        tx.send(call("c1", "a") + &call("c2", "b") + &cancel("c2") + &call("c3", "c"))
+            .unwrap();
+        drop(tx);
+        serve_on(tools(), handler, options(workers), input, out.clone()).unwrap();
+        let text = out.text();
+        assert!(
+            text.contains(r#""callId":"c1","outcome":{"Ok":"started fresh"}"#),
+            "workers {workers}: {text}"
+        );
+        assert!(
+            text.contains(r#""callId":"c3","outcome":{"Ok":"started fresh"}"#),
+            "workers {workers}: {text}"
+        );
+        let kept = kept.lock().unwrap();
+        assert_eq!(kept.len(), 2, "workers {workers}: {text}");
+        assert_ne!(kept[0], kept[1], "workers {workers}: two calls, one token");
+        kept[1].cancel();
+        assert!(!kept[0].is_cancelled(), "workers {workers}");
+    }
+}

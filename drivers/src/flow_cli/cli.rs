@@ -216,6 +216,8 @@ pub enum ToolkitCommand {
     /// Python dataclasses, tagged unions and a typed protocol for a
     /// listing's Tools.
     Python(ListingArgs),
+    /// TypeScript interfaces and a typed interface `Tools` for a listing's Tools.
+    Typescript(ListingArgs),
 }
 
 /// `flow toolkit LANG LISTING [-o FILE]`.

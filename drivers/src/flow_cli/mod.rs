@@ -10,6 +10,8 @@
 //! - `flow toolkit rust LISTING` ([`toolkit`]): Rust types and a typed
 //!   trait for a listing's Tools; `flow toolkit python LISTING` a Python
 //!   module of dataclasses, tagged unions and a typed `Tools` protocol;
+//! - `flow toolkit typescript LISTING` ([`toolkit`]): TypeScript types and
+//!   an interface `Tools` over the TypeScript toolkit (`toolkits/typescript`);
 //! - `flow completions SHELL`: a completion script.
 //!
 //! Every command answers `--help` (exit 0, on stdout) and `flow --version`
@@ -49,6 +51,9 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         Command::Toolkit(ToolkitCommand::Python(a)) => {
             toolkit::generate("python", limen_toolkit::codegen::python, &a)
+        }
+        Command::Toolkit(ToolkitCommand::Typescript(a)) => {
+            toolkit::generate("typescript", limen_toolkit::codegen::typescript, &a)
         }
         Command::Completions(a) => {
             crate::cli_support::print_completions(a.shell, Cli::command(), "flow")

@@ -9,6 +9,8 @@
 //! - [`python`]: frozen dataclasses and tagged unions with conversions to
 //!   and from `limen_toolkit`'s generic values, a `Tools` protocol and
 //!   `serve`.
+//! - [`typescript`]: interfaces and `$tag` unions over the TypeScript
+//!   toolkit's values, an interface `Tools` and `serve`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,9 +19,11 @@ use limen_core::flow::{Identity, Origin, TypeEnv};
 
 mod python;
 mod rust;
+mod typescript;
 
 pub use python::python;
 pub use rust::rust;
+pub use typescript::typescript;
 
 /// The listing whose JSON text is `listing`, and one type environment of
 /// every declaration its Tools reach; a type declared twice differently is

@@ -85,13 +85,16 @@ struct State<R> {
     ended: bool,
     read_error: Option<io::Error>,
     queue: VecDeque<Job>,
-    /// The key and cancellation of each call running (at most one a
-    /// worker): the host's cancel trips it; a queued call's cancel marks
-    /// its job. A list, not a map: a cancel is rare, and a call's start and
-    /// end must not pay for hashing its key (the pipe bench measured that).
-    /// Each thread reuses one token from call to call ([`Cancel::renew`]),
-    /// so a call allocates none.
-    running_calls: Vec<(CallKey, Cancel)>,
+    /// The key of each call running and the thread running it (at most
+    /// one a thread): the host's cancel trips that thread's token; a
+    /// queued call's cancel marks its job. A list, not a map: a cancel is
+    /// rare, and a call's start and end must not pay for hashing its key
+    /// (the pipe bench measured that).
+    running_calls: Vec<(CallKey, usize)>,
+    /// Each thread's cancel token, the loop's copy: a thread reuses one
+    /// token from call to call ([`Cancel::renew`]) and lends it to the
+    /// call's [`Context`], so a call allocates none and clones none.
+    tokens: Vec<Cancel>,
     /// Threads inside a call.
     running: usize,
     /// Threads waiting to be woken.
@@ -142,6 +145,7 @@ pub(super) fn serve<R: Read + Send, W: Write + Send>(
             read_error: None,
             queue: VecDeque::new(),
             running_calls: Vec::new(),
+            tokens: (0..threads.max(1)).map(|_| Cancel::new()).collect(),
             running: 0,
             sleeping: 0,
             writing: false,
@@ -156,11 +160,12 @@ pub(super) fn serve<R: Read + Send, W: Write + Send>(
         clock: Clock::new(),
     };
     thread::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(|| pool.work());
+        for thread in 1..threads {
+            let pool = &pool;
+            s.spawn(move || pool.work(thread));
         }
         s.spawn(|| pool.watchdog());
-        pool.work();
+        pool.work(0);
     });
     let mut copy = Vec::new();
     let mut st = pool.flush(lock(&pool.state), &mut copy);
@@ -174,35 +179,40 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
     /// One thread's work, until the input has ended and no call is left
     /// to start: the queued calls first, then what is pending written, then
     /// the next piece of input; else sleep.
-    fn work(&self) {
+    fn work(&self, thread: usize) {
         let mut copy = Vec::new();
-        let mut token = Cancel::new();
         let mut st = lock(&self.state);
+        let mut token = st.tokens[thread].clone();
         loop {
             if st.stop || (st.ended && st.queue.is_empty()) {
                 return;
             }
             if let Some(job) = st.queue.pop_front() {
-                token.renew();
+                // The loop's copy and this one: renewed in place unless the
+                // author's code kept a clone, when the copy is replaced.
+                if !token.renew(2) {
+                    st.tokens[thread] = token.clone();
+                }
                 if job.cancelled {
                     token.cancel();
                 }
                 let cx = Context {
                     key: job.key,
                     expects: job.expects,
-                    cancel: token.clone(),
+                    cancel: token,
                 };
                 st.running += 1;
-                st.running_calls.push((cx.key.clone(), token.clone()));
+                st.running_calls.push((cx.key.clone(), thread));
                 drop(st);
                 let reply = run_call(self.service, job.tool, &cx, job.args);
                 st = lock(&self.state);
                 st.running -= 1;
-                if let Some(i) = st.running_calls.iter().position(|(k, _)| *k == cx.key) {
+                if let Some(i) = st.running_calls.iter().position(|(_, t)| *t == thread) {
                     st.running_calls.swap_remove(i);
                 }
                 let now = st.now;
                 st.conn.reply(now, &cx.key, &reply);
+                token = cx.cancel;
                 continue;
             }
             // No call waits: write what is pending before this thread
@@ -288,10 +298,10 @@ impl<R: Read, W: Write> Pool<'_, R, W> {
                     // it, so one not found here has just been answered.
                     if let Some(job) = st.queue.iter_mut().find(|j| j.key == key) {
                         job.cancelled = true;
-                    } else if let Some((_, cancel)) =
+                    } else if let Some(&(_, thread)) =
                         st.running_calls.iter().find(|(k, _)| *k == key)
                     {
-                        cancel.cancel();
+                        st.tokens[thread].cancel();
                     }
                 }
                 ToolkitEvent::Dropped(why) => log(&why),

@@ -8,35 +8,14 @@
 //! `hale` and `limen-conformance` are found beside this test's binary
 //! (`cargo test --workspace` builds them); `witness-tool` is this crate's.
 
-use limen_clients::{absent, banner_endpoint, read_banner, workspace_bin};
+mod support;
+
+use limen_clients::{absent, workspace_bin};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-fn program() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hale-witness/program.hl");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: the witness fixtures are not in ../shared/hale-witness");
-        None
-    }
-}
-
-/// A folder of its own for one server.
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "hale-serve-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use support::{check, program, scratch, Served};
 
 /// A `serve.toml` for the witness: each instance a `witness-tool`, the
 /// program's sources as tables, `extra` appended.
@@ -77,13 +56,8 @@ grants = { operator = ["uid:1000"] }
     path
 }
 
-/// A running `hale serve`.
-struct Served {
-    child: Child,
-    dir: PathBuf,
-    banner: String,
-}
-
+/// A `hale serve` of the witness with its receivers answered by
+/// `witness-tool` (the configuration [`config`] writes).
 impl Served {
     fn start(program: &Path, name: &str, rogue: bool) -> Served {
         Served::start_with(program, name, rogue, "", &[])
@@ -114,155 +88,32 @@ impl Served {
             std::fs::write(dir.join(file), text).unwrap();
         }
         let config = config(&dir, rogue, extra);
-        let me = rustix_uid();
-        let mut child = Command::new(workspace_bin("hale"))
-            .arg("serve")
-            .arg(program)
-            .arg("--config")
-            .arg(&config)
-            .args([
-                "--bind",
-                "public=127.0.0.1:0",
-                "--bind",
-                "partner=127.0.0.1:0",
-                "--bind",
-                "fills=127.0.0.1:0",
-            ])
-            .arg("--bind")
-            .arg(format!("admin={}", dir.join("admin.sock").display()))
-            .arg("--grant")
-            .arg(format!("admin_roles.operator=uid:{me}"))
-            .arg("--control")
-            .arg(dir.join("control"))
-            .args(["--loops", "1"])
-            // The call log only where a test reads it: stderr is read at
-            // the end, and a pipe nobody reads must not fill.
-            .args(if args.contains(&"--log") {
-                &[][..]
-            } else {
-                &["--log", "off"][..]
-            })
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("hale serve starts");
-        let banner = read_banner(&mut child, "hale serve");
-        Served { child, dir, banner }
+        Served::serve(program, dir, &config, args)
     }
-
-    /// The endpoint the banner prints for exposure `name`.
-    fn endpoint(&self, name: &str) -> String {
-        banner_endpoint(&self.banner, name)
-    }
-
-    fn control(&self) -> String {
-        self.dir.join("control").display().to_string()
-    }
-
-    /// Stops it with SIGTERM and returns its standard error.
-    fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        err
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn rustix_uid() -> u32 {
-    // The uid of this process, as `id -u` prints it.
-    let out = Command::new("id").arg("-u").output().expect("id -u");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a uid")
-}
-
-fn check(args: &[&str]) -> (i32, String) {
-    let out = Command::new(workspace_bin("limen-conformance"))
-        .arg("check")
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .expect("limen-conformance runs");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
 }
 
 #[test]
 fn public_passes_the_check_as_the_demo_does() {
     let Some(program) = program() else { return };
-    let served = Served::start(&program, "public", false);
-    let (code, out) = check(&[
-        "--endpoint",
-        &served.endpoint("public"),
-        "--transport",
-        "http",
-        "--bearer",
-        "t-alice",
-        "--control",
-        &served.control(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.ends_with("14 passed, 0 failed\n"), "{out}");
+    Served::start(&program, "public", false).passes_public();
 }
 
 #[test]
 fn partner_passes_the_check_as_the_demo_does() {
     let Some(program) = program() else { return };
-    let served = Served::start(&program, "partner", false);
-    let (code, out) = check(&[
-        "--endpoint",
-        &served.endpoint("partner"),
-        "--transport",
-        "http",
-        "--bearer",
-        "t-carol",
-        "--control",
-        &served.control(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains(" passed, 0 failed"), "{out}");
-    assert!(!out.contains("FAIL"), "{out}");
+    Served::start(&program, "partner", false).passes_partner();
 }
 
 #[test]
 fn admin_over_unix_passes_the_check_as_the_demo_does() {
     let Some(program) = program() else { return };
-    let served = Served::start(&program, "admin", false);
-    let public = format!("public={}", served.endpoint("public"));
-    let (code, out) = check(&[
-        "--endpoint",
-        &served.endpoint("admin"),
-        "--transport",
-        "unix",
-        "--control",
-        &served.control(),
-        "--as-peer",
-        "1000",
-        "--with",
-        &public,
-    ]);
-    assert_eq!(code, 0, "{out}");
-    // What `hale demo` leaves unprovoked too (conformance/tests/live.rs).
-    assert!(
-        out.ends_with("9 passed, 0 failed, 4 not provoked\n"),
-        "{out}"
-    );
+    Served::start(&program, "admin", false).passes_admin();
+}
+
+#[test]
+fn the_hub_passes_the_check_as_the_demo_s_hub_does() {
+    let Some(program) = program() else { return };
+    Served::start(&program, "hub", false).passes_hub();
 }
 
 /// One HTTP/1.1 call: the status and the body.
@@ -430,36 +281,6 @@ fn a_configuration_the_program_does_not_match_is_refused_at_start() {
         assert_eq!(err.lines().count(), 1, "one diagnostic:\n{err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn the_hub_passes_the_check_as_the_demo_s_hub_does() {
-    let Some(program) = program() else { return };
-    let served = Served::start(&program, "hub", false);
-    let public = format!("public={}", served.endpoint("public"));
-    // Each fill reaches the hub from the Tool process, published through
-    // the control socket (HALE_CONTROL).
-    let (code, out) = check(&[
-        "--endpoint",
-        &served.endpoint("fills"),
-        "--transport",
-        "ws",
-        "--bearer",
-        "t-dave",
-        "--control",
-        &served.control(),
-        "--with",
-        &public,
-    ]);
-    assert_eq!(code, 0, "{out}");
-    // What `hale demo`'s hub without desk leaves unprovoked too
-    // (conformance/tests/live.rs): a silent reader, and desk's calls.
-    assert!(out.contains("pass  ws/subscribe\n"), "{out}");
-    assert!(out.contains("pass  ws/unauthorized.revoked\n"), "{out}");
-    assert!(
-        out.ends_with("16 passed, 0 failed, 8 not provoked\n"),
-        "{out}"
-    );
 }
 
 /// `hale watch` of `topic` as `token`, its frames read line by line.

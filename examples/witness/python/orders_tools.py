@@ -183,7 +183,8 @@ def handlers(
     tools: Tools,
 ) -> dict[str, _typing.Callable[[_serve.Context, list[_typing.Any]], _typing.Awaitable[_typing.Any]]]:
     """The handler of each Tool, by its identity, for `limen_toolkit.serve.serve`:
-    each converts the generic arguments, the result and a `Failed`'s error."""
+    each converts the generic arguments, the result and a `Failed`'s error.
+    A Tool whose method `tools` lacks has none (`serve` refuses to start, naming it)."""
 
     async def _tool0(cx: _serve.Context, args: list[_typing.Any]) -> _typing.Any:
         try:
@@ -199,9 +200,14 @@ def handlers(
             raise _serve.Failed(closure_violation_to_value(e.value)) from e
         return order_receipt_to_value(ok)
 
+    every = {
+        "hale.api@0/Orders.cancel": ("cancel", _tool0),
+        "hale.api@0/Orders.place": ("place", _tool1),
+    }
     return {
-        "hale.api@0/Orders.cancel": _tool0,
-        "hale.api@0/Orders.place": _tool1,
+        tool: handler
+        for tool, (method, handler) in every.items()
+        if callable(getattr(tools, method, None))
     }
 
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use limen_clients::python;
 use limen_core::flow::tool::toolkit::ToolkitLimits;
 use limen_core::flow::tool::{Listing, ToolkitConn, ToolkitEvent};
 use serde_json::{json, Value as Json};
@@ -25,16 +26,6 @@ const TOOL: &str = "example.com/limen-fixtures@0.3.0/echo.flow";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn python() -> Option<PathBuf> {
-    let p = root().join(".peers/venv/bin/python");
-    if p.exists() {
-        Some(p)
-    } else {
-        limen_clients::absent("the peers' Python venv (.peers/venv) is absent");
-        None
-    }
 }
 
 fn listing_text() -> String {

@@ -10,25 +10,16 @@
 //! peer: absent, the test skips (`LIMEN_REQUIRE_PEERS=1` fails instead).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
+use limen_clients::python;
 use serde_json::Value as Json;
 
 #[path = "support/vectors.rs"]
 mod vectors;
 
 use vectors::root;
-
-fn python() -> Option<PathBuf> {
-    let p = root().join(".peers/venv/bin/python");
-    if p.exists() {
-        Some(p)
-    } else {
-        limen_clients::absent("the peers' Python venv (.peers/venv) is absent");
-        None
-    }
-}
 
 /// Runs `tests/vectors.py` over `cases`: where its answers differ from
 /// core's, reasons compared word for word (the toolkit words a refusal as

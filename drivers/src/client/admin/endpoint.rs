@@ -105,17 +105,6 @@ fn member_value(reply: &[u8], key: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Whether `name` may be a member's name: what an identifier path spells
-/// (`Orders::place`). Anything else is refused before it reaches a request
-/// line.
-pub fn member_name_ok(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 512
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
-}
-
 impl Remote {
     /// The remote `target`, written `written`, called as `bearer`.
     pub fn new(target: Target, written: String, bearer: Option<String>) -> Remote {
@@ -417,14 +406,6 @@ mod tests {
         for bad in ["grpc://h:1", "mcp://h:1", "ws://h", "http://h", ""] {
             let e = Target::parse(bad).unwrap_err();
             assert!(e.contains("ws://host:port"), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn a_member_name_is_an_identifier_path() {
-        assert!(member_name_ok("Orders::place"));
-        for bad in ["", "Orders::place HTTP/1.1", "a\r\nb", "x/y", "%41"] {
-            assert!(!member_name_ok(bad), "{bad:?}");
         }
     }
 

@@ -4,9 +4,10 @@
 //! request to the endpoint.
 //!
 //! The process binds the page's address, draws a launch token and prints
-//! the one URL that carries it. Every request then passes the [`gate`]
-//! first (the token, the page's own Host and Origin), and is answered by
-//! one of these routes:
+//! the one URL that carries it. Every request then passes the gate first
+//! (the token, the page's own Host and Origin: the core's
+//! [`limen_core::wire::admin`], pure, where the routes are read too), and
+//! is answered by one of these routes:
 //!
 //! | route | answer |
 //! |---|---|
@@ -23,7 +24,6 @@
 //! most and harms no other.
 
 pub mod endpoint;
-pub mod gate;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -31,12 +31,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use limen_core::wire::admin::{self, Gate, LaunchToken, Route, Verdict};
 use limen_core::wire::http1::{HttpConn, HttpEvent, HttpRequest, Limits};
 use limen_core::wire::machine::Machine;
 use serde_json::{json, Value};
 
 use endpoint::{Remote, Target};
-use gate::{Gate, LaunchToken, Verdict};
 
 use super::hub_conn::{HubConn, Incoming, ENDED};
 
@@ -121,15 +121,6 @@ fn asset(content_type: &'static str, body: &str) -> Answer {
     }
 }
 
-/// The value of the query parameter `name` in `target`, percent-decoded.
-fn query_param(target: &str, name: &str) -> Option<String> {
-    let (_, query) = target.split_once('?')?;
-    query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == name).then(|| limen_core::percent::decode(&v.replace('+', " ")))?
-    })
-}
-
 impl Admin {
     /// The page for `remote`, behind `gate`.
     pub fn new(gate: Gate, remote: Remote) -> Admin {
@@ -150,62 +141,29 @@ impl Admin {
             }
             Verdict::Admitted => {}
         }
-        let path = request.target.split('?').next().unwrap_or("");
-        match (request.method.as_str(), path) {
-            ("GET", "/") => asset("text/html; charset=utf-8", assets::INDEX),
-            ("GET", "/admin.js") => asset("text/javascript; charset=utf-8", assets::SCRIPT),
-            ("GET", "/admin.css") => asset("text/css; charset=utf-8", assets::STYLE),
-            ("GET", "/api/description") => json_answer(200, &self.remote.describe()),
-            ("POST", "/api/call") => self.call(request),
-            ("GET", "/api/stream") => {
-                if !matches!(self.remote.target, Target::Hub(_)) {
-                    return text(
-                        404,
-                        "streams are a hub's: this page drives no ws:// endpoint\n",
-                    );
-                }
-                match query_param(&request.target, "topic") {
-                    Some(topic) if !topic.is_empty() => Answer::Stream { topic },
-                    _ => text(400, "/api/stream names its topic: ?topic=T\n"),
-                }
-            }
-            (_, "/" | "/admin.js" | "/admin.css" | "/api/description" | "/api/stream") => {
-                text(405, "this route is read with GET\n")
-            }
-            (_, "/api/call") => text(405, "a call is a POST\n"),
-            _ => text(404, format!("no such route: {path}\n")),
+        match admin::route(request) {
+            Route::Page => asset("text/html; charset=utf-8", assets::INDEX),
+            Route::Script => asset("text/javascript; charset=utf-8", assets::SCRIPT),
+            Route::Style => asset("text/css; charset=utf-8", assets::STYLE),
+            Route::Description => json_answer(200, &self.remote.describe()),
+            Route::Call => match admin::parse_call(request) {
+                Ok(call) => json_answer(
+                    200,
+                    &self
+                        .remote
+                        .call(&call.member, &call.payload, call.digest.as_deref()),
+                ),
+                Err((status, why)) => json_answer(status, &json!({ "error": why })),
+            },
+            Route::Stream { topic } => match self.remote.target {
+                Target::Hub(_) => Answer::Stream { topic },
+                Target::Exposure(_) => text(
+                    404,
+                    "streams are a hub's: this page drives no ws:// endpoint\n",
+                ),
+            },
+            Route::Error(status, why) => text(status, format!("{why}\n")),
         }
-    }
-
-    /// `POST /api/call`: `{"member", "payload", "digest"}` in, the
-    /// outcome out.
-    fn call(&self, request: &HttpRequest) -> Answer {
-        let json_body = request.header("content-type").is_some_and(|t| {
-            let t = String::from_utf8_lossy(t).to_ascii_lowercase();
-            t.split(';').next().map(str::trim) == Some("application/json")
-        });
-        if !json_body {
-            return text(415, "a call's body is application/json\n");
-        }
-        let bad = |why: &str| json_answer(400, &json!({ "error": why }));
-        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-            return bad("the body is not JSON");
-        };
-        let Some(member) = body.get("member").and_then(Value::as_str) else {
-            return bad("the body names no member (\"member\": \"Orders::place\")");
-        };
-        if !endpoint::member_name_ok(member) {
-            return bad("\"member\" is not a member's name");
-        }
-        let Some(payload) = body.get("payload") else {
-            return bad("the body carries no \"payload\"");
-        };
-        let digest = match body.get("digest") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(d)) => Some(d.as_str()),
-            Some(_) => return bad("\"digest\" is a string or null"),
-        };
-        json_answer(200, &self.remote.call(member, payload, digest))
     }
 }
 
@@ -396,6 +354,13 @@ fn relay_stream(admin: &Admin, mut page: TcpStream, topic: &str) {
     let _ = page.shutdown(Shutdown::Both);
 }
 
+/// A launch token of 32 bytes from the kernel's generator.
+fn draw_token() -> io::Result<LaunchToken> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(LaunchToken::from_bytes(&bytes))
+}
+
 /// Runs `hale admin`; returns only when it cannot serve (the exit status).
 pub fn main(args: &crate::hale_cli::cli::AdminArgs) -> i32 {
     let target = match Target::parse(&args.endpoint) {
@@ -438,7 +403,7 @@ pub fn main(args: &crate::hale_cli::cli::AdminArgs) -> i32 {
             return EXIT_BIND;
         }
     };
-    let token = match LaunchToken::generate() {
+    let token = match draw_token() {
         Ok(t) => t,
         Err(e) => {
             eprintln!("hale admin: cannot draw a launch token from /dev/urandom: {e}");
@@ -518,15 +483,10 @@ mod tests {
     }
 
     #[test]
-    fn the_topic_is_read_from_the_query() {
-        assert_eq!(
-            query_param("/api/stream?topic=Fills", "topic").as_deref(),
-            Some("Fills")
-        );
-        assert_eq!(
-            query_param("/api/stream?x=1&topic=A%3AB", "topic").as_deref(),
-            Some("A:B")
-        );
-        assert_eq!(query_param("/api/stream", "topic"), None);
+    fn drawn_tokens_are_64_hex_digits_and_differ() {
+        let (a, b) = (draw_token().unwrap(), draw_token().unwrap());
+        assert_eq!(a.as_str().len(), 64);
+        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
     }
 }

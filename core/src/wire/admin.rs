@@ -1,3 +1,6 @@
+//! `hale admin`'s page as a pure machine: who may use it, and which route
+//! a request names.
+//!
 //! Who may use the page (§ The clients: "the page is served only to the
 //! holder of the launch token the process printed, a request whose Host or
 //! Origin is not the page's is refused").
@@ -19,11 +22,14 @@
 //!    page fetches after the first load carries the token.
 //!
 //! The checks are pure: the server hands in the request and gets a
-//! [`Verdict`]. The token never appears in a refusal or a log line.
+//! [`Verdict`]; then [`route`] says which of the page's routes the request
+//! names, and [`parse_call`] reads a call's body. The token never appears
+//! in a refusal. The driver (`hale admin`, in limen-drivers) draws the
+//! token, binds the socket and moves the bytes.
 
-use std::io::Read;
+use serde_json::Value;
 
-use limen_core::wire::http1::HttpRequest;
+use crate::wire::http1::HttpRequest;
 
 /// The launch token: 32 bytes from the kernel's generator, as 64 lowercase
 /// hex digits.
@@ -38,14 +44,8 @@ impl std::fmt::Debug for LaunchToken {
 }
 
 impl LaunchToken {
-    /// A fresh token from `/dev/urandom`.
-    pub fn generate() -> std::io::Result<LaunchToken> {
-        let mut bytes = [0u8; 32];
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        Ok(LaunchToken::from_bytes(&bytes))
-    }
-
-    /// The token whose bytes are `bytes` (tests name one).
+    /// The token whose bytes are `bytes`: the driver draws 32 from the
+    /// kernel's generator.
     pub fn from_bytes(bytes: &[u8]) -> LaunchToken {
         LaunchToken(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
@@ -224,6 +224,119 @@ pub fn launch_query(target: &str) -> Option<&[u8]> {
     (!token.is_empty() && !token.contains(['&', '#', '/'])).then_some(token.as_bytes())
 }
 
+/// The page's routes, as [`route`] reads a request the gate admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /`: the page.
+    Page,
+    /// `GET /admin.js`: its script.
+    Script,
+    /// `GET /admin.css`: its style.
+    Style,
+    /// `GET /api/description`: the description(s), read now.
+    Description,
+    /// `POST /api/call`: one call (its body read by [`parse_call`]).
+    Call,
+    /// `GET /api/stream?topic=T`: a subscription relayed as events.
+    Stream {
+        /// The topic, percent-decoded.
+        topic: String,
+    },
+    /// Answered with an error: the status and the sentence.
+    Error(u16, String),
+}
+
+/// The value of the query parameter `name` in `target`, percent-decoded
+/// (`+` read as a space, as a form writes it).
+pub fn query_param(target: &str, name: &str) -> Option<String> {
+    let (_, query) = target.split_once('?')?;
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| crate::percent::decode(&v.replace('+', " ")))?
+    })
+}
+
+/// The route `request` names (after the gate admitted it).
+pub fn route(request: &HttpRequest) -> Route {
+    let path = request.target.split('?').next().unwrap_or("");
+    match (request.method.as_str(), path) {
+        ("GET", "/") => Route::Page,
+        ("GET", "/admin.js") => Route::Script,
+        ("GET", "/admin.css") => Route::Style,
+        ("GET", "/api/description") => Route::Description,
+        ("POST", "/api/call") => Route::Call,
+        ("GET", "/api/stream") => match query_param(&request.target, "topic") {
+            Some(topic) if !topic.is_empty() => Route::Stream { topic },
+            _ => Route::Error(400, "/api/stream names its topic: ?topic=T".into()),
+        },
+        (_, "/" | "/admin.js" | "/admin.css" | "/api/description" | "/api/stream") => {
+            Route::Error(405, "this route is read with GET".into())
+        }
+        (_, "/api/call") => Route::Error(405, "a call is a POST".into()),
+        _ => {
+            let shown: String = path.chars().take(QUOTE).collect();
+            Route::Error(404, format!("no such route: {shown}"))
+        }
+    }
+}
+
+/// One call as the page asks it (`POST /api/call`'s body).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRequest {
+    /// The member (`Orders::place`), an identifier path.
+    pub member: String,
+    /// The payload, any JSON value.
+    pub payload: Value,
+    /// The digest of the description the page displays, when it names one.
+    pub digest: Option<String>,
+}
+
+/// Whether `name` may be a member's name: what an identifier path spells
+/// (`Orders::place`). Anything else is refused before it reaches a request
+/// line or a frame.
+pub fn member_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 512
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
+}
+
+/// Reads a call's body (`{"member", "payload", "digest"}`, as
+/// `application/json`); the status and the sentence when it cannot be.
+pub fn parse_call(request: &HttpRequest) -> Result<CallRequest, (u16, String)> {
+    let json_body = request.header("content-type").is_some_and(|t| {
+        let t = String::from_utf8_lossy(t).to_ascii_lowercase();
+        t.split(';').next().map(str::trim) == Some("application/json")
+    });
+    if !json_body {
+        return Err((415, "a call's body is application/json".into()));
+    }
+    let bad = |why: &str| Err((400, why.to_owned()));
+    let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+        return bad("the body is not JSON");
+    };
+    let Some(member) = body.get("member").and_then(Value::as_str) else {
+        return bad("the body names no member (\"member\": \"Orders::place\")");
+    };
+    if !member_name_ok(member) {
+        return bad("\"member\" is not a member's name (an identifier path, Orders::place)");
+    }
+    let Some(payload) = body.get("payload") else {
+        return bad("the body carries no \"payload\"");
+    };
+    let digest = match body.get("digest") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.clone()),
+        Some(_) => return bad("\"digest\" is a string or null"),
+    };
+    Ok(CallRequest {
+        member: member.to_owned(),
+        payload: payload.clone(),
+        digest,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,12 +470,86 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_64_hex_digits_and_differ() {
-        let a = LaunchToken::generate().unwrap();
-        let b = LaunchToken::generate().unwrap();
-        assert_eq!(a.as_str().len(), 64);
-        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
+    fn tokens_are_64_hex_digits_never_printed() {
+        let a = LaunchToken::from_bytes(&[0x0f; 32]);
+        assert_eq!(a.as_str(), "0f".repeat(32));
         assert_eq!(format!("{a:?}"), "LaunchToken(…)");
+    }
+
+    fn post(target: &str, content_type: &str, body: &str) -> HttpRequest {
+        HttpRequest {
+            method: "POST".into(),
+            target: target.into(),
+            headers: vec![("Content-Type".into(), content_type.as_bytes().to_vec())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn routes_are_read_by_method_and_path() {
+        assert_eq!(route(&request("/", &[])), Route::Page);
+        assert_eq!(route(&request("/admin.js", &[])), Route::Script);
+        assert_eq!(route(&request("/admin.css", &[])), Route::Style);
+        assert_eq!(route(&request("/api/description", &[])), Route::Description);
+        assert_eq!(
+            route(&request("/api/stream?x=1&topic=A%3AB", &[])),
+            Route::Stream {
+                topic: "A:B".into()
+            }
+        );
+        assert!(matches!(
+            route(&request("/api/stream", &[])),
+            Route::Error(400, _)
+        ));
+        assert!(matches!(
+            route(&request("/api/call", &[])),
+            Route::Error(405, _)
+        ));
+        assert!(matches!(route(&post("/", "", "")), Route::Error(405, _)));
+        assert!(matches!(
+            route(&request("/etc/passwd", &[])),
+            Route::Error(404, _)
+        ));
+        assert_eq!(route(&post("/api/call", "", "")), Route::Call);
+    }
+
+    #[test]
+    fn a_call_body_is_member_payload_and_digest() {
+        let ok = post(
+            "/api/call",
+            "application/json; charset=utf-8",
+            r#"{"member":"Orders::place","payload":{"qty":1},"digest":"fnv1a64:00"}"#,
+        );
+        assert_eq!(
+            parse_call(&ok),
+            Ok(CallRequest {
+                member: "Orders::place".into(),
+                payload: serde_json::json!({"qty": 1}),
+                digest: Some("fnv1a64:00".into()),
+            })
+        );
+        for (ct, body, status) in [
+            ("text/plain", r#"{"member":"A::b","payload":1}"#, 415),
+            ("application/json", "{", 400),
+            ("application/json", r#"{"payload":1}"#, 400),
+            (
+                "application/json",
+                r#"{"member":"A::b HTTP/1.1","payload":1}"#,
+                400,
+            ),
+            ("application/json", r#"{"member":"A::b"}"#, 400),
+            (
+                "application/json",
+                r#"{"member":"A::b","payload":1,"digest":7}"#,
+                400,
+            ),
+        ] {
+            let got = parse_call(&post("/api/call", ct, body));
+            assert!(matches!(got, Err((s, _)) if s == status), "{body}: {got:?}");
+        }
+        assert!(member_name_ok("Orders::place"));
+        for bad in ["", "a\r\nb", "x/y", "%41"] {
+            assert!(!member_name_ok(bad), "{bad:?}");
+        }
     }
 }

@@ -30,9 +30,13 @@
 //! - [`http1`]: HTTP/1.1, one request to a connection.
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
 //!
+//! [`admin`] is `hale admin`'s page as a pure machine: its gate (the
+//! launch token, the page's own Host and Origin) and its routes.
+//!
 //! JSON-RPC 2.0, which MCP and the Flow Tool protocol both carry, is
 //! [`crate::json::jsonrpc`].
 
+pub mod admin;
 pub mod front;
 pub mod grpc;
 pub mod http;

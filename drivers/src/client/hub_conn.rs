@@ -12,6 +12,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use limen_core::wire::ws::client::{self, ServerFrame, ServerReader};
+use serde_json::Value;
 
 /// Unpredictable bytes for the nonce and the masks (RFC 6455 § 5.3 asks
 /// that a mask not be guessable): the process's random hasher keys, fed a
@@ -157,9 +158,58 @@ impl HubConn {
         }
     }
 
+    /// A second handle on the connection's socket, so another thread can
+    /// shut it down and so end a [`next`](HubConn::next) that waits (`hale
+    /// admin` does when the page that asked for a stream goes away).
+    pub(crate) fn socket(&self) -> std::io::Result<TcpStream> {
+        self.stream.try_clone()
+    }
+
     /// Sends the close frame (1000); what follows is not read.
     pub(crate) fn close(&mut self) {
         let close = client::close(1000, self.entropy.mask());
         let _ = self.stream.write_all(&close);
+    }
+}
+
+/// Sends one frame to the hub at `authority` on a connection of its own
+/// (upgraded with `bearer`) and reads the hub's answer to it: the `reply`
+/// frame echoing `id`, or a `refusal` frame (a hub that carries no
+/// surface refuses a `call` frame). Each read waits at most `timeout`. The
+/// exchange `hale mcp --app ws://…` and `hale admin ws://…` make for a
+/// call or a describe; `Err` says why nothing answered.
+pub(crate) fn exchange(
+    authority: &str,
+    bearer: Option<&str>,
+    frame: &str,
+    id: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
+    let failed = |e: String| format!("ws://{authority} did not answer: {e}");
+    let mut conn = HubConn::connect(authority, bearer, Some(timeout)).map_err(failed)?;
+    conn.send(frame).map_err(failed)?;
+    loop {
+        let text = match conn.next().map_err(failed)? {
+            Incoming::Text(text) => text,
+            Incoming::Closed(code) => {
+                return Err(failed(format!("the hub closed the connection ({code})")))
+            }
+        };
+        let v: Value =
+            serde_json::from_str(&text).map_err(|_| failed("a frame that is not JSON".into()))?;
+        let ours = v["id"] == Value::String(id.to_owned());
+        match v["type"].as_str() {
+            Some("reply") if ours => {
+                conn.close();
+                return Ok(text.into_bytes());
+            }
+            Some("refusal") => {
+                conn.close();
+                return Ok(text.into_bytes());
+            }
+            // Nothing is subscribed on this connection; any other frame is
+            // not the answer.
+            _ => {}
+        }
     }
 }

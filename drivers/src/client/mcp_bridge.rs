@@ -41,7 +41,7 @@ use limen_core::wire::mcp::{
 };
 use serde_json::Value;
 
-use super::hub_conn::{self, HubConn};
+use super::hub_conn;
 use super::wire::{self, Endpoint};
 use super::{bearer_header, bearer_of, fetch, Described};
 
@@ -279,38 +279,16 @@ impl Bridge {
         }
     }
 
-    /// Sends one frame on a connection of its own and reads the hub's answer
-    /// to it: the `reply` frame echoing the bridge's id, or a `refusal`
-    /// frame (a hub that takes no call).
+    /// One frame on a connection of its own, answered by the hub's `reply`
+    /// to the bridge's id or a `refusal` ([`hub_conn::exchange`]).
     fn hub_exchange(&self, authority: &str, frame: &str) -> Result<Vec<u8>, String> {
-        let failed = |e: String| format!("ws://{authority} did not answer: {e}");
-        let mut conn = HubConn::connect(authority, self.bearer.as_deref(), Some(HUB_TIMEOUT))
-            .map_err(failed)?;
-        conn.send(frame).map_err(failed)?;
-        loop {
-            let text = match conn.next().map_err(failed)? {
-                hub_conn::Incoming::Text(text) => text,
-                hub_conn::Incoming::Closed(code) => {
-                    return Err(failed(format!("the hub closed the connection ({code})")))
-                }
-            };
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|_| failed("a frame that is not JSON".into()))?;
-            let ours = v["id"] == Value::String(self.line_id.clone());
-            match v["type"].as_str() {
-                Some("reply") if ours => {
-                    conn.close();
-                    return Ok(text.into_bytes());
-                }
-                Some("refusal") => {
-                    conn.close();
-                    return Ok(text.into_bytes());
-                }
-                // Nothing is subscribed on this connection; any other
-                // frame is not the answer.
-                _ => {}
-            }
-        }
+        hub_conn::exchange(
+            authority,
+            self.bearer.as_deref(),
+            frame,
+            &self.line_id,
+            HUB_TIMEOUT,
+        )
     }
 
     fn call(

@@ -2,8 +2,10 @@
 //! describe`, `hale call`): the operator's verbs of § Driving a served
 //! program. They read the description the endpoint serves and speak the
 //! wire of § Outcomes, nothing else; each outcome is one exit code.
-//! `hale watch` ([`watch`]) is the hub's client.
+//! `hale watch` ([`watch`]) is the hub's client; `hale admin` ([`admin`])
+//! serves a page driving any of them.
 
+pub mod admin;
 pub mod hub_conn;
 pub mod mcp_bridge;
 pub mod payload;

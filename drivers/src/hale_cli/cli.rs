@@ -59,6 +59,8 @@ pub enum Command {
     Call(CallArgs),
     /// Subscribe to a stream of a hub and print each frame as one JSON line.
     Watch(WatchArgs),
+    /// Serve a page on 127.0.0.1 to drive a served exposure: its members' forms and its streams' tails.
+    Admin(AdminArgs),
     /// Publish an event on a topic of a program `hale serve` serves, through its control socket.
     Publish(PublishArgs),
     /// An MCP server on stdio: to a served exposure with --app, else to the toolchain.
@@ -228,6 +230,34 @@ pub struct WatchArgs {
     #[arg(value_name = "TOPIC")]
     pub topic: String,
     /// The bearer token (else HALE_API_TOKEN).
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+}
+
+/// `hale admin ENDPOINT [--port P] [--bearer T | --token T]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints one line: the page's URL, carrying the launch token. Only a request \
+                        carrying that token (the cookie the URL sets), addressed to the page's \
+                        own Host and from its own Origin, is served; the page, its script and \
+                        style are built in and load nothing from elsewhere. Every action on the \
+                        page is one request to the endpoint; a call names the digest of the \
+                        description the page displays. It serves until stopped (Ctrl-C). Exit \
+                        status: 2 the port could not be bound, 5 usage."
+)]
+pub struct AdminArgs {
+    /// The exposure: unix:PATH (or a bare path), http://host:port, or a
+    /// hub's ws://host:port (its streams, and its members when it carries
+    /// a surface).
+    #[arg(value_name = "ENDPOINT")]
+    pub endpoint: String,
+    /// The page's port on 127.0.0.1; 0 picks a free one.
+    #[arg(long, value_name = "P", default_value_t = crate::client::admin::DEFAULT_PORT)]
+    pub port: u16,
+    /// The bearer presented to the endpoint (else HALE_API_BEARER).
+    #[arg(long, value_name = "T", conflicts_with = "token")]
+    pub bearer: Option<String>,
+    /// The same as --bearer, as hale watch names it (else HALE_API_TOKEN).
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
 }

@@ -13,6 +13,8 @@
 //!   ([`crate::client`]): the operator's verbs;
 //! - `hale watch WS-ENDPOINT TOPIC` ([`crate::client::watch`]): a stream
 //!   of a hub, one JSON line per frame;
+//! - `hale admin ENDPOINT` ([`crate::client::admin`]): a page on
+//!   127.0.0.1 driving a served exposure, behind its launch token;
 //! - `hale mcp --app ENDPOINT` ([`crate::client::mcp_bridge`]): the MCP
 //!   bridge on stdio to a served exposure; `hale mcp` alone ([`mcp`]):
 //!   the MCP server on stdio bridging a host to the toolchain;
@@ -54,6 +56,7 @@ pub fn main(args: Vec<String>) -> i32 {
         Command::Describe(a) => crate::client::describe_main(&a, true),
         Command::Call(a) => crate::client::call_main(&a.words(), true),
         Command::Watch(a) => crate::client::watch::main(&a.endpoint, &a.topic, a.token),
+        Command::Admin(a) => crate::client::admin::main(&a),
         Command::Mcp(a) => match a.app {
             Some(app) => crate::client::mcp_bridge::main(&app, a.bearer),
             None => mcp::main(),

@@ -187,6 +187,20 @@ impl HttpConn {
     /// Like [`send_json`](HttpConn::send_json) with extra headers before the
     /// fixed ones (`Allow: POST` on a 405).
     pub fn send(&mut self, now: Timestamp, status: u16, extra: &[(&str, &str)], body: &[u8]) {
+        self.send_typed(now, status, "application/json", extra, body)
+    }
+
+    /// Like [`send`](HttpConn::send) with a body of `content_type` (a page
+    /// and its assets, served by `hale admin`): the fixed headers with that
+    /// type in place of JSON's.
+    pub fn send_typed(
+        &mut self,
+        now: Timestamp,
+        status: u16,
+        content_type: &str,
+        extra: &[(&str, &str)],
+        body: &[u8],
+    ) {
         if self.state != State::Waiting {
             return;
         }
@@ -203,7 +217,9 @@ impl HttpConn {
             out.extend_from_slice(b"\r\n");
         }
         if !body.is_empty() || status != 202 {
-            out.extend_from_slice(b"Content-Type: application/json\r\n");
+            out.extend_from_slice(b"Content-Type: ");
+            out.extend_from_slice(content_type.as_bytes());
+            out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"Cache-Control: no-store\r\nContent-Length: ");
         out.extend_from_slice(body.len().to_string().as_bytes());
@@ -537,6 +553,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         202 => "Accepted",
+        303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -544,6 +561,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         409 => "Conflict",
         413 => "Content Too Large",
+        415 => "Unsupported Media Type",
         422 => "Unprocessable Content",
         429 => "Too Many Requests",
         500 => "Internal Server Error",

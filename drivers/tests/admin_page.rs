@@ -132,6 +132,8 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
         &plan,
     );
     let got = report(child, "admin_browser.mjs");
+    // Beside the screenshots, what the browser saw, for whoever looks at them.
+    std::fs::write(shots.join("report.json"), format!("{got:#}")).unwrap();
     assert!(
         got["error"].is_null(),
         "the browser stopped after {}: {}",
@@ -150,8 +152,14 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     // Identity, digest, caller and roles; the members listed.
     let id = &a["identity"];
     let exposure = id["exposure"].as_str().unwrap();
-    assert!(exposure.starts_with("Public@fnv1a64:") && exposure.ends_with("/public"), "{id}");
-    assert!(id["digest"].as_str().unwrap().starts_with("fnv1a64:"), "{id}");
+    assert!(
+        exposure.starts_with("Public@fnv1a64:") && exposure.ends_with("/public"),
+        "{id}"
+    );
+    assert!(
+        id["digest"].as_str().unwrap().starts_with("fnv1a64:"),
+        "{id}"
+    );
     assert_eq!(id["caller"], "alice");
     assert_eq!(id["roles"], json!(["trader"]));
     assert_eq!(a["members"], json!(["Orders::cancel", "Orders::place"]));
@@ -216,7 +224,11 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     assert_eq!(h["place"]["outcome"], "result", "{}", h["place"]);
     assert_eq!(h["event"]["seq"], "1");
     let event: Value = serde_json::from_str(h["event"]["raw"].as_str().unwrap()).unwrap();
-    let order: u64 = field(&h["place"], "order").as_str().unwrap().parse().unwrap();
+    let order: u64 = field(&h["place"], "order")
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(
         event,
         json!({"type": "event", "topic": "Fills", "seq": 1,
@@ -235,7 +247,11 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
         .is_some_and(|s| s.success()));
 
     // The endpoint gone: no answer.
-    assert_eq!(a["after_stop"]["outcome"], "no_answer", "{}", a["after_stop"]);
+    assert_eq!(
+        a["after_stop"]["outcome"], "no_answer",
+        "{}",
+        a["after_stop"]
+    );
 
     // Strangers: no token, a foreign Host (with the right token in the
     // URL), a foreign Origin (with the cookie riding along): 403 each.
@@ -251,18 +267,27 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     assert_eq!(origins.len(), 5);
     for (route, seen) in origins {
         assert_eq!(seen["status"], 403, "foreign Origin: {route} {seen}");
-        assert!(seen["cookie"] == true, "the cookie rode along: {route} {seen}");
         assert!(
-            seen["origin"]
-                .as_str()
-                .is_some_and(|o| o.starts_with("http://127.0.0.1:")
-                    && o != hub.page().trim_end_matches('/')),
+            seen["cookie"] == true,
+            "the cookie rode along: {route} {seen}"
+        );
+        assert!(
+            seen["origin"].as_str().is_some_and(
+                |o| o.starts_with("http://127.0.0.1:") && o != hub.page().trim_end_matches('/')
+            ),
             "{route} {seen}"
         );
     }
 
     // A screenshot of each state.
-    for name in ["01-alice-loaded", "02-result", "04-full", "06-stream-event", "08-stream-closed", "11-foreign-host"] {
+    for name in [
+        "01-alice-loaded",
+        "02-result",
+        "04-full",
+        "06-stream-event",
+        "08-stream-closed",
+        "11-foreign-host",
+    ] {
         assert!(shots.join(format!("{name}.png")).exists(), "{name}.png");
     }
     drop((hub, alice, bob));

@@ -936,7 +936,10 @@
     if (t.source) return;
     const source = new EventSource(`/api/stream?topic=${encodeURIComponent(t.topic)}`);
     t.source = source;
+    // seq starts at 1 for each subscription: the counts are this one's.
     t.lastSeq = 0;
+    t.events = 0;
+    t.shed = 0;
     t.subscribe.disabled = true;
     t.unsubscribe.disabled = false;
     setStatus(t, "pending", "subscribing…");

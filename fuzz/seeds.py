@@ -144,6 +144,20 @@ def conformance_seeds(shared):
     return [s for s in out if len(s) <= MAX_SEED]
 
 
+def admin_requests():
+    """`hale admin`'s routes as a browser asks them (the fuzz target
+    splices the page's Host and cookie in after the request line)."""
+    token = "5a" * 32
+    return [
+        ("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1:7473\r\n\r\n" % token).encode(),
+        b"GET /admin.js HTTP/1.1\r\nOrigin: http://127.0.0.1:7473\r\n\r\n",
+        b"GET /api/stream?topic=Fills HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n",
+        b"POST /api/call HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 74\r\n\r\n"
+        b'{"member":"Orders::place","payload":{"qty":1},"digest":"fnv1a64:00000000"}',
+        b"GET / HTTP/1.1\r\nHost: evil.test:7473\r\nCookie: a=1; hale-admin-7473=x\r\n\r\n",
+    ]
+
+
 def made(shared, target):
     """The seeds TARGET gets from SHARED."""
     texts = json_texts(shared)
@@ -161,6 +175,8 @@ def made(shared, target):
         return unix_lines(shared)
     if target == "http1_conn":
         return http_requests(shared)
+    if target == "admin_page":
+        return http_requests(shared) + admin_requests()
     if target == "hale_syntax":
         return [read(p) for p in files(os.path.join(shared, "hale-witness"), ".hl")]
     if target == "conformance_reply":

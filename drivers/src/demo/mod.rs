@@ -421,6 +421,11 @@ fn banner(
             banner.push_str(&format!(
                 "  curl -s -H 'Authorization: Bearer {token}' -d '{{\"symbol\":\"ACME\",\"qty\":10,\"limit\":12500}}' {endpoint}/call/Orders::place\n"
             ));
+            if name == "public" {
+                banner.push_str(&format!(
+                    "  hale admin {endpoint} --bearer {token}   (a page to drive it from a browser)\n"
+                ));
+            }
         } else {
             banner.push_str(&format!("  hale describe {endpoint}\n"));
             banner.push_str(&format!(
@@ -439,6 +444,9 @@ fn banner(
         ));
         banner.push_str(&format!(
             "  python3 -m websockets 'ws://{addr}/?access_token=t-dave'   then send {{\"type\": \"subscribe\", \"topic\": \"Fills\"}} and place an order\n"
+        ));
+        banner.push_str(&format!(
+            "  hale admin ws://{addr} --token t-dave   (a page with a live tail of Fills)\n"
         ));
         if options.hub_desk {
             banner.push_str(

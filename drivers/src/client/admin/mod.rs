@@ -441,7 +441,14 @@ pub fn main(args: &crate::hale_cli::cli::AdminArgs) -> i32 {
         let spawned = std::thread::Builder::new()
             .name("hale-admin-conn".into())
             .spawn(move || {
-                serve_connection(&admin, stream);
+                // A panic is a bug; still, it ends this connection alone
+                // and gives its place back.
+                let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    serve_connection(&admin, stream)
+                }));
+                if served.is_err() {
+                    eprintln!("hale admin: a connection's thread panicked; the page serves on");
+                }
                 held.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {

@@ -148,6 +148,7 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     assert_eq!(got["token_in_later_urls"], json!([]));
     assert_eq!(got["console"], json!([]), "console errors");
     assert_eq!(got["page_errors"], json!([]), "script errors");
+    assert_eq!(got["unlabelled"], json!([]), "every input has its label");
 
     // Identity, digest, caller and roles; the members listed.
     let id = &a["identity"];

@@ -93,6 +93,11 @@ function input(card, name) {
   return card.getByLabel(new RegExp(`^${esc}(?![\\w:])`));
 }
 
+/** The inputs of a page no label names (there should be none). */
+function unlabelled(page) {
+  return page.locator("input, select, textarea").evaluateAll((l) => l.filter((i) => !i.labels || i.labels.length === 0).map((i) => i.outerHTML));
+}
+
 /** What the identity card shows. */
 async function identity(page) {
   const card = page.locator(".id-card").first();
@@ -181,6 +186,7 @@ try {
   await a.goto(plan.alice);
   await a.locator('[data-member="Orders::place"]').waitFor();
   report.alice = { url_after_launch: a.url(), identity: await identity(a), ...(await listed(a)) };
+  report.unlabelled = await unlabelled(a);
   await shot(a, "01-alice-loaded");
   step("alice loaded");
 
@@ -242,6 +248,7 @@ try {
   await b.goto(plan.bob);
   await b.locator('[data-member="Orders::place"]').waitFor();
   report.bob = { identity: await identity(b), ...(await listed(b)) };
+  report.unlabelled.push(...(await unlabelled(b)));
   const any = b.locator('[data-member="*"]');
   await input(any, "member").fill("Orders::cancel");
   await input(any, "payload (JSON)").fill('{"order": 1}');
@@ -256,6 +263,7 @@ try {
   await h.goto(plan.hub);
   await h.locator('[data-topic="Fills"]').waitFor();
   report.hub = { ...(await listed(h)), identities: await h.locator(".id-card .identity-name").allTextContents() };
+  report.unlabelled.push(...(await unlabelled(h)));
   const fills = h.locator('[data-topic="Fills"]');
   const subscribe = fills.getByRole("button", { name: "Subscribe", exact: true });
   await subscribe.click();

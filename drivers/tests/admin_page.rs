@@ -196,6 +196,11 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     assert_eq!(field(&full["refused"], "kind"), "full");
     assert_eq!(full["pending_while_refused"], 1, "{full}");
     assert_eq!(full["held"]["outcome"], "result", "{full}");
+    // A handler that violates: the server error, with its raw bytes.
+    let violated = &a["violated"];
+    assert_eq!(violated["outcome"], "server_error", "{violated}");
+    let raw: Value = serde_json::from_str(violated["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(raw, json!({"refusal": {"kind": "server"}}));
 
     assert!(
         a["reload"].as_str().unwrap().contains("has not moved"),
@@ -285,6 +290,7 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
         "01-alice-loaded",
         "02-result",
         "04-full",
+        "04b-server-error",
         "06-stream-event",
         "08-stream-closed",
         "11-foreign-host",

@@ -236,6 +236,16 @@ try {
   report.alice.full.held = await outcome(place, Number(report.alice.full.pending_call));
   step("full, then the held call answered");
 
+  // Over the position limit: the handler violates its closure, and the
+  // caller sees the server error, nothing of the violation.
+  await input(place, "qty").fill("20000");
+  const next = (await place.locator(".outcomes [data-call]").count()) + 1;
+  await call.click();
+  report.alice.violated = await outcome(place, next);
+  await input(place, "qty").fill("10");
+  await shot(a, "04b-server-error");
+  step("place over the limit: server error");
+
   // Reload: the program has not moved.
   await a.getByRole("button", { name: "Reload description" }).click();
   await a.locator(".notice-ok, .notice-moved").waitFor();

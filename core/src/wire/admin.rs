@@ -140,6 +140,17 @@ impl Gate {
         format!("{}/?token={}", self.origin(), self.token.as_str())
     }
 
+    /// `bytes` (a header the client sent) as a refusal quotes it, unless it
+    /// carries the token: a refusal never spells the token, even back to
+    /// the client that sent it, so no refusal is ever worth keeping secret.
+    fn quote(&self, bytes: &[u8]) -> String {
+        let token = self.token.as_str().as_bytes();
+        if bytes.windows(token.len()).any(|w| w == token) {
+            return "(a value carrying the launch token)".into();
+        }
+        quote(bytes)
+    }
+
     /// The gate's verdict on `request`. See the module documentation.
     pub fn check(&self, request: &HttpRequest) -> Verdict {
         let authority = self.authority();
@@ -148,7 +159,7 @@ impl Gate {
             Some(host) => {
                 return Verdict::Refused(format!(
                     "Host `{}` is not this page's address: open http://{authority}/ as `hale admin` printed it",
-                    quote(host)
+                    self.quote(host)
                 ))
             }
             None => {
@@ -162,7 +173,7 @@ impl Gate {
             if o != origin.as_bytes() {
                 return Verdict::Refused(format!(
                     "Origin `{}` is not this page's ({origin}): another site's page may not use it",
-                    quote(o)
+                    self.quote(o)
                 ));
             }
         }
@@ -443,6 +454,19 @@ mod tests {
             &[("Host", "evil.test:7473")],
         );
         assert!(matches!(g.check(&launch), Verdict::Refused(m) if m.contains("evil.test")));
+    }
+
+    #[test]
+    fn a_refusal_quotes_no_header_that_carries_the_token() {
+        let g = gate();
+        let host = format!("127.0.=x{} HTTP/2.1", token());
+        match g.check(&request("/", &[("Host", &host)])) {
+            Verdict::Refused(why) => {
+                assert!(!why.contains(&token()), "{why}");
+                assert!(why.contains("carrying the launch token"), "{why}");
+            }
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]

@@ -189,6 +189,16 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
         "{cancel}"
     );
     assert_eq!(a["cancel_json"], json!({"order": 999999}));
+    // An integer past 2^53 is sent as its digits, not rounded.
+    let big = &a["cancel_big"];
+    assert_eq!(big["outcome"], "handler_error", "{big}");
+    assert!(
+        field(big, "reason")
+            .as_str()
+            .unwrap()
+            .contains("no order 9223372036854775807"),
+        "{big}"
+    );
 
     // `full`: one call held at the gate while a second is refused.
     let full = &a["full"];

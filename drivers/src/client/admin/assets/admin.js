@@ -46,6 +46,19 @@
   };
 
   const pretty = (v) => JSON.stringify(v, null, 2);
+
+  // Hale's integers are 64-bit; a JavaScript number is exact only to 2^53.
+  // An integer past that is kept as its digits (JSON.rawJSON, which
+  // JSON.stringify writes back as they were), wherever the page reads or
+  // writes JSON, so an OrderId of 2^60 is sent and shown as it is.
+  const canKeepDigits = typeof JSON.rawJSON === "function";
+  const isDigits = (v) => canKeepDigits && JSON.isRawJSON(v);
+  const exactParse = (text) =>
+    JSON.parse(text, (key, value, context) =>
+      typeof value === "number" && !Number.isSafeInteger(value) && canKeepDigits && context && /^-?\d+$/.test(context.source)
+        ? JSON.rawJSON(context.source)
+        : value
+    );
   const clock = () => new Date().toLocaleTimeString([], { hour12: false });
 
   /** Role chips: the roles, or a word saying there are none. */
@@ -219,10 +232,15 @@
           const n = Number(text);
           if (!Number.isFinite(n)) throw new FieldError(input, `${key} is not a number`);
           if (type === "integer" && !Number.isInteger(n)) throw new FieldError(input, `${key} must be a whole number`);
+          if (type === "integer" && !Number.isSafeInteger(n)) {
+            // Past 2^53 the number would be rounded: send the digits.
+            if (!/^-?\d+$/.test(text) || !canKeepDigits) throw new FieldError(input, `${key}: write a whole number this large as plain digits`);
+            return { present: true, value: JSON.rawJSON(text.replace(/^(-?)0+(?=\d)/, "$1")) };
+          }
           return { present: true, value: n };
         },
         set: (v) => {
-          input.value = typeof v === "number" ? String(v) : "";
+          input.value = typeof v === "number" ? String(v) : isDigits(v) ? v.rawJSON : "";
         },
       };
     }
@@ -291,7 +309,7 @@
           return { present: false };
         }
         try {
-          return { present: true, value: JSON.parse(text) };
+          return { present: true, value: exactParse(text) };
         } catch (e) {
           throw new FieldError(area, `${key} is not JSON: ${e.message}`);
         }
@@ -363,7 +381,7 @@
   function renderValue(value, schema, schemas, depth) {
     const r = schema ? resolve(schema, schemas) : null;
     const s = r ? r.schema : {};
-    if (value && typeof value === "object" && !Array.isArray(value) && (depth || 0) < 6) {
+    if (value && typeof value === "object" && !Array.isArray(value) && !isDigits(value) && (depth || 0) < 6) {
       const props = s.properties && typeof s.properties === "object" ? s.properties : {};
       const keys = Object.keys(props).filter((k) => k in value);
       for (const k of Object.keys(value)) if (!keys.includes(k)) keys.push(k);
@@ -389,7 +407,7 @@
       );
     }
     if (typeof value === "string") return el("code", { class: "value value-string", text: value });
-    if (value === null || typeof value !== "object") return el("code", { class: "value", text: JSON.stringify(value) });
+    if (value === null || typeof value !== "object" || isDigits(value)) return el("code", { class: "value", text: JSON.stringify(value) });
     return el("pre", { class: "code", text: pretty(value) });
   }
 
@@ -511,7 +529,7 @@
       } else {
         let value;
         try {
-          value = JSON.parse(jsonArea.value);
+          value = exactParse(jsonArea.value);
         } catch (e) {
           toggle.checked = true;
           error.textContent = `The payload is not JSON (${e.message}); fix it to go back to the form.`;
@@ -542,7 +560,7 @@
       let payload;
       if (toggle.checked) {
         try {
-          payload = JSON.parse(jsonArea.value);
+          payload = exactParse(jsonArea.value);
         } catch (e) {
           error.textContent = `The payload is not JSON: ${e.message}`;
           jsonArea.focus();
@@ -618,7 +636,7 @@
       }
       let payload;
       try {
-        payload = JSON.parse(area.value);
+        payload = exactParse(area.value);
       } catch (e) {
         error.textContent = `The payload is not JSON: ${e.message}`;
         area.focus();
@@ -723,7 +741,7 @@
         }
         let o;
         try {
-          o = JSON.parse(text);
+          o = exactParse(text);
         } catch (e) {
           finish("admin", "unreadable", el("p", { text: `The admin's answer is not JSON: ${e.message}` }), text, null);
           return;
@@ -779,7 +797,7 @@
   /** The sentence of an admin error body ({"error": …} or text). */
   function adminReason(text) {
     try {
-      const v = JSON.parse(text);
+      const v = exactParse(text);
       if (v && typeof v.error === "string") return v.error;
     } catch (_) {
       /* a text body */
@@ -956,7 +974,7 @@
       if (t.source !== source) return;
       let f;
       try {
-        f = JSON.parse(e.data);
+        f = exactParse(e.data);
       } catch (_) {
         row(t, "unknown", "unreadable", [el("span", { text: "a frame that is not JSON" })], e.data);
         return;
@@ -1036,7 +1054,7 @@
         notice("bad", [`The admin refused the description (HTTP ${res.status}): ${adminReason(text)}`]);
         return;
       }
-      const d = JSON.parse(text);
+      const d = exactParse(text);
       const before = digestsOf(state.description);
       const after = digestsOf(d);
       const moved = again && (before.exposure !== after.exposure || before.hub !== after.hub);

@@ -15,46 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{check, program, scratch, Served};
-
-/// A `serve.toml` for the witness: each instance a `witness-tool`, the
-/// program's sources as tables, `extra` appended.
-fn config(dir: &Path, rogue: bool, extra: &str) -> PathBuf {
-    let tool = env!("CARGO_BIN_EXE_witness-tool");
-    let rogue = if rogue {
-        format!(", \"--rogue\", \"{}\"", dir.display())
-    } else {
-        String::new()
-    };
-    let mut text = String::new();
-    for instance in ["orders", "partner_orders", "ledger"] {
-        if extra.contains(&format!("[handlers.{instance}]")) {
-            continue;
-        }
-        text.push_str(&format!(
-            "[handlers.{instance}]\ncommand = [\"{tool}\", \"--instance\", \"{instance}\"{rogue}]\ntimeout_ms = 1500\n\n"
-        ));
-    }
-    text.push_str(
-        r#"[sources.bearer]
-tokens = { "t-alice" = "alice", "t-bob" = "bob", "t-carol" = "carol", "t-dave" = "dave" }
-refused = "no such token"
-[sources.public_roles]
-grants = { trader = ["alice"] }
-[sources.partner_roles]
-grants = { trader = ["carol"] }
-[sources.admin_roles]
-grants = { operator = ["uid:1000"] }
-"#,
-    );
-    if !extra.contains("[sources.hub_roles]") {
-        text.push_str("[sources.hub_roles]\ngrants = { operator = [\"dave\"] }\n");
-    }
-    text.push_str(extra);
-    let path = dir.join("serve.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use support::{check, config, program, scratch, Served};
 
 /// A `hale serve` of the witness with its receivers answered by
 /// `witness-tool` (the configuration [`config`] writes).

@@ -1,6 +1,7 @@
 //! What the tests that serve the witness with `hale serve` share
 //! (`serve.rs`, its handlers `witness-tool`; `serve_python.rs`, its
-//! handlers in Python): the program, a scratch folder, a running `hale
+//! handlers in Python; `admin_digest.rs`): the program, a scratch folder,
+//! a configuration whose handlers are `witness-tool`, a running `hale
 //! serve` and `limen-conformance check`.
 //!
 //! Each test binary uses part of it, so what one leaves unused is no
@@ -38,6 +39,45 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A `serve.toml` for the witness: each instance a `witness-tool`, the
+/// program's sources as tables, `extra` appended.
+pub fn config(dir: &Path, rogue: bool, extra: &str) -> PathBuf {
+    let tool = env!("CARGO_BIN_EXE_witness-tool");
+    let rogue = if rogue {
+        format!(", \"--rogue\", \"{}\"", dir.display())
+    } else {
+        String::new()
+    };
+    let mut text = String::new();
+    for instance in ["orders", "partner_orders", "ledger"] {
+        if extra.contains(&format!("[handlers.{instance}]")) {
+            continue;
+        }
+        text.push_str(&format!(
+            "[handlers.{instance}]\ncommand = [\"{tool}\", \"--instance\", \"{instance}\"{rogue}]\ntimeout_ms = 1500\n\n"
+        ));
+    }
+    text.push_str(
+        r#"[sources.bearer]
+tokens = { "t-alice" = "alice", "t-bob" = "bob", "t-carol" = "carol", "t-dave" = "dave" }
+refused = "no such token"
+[sources.public_roles]
+grants = { trader = ["alice"] }
+[sources.partner_roles]
+grants = { trader = ["carol"] }
+[sources.admin_roles]
+grants = { operator = ["uid:1000"] }
+"#,
+    );
+    if !extra.contains("[sources.hub_roles]") {
+        text.push_str("[sources.hub_roles]\ngrants = { operator = [\"dave\"] }\n");
+    }
+    text.push_str(extra);
+    let path = dir.join("serve.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// A running `hale serve`.
 pub struct Served {
     /// The `hale serve` process.
@@ -54,15 +94,28 @@ impl Served {
     /// operator role on the Unix exposure granted to this process's uid,
     /// `args` given too; once it has printed its banner.
     pub fn serve(program: &Path, dir: PathBuf, config: &Path, args: &[&str]) -> Served {
+        Served::serve_on(program, dir, config, "127.0.0.1:0", args)
+    }
+
+    /// [`Served::serve`] with the exposure `public` bound to `public`
+    /// (`host:port`): a port a client already knows, where the program
+    /// is served again.
+    pub fn serve_on(
+        program: &Path,
+        dir: PathBuf,
+        config: &Path,
+        public: &str,
+        args: &[&str],
+    ) -> Served {
         let me = rustix_uid();
         let mut child = Command::new(workspace_bin("hale"))
             .arg("serve")
             .arg(program)
             .arg("--config")
             .arg(config)
+            .arg("--bind")
+            .arg(format!("public={public}"))
             .args([
-                "--bind",
-                "public=127.0.0.1:0",
                 "--bind",
                 "partner=127.0.0.1:0",
                 "--bind",

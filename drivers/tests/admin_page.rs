@@ -6,7 +6,7 @@
 //! gates, revokes and stops the demo; each outcome and frame is read from
 //! what the page shows. Then the pages are asked for without the token,
 //! under a foreign Host and from a foreign Origin: 403 each. Screenshots of
-//! every state land in `target/admin-screenshots/`.
+//! every state land in `target/admin-screenshots/page/`.
 
 mod support;
 
@@ -113,7 +113,9 @@ fn the_admin_page_in_chromium_calls_tails_and_refuses_strangers() {
     let hub = Admin::start(&format!("ws://{}", d.hub), &["--token", "t-dave"]);
     let alice = Admin::start(&format!("http://{}", d.public), &["--bearer", "t-alice"]);
     let bob = Admin::start(&format!("http://{}", d.public), &["--bearer", "t-bob"]);
-    let shots = target_dir().join("admin-screenshots");
+    // This test's own folder, emptied: the digest test
+    // (examples/witness/tests/admin_digest.rs) writes beside it.
+    let shots = target_dir().join("admin-screenshots/page");
     let _ = std::fs::remove_dir_all(&shots);
     std::fs::create_dir_all(&shots).unwrap();
 

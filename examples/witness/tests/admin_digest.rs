@@ -12,7 +12,7 @@
 //! next call still names the digest it shows and is refused
 //! `digest_mismatch` naming the served one; Reload description says the
 //! digest moved and shows the new one; the call then answers a result.
-//! Screenshots land in `target/admin-screenshots/` (12-, 13-, 14-).
+//! Screenshots land in `target/admin-screenshots/digest/` (12-, 13-, 14-).
 
 mod support;
 
@@ -177,7 +177,7 @@ fn the_admin_page_names_its_digest_and_says_when_the_digest_moved() {
         .parent()
         .and_then(Path::parent)
         .expect("hale lies under target/<profile>/")
-        .join("admin-screenshots");
+        .join("admin-screenshots/digest");
     std::fs::create_dir_all(&shots).unwrap();
     let plan = json!({"modules": modules, "chromium": CHROMIUM, "shots": shots, "url": url});
     let mut script = Command::new(node)

@@ -157,11 +157,17 @@ try {
   await shot(page, "13-digest-moved");
   step("reload: the digest moved");
 
-  // The forms were rebuilt from the new description: a fresh card.
+  // The forms were rebuilt from the new description, keeping what was
+  // typed and the outcomes so far: calling again needs no retyping, and
+  // the call is numbered on.
   const again = page.locator('[data-member="Orders::place"]');
   report.requires_after = (await again.locator(".requires").innerText()).replace(/\s+/g, " ").trim();
-  await place(again);
-  report.second = await outcome(again, 1);
+  report.kept = {
+    values: [await input(again, "symbol").inputValue(), await input(again, "qty").inputValue(), await input(again, "limit").inputValue()],
+    first_outcome: await again.locator('.outcomes [data-call="1"]').getAttribute("data-kind"),
+  };
+  await again.getByRole("button", { name: "Call", exact: true }).click();
+  report.second = await outcome(again, 2);
   await shot(page, "14-after-reload");
   step("call again: result");
 } catch (e) {

@@ -262,6 +262,12 @@ fn the_admin_page_names_its_digest_and_says_when_the_digest_moved() {
     assert_eq!(got["requires_after"], "requires trader");
 
     // The next call names the new digest and answers.
+    // What was typed and the outcome before the move are kept.
+    assert_eq!(
+        got["kept"],
+        json!({"values": ["ACME", "10", "12500"], "first_outcome": "digest_mismatch"}),
+        "{got}"
+    );
     let second = &got["second"];
     assert_eq!(second["sent"]["digest"], served_now, "{second}");
     assert_eq!(second["outcome"], "result", "{second}");

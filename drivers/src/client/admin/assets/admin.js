@@ -479,17 +479,31 @@
   // ---------------------------------------------------------------- members
 
   function renderMembers() {
+    const carried = carryMembers();
     const box = clear(document.getElementById("members"));
     const d = doc(state.description && state.description.exposure);
     const members = d && Array.isArray(d.members) ? d.members : [];
     const schemas = (d && d.schemas) || {};
     if (d && members.length === 0) box.append(el("p", { class: "muted", text: "This description lists no member this caller may call." }));
     if (!d && state.description && !state.description.exposure) box.append(el("p", { class: "muted", text: "This endpoint carries no surface: streams only." }));
-    for (const m of members) box.append(memberCard(m, schemas));
+    for (const m of members) box.append(memberCard(m, schemas, carried.get(m.name)));
     if (d) box.append(anyMemberCard(members));
   }
 
-  function memberCard(m, schemas) {
+  /**
+   * What each member's card holds before the forms are rebuilt (a reload
+   * whose digest moved): what was typed and the outcomes shown, so the
+   * history stays on the page and the calls go on being numbered.
+   */
+  function carryMembers() {
+    const carried = new Map();
+    for (const card of document.querySelectorAll("#members article.member")) {
+      if (card.carry) carried.set(card.dataset.member, card.carry());
+    }
+    return carried;
+  }
+
+  function memberCard(m, schemas, carried) {
     const formId = freshId(`m-${m.name}`);
     const titleId = `${formId}-title`;
     const request = resolve(m.request, schemas);
@@ -512,6 +526,17 @@
     const error = el("p", { class: "form-error", role: "alert" });
     const outcomes = el("div", { class: "outcomes", "aria-live": "polite", "aria-relevant": "additions text", "aria-label": `Outcomes of ${m.name}` });
     let counter = 0;
+    if (carried) {
+      // A field the new schema no longer has is dropped; one it changed
+      // is left as the form's set makes it.
+      try {
+        if (carried.value !== undefined) root.set(carried.value);
+      } catch (_) {
+        /* the old value does not fit the new form */
+      }
+      for (const node of carried.nodes) outcomes.append(node);
+      counter = carried.counter;
+    }
 
     toggle.addEventListener("change", () => {
       error.textContent = "";
@@ -579,7 +604,7 @@
     });
 
     const errorLabel = m.error === "ClosureViolation" ? "ClosureViolation (server error)" : typeName(m.error, schemas);
-    return el(
+    const article = el(
       "article",
       { class: "card member", "data-member": m.name },
       el(
@@ -600,6 +625,16 @@
       form,
       outcomes
     );
+    article.carry = () => {
+      let value;
+      try {
+        value = toggle.checked ? exactParse(jsonArea.value) : root.get().value;
+      } catch (_) {
+        value = undefined;
+      }
+      return { value, nodes: Array.from(outcomes.children), counter };
+    };
+    return article;
   }
 
   /** A card to call any member by name, as the description lists only what this caller may use. */
@@ -1070,7 +1105,7 @@
         const says = [];
         if (before.exposure !== after.exposure) says.push(digestMove("surface", before.exposure, after.exposure));
         if (before.hub !== after.hub) says.push(digestMove("hub", before.hub, after.hub));
-        notice("moved", [el("strong", { text: "The digest moved. " }), says, " The forms and streams were rebuilt from the new description."]);
+        notice("moved", [el("strong", { text: "The digest moved. " }), says, " The forms and streams were rebuilt from the new description; what was typed and the outcomes so far were kept."]);
       } else {
         notice("ok", [`Reloaded at ${clock()}: the digest has not moved (`, el("code", { text: after.exposure || after.hub || "none" }), ")."]);
       }

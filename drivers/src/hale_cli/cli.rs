@@ -14,6 +14,10 @@ pub const USAGE_EXIT: i32 = 5;
 /// The version `hale` writes in a bundle's `DIGEST`.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+limen");
 
+/// The port `hale admin` serves its page on unless `--port` says (§ The
+/// clients: 7473).
+pub const DEFAULT_ADMIN_PORT: u16 = 7473;
+
 /// Where `hale demo` serves Public over MCP unless `--mcp` says.
 pub const DEFAULT_MCP: &str = "127.0.0.1:8090";
 
@@ -252,7 +256,7 @@ pub struct AdminArgs {
     #[arg(value_name = "ENDPOINT")]
     pub endpoint: String,
     /// The page's port on 127.0.0.1; 0 picks a free one.
-    #[arg(long, value_name = "P", default_value_t = crate::client::admin::DEFAULT_PORT)]
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_ADMIN_PORT)]
     pub port: u16,
     /// The bearer presented to the endpoint (else HALE_API_BEARER).
     #[arg(long, value_name = "T", conflicts_with = "token")]

@@ -41,7 +41,7 @@ use endpoint::{Remote, Target};
 use super::hub_conn::{HubConn, Incoming, ENDED};
 
 /// The port the page listens on unless `--port` says.
-pub const DEFAULT_PORT: u16 = 7473;
+pub const DEFAULT_PORT: u16 = crate::hale_cli::cli::DEFAULT_ADMIN_PORT;
 
 /// The most connections served at once; one more is closed unanswered.
 pub const MAX_CONNECTIONS: usize = 64;

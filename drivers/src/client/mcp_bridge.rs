@@ -372,23 +372,7 @@ impl Bridge {
         digest: Option<&str>,
         frame: bool,
     ) -> Vec<u8> {
-        let head = if frame { "{\"type\":\"call\"," } else { "{" };
-        let mut line = format!(
-            "{head}\"call\":{},\"payload\":",
-            Value::String(member.to_owned())
-        )
-        .into_bytes();
-        line.extend_from_slice(arguments);
-        line.extend_from_slice(
-            format!(",\"id\":{}", Value::String(self.line_id.clone())).as_bytes(),
-        );
-        if let Some(d) = digest {
-            line.extend_from_slice(
-                format!(",\"digest\":{}", Value::String(d.to_owned())).as_bytes(),
-            );
-        }
-        line.push(b'}');
-        line
+        wire::call_line(frame, member, arguments, &self.line_id, digest)
     }
 
     /// A Unix reply line (or a hub's `reply` frame, which extends it)

@@ -352,16 +352,8 @@ fn call_unix(
     digest: Option<&str>,
     raw: bool,
 ) -> i32 {
-    let mut line = format!(
-        "{{\"call\":{},\"payload\":{payload},\"id\":{}",
-        Value::String(member.to_owned()),
-        Value::String(id.to_owned())
-    );
-    if let Some(d) = digest {
-        line.push_str(&format!(",\"digest\":{}", Value::String(d.to_owned())));
-    }
-    line.push('}');
-    let reply = match wire::unix_exchange(&path.to_owned(), line.as_bytes()) {
+    let line = wire::call_line(false, member, payload.as_bytes(), id, digest);
+    let reply = match wire::unix_exchange(&path.to_owned(), &line) {
         Ok(r) => r,
         Err(e) => return transport(&format!("{} did not answer: {e}", path.display())),
     };

@@ -144,6 +144,34 @@ pub fn read_response(stream: &mut impl Read, method: &str) -> io::Result<Respons
     }
 }
 
+/// A call as the Unix wire writes it (`{"call", "payload", "id",
+/// "digest"}`, § Outcomes), or with `frame` a hub's `call` frame (the same
+/// object naming its `"type"` first, § Rpcs on a hub): `payload` is placed
+/// as given (JSON text), `digest` only when there is one. `hale call`,
+/// `hale mcp --app` and `hale admin` write their calls with it.
+pub fn call_line(
+    frame: bool,
+    member: &str,
+    payload: &[u8],
+    id: &str,
+    digest: Option<&str>,
+) -> Vec<u8> {
+    use serde_json::Value;
+    let head = if frame { "{\"type\":\"call\"," } else { "{" };
+    let mut line = format!(
+        "{head}\"call\":{},\"payload\":",
+        Value::String(member.to_owned())
+    )
+    .into_bytes();
+    line.extend_from_slice(payload);
+    line.extend_from_slice(format!(",\"id\":{}", Value::String(id.to_owned())).as_bytes());
+    if let Some(d) = digest {
+        line.extend_from_slice(format!(",\"digest\":{}", Value::String(d.to_owned())).as_bytes());
+    }
+    line.push(b'}');
+    line
+}
+
 /// The raw text of the value under `key` in a JSON object (the reply
 /// line's `value`), as the exposure wrote it.
 pub fn raw_member<'a>(object: &'a [u8], key: &str) -> Option<&'a [u8]> {
@@ -200,6 +228,18 @@ mod tests {
                 "{refused}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn call_lines_name_the_digest_when_given() {
+        assert_eq!(
+            call_line(false, "A::b", b"{}", "i", Some("fnv1a64:00")),
+            br#"{"call":"A::b","payload":{},"id":"i","digest":"fnv1a64:00"}"#
+        );
+        assert_eq!(
+            call_line(true, "A::b", b"1", "i", None),
+            br#"{"type":"call","call":"A::b","payload":1,"id":"i"}"#
+        );
     }
 
     #[test]

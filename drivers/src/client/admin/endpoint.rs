@@ -239,14 +239,16 @@ impl Remote {
         let payload = limen_core::flow::canonical_json_text(payload);
         match &self.target {
             Target::Exposure(Endpoint::Unix(path)) => {
-                let line = call_line(false, member, &payload, &id, digest);
-                match wire::unix_exchange(path, line.as_bytes()) {
+                let line = wire::call_line(false, member, payload.as_bytes(), &id, digest);
+                match wire::unix_exchange(path, &line) {
                     Ok(reply) => read_reply(&reply, &id, started),
                     Err(e) => no_answer(format!("{} did not answer: {e}", path.display()), started),
                 }
             }
             Target::Hub(authority) => {
-                let frame = call_line(true, member, &payload, &id, digest);
+                let frame = wire::call_line(true, member, payload.as_bytes(), &id, digest);
+                // The payload is canonical JSON text, so the frame is UTF-8.
+                let frame = String::from_utf8_lossy(&frame);
                 match hub_conn::exchange(
                     authority,
                     self.bearer.as_deref(),
@@ -320,21 +322,6 @@ impl Remote {
             }
         }
     }
-}
-
-/// The Unix wire's call line, or with `frame` a hub's `call` frame.
-fn call_line(frame: bool, member: &str, payload: &str, id: &str, digest: Option<&str>) -> String {
-    let head = if frame { "{\"type\":\"call\"," } else { "{" };
-    let mut line = format!(
-        "{head}\"call\":{},\"payload\":{payload},\"id\":{}",
-        Value::String(member.to_owned()),
-        Value::String(id.to_owned())
-    );
-    if let Some(d) = digest {
-        line.push_str(&format!(",\"digest\":{}", Value::String(d.to_owned())));
-    }
-    line.push('}');
-    line
 }
 
 /// A Unix reply line, or a hub's `reply` (or `refusal`) frame, as the page
@@ -447,17 +434,5 @@ mod tests {
         let v = read_reply(cases[0].0.as_bytes(), id, t);
         assert_eq!(v["value"], json!({"order": 41}));
         assert_eq!(v["raw"], cases[0].0);
-    }
-
-    #[test]
-    fn call_lines_name_the_digest_when_given() {
-        assert_eq!(
-            call_line(false, "A::b", "{}", "i", Some("fnv1a64:00")),
-            r#"{"call":"A::b","payload":{},"id":"i","digest":"fnv1a64:00"}"#
-        );
-        assert_eq!(
-            call_line(true, "A::b", "1", "i", None),
-            r#"{"type":"call","call":"A::b","payload":1,"id":"i"}"#
-        );
     }
 }

@@ -29,6 +29,8 @@
 //! - [`machine`]: the `Machine` trait every connection machine implements.
 //! - [`http1`]: HTTP/1.1, one request to a connection.
 //! - [`mod@line`]: Unix JSON lines, many requests in flight per connection.
+//! - [`nats`]: a NATS client connection (the hubs' broker across nodes):
+//!   INFO, CONNECT, SUB, PUB, MSG, PING/PONG, -ERR, and reconnection.
 //!
 //! [`admin`] is `hale admin`'s page as a pure machine: its gate (the
 //! launch token, the page's own Host and Origin) and its routes.
@@ -44,6 +46,7 @@ pub mod http1;
 pub mod line;
 pub mod machine;
 pub mod mcp;
+pub mod nats;
 pub mod udp;
 pub mod unix;
 pub mod ws;

@@ -78,6 +78,9 @@ pub struct DemoOptions {
     /// Serve Public over the WebSocket hub as the exposure `desk`
     /// (`--hub-desk`, § Rpcs on a hub; [`hub_desk_program`]).
     pub hub_desk: bool,
+    /// The NATS server through which the hub spans every demo naming it
+    /// (`--broker nats://host:port`, [`crate::program::broker`]).
+    pub broker: Option<String>,
 }
 
 /// A demo ready to run: listeners bound, exposures served, the banner
@@ -173,6 +176,7 @@ impl Demo {
                 .collect(),
             // The witness's handlers compute and return.
             inline: true,
+            broker: options.broker.clone(),
             ..ServeOptions::default()
         };
         let instances = witness::Instances::new(&program);

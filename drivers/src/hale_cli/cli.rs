@@ -322,9 +322,13 @@ pub struct DemoArgs {
     #[arg(long = "max-connections", value_name = "NAME=N", value_parser = named_cap)]
     pub max_connections: Vec<(String, usize)>,
     /// A control socket for tests: `hale serve --control`'s (gate, open,
-    /// drain, resume, grant, revoke, expire, hub, stop).
+    /// drain, resume, grant, revoke, expire, hub, broker, stop).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// The NATS server through which the hub (`--hub`) spans every node
+    /// naming it, as nats://host:port: `hale serve --broker`'s.
+    #[arg(long, value_name = "nats://HOST:PORT", value_parser = broker_url)]
+    pub broker: Option<String>,
     /// Write every exchange as a conformance record under DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
@@ -361,10 +365,16 @@ pub struct ServeArgs {
     #[arg(long = "check-config")]
     pub check_config: bool,
     /// A control socket (gate, open, drain, resume, grant, revoke,
-    /// expire, reload, publish, hub, stop); its file permissions are its
-    /// access control.
+    /// expire, reload, publish, hub, broker, stop); its file permissions
+    /// are its access control.
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// The NATS server through which the program's hubs span every node
+    /// naming it, as nats://host:port (over serve.toml's `broker`): events
+    /// published on one node reach the subscribers of all, and a role
+    /// source's change on one is made on all.
+    #[arg(long, value_name = "nats://HOST:PORT", value_parser = broker_url)]
+    pub broker: Option<String>,
     /// How many connection loops serve (one per core unless given).
     #[arg(long, value_name = "N", value_parser = loops)]
     pub loops: Option<usize>,
@@ -390,6 +400,10 @@ fn named_address(v: &str) -> Result<(String, String), String> {
         }
         _ => Err(format!("is NAME=ADDR (public=127.0.0.1:0), not `{v}`")),
     }
+}
+
+fn broker_url(v: &str) -> Result<String, String> {
+    crate::program::broker::parse_url(v).map(|_| v.to_owned())
 }
 
 fn grant(v: &str) -> Result<(String, String, String), String> {

@@ -79,6 +79,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     options.max_connections = a.max_connections.iter().cloned().collect();
     options.control = a.control.clone();
     options.record = a.record.clone();
+    options.broker = a.broker.clone();
     options
 }
 

@@ -1,6 +1,6 @@
 //! `hale serve PROGRAM.hl [--config serve.toml] [--bind NAME=ADDR]…
 //! [--grant SOURCE.ROLE=HOLDER]… [--check-config] [--control PATH]
-//! [--loops N]`: the program checked as `hale check` checks it (and not
+//! [--loops N] [--broker nats://HOST:PORT]`: the program checked as `hale check` checks it (and not
 //! served on any diagnostic), then served with the handlers and sources
 //! the configuration names ([`crate::program`]).
 
@@ -36,6 +36,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         log_calls: args.log == "calls",
         metrics: args.metrics.clone(),
         control: args.control.clone(),
+        broker: args.broker.clone(),
         ..ServeOptions::default()
     };
     if args.check_config {

@@ -3,6 +3,8 @@
 //! sources the program's source params stand for.
 //!
 //! ```toml
+//! broker = "nats://127.0.0.1:4222"  # the hubs span every node naming it
+//!
 //! [bind]                       # by exposure name (`as:`), over the program's
 //! public = "127.0.0.1:8080"
 //! admin = "/tmp/desk/admin.sock"
@@ -138,6 +140,9 @@ pub struct ServeConfig {
     pub handlers: BTreeMap<String, Handler>,
     /// Identity sources by source param.
     pub sources: BTreeMap<String, SourceConfig>,
+    /// `broker = "nats://host:port"`: the NATS server through which the
+    /// program's hubs span its nodes ([`super::broker`]).
+    pub broker: Option<String>,
 }
 
 /// Why a configuration was refused: where, and what was wrong.
@@ -206,8 +211,17 @@ impl ServeConfig {
         let doc: Table = source
             .parse()
             .map_err(|e: toml::de::Error| ConfigError(e.to_string().trim().to_owned()))?;
-        only(&doc, "serve.toml", &["bind", "handlers", "sources"])?;
+        only(
+            &doc,
+            "serve.toml",
+            &["broker", "bind", "handlers", "sources"],
+        )?;
         let mut config = ServeConfig::default();
+        if let Some(v) = doc.get("broker") {
+            let url = text(v, "broker")?;
+            super::broker::parse_url(&url).map_err(|e| ConfigError(format!("broker: {e}")))?;
+            config.broker = Some(url);
+        }
         if let Some(bind) = doc.get("bind") {
             for (name, v) in table(bind, "bind")? {
                 config
@@ -516,6 +530,18 @@ mod tests {
         assert!(
             e.starts_with("handlers.orders.http: `https://h:1/x` is not an http:// URL"),
             "{e}"
+        );
+        let e = refused("broker = \"127.0.0.1:4222\"");
+        assert!(
+            e.starts_with("broker: `127.0.0.1:4222` is not nats://host:port"),
+            "{e}"
+        );
+        assert_eq!(
+            ServeConfig::parse("broker = \"nats://127.0.0.1:4222\"")
+                .unwrap()
+                .broker
+                .as_deref(),
+            Some("nats://127.0.0.1:4222")
         );
         let e = refused("[handlers.orders]\ncomand = [\"x\"]");
         assert!(e.starts_with("handlers.orders.comand: not a key"), "{e}");

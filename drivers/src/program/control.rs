@@ -17,6 +17,10 @@
 //! - `hub`: each hub listener's counts, in the order served (`ok events=E
 //!   subscribers=S connections=C`, one triple per listener, separated by
 //!   `;`);
+//! - `broker`: the link to the program's other nodes (`ok connected=0|1
+//!   published=N received=N dropped=N refused=N revisions=N
+//!   connections=N`, [`super::broker::BrokerReport`]), `error: no broker`
+//!   when none is named;
 //! - `stop`: the spec's `stop()`.
 
 use std::collections::BTreeMap;
@@ -26,6 +30,7 @@ use std::path::Path;
 
 use limen_core::hale::runtime::{Completion, Receiver, ServedContext};
 
+use super::broker::Broker;
 use super::hubs::Publisher;
 use super::sources::Sources;
 use crate::serve::hub::HubHandle;
@@ -164,6 +169,24 @@ fn hub_report(hubs: &[HubHandle]) -> String {
     format!("ok {}\n", counts.join("; "))
 }
 
+/// The `broker` line's answer.
+fn broker_report(broker: Option<&Broker>) -> String {
+    let Some(b) = broker else {
+        return "error: no broker\n".to_owned();
+    };
+    let r = b.report();
+    format!(
+        "ok connected={} published={} received={} dropped={} refused={} revisions={} connections={}\n",
+        u8::from(r.connected),
+        r.published,
+        r.received,
+        r.dropped,
+        r.refused,
+        r.revisions,
+        r.connections
+    )
+}
+
 /// What a control connection steers.
 struct Steered {
     instances: BTreeMap<String, Instance>,
@@ -171,6 +194,7 @@ struct Steered {
     sources: Sources,
     publisher: Publisher,
     hubs: Vec<HubHandle>,
+    broker: Option<Broker>,
 }
 
 /// One control connection: each line answered in turn.
@@ -181,6 +205,7 @@ fn session(conn: std::os::unix::net::UnixStream, steered: &Steered) {
         sources,
         publisher,
         hubs,
+        broker,
     } = steered;
     let Ok(mut out) = conn.try_clone() else {
         return;
@@ -193,6 +218,15 @@ fn session(conn: std::os::unix::net::UnixStream, steered: &Steered) {
         match words.as_slice() {
             ["hub"] => {
                 if out.write_all(hub_report(hubs).as_bytes()).is_err() {
+                    break;
+                }
+                continue;
+            }
+            ["broker"] => {
+                if out
+                    .write_all(broker_report(broker.as_ref()).as_bytes())
+                    .is_err()
+                {
                     break;
                 }
                 continue;
@@ -237,15 +271,15 @@ fn session(conn: std::os::unix::net::UnixStream, steered: &Steered) {
 /// Serves the control socket until the process ends, each connection on
 /// a thread of its own: a handler process keeps one open to publish
 /// through, and an operator's must not wait for it. `hubs` are the hub
-/// listeners `hub` reports on.
+/// listeners `hub` reports on, `broker` the link `broker` reports on.
 pub fn serve(
     listener: UnixListener,
     path: &Path,
     instances: BTreeMap<String, Instance>,
     stop: StopHandle,
-    sources: Sources,
-    publisher: Publisher,
+    (sources, publisher): (Sources, Publisher),
     hubs: Vec<HubHandle>,
+    broker: Option<Broker>,
 ) {
     let steered = std::sync::Arc::new(Steered {
         instances,
@@ -253,6 +287,7 @@ pub fn serve(
         sources,
         publisher,
         hubs,
+        broker,
     });
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };

@@ -69,6 +69,9 @@ pub struct ServedHub {
     pub topics: Vec<String>,
     /// Its role source param, whose revisions it is told of.
     pub roles: Option<String>,
+    /// Its stream digest, sixteen lowercase hex digits: what scopes its
+    /// topics' subjects on a broker ([`super::broker`]).
+    pub digest: String,
 }
 
 /// Binds every hub of the program but the [`ServeOptions::unserved`], and
@@ -149,6 +152,9 @@ fn serve_one(
         }
     };
     let topics: Vec<String> = h.streams.iter().map(|s| s.topic.name.clone()).collect();
+    let digest = program
+        .hub_digest(name)
+        .map_err(|err| fail(err.to_string()))?;
     let (bound, scheme, handle, run) = match h.literal.kind {
         TransportKind::Udp => {
             let (socket, bound) = UdpHubServer::bind(address)
@@ -188,15 +194,22 @@ fn serve_one(
         run: Some(run),
         topics,
         roles: roles_param,
+        digest: limen_core::hale::digest::hex16(digest.0),
     })
 }
 
 /// Publishes to a served program's topics: each payload held to its
-/// topic's shape, then offered to every hub that streams the topic.
+/// topic's shape, then offered to every hub that streams the topic — and,
+/// with a broker, sent to the program's other nodes ([`super::broker`]).
 #[derive(Clone)]
 pub struct Publisher {
     shapes: BTreeMap<String, Option<Shape>>,
-    hubs: Vec<(Vec<String>, HubHandle)>,
+    /// Each hub's topics, stream digest (hex) and handle.
+    hubs: Vec<(Vec<String>, String, HubHandle)>,
+    /// The wire subject of each topic.
+    subjects: BTreeMap<String, String>,
+    /// Where every event published here also goes.
+    broker: Option<super::broker::Broker>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -226,14 +239,84 @@ impl Publisher {
             shapes,
             hubs: hubs
                 .iter()
-                .map(|h| (h.topics.clone(), h.handle.clone()))
+                .map(|h| (h.topics.clone(), h.digest.clone(), h.handle.clone()))
                 .collect(),
+            subjects: program
+                .topics
+                .iter()
+                .map(|t| (t.decl.name.name.clone(), t.wire_subject.clone()))
+                .collect(),
+            broker: None,
         }
+    }
+
+    /// The wire subject of `topic`.
+    pub fn wire_subject(&self, topic: &str) -> Option<String> {
+        self.subjects.get(topic).cloned()
+    }
+
+    /// Sends every event published from now on to `broker` as well.
+    pub fn set_broker(&mut self, broker: super::broker::Broker) {
+        self.broker = Some(broker);
+    }
+
+    /// The broker subject of each (stream digest, topic) the hubs serve,
+    /// with the topic: `hale.<digest>.<wire subject>`.
+    pub fn routes(&self) -> Vec<(String, String, String)> {
+        let mut out: Vec<(String, String, String)> = Vec::new();
+        for (topics, digest, _) in &self.hubs {
+            for t in topics {
+                let Some(subject) = self.subjects.get(t) else {
+                    continue;
+                };
+                let route = (
+                    super::broker::subject(digest, subject),
+                    t.clone(),
+                    digest.clone(),
+                );
+                if !out.contains(&route) {
+                    out.push(route);
+                }
+            }
+        }
+        out
     }
 
     /// Publishes `payload` (JSON text) on `topic`; how many hubs it was
     /// offered to.
     pub fn publish(&self, topic: &str, payload: &str) -> Result<usize, String> {
+        let (text, offered) = self.offer(topic, payload.as_bytes(), None)?;
+        if let Some(broker) = &self.broker {
+            // Once per stream digest: a hub served over WebSocket and over
+            // datagrams is one hub with two listeners.
+            let mut sent: Vec<&str> = Vec::new();
+            for (topics, digest, _) in &self.hubs {
+                if topics.iter().any(|t| t == topic) && !sent.contains(&digest.as_str()) {
+                    sent.push(digest);
+                    if let Some(subject) = self.subjects.get(topic) {
+                        broker.publish(&super::broker::subject(digest, subject), &text);
+                    }
+                }
+            }
+        }
+        Ok(offered)
+    }
+
+    /// Offers an event that arrived from another node through the broker
+    /// to this node's hubs of stream digest `digest`, held to the topic's
+    /// shape as a local publish is; never sent on.
+    pub fn offer_remote(&self, topic: &str, payload: &[u8], digest: &str) -> Result<usize, String> {
+        self.offer(topic, payload, Some(digest)).map(|(_, n)| n)
+    }
+
+    /// Decodes `payload` by `topic`'s shape and offers its JSON text to
+    /// every hub (of stream digest `only`, when given) that streams it.
+    fn offer(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        only: Option<&str>,
+    ) -> Result<(String, usize), String> {
         let Some(shape) = self.shapes.get(topic) else {
             let known: Vec<&str> = self.shapes.keys().map(String::as_str).collect();
             return Err(format!(
@@ -246,19 +329,19 @@ impl Publisher {
             ));
         };
         let value = match shape {
-            Some(shape) => codec::decode(shape, payload.as_bytes())
+            Some(shape) => codec::decode(shape, payload)
                 .map_err(|e| format!("the payload is not {topic}'s: {e}"))?,
-            None => serde_json::from_str::<serde_json::Value>(payload)
+            None => serde_json::from_slice::<serde_json::Value>(payload)
                 .map_err(|e| format!("the payload is not JSON: {e}"))?,
         };
         let text = value.to_string();
         let mut offered = 0;
-        for (topics, hub) in &self.hubs {
-            if topics.iter().any(|t| t == topic) {
+        for (topics, digest, hub) in &self.hubs {
+            if topics.iter().any(|t| t == topic) && only.is_none_or(|d| d == digest) {
                 hub.publish(topic, text.clone());
                 offered += 1;
             }
         }
-        Ok(offered)
+        Ok((text, offered))
     }
 }

@@ -18,6 +18,7 @@
 //! PATH`, [`control`]): the protocol `hale demo --control` speaks, so
 //! `limen-conformance check` provokes every outcome of a served program.
 
+pub mod broker;
 pub mod config;
 pub mod control;
 pub mod hubs;
@@ -85,6 +86,10 @@ pub struct ServeOptions {
     /// hold them at a gate: for handlers that compute and return without
     /// blocking, as the witness's do (`hale demo`).
     pub inline: bool,
+    /// The broker that carries the hubs' events and the role sources'
+    /// changes to the program's other nodes (`--broker nats://host:port`),
+    /// over the configuration's `broker`.
+    pub broker: Option<String>,
 }
 
 /// How many calls an exposure hands a receiver beyond the one it runs:
@@ -119,6 +124,8 @@ pub struct Application {
     sources: Sources,
     hubs: Vec<ServedHub>,
     publisher: Publisher,
+    /// The link to the program's other nodes, when a broker is named.
+    broker: Option<broker::Broker>,
     /// The call log and the metrics' table, when either is kept.
     observer: Option<Arc<observe::Observer>>,
     /// The metrics listener, with what it reports.
@@ -744,7 +751,7 @@ impl Application {
                 "--max-connections {unknown}=…: no listener is named {unknown}"
             )));
         }
-        let publisher = Publisher::new(program, &hubs);
+        let mut publisher = Publisher::new(program, &hubs);
         gauges.hubs = hubs
             .iter()
             .map(|h| (h.name.clone(), h.handle.clone()))
@@ -770,6 +777,14 @@ impl Application {
                 control.display(),
                 topic.decl.name.name
             ));
+        }
+        if let Some(url) = options.broker.as_ref().or(options.config.broker.as_ref()) {
+            if !hubs.is_empty() {
+                banner.push_str(&format!(
+                    "  {:<42} {url}\n",
+                    "broker (the hubs' other nodes)"
+                ));
+            }
         }
         for s in &skipped {
             banner.push_str(&format!("  not served: {s}\n"));
@@ -801,6 +816,22 @@ impl Application {
                 Some((listener, path.clone()))
             }
         };
+        // Last, once nothing else can fail: the link's threads start here.
+        let url = options.broker.as_ref().or(options.config.broker.as_ref());
+        let broker = match url {
+            Some(url) if !hubs.is_empty() => {
+                let scope =
+                    broker::scope(hubs.iter().map(|h| (h.name.as_str(), h.digest.as_str())))
+                        .unwrap_or_default();
+                let name = format!("hale {}", options.file);
+                let b =
+                    broker::Broker::start(url, &name, publisher.clone(), sources.clone(), &scope)
+                        .map_err(|e| one(format!("hale serve: broker {url}: {e}")))?;
+                publisher.set_broker(b.clone());
+                Some(b)
+            }
+            _ => None,
+        };
         Ok(Application {
             server,
             banner,
@@ -810,6 +841,7 @@ impl Application {
             sources,
             hubs,
             publisher,
+            broker,
             observer,
             metrics,
         })
@@ -863,10 +895,19 @@ impl Application {
             let sources = self.sources.clone();
             let publisher = self.publisher.clone();
             let hubs = self.hubs.iter().map(|h| h.handle.clone()).collect();
+            let broker = self.broker.clone();
             std::thread::Builder::new()
                 .name("hale serve control".into())
                 .spawn(move || {
-                    control::serve(listener, &path, instances, stop, sources, publisher, hubs)
+                    control::serve(
+                        listener,
+                        &path,
+                        instances,
+                        stop,
+                        (sources, publisher),
+                        hubs,
+                        broker,
+                    )
                 })?;
         }
         self.sources.watch()?;
@@ -888,6 +929,9 @@ impl Application {
             })
             .collect();
         let ran = self.server.run_with(hubs);
+        if let Some(b) = &self.broker {
+            b.stop();
+        }
         // Every call answered has its log line written before the process
         // goes.
         if let Some(o) = &self.observer {

@@ -48,6 +48,93 @@ struct Inner {
     seen: Mutex<BTreeMap<PathBuf, Option<(SystemTime, u64)>>>,
     /// The hubs each role source announces its revisions to.
     hubs: Mutex<Vec<(String, HubHandle)>>,
+    /// Told of each change made on this node (a grant, a revoke, a
+    /// reload): the broker carries it to the program's other nodes.
+    on_change: Mutex<Option<ChangeHook>>,
+}
+
+/// What is told of a role-source change made on this node.
+pub type ChangeHook = Arc<dyn Fn(&RoleChange) + Send + Sync>;
+
+/// A change to the role sources, as one node tells the program's other
+/// nodes of it (they apply it to their own sources and announce the
+/// revision to their hubs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoleChange {
+    /// `grant PRINCIPAL ROLE [SOURCE]`.
+    Grant {
+        /// Who.
+        principal: String,
+        /// The role.
+        role: String,
+        /// The role source; every one when `None`.
+        source: Option<String>,
+    },
+    /// `revoke PRINCIPAL ROLE [SOURCE]`.
+    Revoke {
+        /// Who.
+        principal: String,
+        /// The role.
+        role: String,
+        /// The role source; every one when `None`.
+        source: Option<String>,
+    },
+    /// The grants files were read again (SIGHUP, `reload`, a file that
+    /// moved): each node reads its own again.
+    Reload,
+}
+
+impl RoleChange {
+    /// Its JSON text: `{"op": "grant", "principal": …, "role": …,
+    /// "source": … | null}` or `{"op": "reload"}`.
+    pub fn to_json(&self) -> String {
+        let (op, principal, role, source) = match self {
+            RoleChange::Grant {
+                principal,
+                role,
+                source,
+            } => ("grant", principal, role, source),
+            RoleChange::Revoke {
+                principal,
+                role,
+                source,
+            } => ("revoke", principal, role, source),
+            RoleChange::Reload => return serde_json::json!({ "op": "reload" }).to_string(),
+        };
+        serde_json::json!({ "op": op, "principal": principal, "role": role, "source": source })
+            .to_string()
+    }
+
+    /// Reads [`to_json`](RoleChange::to_json)'s text.
+    pub fn from_json(text: &[u8]) -> Result<RoleChange, String> {
+        let v: serde_json::Value =
+            serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no string `{k}`"))
+        };
+        let source = match v.get("source") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("`source` is neither a string nor null".into()),
+        };
+        match field("op")?.as_str() {
+            "grant" => Ok(RoleChange::Grant {
+                principal: field("principal")?,
+                role: field("role")?,
+                source,
+            }),
+            "revoke" => Ok(RoleChange::Revoke {
+                principal: field("principal")?,
+                role: field("role")?,
+                source,
+            }),
+            "reload" => Ok(RoleChange::Reload),
+            other => Err(format!("unknown op `{other}`")),
+        }
+    }
 }
 
 /// Every identity source of a served program.
@@ -307,12 +394,58 @@ impl Sources {
     /// Reads every file again whose modification time moved (all of them
     /// when `all`); returns what could not be read.
     pub fn reload(&self, all: bool) -> Vec<String> {
-        let errors = self.read_again(all);
+        let (errors, roles_read) = self.read_again(all);
         self.announce();
+        // Only a reload that read a role source again is news to the other
+        // nodes: the watcher looks twice a second and mostly finds nothing.
+        if all || roles_read {
+            self.changed(&RoleChange::Reload);
+        }
         errors
     }
 
-    fn read_again(&self, all: bool) -> Vec<String> {
+    /// Tells `hook` of every change made on this node from now on (not of
+    /// those [`apply`](Sources::apply) makes: they came from another node).
+    pub fn on_change(&self, hook: ChangeHook) {
+        *lock(&self.inner.on_change) = Some(hook);
+    }
+
+    fn changed(&self, change: &RoleChange) {
+        let hook = lock(&self.inner.on_change).clone();
+        if let Some(hook) = hook {
+            hook(change);
+        }
+    }
+
+    /// Makes a change another node made, and announces the revision to the
+    /// hubs, without telling it on.
+    pub fn apply(&self, change: &RoleChange) -> Result<(), String> {
+        match change {
+            RoleChange::Grant {
+                principal,
+                role,
+                source,
+            } => self.each_role_source(source.as_deref(), |t| t.add_grant(principal, role))?,
+            RoleChange::Revoke {
+                principal,
+                role,
+                source,
+            } => self.each_role_source(source.as_deref(), |t| t.revoke(principal, role))?,
+            RoleChange::Reload => {
+                let (errors, _) = self.read_again(true);
+                if !errors.is_empty() {
+                    self.announce();
+                    return Err(errors.join("; "));
+                }
+            }
+        }
+        self.announce();
+        Ok(())
+    }
+
+    /// Reads the files again; what could not be read, and whether a role
+    /// source was read again.
+    fn read_again(&self, all: bool) -> (Vec<String>, bool) {
         let mut errors = Vec::new();
         // Which files moved, each looked at once: two sources may read one
         // file (a storefront's and a hub's customers), and both are read
@@ -346,16 +479,20 @@ impl Sources {
                 Err(e) => errors.push(format!("sources.{name}: {e} (the source is kept)")),
             }
         }
+        let mut roles_read = false;
         for (name, s) in &self.inner.roles {
             let Some(file) = s.file.as_deref().filter(|f| changed(f)) else {
                 continue;
             };
             match read_grants(file) {
-                Ok(g) => s.table.table().replace(role_table(&g, &s.extra)),
+                Ok(g) => {
+                    s.table.table().replace(role_table(&g, &s.extra));
+                    roles_read = true;
+                }
                 Err(e) => errors.push(format!("sources.{name}: {e} (the source is kept)")),
             }
         }
-        errors
+        (errors, roles_read)
     }
 
     /// Watches the files on a thread of its own: read again when one
@@ -389,6 +526,11 @@ impl Sources {
     pub fn grant(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
         self.each_role_source(source, |t| t.add_grant(principal, role))?;
         self.announce();
+        self.changed(&RoleChange::Grant {
+            principal: principal.to_owned(),
+            role: role.to_owned(),
+            source: source.map(str::to_owned),
+        });
         Ok(())
     }
 
@@ -396,6 +538,11 @@ impl Sources {
     pub fn revoke(&self, principal: &str, role: &str, source: Option<&str>) -> Result<(), String> {
         self.each_role_source(source, |t| t.revoke(principal, role))?;
         self.announce();
+        self.changed(&RoleChange::Revoke {
+            principal: principal.to_owned(),
+            role: role.to_owned(),
+            source: source.map(str::to_owned),
+        });
         Ok(())
     }
 
@@ -502,6 +649,27 @@ mod tests {
         assert_eq!(g.roles, ["operator", "auditor", "ops"]);
         // A bearer principal named like a group is not a member of it.
         assert!(!r.holds(&Principal::bearer("alice"), "auditor"));
+    }
+
+    #[test]
+    fn a_role_change_reads_back_as_written() {
+        for c in [
+            RoleChange::Grant {
+                principal: "dave".into(),
+                role: "operator".into(),
+                source: Some("hub_roles".into()),
+            },
+            RoleChange::Revoke {
+                principal: "dave".into(),
+                role: "operator".into(),
+                source: None,
+            },
+            RoleChange::Reload,
+        ] {
+            assert_eq!(RoleChange::from_json(c.to_json().as_bytes()), Ok(c));
+        }
+        assert!(RoleChange::from_json(br#"{"op":"drop"}"#).is_err());
+        assert!(RoleChange::from_json(br#"{"op":"grant","role":"x"}"#).is_err());
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub struct DemoOptions {
     /// Serve Public over the WebSocket hub as the exposure `desk`
     /// (`--hub-desk`, § Rpcs on a hub; [`hub_desk_program`]).
     pub hub_desk: bool,
+    /// How long a stop drains first (`--drain-grace`; zero: at once).
+    pub drain_grace: std::time::Duration,
 }
 
 /// A demo ready to run: listeners bound, exposures served, the banner
@@ -159,6 +161,7 @@ impl Demo {
             loops: options.loops,
             bound: options.bound,
             control: options.control.clone(),
+            drain_grace: options.drain_grace,
             max_connections: options.max_connections.clone(),
             unserved: options
                 .hub

@@ -399,6 +399,12 @@ impl Front for GrpcFront {
     fn abort(&mut self) {
         self.finish();
     }
+
+    /// What the health checks answer from now on
+    /// ([`limen_core::wire::grpc::streams::health`]).
+    fn set_draining(&mut self, draining: bool) {
+        self.streams.set_draining(draining);
+    }
 }
 
 /// Header fields as the session takes them, borrowed.

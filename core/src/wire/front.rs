@@ -103,6 +103,16 @@ pub trait Front: Machine {
         0
     }
 
+    /// The node is draining, or serving again (`draining` false): the
+    /// health check a front answers itself (`GET /.health` on HTTP/1.1 and
+    /// HTTP/2, gRPC's `grpc.health.v1.Health/Check`) says so from now on,
+    /// so a balancer takes the node out before its `stop()` refuses
+    /// anything (docs/decisions.md, "Rpc exposures behind a balancer").
+    /// By default nothing: a front with no health check (Unix lines).
+    fn set_draining(&mut self, draining: bool) {
+        let _ = draining;
+    }
+
     /// Whether closing the connection now should linger (RFC 9112 §
     /// 9.6). By default never.
     fn lingers(&self) -> bool {

@@ -11,6 +11,10 @@
 //!   body of § Outcomes' HTTP column;
 //! - the front, [`HttpFront`]: one connection, the HTTP/1.1 machine between
 //!   the two.
+//!
+//! Beside the spec's two routes, every HTTP/1.1 front (MCP's too) answers
+//! `GET /.health` itself, for a balancer: [`health`] (docs/decisions.md,
+//! "Rpc exposures behind a balancer").
 
 use crate::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use crate::wire::front::{machine_through, Front, FrontEvent, FrontKind, RawRequest};
@@ -52,6 +56,33 @@ pub fn frame(request: &HttpRequest, correlation: Correlation) -> Request {
         digest: digest(request),
         credential: Credential::Bearer(request.bearer()),
         client_id: None,
+    }
+}
+
+/// The path of the health check a front answers itself, never the
+/// exposure: outside `/call/`, so no member can be named by it, and
+/// dot-prefixed as `/.description` is.
+pub const HEALTH_PATH: &str = "/.health";
+
+/// Whether `request` is the health check: `GET /.health` (a query is
+/// ignored).
+pub fn is_health(method: &str, target: &str) -> bool {
+    method == "GET" && path(target) == HEALTH_PATH
+}
+
+/// The health check's answer: 200 `{"status": "serving"}` while the node
+/// serves, 503 with the `shutting_down` refusal once it drains (its
+/// `stop()` is near: a balancer takes it out now, before its queue is
+/// refused). It carries no caller and asks no source: a balancer holds no
+/// bearer, and the answer tells nothing but whether the node serves.
+pub fn health(draining: bool) -> (u16, &'static [u8]) {
+    if draining {
+        (
+            503,
+            br#"{"refusal": {"kind": "shutting_down", "reason": "draining: this node stops soon"}}"#,
+        )
+    } else {
+        (200, br#"{"status": "serving"}"#)
     }
 }
 
@@ -111,6 +142,11 @@ pub struct Http1Front<S> {
     steps: S,
     correlation: Correlation,
     keep_raw: bool,
+    /// Whether the health check answers 503 ([`Front::set_draining`]).
+    draining: bool,
+    /// The time of the last input, for the health check's answer, which
+    /// the front writes as it frames.
+    now: Timestamp,
 }
 
 impl<S: Steps> std::fmt::Debug for Http1Front<S> {
@@ -134,11 +170,13 @@ impl<S: Steps> Http1Front<S> {
             steps,
             correlation,
             keep_raw: false,
+            draining: false,
+            now,
         }
     }
 }
 
-machine_through!(Http1Front<S>, conn; S: Steps);
+machine_through!(Http1Front<S>, conn, now; S: Steps);
 
 impl<S: Steps> Front for Http1Front<S> {
     fn kind(&self) -> FrontKind {
@@ -157,6 +195,13 @@ impl<S: Steps> Front for Http1Front<S> {
     /// is taken (malformed when the machine could not read it whole).
     fn poll_event(&mut self) -> Option<FrontEvent> {
         Some(match self.conn.poll_event()? {
+            // Answered here: the exposure never sees a health check, so it
+            // takes no unit of the bound and asks no source.
+            HttpEvent::Request(req) if is_health(&req.method, &req.target) => {
+                let (status, body) = health(self.draining);
+                self.conn.send_json(self.now, status, body);
+                return self.poll_event();
+            }
             HttpEvent::Request(req) => {
                 let request = self.steps.frame(&req, self.correlation);
                 let raw = self.keep_raw.then(|| Box::new(S::raw(req)));
@@ -183,6 +228,10 @@ impl<S: Steps> Front for Http1Front<S> {
 
     fn abort(&mut self) {
         self.conn.abort();
+    }
+
+    fn set_draining(&mut self, draining: bool) {
+        self.draining = draining;
     }
 
     /// Whether closing the connection now should linger (RFC 9112 § 9.6):
@@ -326,6 +375,27 @@ mod tests {
                 "{m} {t}"
             );
         }
+    }
+
+    #[test]
+    fn the_health_check_is_answered_by_the_front_serving_then_draining() {
+        for (draining, status, kind) in [(false, 200, "serving"), (true, 503, "shutting_down")] {
+            let mut f = HttpFront::new(0, http1::Limits::default(), 4);
+            f.set_draining(draining);
+            f.handle_data(5, b"GET /.health?from=haproxy HTTP/1.1\r\nHost: n1\r\n\r\n");
+            // No request reaches the exposure; the answer is queued, and the
+            // connection closes once it is written.
+            assert_eq!(events(&mut f), []);
+            let text = String::from_utf8(write_all(&mut f, 5)).unwrap();
+            assert!(text.starts_with(&format!("HTTP/1.1 {status} ")), "{text}");
+            assert!(text.contains(kind), "{text}");
+            assert_eq!(events(&mut f), [FrontEvent::Closed]);
+        }
+        // Only GET: another method on the path is the spec's malformed.
+        assert!(matches!(
+            frame(&req("POST", "/.health", b"{}"), 1).kind,
+            RequestKind::Malformed { .. }
+        ));
     }
 
     #[test]

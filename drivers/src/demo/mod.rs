@@ -81,6 +81,8 @@ pub struct DemoOptions {
     /// The NATS server through which the hub spans every demo naming it
     /// (`--broker nats://host:port`, [`crate::program::broker`]).
     pub broker: Option<String>,
+    /// How long a stop drains first (`--drain-grace`; zero: at once).
+    pub drain_grace: std::time::Duration,
 }
 
 /// A demo ready to run: listeners bound, exposures served, the banner
@@ -162,6 +164,7 @@ impl Demo {
             loops: options.loops,
             bound: options.bound,
             control: options.control.clone(),
+            drain_grace: options.drain_grace,
             max_connections: options.max_connections.clone(),
             unserved: options
                 .hub

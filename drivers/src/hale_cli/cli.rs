@@ -329,6 +329,10 @@ pub struct DemoArgs {
     /// naming it, as nats://host:port: `hale serve --broker`'s.
     #[arg(long, value_name = "nats://HOST:PORT", value_parser = broker_url)]
     pub broker: Option<String>,
+    /// `hale serve --drain-grace`'s: SIGTERM (or the control `stop`) first
+    /// answers the health checks 503 for this long, serving calls, then stops.
+    #[arg(long = "drain-grace", value_name = "DURATION", value_parser = grace)]
+    pub drain_grace: Option<std::time::Duration>,
     /// Write every exchange as a conformance record under DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
@@ -375,6 +379,14 @@ pub struct ServeArgs {
     /// source's change on one is made on all.
     #[arg(long, value_name = "nats://HOST:PORT", value_parser = broker_url)]
     pub broker: Option<String>,
+    /// On SIGTERM, Ctrl-C or the control `stop`, drain for this long first
+    /// (2s, 500ms; 0, the default, stops at once): the health checks
+    /// (GET /.health, grpc.health.v1.Health/Check) answer 503 /
+    /// NOT_SERVING while calls are still served, so a balancer takes the
+    /// node out before stop() refuses its queue. Set it above the
+    /// balancer's check interval times its fall count.
+    #[arg(long = "drain-grace", value_name = "DURATION", value_parser = grace)]
+    pub drain_grace: Option<std::time::Duration>,
     /// How many connection loops serve (one per core unless given).
     #[arg(long, value_name = "N", value_parser = loops)]
     pub loops: Option<usize>,
@@ -435,6 +447,22 @@ fn named_cap(v: &str) -> Result<(String, usize), String> {
         .and_then(|(name, n)| Some((name.to_owned(), positive(n).ok()?)))
         .filter(|(name, _)| !name.is_empty())
         .ok_or_else(|| format!("is NAME=N (a listener and a positive count), not `{v}`"))
+}
+
+/// A grace as `2s`, `500ms` or `0`: at most an hour.
+fn grace(v: &str) -> Result<std::time::Duration, String> {
+    let parsed = if v == "0" {
+        Some(std::time::Duration::ZERO)
+    } else if let Some(ms) = v.strip_suffix("ms") {
+        ms.parse::<u64>().ok().map(std::time::Duration::from_millis)
+    } else if let Some(s) = v.strip_suffix('s') {
+        s.parse::<u64>().ok().map(std::time::Duration::from_secs)
+    } else {
+        None
+    };
+    parsed
+        .filter(|d| d.as_secs() <= 3600)
+        .ok_or_else(|| format!("is a duration as 2s or 500ms (at most 3600s), not `{v}`"))
 }
 
 fn loops(v: &str) -> Result<usize, String> {

@@ -38,10 +38,11 @@ pub fn run(args: &DemoArgs) -> i32 {
     std::thread::spawn(move || {
         signals.wait(None);
         eprintln!("hale demo: stopping");
-        stop.stop();
+        stop.drain_then_stop();
         // A signal always stops the process: a second one, or the end of
-        // stop()'s wait with a margin, ends it whatever the loops are doing.
-        let limit = ExposureLimits::default().stop_wait / SECOND + STOP_MARGIN_S;
+        // the drain and stop()'s wait with a margin, ends it whatever the
+        // loops are doing.
+        let limit = stop_limit(&stop);
         if !signals.wait(Some(limit)) {
             eprintln!("hale demo: not stopped after {limit} s; exiting");
         }
@@ -80,6 +81,7 @@ pub fn options(a: &DemoArgs) -> DemoOptions {
     options.control = a.control.clone();
     options.record = a.record.clone();
     options.broker = a.broker.clone();
+    options.drain_grace = a.drain_grace.unwrap_or_default();
     options
 }
 
@@ -119,3 +121,11 @@ impl Signals {
 
 /// Seconds past stop()'s wait after which a stopping demo exits anyway.
 pub(crate) const STOP_MARGIN_S: u64 = 2;
+
+/// Seconds after a signal past which a stopping process exits anyway: the
+/// drain's grace, stop()'s wait for the executing calls, and a margin.
+pub(crate) fn stop_limit(stop: &crate::serve::StopHandle) -> u64 {
+    stop.drain_grace().as_secs().saturating_add(1)
+        + ExposureLimits::default().stop_wait / SECOND
+        + STOP_MARGIN_S
+}

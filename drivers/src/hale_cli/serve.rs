@@ -5,11 +5,9 @@
 //! the configuration names ([`crate::program`]).
 
 use super::cli::{PublishArgs, ServeArgs, ToolsArgs};
-use super::demo::{Signals, BOOT_EXIT, STOP_MARGIN_S};
+use super::demo::{stop_limit, Signals, BOOT_EXIT};
 use crate::program::config::ServeConfig;
 use crate::program::{Application, Handlers, ServeOptions};
-use limen_core::hale::runtime::ExposureLimits;
-use limen_core::SECOND;
 
 /// Runs `hale serve` with its arguments.
 pub fn run(args: &ServeArgs) -> i32 {
@@ -37,6 +35,7 @@ pub fn run(args: &ServeArgs) -> i32 {
         metrics: args.metrics.clone(),
         control: args.control.clone(),
         broker: args.broker.clone(),
+        drain_grace: args.drain_grace.unwrap_or_default(),
         ..ServeOptions::default()
     };
     if args.check_config {
@@ -75,8 +74,8 @@ pub fn run(args: &ServeArgs) -> i32 {
     std::thread::spawn(move || {
         signals.wait(None);
         eprintln!("hale serve: stopping");
-        stop.stop();
-        let limit = ExposureLimits::default().stop_wait / SECOND + STOP_MARGIN_S;
+        stop.drain_then_stop();
+        let limit = stop_limit(&stop);
         if !signals.wait(Some(limit)) {
             eprintln!("hale serve: not stopped after {limit} s; exiting");
         }

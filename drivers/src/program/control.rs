@@ -21,7 +21,8 @@
 //!   published=N received=N dropped=N refused=N revisions=N
 //!   connections=N`, [`super::broker::BrokerReport`]), `error: no broker`
 //!   when none is named;
-//! - `stop`: the spec's `stop()`.
+//! - `stop`: the spec's `stop()`, after the drain when `--drain-grace` gives
+//!   one (the health checks answer 503 meanwhile).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -235,7 +236,9 @@ fn session(conn: std::os::unix::net::UnixStream, steered: &Steered) {
                 if out.write_all(b"ok\n").is_err() {
                     break;
                 }
-                stop.stop();
+                // A drain first when the node has a grace (`--drain-grace`):
+                // the balancer takes it out before its queue is refused.
+                stop.drain_then_stop();
                 continue;
             }
             ["open", name] => {

@@ -66,6 +66,10 @@ pub struct ServeOptions {
     pub bound: Option<usize>,
     /// A control socket (`--control PATH`).
     pub control: Option<PathBuf>,
+    /// How long a stop drains first (`--drain-grace`,
+    /// [`ServerConfig::drain_grace`]): the health checks answer 503 while
+    /// calls are still served. Zero: the stop is at once.
+    pub drain_grace: std::time::Duration,
     /// One JSON line per call on standard error (`--log calls`).
     pub log_calls: bool,
     /// Where the metrics listener listens (`--metrics ADDR`).
@@ -570,6 +574,7 @@ impl Application {
         let one = |e: String| BootError(vec![e]);
         let mut server = Server::new(ServerConfig {
             loops: options.loops,
+            drain_grace: options.drain_grace,
             ..ServerConfig::default()
         })
         .map_err(|e| one(format!("hale serve: cannot start the event loop: {e}")))?;

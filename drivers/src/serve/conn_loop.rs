@@ -133,6 +133,9 @@ pub(super) struct ConnLoop {
     reply_time: Option<Timestamp>,
     finishing: bool,
     finish_sent: bool,
+    /// Loop 0: when the drain ends in the stop
+    /// ([`super::StopHandle::drain_then_stop`]), once it has begun.
+    drain_until: Option<Timestamp>,
     /// Piped receivers' pipes ready this turn (loop 0's poll holds them),
     /// by token less [`PIPE_BASE`]: acted on at the turn with the owner.
     pipes_ready: Vec<usize>,
@@ -196,6 +199,7 @@ impl ConnLoop {
             reply_time: None,
             finishing: false,
             finish_sent: false,
+            drain_until: None,
             pipes_ready: Vec::new(),
         })
     }
@@ -216,7 +220,11 @@ impl ConnLoop {
                 return Ok(());
             }
             let now = self.shared.now();
+            if self.id == 0 {
+                self.drain(now);
+            }
             let deadline = earliest(self.next_deadline(), self.owner_deadline);
+            let deadline = earliest(deadline, self.drain_until);
             self.mailbox.sleep();
             // A message left before the mark is in the mailbox now.
             self.mailbox.take(&mut messages);
@@ -283,6 +291,27 @@ impl ConnLoop {
                 }
             }
             self.own_turn(now);
+        }
+    }
+
+    /// Loop 0's part of a drain: its end is set when it begins, and when
+    /// it is reached the stop is run, as [`super::StopHandle::stop`] does.
+    fn drain(&mut self, now: Timestamp) {
+        if !self.shared.draining.load(Ordering::SeqCst) {
+            return;
+        }
+        let until = *self.drain_until.get_or_insert_with(|| {
+            let grace = self.shared.config.drain_grace.as_nanos() as Timestamp;
+            eprintln!(
+                "hale: draining: the health checks answer 503 for {} ms, then stop()",
+                grace / MILLISECOND
+            );
+            now + grace
+        });
+        if until <= now {
+            self.shared.stop.store(true, Ordering::SeqCst);
+            // Done: no deadline left to wake for.
+            self.drain_until = Some(Timestamp::MAX);
         }
     }
 
@@ -580,6 +609,11 @@ impl ConnLoop {
                 return;
             }
             let now = self.shared.now();
+            // One load a read: a front answers a health check as it frames
+            // the request these bytes complete.
+            if self.shared.draining.load(Ordering::Relaxed) {
+                conn.front.set_draining(true);
+            }
             match conn.stream.read(buf) {
                 Ok(0) => {
                     conn.front.handle_eof(now);

@@ -100,6 +100,12 @@ pub struct ServerConfig {
     /// How many connection loops run (each on a thread; loop 0 on the one
     /// that calls [`Server::run`]). 0: one per core the process may use.
     pub loops: usize,
+    /// How long [`StopHandle::drain_then_stop`] drains before it stops:
+    /// every front's health check answers that the node is not serving
+    /// while calls are still served, so a balancer takes the node out
+    /// before `stop()` refuses its queue (`--drain-grace`). Zero (the
+    /// default): the stop is at once, the spec's `stop()` alone.
+    pub drain_grace: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -231,6 +237,8 @@ pub struct StopHandle {
     flag: Arc<AtomicBool>,
     owner: Arc<Mailbox<Message>>,
     commands: Arc<Mutex<Vec<Command>>>,
+    draining: Arc<AtomicBool>,
+    grace: std::time::Duration,
 }
 
 impl std::fmt::Debug for StopHandle {
@@ -245,6 +253,28 @@ impl StopHandle {
     pub fn stop(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.owner.wake_now();
+    }
+
+    /// Drains, then stops: from now on every front's health check
+    /// (`GET /.health`, `grpc.health.v1.Health/Check`) answers that the
+    /// node is not serving, while calls are admitted and answered as
+    /// before; once [`ServerConfig::drain_grace`] has passed, loop 0 runs
+    /// [`stop`](StopHandle::stop). A balancer that checks more often than
+    /// the grace has taken the node out by then, so the stop refuses
+    /// nothing it would have sent elsewhere. With no grace, the stop is at
+    /// once. A [`stop`](StopHandle::stop) during the drain cuts it short;
+    /// a second drain changes nothing.
+    pub fn drain_then_stop(&self) {
+        if self.grace.is_zero() {
+            return self.stop();
+        }
+        self.draining.store(true, Ordering::SeqCst);
+        self.owner.wake_now();
+    }
+
+    /// How long [`drain_then_stop`](StopHandle::drain_then_stop) drains.
+    pub fn drain_grace(&self) -> std::time::Duration {
+        self.grace
     }
 
     /// Sends the server a command.
@@ -278,6 +308,9 @@ pub(crate) struct Shared {
     /// The loops' one monotonic clock.
     pub(crate) clock: Clock,
     pub(crate) stop: Arc<AtomicBool>,
+    /// Whether the node drains ([`StopHandle::drain_then_stop`]): each
+    /// loop tells a front so before it reads a request.
+    pub(crate) draining: Arc<AtomicBool>,
     /// The operators' commands not yet acted on: taken under the owner's
     /// lock before a loop admits anything.
     pub(crate) commands: Arc<Mutex<Vec<Command>>>,
@@ -307,6 +340,8 @@ pub struct Server {
     /// Each listener's connections open, over every loop.
     open: Vec<Arc<AtomicUsize>>,
     stop: Arc<AtomicBool>,
+    /// Whether the node drains ([`StopHandle::drain_then_stop`]).
+    draining: Arc<AtomicBool>,
     /// The operators' commands not yet acted on ([`StopHandle::command`]).
     commands: Arc<Mutex<Vec<Command>>>,
     recorder: Option<Box<dyn Recorder>>,
@@ -339,6 +374,7 @@ impl Server {
             caps: Vec::new(),
             open: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            draining: Arc::new(AtomicBool::new(false)),
             commands: Arc::default(),
             recorder: None,
             clock: Clock::start(),
@@ -351,6 +387,8 @@ impl Server {
             flag: self.stop.clone(),
             owner: self.owner_box.clone(),
             commands: self.commands.clone(),
+            draining: self.draining.clone(),
+            grace: self.config.drain_grace,
         }
     }
 
@@ -670,6 +708,7 @@ impl Server {
             caps,
             open,
             stop,
+            draining,
             commands,
             recorder,
             clock,
@@ -713,6 +752,7 @@ impl Server {
             recorder: recorder.map(Mutex::new),
             clock,
             stop,
+            draining,
             commands,
             owner: Mutex::new(owner),
         });

@@ -47,8 +47,8 @@ use std::sync::Arc;
 use super::h2::{code, Command, H2Event, Submit};
 use super::reflection::{MessageStream, StreamError};
 use super::{
-    frame_message, status, trailers_only, Answer, Framed, Framing, GrpcCodec, Head, MessageReader,
-    Reply, Route,
+    frame_message, status, trailers_only, Answer, Field, Framed, Framing, GrpcCodec, Head,
+    MessageReader, Reply, Route,
 };
 use crate::hale::runtime::{Correlation, Credential, Delivery, Outcome, Request, RequestKind};
 use crate::hash::Fixed;
@@ -189,6 +189,9 @@ pub struct Streams {
     /// The bytes of partial messages held across the streams
     /// ([`GrpcLimits::max_buffered`]).
     buffered: usize,
+    /// The node is draining: the health checks answer that it is not
+    /// serving ([`health`]).
+    draining: bool,
 }
 
 impl std::fmt::Debug for Streams {
@@ -225,7 +228,14 @@ impl Streams {
             idle_since: Some(now),
             waiting_since: None,
             buffered: 0,
+            draining: false,
         }
+    }
+
+    /// The node is draining, or serving again: what the health checks
+    /// answer from now on ([`health`]).
+    pub fn set_draining(&mut self, draining: bool) {
+        self.draining = draining;
     }
 
     /// The correlation the exposure addresses this connection's replies to.
@@ -446,6 +456,14 @@ impl Streams {
                         stream,
                         code: code::REFUSED_STREAM,
                     });
+                    return;
+                }
+                if let Some(answer) = health(&fields, self.draining) {
+                    respond(out, stream, answer);
+                    // Its request message, if any, is not read.
+                    if !end_stream {
+                        let _ = out.submit(Command::ResetAfterResponse { stream });
+                    }
                     return;
                 }
                 let head = self.framing.head(&fields);
@@ -874,6 +892,59 @@ impl Streams {
             .filter(|(n, _)| n.starts_with(b"grpc-"))
             .collect();
         let _ = out.submit(Command::Trailers { stream, trailers });
+    }
+}
+
+/// gRPC's standard health check: `grpc.health.v1.Health/Check`.
+pub const HEALTH_CHECK_PATH: &str = "/grpc.health.v1.Health/Check";
+
+/// The answer to a health check, which the connection gives itself (no
+/// caller, no source, no unit of the bound), or `None` for any other
+/// stream. Two are answered, for two kinds of balancer
+/// (docs/decisions.md, "Rpc exposures behind a balancer"):
+///
+/// - `GET /.health` over HTTP/2 (HAProxy's `check-proto h2`): the HTTP
+///   transport's answer ([`crate::wire::http::health`]), 200 serving, 503
+///   draining, as JSON under `:status`;
+/// - `POST /grpc.health.v1.Health/Check` (gRPC's health protocol, any
+///   `service` asked, since a node serves or drains whole):
+///   `HealthCheckResponse { status = 1 }` (SERVING), or 2 (NOT_SERVING)
+///   while draining, under `grpc-status: 0`.
+pub fn health(fields: &[Field], draining: bool) -> Option<Answer> {
+    let get = |name: &[u8]| {
+        fields
+            .iter()
+            .find(|(n, _)| n.as_slice() == name)
+            .map(|(_, v)| v.as_slice())
+    };
+    let path = get(b":path")?;
+    let path = path.split(|&b| b == b'?').next().unwrap_or(path);
+    match (get(b":method")?, path) {
+        (b"GET", p) if p == crate::wire::http::HEALTH_PATH.as_bytes() => {
+            let (status, body) = crate::wire::http::health(draining);
+            Some(Answer::Message {
+                headers: vec![
+                    (b":status".to_vec(), status.to_string().into_bytes()),
+                    (b"content-type".to_vec(), b"application/json".to_vec()),
+                    (b"cache-control".to_vec(), b"no-store".to_vec()),
+                ],
+                body: body.to_vec(),
+                trailers: Vec::new(),
+            })
+        }
+        (b"POST", p) if p == HEALTH_CHECK_PATH.as_bytes() => {
+            // Field 1 (varint): ServingStatus, SERVING 1, NOT_SERVING 2.
+            let serving = if draining { 2 } else { 1 };
+            Some(Answer::Message {
+                headers: vec![
+                    (b":status".to_vec(), b"200".to_vec()),
+                    (b"content-type".to_vec(), b"application/grpc".to_vec()),
+                ],
+                body: frame_message(&[0x08, serving]),
+                trailers: vec![(b"grpc-status".to_vec(), b"0".to_vec())],
+            })
+        }
+        _ => None,
     }
 }
 

@@ -369,6 +369,42 @@ fn stop_refuses_streams_being_read_and_goes_away() {
 }
 
 /// A reflection request asking for the services (`list_services`, 7).
+#[test]
+fn the_health_checks_are_answered_by_the_connection_serving_then_draining() {
+    let mut s = table(GrpcLimits::default());
+    let mut get = head("/.health", "application/json");
+    get[0].1 = b"GET".to_vec();
+    let check = head(HEALTH_CHECK_PATH, "application/grpc");
+    for (draining, status, serving) in [(false, &b"200"[..], 1u8), (true, b"503", 2)] {
+        s.set_draining(draining);
+        let out = feed(
+            &mut s,
+            NOW,
+            vec![
+                headers(1, get.clone(), true),
+                headers(3, check.clone(), false),
+            ],
+        );
+        // Neither reaches the exposure.
+        assert!(requests(&mut s).is_empty());
+        let [Command::Respond {
+            stream: 1,
+            answer: Answer::Message { headers: h, .. },
+        }, Command::Respond {
+            stream: 3,
+            answer: Answer::Message {
+                body, trailers: t, ..
+            },
+        }, Command::ResetAfterResponse { stream: 3 }] = &out[..]
+        else {
+            panic!("{out:?}");
+        };
+        assert_eq!(h[0], (b":status".to_vec(), status.to_vec()));
+        assert_eq!(body, &[0, 0, 0, 0, 2, 0x08, serving]);
+        assert_eq!(t[0], (b"grpc-status".to_vec(), b"0".to_vec()));
+    }
+}
+
 fn list_services() -> Vec<u8> {
     frame_message(&[0x3a, 0])
 }

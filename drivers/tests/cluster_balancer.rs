@@ -250,6 +250,25 @@ fn two_nodes_behind_haproxy_share_the_calls_and_one_drains_out_losing_none() {
         || haproxy.is("node1", "UP") && haproxy.is("node2", "UP"),
     );
 
+    // One program on both nodes: the same description for the same
+    // caller, digest and all, but for the address each node bound.
+    let described: Vec<Value> = [&node1, &node2]
+        .iter()
+        .map(|n| {
+            let out = Command::new("curl")
+                .args(["-s", "-H", "Authorization: Bearer t-alice"])
+                .arg(format!("http://{}/.description", n.public))
+                .output()
+                .unwrap();
+            let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["listener"]["address"], n.public.as_str());
+            doc["listener"]["address"] = Value::Null;
+            doc
+        })
+        .collect();
+    assert_eq!(described[0], described[1], "one description on both nodes");
+    assert!(described[0]["digest"].is_string(), "{}", described[0]);
+
     // The load: two curl loops and two grpcio workers, without pause.
     let stop = Arc::new(AtomicBool::new(false));
     let after = Arc::new(AtomicBool::new(false));

@@ -32,9 +32,20 @@ const MAX_PAYLOAD: usize = 1024;
 /// How long any one wait of these tests may last.
 const WAIT: Duration = Duration::from_secs(20);
 
+/// The `nats-server` to run: Debian's installs it in /usr/sbin, which a
+/// user's PATH may not name; else the PATH's (absent when neither).
+fn nats_server() -> Option<PathBuf> {
+    let debian = PathBuf::from("/usr/sbin/nats-server");
+    if debian.exists() {
+        return Some(debian);
+    }
+    support::peer("nats-server").then(|| PathBuf::from("nats-server"))
+}
+
 /// One `nats-server` process, killed when dropped.
 struct Server {
     child: Child,
+    bin: PathBuf,
     port: u16,
     dir: PathBuf,
 }
@@ -43,9 +54,7 @@ impl Server {
     /// A server on a free port of 127.0.0.1 (bound at :0 by the test, then
     /// let go for the server), or `None` when `nats-server` is absent.
     fn start(tag: &str) -> Option<Server> {
-        if !support::peer("nats-server") {
-            return None;
-        }
+        let bin = nats_server()?;
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -59,19 +68,20 @@ impl Server {
         )
         .unwrap();
         Some(Server {
-            child: Server::spawn(&dir, port),
+            child: Server::spawn(&bin, &dir, port),
+            bin,
             port,
             dir,
         })
     }
 
-    fn spawn(dir: &std::path::Path, port: u16) -> Child {
+    fn spawn(bin: &std::path::Path, dir: &std::path::Path, port: u16) -> Child {
         let log = File::options()
             .create(true)
             .append(true)
             .open(dir.join("nats.log"))
             .unwrap();
-        Command::new("nats-server")
+        Command::new(bin)
             .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-c"])
             .arg(dir.join("nats.conf"))
             .stdout(Stdio::null())
@@ -88,7 +98,7 @@ impl Server {
 
     /// Starts it again, on the same port.
     fn restart(&mut self) {
-        self.child = Server::spawn(&self.dir, self.port);
+        self.child = Server::spawn(&self.bin, &self.dir, self.port);
     }
 
     fn log(&self) -> String {

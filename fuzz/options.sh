@@ -15,7 +15,7 @@ fuzz_dict_of() {
 }
 fuzz_max_len_of() {
   case $1 in
-    line_conn | http1_conn | http1_client) echo 70000 ;;
+    line_conn | http1_conn | http1_client | nats_client) echo 70000 ;;
     *) echo 4096 ;;
   esac
 }

@@ -158,6 +158,24 @@ def admin_requests():
     ]
 
 
+def nats_streams():
+    """What a server says to a client: the handshake, messages with and
+    without a reply subject, pings, errors, an INFO mid-connection; each
+    under the default options (mode 0) and the small ones (mode 1)."""
+    info = b'INFO {"server_id":"NCX","version":"2.9.10","proto":1,"max_payload":1048576}\r\n'
+    streams = [
+        info + b"PONG\r\n",
+        info + b"PING\r\n+OK\r\nPONG\r\nMSG a.b 1 5\r\nhello\r\nMSG a.z 2 inbox.1 0\r\n\r\n",
+        info + b"PONG\r\nMSG c.d.e 3 2\r\n{}\r\n-ERR 'Invalid Subject'\r\nPING\r\n",
+        info + b"PONG\r\nINFO {\"max_payload\":8,\"max_control_line\":32}\r\nMSG a.b 1 9\r\n",
+        info + b"-ERR 'Authorization Violation'\r\n",
+        info + b"PONG\r\nmsg a.b\t1  3\r\n\r\n\n\r\nHMSG a.b 1 0 0\r\n\r\n",
+        b'INFO {"server_id":"S","max_payload":3}\r\nPONG\r\n',
+        b"PING\r\n",
+    ]
+    return [m + s for s in streams for m in (b"\x00", b"\x01")]
+
+
 def made(shared, target):
     """The seeds TARGET gets from SHARED."""
     texts = json_texts(shared)
@@ -181,6 +199,8 @@ def made(shared, target):
         return [read(p) for p in files(os.path.join(shared, "hale-witness"), ".hl")]
     if target == "conformance_reply":
         return conformance_seeds(shared)
+    if target == "nats_client":
+        return nats_streams()
     if target == "http1_client":
         # The replies of the records as a server writes them, read as the
         # answer to a GET (mode 0) and under the small limits (mode 4).
@@ -210,6 +230,15 @@ def generated(target):
             b"\x00" + b"\r\n" * 30000 + b"HTTP/1.1 204 No Content\r\n\r\n",
             b"\x00HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
             + b"1\r\na\r\n" * 8000 + b"0\r\n\r\n",
+        ]
+    if target == "nats_client":
+        # A MSG of 65,000 bytes, a long INFO, many short lines.
+        info = b'INFO {"server_id":"S"}\r\nPONG\r\n'
+        urls = ",".join('"10.0.%d.%d:4222"' % (i // 250, i % 250) for i in range(3000))[:60000]
+        return [
+            b"\x00" + info + b"MSG a.b 1 65000\r\n" + b"m" * 65000 + b"\r\n",
+            b"\x00" + ('INFO {"connect_urls":[%s]}\r\n' % urls.rsplit(",", 1)[0]).encode(),
+            b"\x00" + info + b"PING\r\n" * 10000,
         ]
     if target == "tool_conn":
         reply = '{{"jsonrpc":"2.0","method":"reply","params":{{"runId":"r","callId":"{}","outcome":{}}}}}\n'

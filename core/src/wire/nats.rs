@@ -444,6 +444,12 @@ impl NatsClient {
         self.max_payload
     }
 
+    /// The longest control line the server takes and is held to: 4096
+    /// until an INFO names its own.
+    pub fn max_control_line(&self) -> usize {
+        self.max_control_line
+    }
+
     /// The bytes of the server's input held (a line or a `MSG` not yet
     /// whole): at most the longest line allowed (`max_control_line`, or
     /// [`MAX_INFO_LINE`] for an INFO) and its line end, or a `MSG`'s
@@ -636,10 +642,20 @@ impl NatsClient {
                     [subject, sid, reply, size] => (subject, sid, Some(reply), size),
                     _ => return Err("a MSG line with neither 3 nor 4 arguments".into()),
                 };
+                // Fields split at spaces and tabs only: a subject may still
+                // carry a CR or another control character, which no
+                // subject has.
                 let text = |b: &[u8]| {
                     std::str::from_utf8(b)
+                        .ok()
+                        .filter(|s| !s.bytes().any(|b| b <= b' ' || b == 0x7f))
                         .map(str::to_owned)
-                        .map_err(|_| "a MSG subject that is not UTF-8".to_string())
+                        .ok_or_else(|| {
+                            format!(
+                                "a MSG subject that is not one: {:?}",
+                                String::from_utf8_lossy(b)
+                            )
+                        })
                 };
                 let sid = number(sid).ok_or("a MSG sid that is not a number")?;
                 let len = number(size).ok_or("a MSG size that is not a number")?;
@@ -1154,6 +1170,29 @@ mod tests {
         let mut c = NatsClient::new(0, Options::default());
         c.handle_data(0, b"PONG\r\n");
         assert!(c.is_closed());
+    }
+
+    #[test]
+    fn a_msg_subject_with_a_control_character_ends_the_connection() {
+        // fuzz/seeds/nats_client/msg-subject-with-a-cr: `c.\r.e` was
+        // passed on as a subject.
+        for bad in [
+            &b"MSG c.\r.e 1 2\r\n{}\r\n"[..],
+            b"MSG a 1 in\x01box 0\r\n\r\n",
+        ] {
+            let mut c = connected(Options::default());
+            c.subscribe("c.>").unwrap();
+            c.subscribe("a").unwrap();
+            c.handle_data(0, bad);
+            assert!(
+                matches!(
+                    &events(&mut c)[..],
+                    [NatsEvent::Disconnected { reason }] if reason.starts_with("a MSG subject that is not one")
+                ),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

@@ -56,11 +56,7 @@ const WRITE_CHUNK: usize = 256 * 1024;
 /// event past it (a server that does not read) is dropped and counted.
 const MAX_UNWRITTEN: usize = 8 * 1024 * 1024;
 
-/// The broker subject of the topic of wire subject `wire` on the hub of
-/// stream digest `digest` (sixteen hex digits).
-pub fn subject(digest: &str, wire: &str) -> String {
-    format!("hale.{digest}.{wire}")
-}
+pub use super::hubs::broker_subject as subject;
 
 /// The subject a program's role-source changes travel on: under the
 /// stream digest of its first hub (by name), which every node of the
@@ -69,22 +65,7 @@ pub fn revision_subject(scope: &str) -> String {
     subject(scope, "__api.roles.revision")
 }
 
-/// Reads `nats://host:port`: the host and port.
-pub fn parse_url(url: &str) -> Result<(String, u16), String> {
-    let form = || format!("`{url}` is not nats://host:port (nats://127.0.0.1:4222)");
-    let rest = url.strip_prefix("nats://").ok_or_else(form)?;
-    let (host, port) = rest.rsplit_once(':').ok_or_else(form)?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.is_empty() || host.contains(['/', '@', '?', '#']) {
-        return Err(form());
-    }
-    let port = port
-        .parse::<u16>()
-        .ok()
-        .filter(|p| *p > 0)
-        .ok_or_else(form)?;
-    Ok((host.to_owned(), port))
-}
+pub use super::config::parse_broker_url as parse_url;
 
 /// A wire subject a broker can carry as it is: dot-separated tokens, none
 /// empty, none a NATS wildcard (`*`, `>`), no white space, and not under
@@ -588,6 +569,12 @@ pub fn scope<'a>(hubs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<S
     hubs.into_iter()
         .min_by_key(|(name, _)| *name)
         .map(|(_, digest)| digest.to_owned())
+}
+
+impl super::hubs::Outbound for Broker {
+    fn send(&self, subject: &str, payload: &str) {
+        self.publish(subject, payload)
+    }
 }
 
 #[cfg(test)]

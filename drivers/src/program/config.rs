@@ -219,7 +219,7 @@ impl ServeConfig {
         let mut config = ServeConfig::default();
         if let Some(v) = doc.get("broker") {
             let url = text(v, "broker")?;
-            super::broker::parse_url(&url).map_err(|e| ConfigError(format!("broker: {e}")))?;
+            parse_broker_url(&url).map_err(|e| ConfigError(format!("broker: {e}")))?;
             config.broker = Some(url);
         }
         if let Some(bind) = doc.get("bind") {
@@ -474,6 +474,24 @@ fn read_table(path: &Path) -> Result<Table, ConfigError> {
             .unwrap_or_default();
         ConfigError(format!("{}: not TOML{at}", path.display()))
     })
+}
+
+/// Reads a broker's `nats://host:port` (serve.toml's `broker`, `--broker`):
+/// the host and port.
+pub fn parse_broker_url(url: &str) -> Result<(String, u16), String> {
+    let form = || format!("`{url}` is not nats://host:port (nats://127.0.0.1:4222)");
+    let rest = url.strip_prefix("nats://").ok_or_else(form)?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(form)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || host.contains(['/', '@', '?', '#']) {
+        return Err(form());
+    }
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(form)?;
+    Ok((host.to_owned(), port))
 }
 
 #[cfg(test)]

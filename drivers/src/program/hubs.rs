@@ -198,6 +198,22 @@ fn serve_one(
     })
 }
 
+/// Where every event published on this node also goes: the link to the
+/// program's other nodes ([`super::broker::Broker`]). A trait, so the hubs
+/// know nothing of the broker that knows them.
+pub trait Outbound: Send + Sync {
+    /// Sends `payload` (an event's JSON text) on the broker subject
+    /// `subject`.
+    fn send(&self, subject: &str, payload: &str);
+}
+
+/// The broker subject of the topic of wire subject `wire` on the hub of
+/// stream digest `digest` (sixteen hex digits): `hale.<digest>.<wire>`, so
+/// two programs (two stream digests) never cross on one broker.
+pub fn broker_subject(digest: &str, wire: &str) -> String {
+    format!("hale.{digest}.{wire}")
+}
+
 /// Publishes to a served program's topics: each payload held to its
 /// topic's shape, then offered to every hub that streams the topic — and,
 /// with a broker, sent to the program's other nodes ([`super::broker`]).
@@ -209,7 +225,7 @@ pub struct Publisher {
     /// The wire subject of each topic.
     subjects: BTreeMap<String, String>,
     /// Where every event published here also goes.
-    broker: Option<super::broker::Broker>,
+    broker: Option<std::sync::Arc<dyn Outbound>>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -256,8 +272,8 @@ impl Publisher {
     }
 
     /// Sends every event published from now on to `broker` as well.
-    pub fn set_broker(&mut self, broker: super::broker::Broker) {
-        self.broker = Some(broker);
+    pub fn set_broker(&mut self, broker: impl Outbound + 'static) {
+        self.broker = Some(std::sync::Arc::new(broker));
     }
 
     /// The broker subject of each (stream digest, topic) the hubs serve,
@@ -269,11 +285,7 @@ impl Publisher {
                 let Some(subject) = self.subjects.get(t) else {
                     continue;
                 };
-                let route = (
-                    super::broker::subject(digest, subject),
-                    t.clone(),
-                    digest.clone(),
-                );
+                let route = (broker_subject(digest, subject), t.clone(), digest.clone());
                 if !out.contains(&route) {
                     out.push(route);
                 }
@@ -294,7 +306,7 @@ impl Publisher {
                 if topics.iter().any(|t| t == topic) && !sent.contains(&digest.as_str()) {
                     sent.push(digest);
                     if let Some(subject) = self.subjects.get(topic) {
-                        broker.publish(&super::broker::subject(digest, subject), &text);
+                        broker.send(&broker_subject(digest, subject), &text);
                     }
                 }
             }

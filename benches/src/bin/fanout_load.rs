@@ -21,9 +21,19 @@
 //! latency p50/p99/max in microseconds, and events lost (not delivered to
 //! every subscriber within 5 s).
 //!
+//! Two options serve `benches/scripts/cluster-fanout` (hubs on two nodes
+//! through a broker) and change nothing unless given: `--hub2 ADDR` puts
+//! the second half of the subscribers on a second hub (the first half stays
+//! on WS-ADDR; the trigger is still TRIGGER-ADDR, so the second hub's
+//! subscribers receive each event through the broker), and `--cpu-pid PID`
+//! (repeatable) reads each process's CPU time (utime + stime of
+//! `/proc/PID/stat`) at the start and the end of the measured seconds and
+//! prints a `cpu:` line: each process's CPU milliseconds over them, their
+//! total, and that total per event delivered to every subscriber.
+//!
 //! Usage: `fanout-load WS-ADDR TRIGGER-ADDR [--subscribers N] [--window W]
 //! [--seconds S] [--warmup S] [--threads T] [--pid PID] [--token T]
-//! [--bearer T] [--topic T]`.
+//! [--bearer T] [--topic T] [--hub2 ADDR] [--cpu-pid PID]...`.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
@@ -49,12 +59,17 @@ struct Options {
     token: String,
     bearer: String,
     topic: String,
+    /// A second hub, for the second half of the subscribers.
+    hub2: Option<String>,
+    /// Processes whose CPU time over the measured seconds is reported.
+    cpu_pids: Vec<u32>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: fanout-load WS-ADDR TRIGGER-ADDR [--subscribers N] [--window W] [--seconds S] \
-         [--warmup S] [--threads T] [--pid PID] [--token T] [--bearer T] [--topic T]"
+         [--warmup S] [--threads T] [--pid PID] [--token T] [--bearer T] [--topic T] \
+         [--hub2 ADDR] [--cpu-pid PID]..."
     );
     std::process::exit(2)
 }
@@ -76,6 +91,8 @@ fn options() -> Options {
         token: "t-dave".into(),
         bearer: "t-alice".into(),
         topic: "Fills".into(),
+        hub2: None,
+        cpu_pids: Vec::new(),
     };
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_else(|| usage());
@@ -90,6 +107,8 @@ fn options() -> Options {
             "--token" => o.token = value,
             "--bearer" => o.bearer = value,
             "--topic" => o.topic = value,
+            "--hub2" => o.hub2 = Some(value),
+            "--cpu-pid" => o.cpu_pids.push(number() as u32),
             _ => usage(),
         }
     }
@@ -105,6 +124,22 @@ fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// A process's CPU time so far (utime + stime), in milliseconds, or `None`
+/// once it is gone.
+fn cpu_ms(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces:
+    // the fields are counted from after its closing one, where field 3
+    // (the state) is the first, so utime (14) and stime (15) are the 12th
+    // and 13th.
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    let utime: u64 = rest.next()?.parse().ok()?;
+    let stime: u64 = rest.next()?.parse().ok()?;
+    // /proc counts in USER_HZ ticks, which Linux fixes at 100 a second
+    // for user space whatever the kernel's own tick rate.
+    Some((utime + stime) * 10)
 }
 
 /// A client frame: masked, as RFC 6455 requires of a client. The key is
@@ -165,14 +200,14 @@ fn order_of(text: &[u8]) -> Option<u64> {
 
 /// Opens one subscriber: the upgrade, the subscribe frame, its
 /// `subscribed` answer. Returns the stream and the bytes read past it.
-fn subscribe(o: &Options) -> Result<(TcpStream, Vec<u8>), String> {
-    let mut s = TcpStream::connect(&o.ws).map_err(|e| format!("connect {}: {e}", o.ws))?;
+fn subscribe(o: &Options, hub: &str) -> Result<(TcpStream, Vec<u8>), String> {
+    let mut s = TcpStream::connect(hub).map_err(|e| format!("connect {hub}: {e}"))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     let upgrade = format!(
         "GET / HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
          Authorization: Bearer {}\r\n\r\n",
-        o.ws, o.token
+        hub, o.token
     );
     s.write_all(upgrade.as_bytes()).map_err(|e| e.to_string())?;
     let mut buf = Vec::new();
@@ -446,8 +481,17 @@ fn main() {
     let o = Arc::new(options());
     let rss_before = o.pid.map(rss_kib);
     let mut conns = Vec::with_capacity(o.subscribers);
+    // With a second hub, the second half of the subscribers are its own.
+    let on_first = match o.hub2 {
+        Some(_) => o.subscribers.div_ceil(2),
+        None => o.subscribers,
+    };
     for i in 0..o.subscribers {
-        match subscribe(&o) {
+        let hub = match &o.hub2 {
+            Some(second) if i >= on_first => second,
+            _ => &o.ws,
+        };
+        match subscribe(&o, hub) {
             Ok(c) => conns.push(c),
             Err(e) => {
                 eprintln!("fanout-load: subscriber {i}: {e}");
@@ -490,11 +534,13 @@ fn main() {
         .collect();
     std::thread::sleep(Duration::from_secs_f64(o.warmup));
     let frames0 = shared.frames.load(Ordering::Relaxed);
+    let cpu0: Vec<Option<u64>> = o.cpu_pids.iter().map(|p| cpu_ms(*p)).collect();
     shared.measuring.store(true, Ordering::Relaxed);
     let start = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(o.seconds));
     shared.measuring.store(false, Ordering::Relaxed);
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu1: Vec<Option<u64>> = o.cpu_pids.iter().map(|p| cpu_ms(*p)).collect();
     let frames = shared.frames.load(Ordering::Relaxed) - frames0;
     shared.stop.store(true, Ordering::Relaxed);
     for t in triggers {
@@ -511,6 +557,26 @@ fn main() {
             .unwrap_or(0)
     };
     let events = shared.events.load(Ordering::Relaxed);
+    if !o.cpu_pids.is_empty() {
+        let mut line = String::from("cpu:");
+        let mut total = 0;
+        for ((pid, before), after) in o.cpu_pids.iter().zip(&cpu0).zip(&cpu1) {
+            match (before, after) {
+                (Some(b), Some(a)) => {
+                    line += &format!(" pid {pid} ms {}", a - b);
+                    total += a - b;
+                }
+                _ => {
+                    eprintln!("fanout-load: no CPU time for pid {pid}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        println!(
+            "{line} total_ms {total} us_per_event {:.0}",
+            total as f64 * 1000.0 / events.max(1) as f64
+        );
+    }
     println!(
         "summary: subscribers {} window {} events/s {:.1} frames/s {:.0} p50_us {} p99_us {} max_us {} lost {}",
         o.subscribers,

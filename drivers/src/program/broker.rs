@@ -22,7 +22,9 @@
 //! machine's output), so a thread that publishes never waits on the
 //! network. What an outage costs is written in `docs/decisions.md`, "Hubs
 //! across nodes (#32)": an event published while the link is down reaches
-//! this node's subscribers only, and is counted in [`BrokerReport::dropped`].
+//! this node's subscribers at once and is held (up to a bound) for the
+//! others, sent when the link is back; what the bound cannot hold is
+//! counted in [`BrokerReport::dropped`].
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -272,10 +274,12 @@ impl Broker {
     fn send(&self, subject: &str, payload: &[u8], sent: &AtomicU64) {
         let counts = &self.shared.counts;
         let mut link = self.shared.lock();
-        // Nothing is kept for a link that is down: what an outage loses is
-        // what was published during it, counted, never a late burst.
-        let taken = link.client.is_connected()
-            && link.client.pending_output().len() < MAX_UNWRITTEN
+        // While the link is down the machine holds what is published, up to
+        // its bound (`Options::max_buffered`), and sends it once the next
+        // connection has its subscriptions: a short outage delays the other
+        // nodes' events, a long one drops (and counts) what the bound does
+        // not hold. A live server that does not read holds as much.
+        let taken = link.client.pending_output().len() < MAX_UNWRITTEN
             && match link.client.publish(subject, payload) {
                 Ok(()) => true,
                 Err(PublishError::TooLarge { .. } | PublishError::BufferFull { .. }) => false,

@@ -42,7 +42,7 @@ use limen_core::wire::mcp::{
 use serde_json::Value;
 
 use super::hub_conn;
-use super::wire::{self, Endpoint};
+use super::wire::{self, Answered, Endpoint};
 use super::{bearer_header, bearer_of, fetch, Described};
 
 /// The code of an answer the endpoint could not give.
@@ -343,18 +343,24 @@ impl Bridge {
                         )
                     }
                 };
-                let is_refusal = wire::raw_member(&reply.body, "refusal").is_some();
-                match reply.status {
-                    200 => encode_call_answer(id, CallAnswer::Result(&reply.body), &mut out),
-                    422 => encode_call_answer(id, CallAnswer::HandlerError(&reply.body), &mut out),
-                    500 if is_refusal => encode_call_answer(id, CallAnswer::ServerError, &mut out),
-                    400 | 401 | 403 | 409 | 429 | 503 if is_refusal => {
-                        return refused(id, &reply.body)
+                match wire::http_outcome(reply.status, &reply.body) {
+                    Some(Answered::Result) => {
+                        encode_call_answer(id, CallAnswer::Result(&reply.body), &mut out)
                     }
-                    s => {
+                    Some(Answered::HandlerError) => {
+                        encode_call_answer(id, CallAnswer::HandlerError(&reply.body), &mut out)
+                    }
+                    Some(Answered::ServerError) => {
+                        encode_call_answer(id, CallAnswer::ServerError, &mut out)
+                    }
+                    Some(Answered::Refusal) => return refused(id, &reply.body),
+                    None => {
                         return transport_failure(
                             id,
-                            &format!("http://{authority} answered {s}, no outcome of the wire"),
+                            &format!(
+                                "http://{authority} answered {}, no outcome of the wire",
+                                reply.status
+                            ),
                         )
                     }
                 }
@@ -389,18 +395,14 @@ impl Bridge {
         if v.get("id") != Some(&Value::String(self.line_id.clone())) {
             return transport_failure(id, "the reply answers another request");
         }
-        let answer = match (v.get("ok"), v.get("refusal")) {
-            (Some(Value::Bool(true)), _) => {
-                wire::raw_member(reply, "value").map(CallAnswer::Result)
-            }
-            (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => {
-                Some(CallAnswer::ServerError)
-            }
-            (Some(Value::Bool(false)), Some(_)) => return refused(id, reply),
-            (Some(Value::Bool(false)), None) => {
+        let answer = match wire::line_outcome(&v) {
+            Some(Answered::Result) => wire::raw_member(reply, "value").map(CallAnswer::Result),
+            Some(Answered::ServerError) => Some(CallAnswer::ServerError),
+            Some(Answered::Refusal) => return refused(id, reply),
+            Some(Answered::HandlerError) => {
                 wire::raw_member(reply, "error").map(CallAnswer::HandlerError)
             }
-            _ => None,
+            None => None,
         };
         match answer {
             Some(a) => encode_call_answer(id, a, &mut out),

@@ -17,7 +17,7 @@ use std::io::Read;
 
 use payload::Flag;
 use serde_json::Value;
-use wire::{Endpoint, HttpReply};
+use wire::{Answered, Endpoint, HttpReply};
 
 /// A result.
 pub const EXIT_RESULT: i32 = 0;
@@ -363,8 +363,8 @@ fn call_unix(
     if v.get("id") != Some(&Value::String(id.to_owned())) {
         return transport("the reply answers another request");
     }
-    let code = match (v.get("ok"), v.get("refusal")) {
-        (Some(Value::Bool(true)), _) => {
+    let code = match wire::line_outcome(&v) {
+        Some(Answered::Result) => {
             let value = wire::raw_member(&reply, "value").unwrap_or(b"null");
             if raw {
                 crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(&reply)));
@@ -373,10 +373,8 @@ fn call_unix(
             }
             return EXIT_RESULT;
         }
-        (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => EXIT_SERVER_ERROR,
-        (Some(Value::Bool(false)), Some(_)) => EXIT_REFUSAL,
-        (Some(Value::Bool(false)), None) if v.get("error").is_some() => EXIT_HANDLER_ERROR,
-        _ => return transport("the reply is no outcome of the wire"),
+        Some(answered) => exit_of(answered),
+        None => return transport("the reply is no outcome of the wire"),
     };
     print_outcome(&reply, code, raw)
 }
@@ -399,19 +397,28 @@ fn call_http(
         Ok(r) => r,
         Err(e) => return transport(&format!("http://{authority} did not answer: {e}")),
     };
-    let code = match reply.status {
-        200 => {
+    let code = match wire::http_outcome(reply.status, &reply.body) {
+        Some(Answered::Result) => {
             crate::cli_support::print(&format!("{}\n", String::from_utf8_lossy(&reply.body)));
             return EXIT_RESULT;
         }
-        422 => EXIT_HANDLER_ERROR,
-        500 if is_refusal(&reply) => EXIT_SERVER_ERROR,
-        400 | 401 | 403 | 409 | 429 | 503 if is_refusal(&reply) => EXIT_REFUSAL,
-        s => {
+        Some(answered) => exit_of(answered),
+        None => {
             return transport(&format!(
-                "http://{authority} answered {s}, no outcome of the wire"
+                "http://{authority} answered {}, no outcome of the wire",
+                reply.status
             ))
         }
     };
     print_outcome(&reply.body, code, raw)
+}
+
+/// The exit status of an answered outcome.
+fn exit_of(answered: Answered) -> i32 {
+    match answered {
+        Answered::Result => EXIT_RESULT,
+        Answered::HandlerError => EXIT_HANDLER_ERROR,
+        Answered::Refusal => EXIT_REFUSAL,
+        Answered::ServerError => EXIT_SERVER_ERROR,
+    }
 }

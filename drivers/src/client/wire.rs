@@ -172,6 +172,50 @@ pub fn call_line(
     line
 }
 
+/// Which answered outcome of § Outcomes a reply is (the fifth, the
+/// transport failure, is a reply that is none of these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// The member's response.
+    Result,
+    /// The handler's error.
+    HandlerError,
+    /// A refusal, of any kind but the server's.
+    Refusal,
+    /// The server error (`{"kind": "server"}`).
+    ServerError,
+}
+
+/// An HTTP reply's outcome by § Outcomes' HTTP column: 200, 422, 500 with a
+/// refusal object, and the refusals' statuses with one; `None` for any
+/// other answer, which is no outcome of the wire. `hale call`, `hale mcp
+/// --app` and `hale admin` read their HTTP replies with it.
+pub fn http_outcome(status: u16, body: &[u8]) -> Option<Answered> {
+    let refusal = raw_member(body, "refusal").is_some();
+    match status {
+        200 => Some(Answered::Result),
+        422 => Some(Answered::HandlerError),
+        500 if refusal => Some(Answered::ServerError),
+        400 | 401 | 403 | 409 | 429 | 503 if refusal => Some(Answered::Refusal),
+        _ => None,
+    }
+}
+
+/// A Unix reply line's outcome (or a hub's `reply` frame's, which extends
+/// it), by its `ok`, `refusal` and `error`; `None` when it is none.
+pub fn line_outcome(reply: &serde_json::Value) -> Option<Answered> {
+    use serde_json::Value;
+    match (reply.get("ok"), reply.get("refusal")) {
+        (Some(Value::Bool(true)), _) => Some(Answered::Result),
+        (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => Some(Answered::ServerError),
+        (Some(Value::Bool(false)), Some(_)) => Some(Answered::Refusal),
+        (Some(Value::Bool(false)), None) if reply.get("error").is_some() => {
+            Some(Answered::HandlerError)
+        }
+        _ => None,
+    }
+}
+
 /// The raw text of the value under `key` in a JSON object (the reply
 /// line's `value`), as the exposure wrote it.
 pub fn raw_member<'a>(object: &'a [u8], key: &str) -> Option<&'a [u8]> {
@@ -240,6 +284,41 @@ mod tests {
             call_line(true, "A::b", b"1", "i", None),
             br#"{"type":"call","call":"A::b","payload":1,"id":"i"}"#
         );
+    }
+
+    #[test]
+    fn replies_are_read_as_their_outcome() {
+        use serde_json::json;
+        assert_eq!(http_outcome(200, b"{}"), Some(Answered::Result));
+        assert_eq!(http_outcome(422, b"{}"), Some(Answered::HandlerError));
+        let refusal = br#"{"refusal":{"kind":"full","reason":"r"}}"#;
+        assert_eq!(http_outcome(429, refusal), Some(Answered::Refusal));
+        assert_eq!(
+            http_outcome(500, br#"{"refusal":{"kind":"server"}}"#),
+            Some(Answered::ServerError)
+        );
+        assert_eq!(http_outcome(500, b"oops"), None);
+        assert_eq!(http_outcome(403, b"<html>"), None);
+        assert_eq!(http_outcome(302, refusal), None);
+        let line = |v: serde_json::Value| line_outcome(&v);
+        assert_eq!(
+            line(json!({"ok": true, "value": 1})),
+            Some(Answered::Result)
+        );
+        assert_eq!(
+            line(json!({"ok": false, "error": {}})),
+            Some(Answered::HandlerError)
+        );
+        assert_eq!(
+            line(json!({"ok": false, "refusal": {"kind": "full"}})),
+            Some(Answered::Refusal)
+        );
+        assert_eq!(
+            line(json!({"ok": false, "refusal": {"kind": "server"}})),
+            Some(Answered::ServerError)
+        );
+        assert_eq!(line(json!({"ok": false})), None);
+        assert_eq!(line(json!({"value": 1})), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::super::hub_conn;
-use super::super::wire::{self, Endpoint};
+use super::super::wire::{self, Answered, Endpoint};
 use super::super::{bearer_header, fetch, watch, Described};
 
 /// How long a hub exchange waits for its answer.
@@ -282,46 +282,44 @@ impl Remote {
                         )
                     }
                 };
-                let body: Option<Value> = serde_json::from_slice(&reply.body).ok();
-                let refusal = body.as_ref().and_then(|b| b.get("refusal")).cloned();
-                let status = Some(reply.status);
-                match (reply.status, body, refusal) {
-                    (200, Some(v), _) => outcome(
-                        "result",
-                        json!({ "value": v }),
-                        &reply.body,
-                        status,
+                let Some(kind) = wire::http_outcome(reply.status, &reply.body) else {
+                    return no_answer(
+                        format!(
+                            "http://{authority} answered {}, no outcome of the wire",
+                            reply.status
+                        ),
                         started,
-                    ),
-                    (422, Some(e), _) => outcome(
-                        "handler_error",
-                        json!({ "error": e }),
-                        &reply.body,
-                        status,
-                        started,
-                    ),
-                    (500, _, Some(r)) => outcome(
-                        "server_error",
-                        json!({ "refusal": r }),
-                        &reply.body,
-                        status,
-                        started,
-                    ),
-                    (400 | 401 | 403 | 409 | 429 | 503, _, Some(r)) => outcome(
-                        "refusal",
-                        json!({ "refusal": r }),
-                        &reply.body,
-                        status,
-                        started,
-                    ),
-                    (s, _, _) => no_answer(
-                        format!("http://{authority} answered {s}, no outcome of the wire"),
-                        started,
-                    ),
-                }
+                    );
+                };
+                let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+                let fields = match kind {
+                    Answered::Result => json!({ "value": body }),
+                    Answered::HandlerError => json!({ "error": body }),
+                    Answered::Refusal | Answered::ServerError => {
+                        json!({ "refusal": body["refusal"] })
+                    }
+                };
+                answered(kind, fields, &reply.body, Some(reply.status), started)
             }
         }
     }
+}
+
+/// An answered outcome as the page reads it, `fields` what it carries.
+fn answered(
+    kind: Answered,
+    fields: Value,
+    raw: &[u8],
+    status: Option<u16>,
+    started: Instant,
+) -> Value {
+    let name = match kind {
+        Answered::Result => "result",
+        Answered::HandlerError => "handler_error",
+        Answered::Refusal => "refusal",
+        Answered::ServerError => "server_error",
+    };
+    outcome(name, fields, raw, status, started)
 }
 
 /// A Unix reply line, or a hub's `reply` (or `refusal`) frame, as the page
@@ -343,33 +341,15 @@ fn read_reply(reply: &[u8], id: &str, started: Instant) -> Value {
     if v.get("id") != Some(&Value::String(id.to_owned())) {
         return no_answer("the reply answers another request".into(), started);
     }
-    match (v.get("ok"), v.get("refusal")) {
-        (Some(Value::Bool(true)), _) => outcome(
-            "result",
-            json!({ "value": member_value(reply, "value") }),
-            reply,
-            None,
-            started,
-        ),
-        (Some(Value::Bool(false)), Some(r)) if r["kind"] == "server" => outcome(
-            "server_error",
-            json!({ "refusal": r }),
-            reply,
-            None,
-            started,
-        ),
-        (Some(Value::Bool(false)), Some(r)) => {
-            outcome("refusal", json!({ "refusal": r }), reply, None, started)
-        }
-        (Some(Value::Bool(false)), None) if v.get("error").is_some() => outcome(
-            "handler_error",
-            json!({ "error": member_value(reply, "error") }),
-            reply,
-            None,
-            started,
-        ),
-        _ => no_answer("the reply is no outcome of the wire".into(), started),
-    }
+    let Some(kind) = wire::line_outcome(&v) else {
+        return no_answer("the reply is no outcome of the wire".into(), started);
+    };
+    let fields = match kind {
+        Answered::Result => json!({ "value": member_value(reply, "value") }),
+        Answered::HandlerError => json!({ "error": member_value(reply, "error") }),
+        Answered::Refusal | Answered::ServerError => json!({ "refusal": v["refusal"] }),
+    };
+    answered(kind, fields, reply, None, started)
 }
 
 #[cfg(test)]
